@@ -1,0 +1,1 @@
+"""The providers openprogram ships: ``echo`` (offline) and, later, the vendor apis."""

@@ -1,0 +1,309 @@
+"""Recording: a provider that writes each request and event to disk, then passes it on.
+
+:class:`RecordingProvider` wraps the provider it replaces and is otherwise transparent: it
+writes each event as one whole line, *then* yields it, so a crash loses at most the call in
+flight. Every ``RecordingProvider`` writing to the same path in one process shares one
+:class:`RecordingWriter`, so all apis form one call sequence.
+
+Writers in several threads or processes may share a file. Each line is one ``write`` on an
+``O_APPEND`` descriptor under an exclusive ``flock``; the next call index is found by reading
+only the bytes other writers appended since this process last looked, so the cost of a call
+does not grow with the size of the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from openprogram.errors import RecordingFileError
+from openprogram.providers.api_registry import ApiProvider
+from openprogram.providers.events import AssistantMessageEvent, DoneEvent, ErrorEvent
+from openprogram.providers.recording import RECORDING_FORMAT_VERSION, Outcome, encode_row, new_header
+from openprogram.providers.redaction import known_secret_values, remove_secret_values
+from openprogram.providers.types import (
+    Context,
+    Model,
+    SimpleStreamOptions,
+    StreamOptions,
+)
+from openprogram.private_files import open_private_append
+
+
+@contextmanager
+def _file_locked(fd: int) -> Iterator[None]:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+class RecordingWriter:
+    """Appends rows to one recording; one per file per process (see :func:`writer_for`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.existing_calls = 0
+        """How many calls the file already held when this process opened it."""
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._pid = 0
+        self._scanned = 0  # bytes of the file this process has accounted for
+        self._next_call_index = 0
+
+    def open(self) -> int:
+        """Open (creating the file with its header if needed); returns ``existing_calls``.
+
+        Raises :class:`RecordingFileError` when the file cannot be written, or is not a
+        recording of this format version (nothing is ever appended to such a file).
+        """
+        with self._lock:
+            return self._ensure_open()
+
+    def start_call(self, request: dict[str, Any]) -> int:
+        """Write a request row with the next free call index; returns that index."""
+        with self._lock:
+            self._ensure_open()
+            fd = self._descriptor()
+            with _file_locked(fd):
+                self._catch_up(fd)
+                call_index = self._next_call_index
+                self._append(fd, encode_row({"type": "request", "call_index": call_index, **request}))
+                self._next_call_index = call_index + 1
+            return call_index
+
+    def write_row(self, row: dict[str, Any]) -> None:
+        """Append one row as one whole line."""
+        line = encode_row(row)
+        with self._lock:
+            fd = self._descriptor()
+            with _file_locked(fd):
+                self._append(fd, line)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None and self._pid == os.getpid():
+                os.close(self._fd)
+            self._fd = None
+
+    def _descriptor(self) -> int:
+        if self._fd is None or self._pid != os.getpid():
+            self._ensure_open()
+        assert self._fd is not None
+        return self._fd
+
+    def _ensure_open(self) -> int:
+        if self._fd is not None and self._pid == os.getpid():
+            return self.existing_calls
+        # First use in this process (or in a child after fork: the parent's descriptor would
+        # share its lock, so the child opens its own).
+        try:
+            fd = open_private_append(self.path)
+        except OSError as exc:
+            raise self._write_error(exc) from None
+        self._scanned, self._next_call_index = 0, 0
+        try:
+            with _file_locked(fd):
+                if os.fstat(fd).st_size == 0:
+                    self._append(fd, encode_row(new_header(self.path.stem)))
+                self._catch_up(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._pid = fd, os.getpid()
+        self.existing_calls = self._next_call_index
+        return self.existing_calls
+
+    def _catch_up(self, fd: int) -> None:
+        """Account for the rows other writers appended since we last looked."""
+        size = os.fstat(fd).st_size
+        if size <= self._scanned:
+            return
+        data = os.pread(fd, size - self._scanned, self._scanned)
+        complete = data.rfind(b"\n") + 1  # a line still being written is read next time
+        if self._scanned == 0:
+            self._check_header(data[: data.find(b"\n")] if b"\n" in data else data)
+        for line in data[:complete].split(b"\n"):
+            if b'"request"' in line:
+                row = orjson.loads(line)
+                if row.get("type") == "request":
+                    self._next_call_index = max(self._next_call_index, row["call_index"] + 1)
+        self._scanned += complete
+
+    def _check_header(self, first_line: bytes) -> None:
+        try:
+            header = orjson.loads(first_line)
+        except orjson.JSONDecodeError:
+            header = None
+        if not isinstance(header, dict) or header.get("type") != "header":
+            raise RecordingFileError(
+                str(self.path),
+                "cannot record into it: it is not an openprogram recording (no header row)",
+                line=1,
+                advice="choose another file name",
+            )
+        if header.get("format_version") != RECORDING_FORMAT_VERSION:
+            raise RecordingFileError(
+                str(self.path),
+                f"cannot append to a recording of format_version {header.get('format_version')!r}"
+                f" (this openprogram writes {RECORDING_FORMAT_VERSION})",
+                line=1,
+                advice="record into a new file",
+            )
+
+    def _append(self, fd: int, line: bytes) -> None:
+        try:
+            written = os.write(fd, line)
+            while written < len(line):  # only on a signal or a full disk
+                written += os.write(fd, line[written:])
+        except OSError as exc:
+            raise self._write_error(exc) from None
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        if end - len(line) == self._scanned:
+            self._scanned = end  # nobody else wrote in between: nothing new to read
+
+    def _write_error(self, exc: OSError) -> RecordingFileError:
+        return RecordingFileError(
+            str(self.path),
+            f"cannot write the recording ({exc.strerror or exc})",
+            advice="check the folder exists and is writable and the disk has space",
+        )
+
+
+_writers: dict[str, RecordingWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def writer_for(path: str | os.PathLike[str]) -> RecordingWriter:
+    """The one writer this process uses for ``path``."""
+    resolved = Path(path).resolve()
+    with _writers_lock:
+        writer = _writers.get(str(resolved))
+        if writer is None:
+            writer = _writers[str(resolved)] = RecordingWriter(resolved)
+        return writer
+
+
+def close_recording_writers() -> None:
+    """Close every writer (tests; a process that exits needs not call it)."""
+    with _writers_lock:
+        for writer in _writers.values():
+            writer.close()
+        _writers.clear()
+
+
+def exception_type_name(error: BaseException) -> str:
+    cls = type(error)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+class RecordingProvider:
+    """Records every call to ``real_provider`` into the recording at ``path``."""
+
+    def __init__(self, real_provider: ApiProvider, path: str | os.PathLike[str]) -> None:
+        self.real_provider = real_provider
+        self.path = Path(path)
+        self.writer = writer_for(path)
+
+    @property
+    def requires_credentials(self) -> bool:
+        return self.real_provider.requires_credentials
+
+    @property
+    def api_key_env(self) -> str | None:
+        env = getattr(self.real_provider, "api_key_env", None)
+        return env if isinstance(env, str) else None
+
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._record("stream", model, context, options or StreamOptions())
+
+    def stream_simple(
+        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._record("stream_simple", model, context, options or SimpleStreamOptions())
+
+    async def _record(
+        self,
+        method: Literal["stream", "stream_simple"],
+        model: Model,
+        context: Context,
+        options: StreamOptions,
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        known = known_secret_values()
+        if options.api_key:
+            known = known | {options.api_key}
+        call_index = self.writer.start_call(
+            remove_secret_values(
+                {
+                    "model": model.model_dump(mode="json"),
+                    "context": context.model_dump(mode="json"),
+                    "options": options.model_dump(mode="json"),
+                },
+                known_secrets=known,
+            )
+        )
+        source = getattr(self.real_provider, method)(model, context, options)
+        events = source.__aiter__()
+        count = 0
+        exhausted = False
+        outcome: Outcome = "abandoned"
+        error: dict[str, str] | None = None
+        try:
+            while True:
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    outcome, exhausted = "complete", True
+                    break
+                except asyncio.CancelledError:
+                    outcome = "cancelled"
+                    raise
+                except Exception as exc:
+                    outcome, exhausted = "error", True
+                    error = {
+                        "type": exception_type_name(exc),
+                        "message": remove_secret_values(str(exc), known_secrets=known),
+                    }
+                    raise
+                self.writer.write_row(
+                    {
+                        "type": "event",
+                        "call_index": call_index,
+                        "event_index": count,
+                        "event": remove_secret_values(
+                            event.model_dump(mode="json"), known_secrets=known
+                        ),
+                    }
+                )
+                count += 1
+                if isinstance(event, DoneEvent | ErrorEvent):
+                    outcome = "complete"  # a consumer may stop reading after the last event
+                yield event
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            # Only close what can be closed: a plain async iterator has no aclose().
+            close = getattr(source, "aclose", None)
+            if not exhausted and close is not None:
+                await close()
+            end: dict[str, Any] = {
+                "type": "call_end",
+                "call_index": call_index,
+                "event_count": count,
+                "outcome": outcome,
+            }
+            if error is not None:
+                end["error"] = error
+            self.writer.write_row(end)

@@ -1,0 +1,119 @@
+"""The provider runtime: built-ins registered, then record/replay activated, once a process.
+
+Importing ``openprogram.providers`` does none of this. The first registry lookup calls
+:func:`initialize_provider_runtime`, which moves ``NEW → INITIALIZING → READY | FAILED``:
+
+* concurrent first callers (threads) wait for the one initialization and share its result;
+* the initializing thread calling it again (from a built-in's constructor, say) gets a
+  clear error instead of a deadlock;
+* a built-in that fails to register leaves the runtime ``FAILED``: every later call raises a
+  fresh :class:`ProviderRuntimeError` with the same stage and cause.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from openprogram.errors import ProviderRuntimeError
+from openprogram.providers import api_registry
+from openprogram.providers.api_registry import ApiProvider
+
+
+class RuntimeState(StrEnum):
+    NEW = "new"
+    INITIALIZING = "initializing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeStatus:
+    state: RuntimeState
+    mode: str
+    """``off``, ``record``, ``replay`` or ``blocked``."""
+    blocked_reason: str | None = None
+
+
+def _echo_provider() -> ApiProvider:
+    from openprogram.providers.builtins.echo import EchoProvider
+
+    return EchoProvider()
+
+
+BUILTIN_PROVIDER_FACTORIES: dict[str, Callable[[], ApiProvider]] = {"echo": _echo_provider}
+"""The built-in apis and how to make each provider; read at initialization."""
+
+_condition = threading.Condition(threading.RLock())
+_state = RuntimeState.NEW
+_mode = "off"
+_failure: tuple[str, str] | None = None
+_initializing_thread: int | None = None
+
+
+def initialize_provider_runtime() -> RuntimeStatus:
+    """Register the built-ins and activate record/replay, once; later calls are cheap."""
+    global _state, _initializing_thread
+    with _condition:
+        while _state is RuntimeState.INITIALIZING:
+            if _initializing_thread == threading.get_ident():
+                raise ProviderRuntimeError(
+                    "initialization",
+                    "initialize_provider_runtime() was called again by the thread that is "
+                    "initializing it; a built-in provider must not look up the registry "
+                    "while it is being constructed",
+                )
+            _condition.wait()
+        if _state is RuntimeState.READY:
+            return RuntimeStatus(_state, _mode)
+        if _state is RuntimeState.FAILED:
+            assert _failure is not None
+            raise ProviderRuntimeError(*_failure)
+        _state = RuntimeState.INITIALIZING
+        _initializing_thread = threading.get_ident()
+    try:
+        _register_builtins()
+    except ProviderRuntimeError as error:
+        _finish(RuntimeState.FAILED, failure=(error.stage, error.cause))
+        raise
+    except BaseException:
+        _finish(RuntimeState.NEW)  # interrupted (Ctrl-C): let the next caller try again
+        raise
+    _finish(RuntimeState.READY)
+    return RuntimeStatus(RuntimeState.READY, _mode)
+
+
+def _register_builtins() -> None:
+    for api, factory in BUILTIN_PROVIDER_FACTORIES.items():
+        try:
+            provider = factory()
+        except Exception as exc:
+            raise ProviderRuntimeError(
+                f"built-in registration of {api!r}", f"{type(exc).__name__}: {exc}"
+            ) from exc
+        api_registry.register_without_runtime(api, provider)
+
+
+def _finish(state: RuntimeState, *, failure: tuple[str, str] | None = None) -> None:
+    global _state, _failure, _initializing_thread
+    with _condition:
+        _state, _failure, _initializing_thread = state, failure, None
+        _condition.notify_all()
+
+
+def provider_runtime_status() -> RuntimeStatus:
+    """Where the runtime stands, without initializing it."""
+    with _condition:
+        return RuntimeStatus(_state, _mode)
+
+
+def reset_provider_runtime() -> None:
+    """Test-only: forget every registration and start the runtime afresh at ``NEW``."""
+    global _state, _mode, _failure, _initializing_thread
+    with _condition:
+        if _state is RuntimeState.INITIALIZING:
+            raise ProviderRuntimeError("reset", "cannot reset while initializing")
+        api_registry.clear_registry_without_runtime()
+        _state, _mode, _failure, _initializing_thread = RuntimeState.NEW, "off", None, None

@@ -1,0 +1,84 @@
+"""``stream`` / ``complete``: look up ``model.api``, resolve the key, iterate the provider.
+
+The API key comes from ``options.api_key``, else the environment variable the provider
+names (``api_key_env``), unless the provider needs none (``requires_credentials`` False,
+as for ``echo`` and replay). Keys are never stored in configuration or recordings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import TypeVar
+
+from openprogram.errors import MissingApiKeyError
+from openprogram.providers.api_registry import ApiProvider, get_api_provider
+from openprogram.providers.events import AssistantMessageEvent, MessageAccumulator
+from openprogram.providers.types import (
+    AssistantMessage,
+    Context,
+    Model,
+    SimpleStreamOptions,
+    StreamOptions,
+)
+
+OptionsT = TypeVar("OptionsT", bound=StreamOptions)
+
+
+def provider_api_key_env(provider: ApiProvider) -> str | None:
+    """The environment variable ``provider`` reads its key from, if it names one."""
+    env = getattr(provider, "api_key_env", None)
+    return env if isinstance(env, str) and env else None
+
+
+def with_api_key(provider: ApiProvider, model: Model, options: OptionsT) -> OptionsT:
+    """``options`` with ``api_key`` filled in from the environment when the provider needs it."""
+    if options.api_key or not provider.requires_credentials:
+        return options
+    env_var = provider_api_key_env(provider)
+    key = os.environ.get(env_var) if env_var else None
+    if not key:
+        raise MissingApiKeyError(model.api, env_var)
+    return options.model_copy(update={"api_key": key})
+
+
+def stream(
+    model: Model, context: Context, options: StreamOptions | None = None
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Stream one reply from the provider registered for ``model.api``."""
+    provider = get_api_provider(model.api)
+    return provider.stream(model, context, with_api_key(provider, model, options or StreamOptions()))
+
+
+def stream_simple(
+    model: Model, context: Context, options: SimpleStreamOptions | None = None
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Like :func:`stream`, with the portable ``reasoning`` option."""
+    provider = get_api_provider(model.api)
+    return provider.stream_simple(
+        model, context, with_api_key(provider, model, options or SimpleStreamOptions())
+    )
+
+
+async def collect_message(
+    events: AsyncIterator[AssistantMessageEvent], *, model: Model
+) -> AssistantMessage:
+    """Drain ``events`` and return the final message (an error reply if the stream failed)."""
+    accumulator = MessageAccumulator(api=model.api, provider=model.provider, model=model.id)
+    async for event in events:
+        accumulator.add(event)
+    return accumulator.message
+
+
+async def complete(
+    model: Model, context: Context, options: StreamOptions | None = None
+) -> AssistantMessage:
+    """The whole reply of :func:`stream`."""
+    return await collect_message(stream(model, context, options), model=model)
+
+
+async def complete_simple(
+    model: Model, context: Context, options: SimpleStreamOptions | None = None
+) -> AssistantMessage:
+    """The whole reply of :func:`stream_simple`."""
+    return await collect_message(stream_simple(model, context, options), model=model)
