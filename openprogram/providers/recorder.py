@@ -253,57 +253,79 @@ class RecordingProvider:
                 known_secrets=known,
             )
         )
+        log = _CallLog(self.writer, call_index, known)
         source = getattr(self.real_provider, method)(model, context, options)
         events = source.__aiter__()
-        count = 0
         exhausted = False
-        outcome: Outcome = "abandoned"
-        error: dict[str, str] | None = None
         try:
             while True:
                 try:
                     event = await events.__anext__()
                 except StopAsyncIteration:
-                    outcome, exhausted = "complete", True
-                    break
+                    exhausted = True
+                    log.end("complete")
+                    return
                 except asyncio.CancelledError:
-                    outcome = "cancelled"
+                    log.end("cancelled")
                     raise
                 except Exception as exc:
-                    outcome, exhausted = "error", True
-                    error = {
-                        "type": exception_type_name(exc),
-                        "message": remove_secret_values(str(exc), known_secrets=known),
-                    }
+                    exhausted = True
+                    log.end("error", error=exc)
                     raise
-                self.writer.write_row(
-                    {
-                        "type": "event",
-                        "call_index": call_index,
-                        "event_index": count,
-                        "event": remove_secret_values(
-                            event.model_dump(mode="json"), known_secrets=known
-                        ),
-                    }
-                )
-                count += 1
-                if isinstance(event, DoneEvent | ErrorEvent):
-                    outcome = "complete"  # a consumer may stop reading after the last event
+                log.event(event)
+                terminal = isinstance(event, DoneEvent | ErrorEvent)
+                if terminal:
+                    # The call is complete as soon as its last event is on disk, whether or
+                    # not the consumer reads on to the end of the stream.
+                    log.end("complete")
                 yield event
+                if terminal:
+                    return
         except asyncio.CancelledError:
-            outcome = "cancelled"
+            log.end("cancelled")
             raise
         finally:
+            log.end("abandoned")  # no-op when the call already ended
             # Only close what can be closed: a plain async iterator has no aclose().
             close = getattr(source, "aclose", None)
             if not exhausted and close is not None:
                 await close()
-            end: dict[str, Any] = {
-                "type": "call_end",
-                "call_index": call_index,
-                "event_count": count,
-                "outcome": outcome,
+
+
+class _CallLog:
+    """The rows of one recorded call: its events, then exactly one ``call_end``."""
+
+    def __init__(self, writer: RecordingWriter, call_index: int, known: frozenset[str]) -> None:
+        self.writer = writer
+        self.call_index = call_index
+        self.known = known
+        self.count = 0
+        self.ended = False
+
+    def event(self, event: AssistantMessageEvent) -> None:
+        self.writer.write_row(
+            {
+                "type": "event",
+                "call_index": self.call_index,
+                "event_index": self.count,
+                "event": remove_secret_values(event.model_dump(mode="json"), known_secrets=self.known),
             }
-            if error is not None:
-                end["error"] = error
-            self.writer.write_row(end)
+        )
+        self.count += 1
+
+    def end(self, outcome: Outcome, *, error: BaseException | None = None) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        row: dict[str, Any] = {
+            "type": "call_end",
+            "call_index": self.call_index,
+            "event_count": self.count,
+            "outcome": outcome,
+        }
+        if error is not None:
+            row["error"] = {
+                "type": exception_type_name(error),
+                "message": remove_secret_values(str(error), known_secrets=self.known),
+            }
+        self.writer.write_row(row)

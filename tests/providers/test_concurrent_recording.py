@@ -1,0 +1,90 @@
+"""Several threads and processes recording into one file produce one valid recording."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from openprogram.providers import ECHO_MODEL, Context, EchoProvider, RecordingProvider, UserMessage
+from openprogram.providers.recorder import RecordingWriter
+from openprogram.providers.recording import read_recording
+
+RECORD_25_CALLS = textwrap.dedent(
+    """
+    import asyncio, sys
+    from openprogram.providers import (
+        ECHO_MODEL, Context, EchoProvider, RecordingProvider, UserMessage,
+    )
+
+    async def main(path, worker):
+        recorder = RecordingProvider(EchoProvider(), path)
+        for n in range(25):
+            context = Context(messages=[UserMessage(content=f"worker {worker} call {n}")])
+            async for _ in recorder.stream_simple(ECHO_MODEL, context):
+                await asyncio.sleep(0)
+
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    """
+)
+
+
+def test_four_processes_share_one_recording(tmp_path: Path) -> None:
+    path = tmp_path / "shared.jsonl"
+    workers = [
+        subprocess.Popen([sys.executable, "-c", RECORD_25_CALLS, str(path), str(worker)])
+        for worker in range(4)
+    ]
+    assert [worker.wait(timeout=120) for worker in workers] == [0, 0, 0, 0]
+
+    recording = read_recording(path)
+    assert [call.call_index for call in recording.calls] == list(range(100))
+    assert all(call.outcome == "complete" for call in recording.calls)
+    texts = sorted(call.request["context"]["messages"][0]["content"] for call in recording.calls)
+    assert texts == sorted(f"worker {w} call {n}" for w in range(4) for n in range(25))
+    for call in recording.calls:  # each call's events belong to its own request
+        prompt = call.request["context"]["messages"][0]["content"]
+        assert call.events[-1].message.text == f"echo:{prompt}"  # type: ignore[union-attr]
+
+
+async def _record_calls(recorder: RecordingProvider, worker: int, count: int) -> None:
+    for n in range(count):
+        context = Context(messages=[UserMessage(content=f"thread {worker} call {n}")])
+        _ = [event async for event in recorder.stream_simple(ECHO_MODEL, context)]
+
+
+def test_threads_share_one_writer(tmp_path: Path) -> None:
+    import asyncio
+
+    path = tmp_path / "threads.jsonl"
+    recorder = RecordingProvider(EchoProvider(), path)
+    threads = [
+        threading.Thread(target=lambda w=w: asyncio.run(_record_calls(recorder, w, 20)))
+        for w in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    recording = read_recording(path)
+    assert [call.call_index for call in recording.calls] == list(range(80))
+
+
+@pytest.mark.parametrize("calls_before", [0, 3])
+def test_a_second_writer_continues_the_call_sequence(tmp_path: Path, calls_before: int) -> None:
+    import asyncio
+
+    path = tmp_path / "appended.jsonl"
+    asyncio.run(_record_calls(RecordingProvider(EchoProvider(), path), 0, calls_before))
+    writer = RecordingWriter(path)  # as a new process would open it
+    assert writer.open() == calls_before
+    request = {"model": {}, "context": {}, "options": {}}
+    assert writer.start_call(request) == calls_before
+    writer.write_row({"type": "call_end", "call_index": calls_before, "event_count": 0,
+                      "outcome": "complete"})
+    writer.close()
+    assert len(read_recording(path).calls) == calls_before + 1

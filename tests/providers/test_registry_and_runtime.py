@@ -1,0 +1,223 @@
+"""The registry boundary and the runtime lifecycle (§4, §5)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from typing import Any
+
+import pytest
+
+from openprogram.providers import (
+    ECHO_MODEL,
+    Context,
+    EchoProvider,
+    Model,
+    ProviderRuntimeError,
+    RuntimeState,
+    UnknownApiError,
+    UserMessage,
+    complete,
+    get_api_provider,
+    initialize_provider_runtime,
+    provider_runtime_status,
+    register_api_provider,
+    registered_apis,
+    scoped_api_providers,
+    set_registry_transform,
+    unregister_api_provider,
+)
+from openprogram.providers import runtime as runtime_module
+from openprogram.providers.api_registry import ApiProvider
+
+
+def test_import_has_no_side_effects() -> None:
+    probe = textwrap.dedent(
+        """
+        import json, socket, sys
+        opened, connected = [], []
+        def audit(event, args):
+            path = args[0] if event == "open" and isinstance(args[0], str) else ""
+            # Python's own import machinery and package metadata are not our reads.
+            if path and not path.endswith((".py", ".pyc", ".so", ".pth", ".zip")) and not any(
+                part in path for part in ("__pycache__", "-info/", "site-packages")
+            ):
+                opened.append(path)
+            if event in ("socket.connect", "socket.bind"):
+                connected.append(repr(args))
+        sys.addaudithook(audit)
+        import openprogram.providers as providers
+        from openprogram.providers import api_registry, runtime
+        print(json.dumps({
+            "providers": sorted(api_registry._providers),
+            "transform": api_registry._transform is not None,
+            "state": runtime.provider_runtime_status().state.value,
+            "opened": opened,
+            "connected": connected,
+            "httpx": "httpx" in sys.modules,
+        }))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    facts = json.loads(result.stdout)
+    assert facts == {
+        "providers": [],
+        "transform": False,
+        "state": "new",
+        "opened": [],
+        "connected": [],
+        "httpx": False,
+    }
+
+
+def test_first_lookup_initializes_the_builtins() -> None:
+    assert provider_runtime_status().state is RuntimeState.NEW
+    assert isinstance(get_api_provider("echo"), EchoProvider)
+    assert provider_runtime_status().state is RuntimeState.READY
+    assert "echo" in registered_apis()
+
+
+def test_unknown_api_names_the_registered_ones() -> None:
+    with pytest.raises(UnknownApiError) as caught:
+        get_api_provider("nope")
+    assert "'nope'" in str(caught.value)
+    assert "echo" in str(caught.value)
+    assert caught.value.registered == registered_apis()
+
+
+async def test_a_registration_made_before_first_use_is_not_overwritten() -> None:
+    class Custom(EchoProvider):
+        pass
+
+    custom = Custom()
+    register_api_provider("echo", custom)  # the very first registry touch
+    assert get_api_provider("echo") is custom
+    reply = await complete(ECHO_MODEL, Context(messages=[UserMessage(content="hi")]))
+    assert reply.text == "echo:hi"
+
+
+def test_scoped_registry_restores_exactly() -> None:
+    before = {api: get_api_provider(api) for api in registered_apis()}
+    with pytest.raises(RuntimeError), scoped_api_providers():
+        register_api_provider("extra", EchoProvider())
+        unregister_api_provider("echo")
+        set_registry_transform(lambda api, provider: provider)
+        raise RuntimeError("leave the block abruptly")
+    assert {api: get_api_provider(api) for api in registered_apis()} == before
+    from openprogram.providers import api_registry
+
+    assert api_registry._transform is None
+
+
+def test_the_transform_wraps_current_and_future_entries_once() -> None:
+    made: list[str] = []
+
+    class Wrapper(EchoProvider):
+        def __init__(self, inner: ApiProvider | None) -> None:
+            self.inner = inner
+
+    def wrap(api: str, provider: ApiProvider | None) -> ApiProvider | None:
+        made.append(api)
+        return Wrapper(provider)
+
+    with scoped_api_providers():
+        set_registry_transform(wrap)
+        echo = get_api_provider("echo")
+        assert isinstance(echo, Wrapper)
+        assert get_api_provider("echo") is echo  # one wrapper per entry
+        register_api_provider("later", EchoProvider())
+        assert isinstance(get_api_provider("later"), Wrapper)
+        unknown = get_api_provider("never-registered")  # the transform may answer for it
+        assert isinstance(unknown, Wrapper)
+        assert unknown.inner is None
+    assert made == ["echo", "later", "never-registered"]
+
+
+def test_concurrent_first_callers_share_one_initialization(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    gate = threading.Event()
+
+    def slow_echo() -> ApiProvider:
+        calls.append(1)
+        gate.wait(5)
+        return EchoProvider()
+
+    monkeypatch.setitem(runtime_module.BUILTIN_PROVIDER_FACTORIES, "echo", slow_echo)
+    results: list[Any] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(get_api_provider("echo")))
+        for _ in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    gate.set()
+    for thread in threads:
+        thread.join()
+    assert calls == [1]
+    assert len(results) == 6
+    assert all(result is results[0] for result in results)
+
+
+def test_recursive_initialization_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def recursive() -> ApiProvider:
+        return get_api_provider("echo")
+
+    monkeypatch.setitem(runtime_module.BUILTIN_PROVIDER_FACTORIES, "echo", recursive)
+    with pytest.raises(ProviderRuntimeError, match="called again by the thread"):
+        initialize_provider_runtime()
+
+
+def test_a_failed_builtin_fails_every_call_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> ApiProvider:
+        raise ImportError("vendor module missing")
+
+    monkeypatch.setitem(runtime_module.BUILTIN_PROVIDER_FACTORIES, "echo", broken)
+    errors = []
+    for _ in range(3):
+        with pytest.raises(ProviderRuntimeError) as caught:
+            get_api_provider("echo")
+        errors.append(caught.value)
+    assert provider_runtime_status().state is RuntimeState.FAILED
+    assert len({str(error) for error in errors}) == 1
+    assert len({id(error) for error in errors}) == 3  # raised fresh each time
+    assert errors[0].stage == "built-in registration of 'echo'"
+    assert "ImportError: vendor module missing" in str(errors[0])
+
+
+async def test_a_provider_needing_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openprogram.providers import MissingApiKeyError, StreamOptions, stream
+
+    seen: list[str | None] = []
+
+    class Keyed(EchoProvider):
+        requires_credentials = True
+        api_key_env = "KEYED_API_KEY"
+
+        def stream(self, model: Model, context: Context, options: Any = None) -> Any:
+            seen.append(options.api_key)
+            return super().stream(model, context, options)
+
+    model = Model(id="k", api="keyed", provider="keyed")
+    hello = Context(messages=[UserMessage(content="hi")])
+    with scoped_api_providers():
+        register_api_provider("keyed", Keyed())
+        with pytest.raises(MissingApiKeyError, match="set KEYED_API_KEY"):
+            stream(model, hello)
+        monkeypatch.setenv("KEYED_API_KEY", "from-the-environment")
+        _ = [e async for e in stream(model, hello)]
+        _ = [e async for e in stream(model, hello, StreamOptions(api_key="from-options"))]
+    assert seen == ["from-the-environment", "from-options"]
+
+
+def test_model_needs_only_three_fields() -> None:
+    model = Model(id="gpt", api="openai-completions", provider="openai")
+    assert model.headers is None
+    assert model.reasoning is False
+    assert Model(id="echo", api="echo", provider="echo") == ECHO_MODEL
