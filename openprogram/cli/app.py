@@ -24,7 +24,10 @@ def _show_version(value: bool) -> None:
 @app.callback()
 def root(
     version: bool = typer.Option(
-        False, "--version", help="Show the version and exit.", callback=_show_version,
+        False,
+        "--version",
+        help="Show the version and exit.",
+        callback=_show_version,
         is_eager=True,
     ),
 ) -> None:

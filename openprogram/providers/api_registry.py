@@ -31,7 +31,8 @@ class ApiProvider(Protocol):
     from when ``options.api_key`` is not given.
     """
 
-    requires_credentials: bool
+    @property
+    def requires_credentials(self) -> bool: ...
 
     def stream(
         self, model: Model, context: Context, options: StreamOptions | None = None

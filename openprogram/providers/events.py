@@ -169,9 +169,7 @@ class MessageAccumulator:
             case ThinkingStartEvent():
                 self._blocks[event.content_index] = ThinkingContent(thinking="")
             case ThinkingDeltaEvent():
-                block = self._blocks.setdefault(
-                    event.content_index, ThinkingContent(thinking="")
-                )
+                block = self._blocks.setdefault(event.content_index, ThinkingContent(thinking=""))
                 if isinstance(block, ThinkingContent):
                     block.thinking += event.delta
             case ThinkingEndEvent():

@@ -25,9 +25,15 @@ from typing import Any, Literal
 import orjson
 
 from openprogram.errors import RecordingFileError
+from openprogram.private_files import open_private_append
 from openprogram.providers.api_registry import ApiProvider
 from openprogram.providers.events import AssistantMessageEvent, DoneEvent, ErrorEvent
-from openprogram.providers.recording import RECORDING_FORMAT_VERSION, Outcome, encode_row, new_header
+from openprogram.providers.recording import (
+    RECORDING_FORMAT_VERSION,
+    Outcome,
+    encode_row,
+    new_header,
+)
 from openprogram.providers.redaction import known_secret_values, remove_secret_values
 from openprogram.providers.types import (
     Context,
@@ -35,7 +41,6 @@ from openprogram.providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from openprogram.private_files import open_private_append
 
 
 @contextmanager
@@ -77,7 +82,9 @@ class RecordingWriter:
             with _file_locked(fd):
                 self._catch_up(fd)
                 call_index = self._next_call_index
-                self._append(fd, encode_row({"type": "request", "call_index": call_index, **request}))
+                self._append(
+                    fd, encode_row({"type": "request", "call_index": call_index, **request})
+                )
                 self._next_call_index = call_index + 1
             return call_index
 
@@ -203,7 +210,9 @@ def close_recording_writers() -> None:
 
 def exception_type_name(error: BaseException) -> str:
     cls = type(error)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    return (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
 
 
 class RecordingProvider:
@@ -308,7 +317,9 @@ class _CallLog:
                 "type": "event",
                 "call_index": self.call_index,
                 "event_index": self.count,
-                "event": remove_secret_values(event.model_dump(mode="json"), known_secrets=self.known),
+                "event": remove_secret_values(
+                    event.model_dump(mode="json"), known_secrets=self.known
+                ),
             }
         )
         self.count += 1

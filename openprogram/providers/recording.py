@@ -213,7 +213,7 @@ class _Reader:
         if self.header is not None:
             raise self.fail(number, "a second header row")
         version = row.get("format_version")
-        if version != RECORDING_FORMAT_VERSION:
+        if type(version) is not int or version != RECORDING_FORMAT_VERSION:
             raise RecordingFileError(
                 str(self.path),
                 f"format_version {version!r}, but this openprogram reads format_version "
@@ -265,7 +265,7 @@ class _Reader:
         if not isinstance(payload, dict):
             raise self.fail(number, "event field must be an object", call.call_index)
         event_type = payload.get("type")
-        if event_type not in EVENT_TYPES:
+        if not isinstance(event_type, str) or event_type not in EVENT_TYPES:
             raise self.fail(number, f"unknown event type {event_type!r}", call.call_index)
         if self.validate_events:
             try:
@@ -290,7 +290,7 @@ class _Reader:
                 call.call_index,
             )
         outcome = row.get("outcome")
-        if outcome not in OUTCOMES:
+        if not isinstance(outcome, str) or outcome not in OUTCOMES:
             raise self.fail(
                 number,
                 f"outcome {outcome!r} is not one of {', '.join(sorted(OUTCOMES))}",

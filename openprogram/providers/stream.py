@@ -47,7 +47,9 @@ def stream(
 ) -> AsyncIterator[AssistantMessageEvent]:
     """Stream one reply from the provider registered for ``model.api``."""
     provider = get_api_provider(model.api)
-    return provider.stream(model, context, with_api_key(provider, model, options or StreamOptions()))
+    return provider.stream(
+        model, context, with_api_key(provider, model, options or StreamOptions())
+    )
 
 
 def stream_simple(

@@ -71,9 +71,7 @@ class ToolCall(_Strict):
 
 
 UserContent = Annotated[TextContent | ImageContent, Field(discriminator="type")]
-AssistantContent = Annotated[
-    TextContent | ThinkingContent | ToolCall, Field(discriminator="type")
-]
+AssistantContent = Annotated[TextContent | ThinkingContent | ToolCall, Field(discriminator="type")]
 
 
 class Usage(_Strict):
@@ -130,9 +128,7 @@ class ToolResultMessage(_Strict):
         return "".join(block.text for block in self.content if isinstance(block, TextContent))
 
 
-Message = Annotated[
-    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
-]
+Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
 
 
 class Tool(_Strict):

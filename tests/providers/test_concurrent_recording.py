@@ -84,7 +84,8 @@ def test_a_second_writer_continues_the_call_sequence(tmp_path: Path, calls_befor
     assert writer.open() == calls_before
     request = {"model": {}, "context": {}, "options": {}}
     assert writer.start_call(request) == calls_before
-    writer.write_row({"type": "call_end", "call_index": calls_before, "event_count": 0,
-                      "outcome": "complete"})
+    writer.write_row(
+        {"type": "call_end", "call_index": calls_before, "event_count": 0, "outcome": "complete"}
+    )
     writer.close()
     assert len(read_recording(path).calls) == calls_before + 1

@@ -317,7 +317,10 @@ HELLO = Context(messages=[UserMessage(content="hello")])
 @pytest.mark.parametrize(
     ("error", "expected_type"),
     [
-        (ConnectionResetError("peer reset with sk-live-ABCDEFGHIJKLMNOPQRSTUV"), ConnectionResetError),
+        (
+            ConnectionResetError("peer reset with sk-live-ABCDEFGHIJKLMNOPQRSTUV"),
+            ConnectionResetError,
+        ),
         (UpstreamError("upstream status 503"), RecordedProviderError),
     ],
 )

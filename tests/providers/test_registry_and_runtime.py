@@ -152,8 +152,7 @@ def test_concurrent_first_callers_share_one_initialization(
     monkeypatch.setitem(runtime_module.BUILTIN_PROVIDER_FACTORIES, "echo", slow_echo)
     results: list[Any] = []
     threads = [
-        threading.Thread(target=lambda: results.append(get_api_provider("echo")))
-        for _ in range(6)
+        threading.Thread(target=lambda: results.append(get_api_provider("echo"))) for _ in range(6)
     ]
     for thread in threads:
         thread.start()
