@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import orjson
 from pydantic import ValidationError
@@ -307,5 +307,5 @@ class _Reader:
                     number, 'an error outcome needs error: {"type", "message"}', call.call_index
                 )
             call.error = RecordedError(error["type"], error["message"])
-        call.outcome = outcome
+        call.outcome = cast(Outcome, outcome)
         self.ended.add(call.call_index)

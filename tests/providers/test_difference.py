@@ -1,0 +1,511 @@
+from __future__ import annotations
+
+import copy
+import json
+import math
+import pickle
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from openprogram.providers.difference import (
+    MISSING,
+    NON_DETERMINISTIC_FIELD_NAMES,
+    Difference,
+    find_first_difference,
+    format_report_value,
+    join_field_path,
+)
+
+# --- the rules, one by one -----------------------------------------------------------------
+
+
+def _request(reply: str) -> dict[str, Any]:
+    return {
+        "context": {
+            "system_prompt": "Be brief.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1},
+                {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "tool_result", "content": [{"type": "text", "text": reply}]},
+            ],
+        }
+    }
+
+
+def test_spec_example_reports_the_full_path() -> None:
+    difference = find_first_difference(_request("echo:hi"), _request("echo:bye"), path="")
+
+    assert difference == Difference("context.messages[2].content[0].text", "echo:hi", "echo:bye")
+
+
+def test_equal_requests_have_no_difference() -> None:
+    assert find_first_difference(_request("echo:hi"), _request("echo:hi")) is None
+
+
+def test_difference_at_the_root_has_an_empty_path() -> None:
+    assert find_first_difference("a", "b") == Difference("", "a", "b")
+
+
+def test_starting_path_prefixes_every_reported_path() -> None:
+    recorded = {"messages": [{"text": "a"}]}
+    incoming = {"messages": [{"text": "b"}]}
+
+    found = find_first_difference(recorded, incoming, path="context")
+
+    assert found == Difference("context.messages[0].text", "a", "b")
+    assert find_first_difference(1, 2, path="model") == Difference("model", 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "incoming"),
+    [(True, 1), (1, 1.0), (True, 1.0), (False, 0), (0, 0.0), (False, 0.0), ("1", 1)],
+)
+def test_bool_int_and_float_are_distinct(recorded: Any, incoming: Any) -> None:
+    assert find_first_difference(recorded, incoming) == Difference("", recorded, incoming)
+    nested = find_first_difference({"n": [recorded]}, {"n": [incoming]})
+    assert nested == Difference("n[0]", recorded, incoming)
+
+
+def test_nan_equals_nan_but_nothing_else() -> None:
+    assert find_first_difference(float("nan"), float("nan")) is None
+    assert find_first_difference({"x": [float("nan")]}, {"x": [float("nan")]}) is None
+    assert find_first_difference({"x": float("nan")}, {"x": 1.0}) is not None
+    assert find_first_difference({"x": float("nan")}, {"x": None}) is not None
+
+
+def test_absent_key_equals_explicit_none() -> None:
+    assert find_first_difference({"a": 1, "b": None}, {"a": 1}) is None
+    assert find_first_difference({"a": 1}, {"a": 1, "b": None}) is None
+    assert find_first_difference({"x": [{"b": None}]}, {"x": [{}]}) is None
+
+
+@pytest.mark.parametrize("value", [1, 0, False, "", [], {}])
+def test_key_on_one_side_only_reports_missing(value: Any) -> None:
+    assert find_first_difference({"a": value}, {}) == Difference("a", value, MISSING)
+    assert find_first_difference({}, {"a": value}) == Difference("a", MISSING, value)
+
+
+def test_none_against_a_value_reports_none() -> None:
+    assert find_first_difference({"a": None}, {"a": 0}) == Difference("a", None, 0)
+
+
+def test_longer_list_reports_first_extra_index() -> None:
+    assert find_first_difference([1, 2], [1, 2, 3, 4]) == Difference("[2]", MISSING, 3)
+    assert find_first_difference({"l": [1, 2, 3]}, {"l": [1]}) == Difference("l[1]", 2, MISSING)
+    assert find_first_difference([], [None]) == Difference("[0]", MISSING, None)
+
+
+def test_item_difference_comes_before_length_difference() -> None:
+    assert find_first_difference([1, 2], [1, 5, 3]) == Difference("[1]", 2, 5)
+
+
+def test_type_change_reports_both_whole_values() -> None:
+    found = find_first_difference({"a": {"b": 1}}, {"a": [1]})
+    assert found == Difference("a", {"b": 1}, [1])
+    assert find_first_difference({"a": "text"}, {"a": {"b": 1}}) == Difference(
+        "a", "text", {"b": 1}
+    )
+    assert find_first_difference({"a": [1]}, {"a": "x"}) == Difference("a", [1], "x")
+
+
+def test_tuple_counts_as_list() -> None:
+    assert find_first_difference({"a": (1, 2)}, {"a": [1, 2]}) is None
+    assert find_first_difference((1, 2), [1, 3]) == Difference("[1]", 2, 3)
+
+
+def test_alphabetically_first_differing_key_wins_whatever_the_insertion_order() -> None:
+    recorded = {"zeta": 1, "beta": 1, "alpha": 1}
+    incoming = {"alpha": 2, "zeta": 2, "beta": 2}
+
+    assert find_first_difference(recorded, incoming) == Difference("alpha", 1, 2)
+    assert find_first_difference(incoming, recorded) == Difference("alpha", 2, 1)
+    # A key present on one side only still sorts among the others.
+    assert find_first_difference({"b": 1, "c": 1}, {"c": 2, "b": 1, "a": 3}) == Difference(
+        "a", MISSING, 3
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "root_path", "nested_path"),
+    [
+        ("plain_key-1", "plain_key-1", "x.plain_key-1"),
+        ("0", "0", "x.0"),
+        ("a b", '["a b"]', 'x["a b"]'),
+        ("a.b", '["a.b"]', 'x["a.b"]'),
+        ('say "hi"', '["say \\"hi\\""]', 'x["say \\"hi\\""]'),
+        ("back\\slash", '["back\\\\slash"]', 'x["back\\\\slash"]'),
+        ("é", '["é"]', 'x["é"]'),
+        ("line\nbreak", '["line\\nbreak"]', 'x["line\\nbreak"]'),
+        ("", '[""]', 'x[""]'),
+    ],
+)
+def test_key_quoting(key: str, root_path: str, nested_path: str) -> None:
+    assert find_first_difference({key: 1}, {key: 2}) == Difference(root_path, 1, 2)
+    assert find_first_difference({"x": {key: 1}}, {"x": {key: 2}}) == Difference(nested_path, 1, 2)
+    assert join_field_path("", key) == root_path
+    assert join_field_path("x", key) == nested_path
+
+
+def test_join_field_path_with_index() -> None:
+    assert join_field_path("", 3) == "[3]"
+    assert join_field_path("messages", 0) == "messages[0]"
+    assert join_field_path('a["b c"]', 12) == 'a["b c"][12]'
+
+
+# --- ignore_fields ---------------------------------------------------------------------------
+
+
+def test_timestamp_is_skipped_at_any_depth_by_default() -> None:
+    assert frozenset({"timestamp"}) == NON_DETERMINISTIC_FIELD_NAMES
+    recorded = {"timestamp": 1, "a": [{"timestamp": 1, "b": {"timestamp": 1}}]}
+    incoming = {"timestamp": 2, "a": [{"timestamp": 2, "b": {}}]}
+
+    assert find_first_difference(recorded, incoming) is None
+
+
+def test_custom_ignore_fields_replace_the_default() -> None:
+    recorded = {"a": {"timestamp": 1, "id": "x"}}
+    incoming = {"a": {"timestamp": 2, "id": "y"}}
+
+    assert find_first_difference(recorded, incoming, ignore_fields=()) == Difference(
+        "a.id", "x", "y"
+    )
+    assert find_first_difference(recorded, incoming, ignore_fields=["id"]) == Difference(
+        "a.timestamp", 1, 2
+    )
+    assert find_first_difference(recorded, incoming, ignore_fields={"id", "timestamp"}) is None
+
+
+def test_ignore_path_with_any_index() -> None:
+    recorded = {"context": {"messages": [{"at": 1, "text": "a"}, {"at": 1, "text": "a"}]}}
+    incoming = {"context": {"messages": [{"at": 2, "text": "a"}, {"at": 3, "text": "b"}]}}
+    ignore = ["context.messages[*].at"]
+
+    assert find_first_difference(recorded, incoming, ignore_fields=ignore) == Difference(
+        "context.messages[1].text", "a", "b"
+    )
+
+
+def test_ignore_path_with_a_fixed_index_ignores_only_that_index() -> None:
+    recorded = {"m": [{"at": 1}, {"at": 1}]}
+    incoming = {"m": [{"at": 2}, {"at": 2}]}
+
+    assert find_first_difference(recorded, incoming, ignore_fields=["m[0].at"]) == Difference(
+        "m[1].at", 1, 2
+    )
+
+
+def test_ignore_path_with_any_key() -> None:
+    recorded = {"options": {"metadata": {"run": 1, "a b": 1}, "temperature": 0.5}}
+    incoming = {"options": {"metadata": {"run": 2, "a b": 2}, "temperature": 0.7}}
+
+    found = find_first_difference(recorded, incoming, ignore_fields=["options.metadata.*"])
+
+    assert found == Difference("options.temperature", 0.5, 0.7)
+
+
+def test_ignore_path_skips_a_whole_subtree_and_missing_keys() -> None:
+    recorded = {"options": {"metadata": {"run": 1}}, "model": "m"}
+    incoming = {"options": {}, "model": "m"}
+
+    assert find_first_difference(recorded, incoming, ignore_fields=["options.metadata"]) is None
+    assert find_first_difference(recorded, incoming, ignore_fields=()) == Difference(
+        "options.metadata", {"run": 1}, MISSING
+    )
+
+
+def test_ignore_path_with_any_index_covers_extra_list_items() -> None:
+    assert find_first_difference({"l": [1]}, {"l": [1, 2, 3]}, ignore_fields=["l[*]"]) is None
+    assert find_first_difference(
+        {"l": [1]}, {"l": [1, 2, 3]}, ignore_fields=["l[1]"]
+    ) == Difference("l[2]", MISSING, 3)
+
+
+def test_ignore_path_with_quoted_key_and_star_at_root() -> None:
+    recorded = {"a b": {"c": 1}, "d": {"c": 1}, "e": {"f": 1}}
+    incoming = {"a b": {"c": 2}, "d": {"c": 2}, "e": {"f": 2}}
+
+    assert find_first_difference(recorded, incoming, ignore_fields=['["a b"].c']) == Difference(
+        "d.c", 1, 2
+    )
+    # A quoted plain key means the same field as the dotted form.
+    assert find_first_difference(
+        recorded, incoming, ignore_fields=['["a b"].c', '["d"]["c"]']
+    ) == Difference("e.f", 1, 2)
+    assert find_first_difference(recorded, incoming, ignore_fields=["*.c"]) == Difference(
+        "e.f", 1, 2
+    )
+
+
+def test_ignore_path_matches_the_starting_path() -> None:
+    found = find_first_difference({"a": 1}, {"a": 2}, path="options", ignore_fields=['["options"]'])
+    assert found is None
+    # A bare name only ever matches a dict key met during the walk.
+    found = find_first_difference({"a": 1}, {"a": 2}, path="options", ignore_fields=["options"])
+    assert found == Difference("options.a", 1, 2)
+    found = find_first_difference({"a": 1}, {"a": 2}, path="options", ignore_fields=["options.a"])
+    assert found is None
+    found = find_first_difference({"a": 1}, {"a": 2}, path="options", ignore_fields=["a.a"])
+    assert found == Difference("options.a", 1, 2)
+
+
+@pytest.mark.parametrize("bad", ["a..b", ".a", "a.", "a[x]", 'a["b"c', "a[0]b", "a[*"])
+def test_unreadable_ignore_path_is_an_error(bad: str) -> None:
+    with pytest.raises(ValueError, match="cannot read ignore path"):
+        find_first_difference({"a": 1}, {"a": 1}, ignore_fields=[bad])
+
+
+def test_a_single_string_as_ignore_fields_is_refused() -> None:
+    with pytest.raises(TypeError):
+        find_first_difference({}, {}, ignore_fields="timestamp")
+
+
+# --- the report ------------------------------------------------------------------------------
+
+
+def test_format_report_value_uses_repr() -> None:
+    assert format_report_value("echo:hi") == "'echo:hi'"
+    assert format_report_value(1.0) == "1.0"
+    assert format_report_value(MISSING) == "<missing>"
+    assert repr(MISSING) == "<missing>"
+
+
+def test_format_report_value_cuts_long_values() -> None:
+    text = format_report_value("x" * 500)
+
+    assert text == "'" + "x" * 199 + "…"
+    assert len(text) == 201
+    assert format_report_value("x" * 198) == "'" + "x" * 198 + "'"  # exactly 200: kept whole
+    assert format_report_value("abcdef", limit=4) == "'abc…"
+
+
+class _MultilineRepr:
+    def __repr__(self) -> str:
+        return "first\nsecond\r\nthird\tfourth\u2028fifth"
+
+
+@pytest.mark.parametrize(
+    "value", ["a\nb\r\tc", {"k": "a\nb"}, ["\n"], _MultilineRepr(), "\u2028\x85\x0b\x0c"]
+)
+def test_format_report_value_has_no_line_breaks(value: Any) -> None:
+    text = format_report_value(value)
+
+    assert len(text.splitlines()) == 1
+    assert "\t" not in text
+
+
+def test_format_report_value_escapes_a_custom_repr() -> None:
+    assert format_report_value(_MultilineRepr()) == (
+        "first\\nsecond\\r\\nthird\\tfourth\\u2028fifth"
+    )
+
+
+def test_missing_is_a_falsy_singleton() -> None:
+    assert not MISSING
+    assert pickle.loads(pickle.dumps(MISSING)) is MISSING
+    assert copy.copy(MISSING) is MISSING
+    assert copy.deepcopy({"a": [MISSING]})["a"][0] is MISSING
+
+
+# --- properties ------------------------------------------------------------------------------
+
+NAN = float("nan")
+KEYS = st.sampled_from(["a", "b", "c", "timestamp", "a b", "x.y", 'q"', "é", "", "0"]) | st.text(
+    max_size=3
+)
+SCALARS = (
+    st.sampled_from([None, True, False, 0, 1, 0.0, 1.0, -0.0, NAN, "", "1", "a\nb"])
+    | st.integers(-3, 3)
+    | st.floats()
+    | st.text(max_size=3)
+)
+JSON_LIKE = st.recursive(
+    SCALARS,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(children, max_size=3).map(tuple)
+        | st.dictionaries(KEYS, children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+def normalize(value: Any) -> Any:
+    """Reference equality: None-valued entries dropped, every scalar tagged with its type."""
+    if isinstance(value, dict):
+        return ("dict", {key: normalize(item) for key, item in value.items() if item is not None})
+    if isinstance(value, list | tuple):
+        return ("list", [normalize(item) for item in value])
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan",)
+    if value is MISSING:
+        return ("missing",)
+    return (type(value).__name__, value)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
+_DECODER = json.JSONDecoder()
+
+
+def parse_field_path(path: str) -> list[str | int]:
+    """Read a reported field path back into dict keys and list indexes."""
+    parts: list[str | int] = []
+    position = 0
+    while position < len(path):
+        if path.startswith('["', position):
+            key, end = _DECODER.raw_decode(path, position + 1)
+            assert isinstance(key, str)
+            assert path[end] == "]"
+            parts.append(key)
+            position = end + 1
+        elif path[position] == "[":
+            end = path.index("]", position)
+            parts.append(int(path[position + 1 : end]))
+            position = end + 1
+        else:
+            if position > 0:
+                assert path[position] == "."
+                position += 1
+            match = _PLAIN.match(path, position)
+            assert match is not None, path
+            parts.append(match.group())
+            position = match.end()
+    return parts
+
+
+def follow(value: Any, parts: list[str | int]) -> Any:
+    """The value at the path; MISSING if the last slot is absent (the others must exist)."""
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(part, int):
+            assert isinstance(value, list | tuple)
+            if last and part >= len(value):
+                return MISSING
+            value = value[part]
+        else:
+            assert isinstance(value, dict)
+            if last and part not in value:
+                return MISSING
+            value = value[part]
+    return value
+
+
+def reordered(value: Any) -> Any:
+    """An equal value: dict order reversed, None entries dropped, lists and tuples swapped."""
+    if isinstance(value, dict):
+        items = [(k, reordered(v)) for k, v in reversed(value.items()) if v is not None]
+        return dict(items)
+    if isinstance(value, list):
+        return tuple(reordered(item) for item in value)
+    if isinstance(value, tuple):
+        return [reordered(item) for item in value]
+    if isinstance(value, float) and math.isnan(value):
+        return float("nan")
+    return value
+
+
+def node_paths(value: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    paths = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            paths += node_paths(item, (*prefix, key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            paths += node_paths(item, (*prefix, index))
+    return paths
+
+
+def replace_at(value: Any, parts: tuple[str | int, ...], change: Callable[[Any], Any]) -> Any:
+    if not parts:
+        return change(value)
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, dict):
+        return {**value, head: replace_at(value[head], rest, change)}
+    assert isinstance(head, int)
+    items = list(value)
+    items[head] = replace_at(items[head], rest, change)
+    return type(value)(items)
+
+
+@st.composite
+def mutated_pairs(draw: st.DrawFn) -> tuple[Any, Any]:
+    original = draw(JSON_LIKE)
+    target = draw(st.sampled_from(node_paths(original)))
+    replacement = draw(JSON_LIKE)
+    key = draw(KEYS)
+
+    def change(node: Any) -> Any:
+        choices: list[Any] = [replacement]
+        if isinstance(node, dict):
+            choices += [{**node, key: replacement}, {k: v for k, v in node.items() if k != key}]
+            if node:
+                dropped = next(iter(node))
+                choices.append({k: v for k, v in node.items() if k != dropped})
+        elif isinstance(node, list | tuple):
+            choices += [type(node)([*node, replacement]), node[:-1]]
+        return draw(st.sampled_from(choices))
+
+    mutated = replace_at(original, target, change)
+    return (mutated, original) if draw(st.booleans()) else (original, mutated)
+
+
+PAIRS = st.tuples(JSON_LIKE, JSON_LIKE) | mutated_pairs()
+
+
+@given(JSON_LIKE)
+def test_property_a_value_equals_itself_and_its_copies(value: Any) -> None:
+    assert find_first_difference(value, value, ignore_fields=()) is None
+    assert find_first_difference(value, copy.deepcopy(value), ignore_fields=()) is None
+    assert find_first_difference(value, reordered(value), ignore_fields=()) is None
+
+
+@given(PAIRS)
+def test_property_no_difference_exactly_when_reference_says_equal(pair: tuple[Any, Any]) -> None:
+    recorded, incoming = pair
+
+    found = find_first_difference(recorded, incoming, ignore_fields=())
+
+    assert (found is None) == (normalize(recorded) == normalize(incoming))
+
+
+@given(PAIRS)
+def test_property_reported_path_leads_to_the_reported_values(pair: tuple[Any, Any]) -> None:
+    recorded, incoming = pair
+
+    found = find_first_difference(recorded, incoming, ignore_fields=())
+
+    if found is None:
+        return
+    parts = parse_field_path(found.field_path)
+    assert follow(recorded, parts) is found.recorded
+    assert follow(incoming, parts) is found.incoming
+    reported = [found.recorded, found.incoming]
+    if parts and isinstance(parts[-1], str):  # in a dict an absent key equals None
+        reported = [None if side is MISSING else side for side in reported]
+    assert normalize(reported[0]) != normalize(reported[1])
+
+
+@given(PAIRS)
+def test_property_result_ignores_order_and_sides(pair: tuple[Any, Any]) -> None:
+    recorded, incoming = pair
+
+    found = find_first_difference(recorded, incoming, ignore_fields=())
+    swapped = find_first_difference(incoming, recorded, ignore_fields=())
+    reordered_found = find_first_difference(
+        reordered(recorded), reordered(incoming), ignore_fields=()
+    )
+
+    if found is None:
+        assert swapped is None
+        assert reordered_found is None
+    else:
+        assert swapped is not None
+        assert reordered_found is not None
+        assert swapped.field_path == found.field_path == reordered_found.field_path
+        assert swapped.recorded is found.incoming
+        assert swapped.incoming is found.recorded
