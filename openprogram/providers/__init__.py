@@ -3,74 +3,141 @@
 Importing this package defines and exports only: it registers no provider, reads no
 configuration, opens no recording and no socket. The first registry lookup initializes the
 provider runtime (see :func:`initialize_provider_runtime`).
+
+Exports are loaded on first use (PEP 562), so ``import openprogram.providers.recording`` —
+what the ``openprogram recordings`` commands need — does not build every pydantic model.
 """
 
 from __future__ import annotations
 
-from openprogram.errors import (
-    MissingApiKeyError,
-    OpenProgramError,
-    ProviderRuntimeError,
-    RecordingFileError,
-    UnknownApiError,
-)
-from openprogram.providers.api_registry import (
-    ApiProvider,
-    get_api_provider,
-    register_api_provider,
-    registered_apis,
-    scoped_api_providers,
-    set_registry_transform,
-    unregister_api_provider,
-)
-from openprogram.providers.builtins.echo import ECHO_MODEL, EchoProvider
-from openprogram.providers.events import (
-    AssistantMessageEvent,
-    DoneEvent,
-    ErrorEvent,
-    MessageAccumulator,
-    StartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
-from openprogram.providers.mismatch import (
-    RecordingTruncatedError,
-    ReplayMismatch,
-    UnconsumedCallsError,
-)
-from openprogram.providers.recorder import RecordingProvider
-from openprogram.providers.replay import RecordedProviderError, ReplayProvider
-from openprogram.providers.runtime import (
-    RuntimeState,
-    RuntimeStatus,
-    initialize_provider_runtime,
-    provider_runtime_status,
-)
-from openprogram.providers.stream import complete, complete_simple, stream, stream_simple
-from openprogram.providers.types import (
-    AssistantMessage,
-    Context,
-    ImageContent,
-    Message,
-    Model,
-    SimpleStreamOptions,
-    StopReason,
-    StreamOptions,
-    TextContent,
-    ThinkingContent,
-    Tool,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.errors import (
+        MissingApiKeyError,
+        OpenProgramError,
+        ProviderRuntimeError,
+        RecordingFileError,
+        UnknownApiError,
+    )
+    from openprogram.providers.api_registry import (
+        ApiProvider,
+        get_api_provider,
+        register_api_provider,
+        registered_apis,
+        scoped_api_providers,
+        set_registry_transform,
+        unregister_api_provider,
+    )
+    from openprogram.providers.builtins.echo import ECHO_MODEL, EchoProvider
+    from openprogram.providers.events import (
+        AssistantMessageEvent,
+        DoneEvent,
+        ErrorEvent,
+        MessageAccumulator,
+        StartEvent,
+        TextDeltaEvent,
+        TextEndEvent,
+        TextStartEvent,
+        ThinkingDeltaEvent,
+        ThinkingEndEvent,
+        ThinkingStartEvent,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+        ToolCallStartEvent,
+    )
+    from openprogram.providers.mismatch import (
+        RecordingTruncatedError,
+        ReplayMismatch,
+        UnconsumedCallsError,
+    )
+    from openprogram.providers.recorder import RecordingProvider
+    from openprogram.providers.replay import RecordedProviderError, ReplayProvider
+    from openprogram.providers.runtime import (
+        RuntimeState,
+        RuntimeStatus,
+        initialize_provider_runtime,
+        provider_runtime_status,
+    )
+    from openprogram.providers.streaming import complete, complete_simple, stream, stream_simple
+    from openprogram.providers.types import (
+        AssistantMessage,
+        Context,
+        ImageContent,
+        Message,
+        Model,
+        SimpleStreamOptions,
+        StopReason,
+        StreamOptions,
+        TextContent,
+        ThinkingContent,
+        Tool,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "ApiProvider": "openprogram.providers.api_registry",
+    "AssistantMessage": "openprogram.providers.types",
+    "AssistantMessageEvent": "openprogram.providers.events",
+    "Context": "openprogram.providers.types",
+    "DoneEvent": "openprogram.providers.events",
+    "ECHO_MODEL": "openprogram.providers.builtins.echo",
+    "EchoProvider": "openprogram.providers.builtins.echo",
+    "ErrorEvent": "openprogram.providers.events",
+    "ImageContent": "openprogram.providers.types",
+    "Message": "openprogram.providers.types",
+    "MessageAccumulator": "openprogram.providers.events",
+    "MissingApiKeyError": "openprogram.errors",
+    "Model": "openprogram.providers.types",
+    "OpenProgramError": "openprogram.errors",
+    "ProviderRuntimeError": "openprogram.errors",
+    "RecordedProviderError": "openprogram.providers.replay",
+    "RecordingFileError": "openprogram.errors",
+    "RecordingProvider": "openprogram.providers.recorder",
+    "RecordingTruncatedError": "openprogram.providers.mismatch",
+    "ReplayMismatch": "openprogram.providers.mismatch",
+    "ReplayProvider": "openprogram.providers.replay",
+    "RuntimeState": "openprogram.providers.runtime",
+    "RuntimeStatus": "openprogram.providers.runtime",
+    "SimpleStreamOptions": "openprogram.providers.types",
+    "StartEvent": "openprogram.providers.events",
+    "StopReason": "openprogram.providers.types",
+    "StreamOptions": "openprogram.providers.types",
+    "TextContent": "openprogram.providers.types",
+    "TextDeltaEvent": "openprogram.providers.events",
+    "TextEndEvent": "openprogram.providers.events",
+    "TextStartEvent": "openprogram.providers.events",
+    "ThinkingContent": "openprogram.providers.types",
+    "ThinkingDeltaEvent": "openprogram.providers.events",
+    "ThinkingEndEvent": "openprogram.providers.events",
+    "ThinkingStartEvent": "openprogram.providers.events",
+    "Tool": "openprogram.providers.types",
+    "ToolCall": "openprogram.providers.types",
+    "ToolCallDeltaEvent": "openprogram.providers.events",
+    "ToolCallEndEvent": "openprogram.providers.events",
+    "ToolCallStartEvent": "openprogram.providers.events",
+    "ToolResultMessage": "openprogram.providers.types",
+    "UnconsumedCallsError": "openprogram.providers.mismatch",
+    "UnknownApiError": "openprogram.errors",
+    "Usage": "openprogram.providers.types",
+    "UserMessage": "openprogram.providers.types",
+    "complete": "openprogram.providers.streaming",
+    "complete_simple": "openprogram.providers.streaming",
+    "get_api_provider": "openprogram.providers.api_registry",
+    "initialize_provider_runtime": "openprogram.providers.runtime",
+    "provider_runtime_status": "openprogram.providers.runtime",
+    "register_api_provider": "openprogram.providers.api_registry",
+    "registered_apis": "openprogram.providers.api_registry",
+    "scoped_api_providers": "openprogram.providers.api_registry",
+    "set_registry_transform": "openprogram.providers.api_registry",
+    "stream": "openprogram.providers.streaming",
+    "stream_simple": "openprogram.providers.streaming",
+    "unregister_api_provider": "openprogram.providers.api_registry",
+}
 
 __all__ = [
     "ECHO_MODEL",
@@ -131,3 +198,16 @@ __all__ = [
     "stream_simple",
     "unregister_api_provider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

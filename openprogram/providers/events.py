@@ -118,24 +118,6 @@ AssistantMessageEvent = Annotated[
 ]
 
 EVENT_ADAPTER: TypeAdapter[AssistantMessageEvent] = TypeAdapter(AssistantMessageEvent)
-EVENT_TYPES = frozenset(
-    {
-        "start",
-        "text_start",
-        "text_delta",
-        "text_end",
-        "thinking_start",
-        "thinking_delta",
-        "thinking_end",
-        "toolcall_start",
-        "toolcall_delta",
-        "toolcall_end",
-        "done",
-        "error",
-    }
-)
-
-
 def event_from_json(data: Any) -> AssistantMessageEvent:
     """Rebuild an event from its JSON form, choosing the class by ``type``."""
     return EVENT_ADAPTER.validate_python(data)

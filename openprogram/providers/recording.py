@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import orjson
 from pydantic import ValidationError
@@ -33,12 +33,14 @@ from openprogram.providers.difference import (
     Difference,
     find_first_difference,
 )
-from openprogram.providers.events import EVENT_TYPES, AssistantMessageEvent, event_from_json
 from openprogram.providers.redaction import (
     REDACTION_VERSION,
     SECRET_FIELD_NAMES,
     remove_secret_values,
 )
+
+if TYPE_CHECKING:
+    from openprogram.providers.events import AssistantMessageEvent
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
@@ -61,6 +63,23 @@ RECORDING_FORMAT_VERSION = 1
 Outcome = Literal["complete", "error", "cancelled", "abandoned"]
 OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
 REQUEST_SECTIONS = ("model", "context", "options")
+EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "start",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
+        "error",
+    }
+)
+"""The event types a recording may hold; ``events.AssistantMessageEvent`` is their union."""
 
 
 def new_header(recording_id: str | None = None) -> dict[str, Any]:
@@ -268,6 +287,10 @@ class _Reader:
         if not isinstance(event_type, str) or event_type not in EVENT_TYPES:
             raise self.fail(number, f"unknown event type {event_type!r}", call.call_index)
         if self.validate_events:
+            # Imported here: the event models are costly to build, and summaries (list,
+            # status) read recordings without them.
+            from openprogram.providers.events import event_from_json
+
             try:
                 call.events.append(event_from_json(payload))
             except ValidationError as exc:

@@ -464,3 +464,13 @@ async def test_the_stream_helpers_pass_through_the_registry(tmp_path: Path) -> N
         events = [e async for e in stream_simple(ECHO_MODEL, HELLO)]
     assert events[-1].type == "done"
     assert len(read_recording(path).calls) == 1
+
+
+def test_the_format_knows_every_event_type() -> None:
+    from typing import get_args
+
+    from openprogram.providers.events import AssistantMessageEvent as EventUnion
+    from openprogram.providers.recording import EVENT_TYPES
+
+    union = get_args(get_args(EventUnion)[0])
+    assert {cls.model_fields["type"].default for cls in union} == EVENT_TYPES

@@ -220,3 +220,25 @@ def test_model_needs_only_three_fields() -> None:
     assert model.headers is None
     assert model.reasoning is False
     assert Model(id="echo", api="echo", provider="echo") == ECHO_MODEL
+
+
+def test_every_export_resolves() -> None:
+    import openprogram.providers as providers
+
+    assert set(providers._EXPORTS) == set(providers.__all__)
+    for name in providers.__all__:
+        assert getattr(providers, name) is not None
+
+
+def test_no_export_is_shadowed_by_a_submodule() -> None:
+    import importlib
+    import pkgutil
+
+    import openprogram.providers as providers
+
+    for module in pkgutil.iter_modules(providers.__path__):
+        importlib.import_module(f"openprogram.providers.{module.name}")
+    for name in providers.__all__:
+        assert not hasattr(getattr(providers, name), "__path__") and (
+            type(getattr(providers, name)).__name__ != "module"
+        ), name
