@@ -1,0 +1,526 @@
+from __future__ import annotations
+
+import copy
+import re
+import string
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from openprogram.providers.redaction import (
+    PLACEHOLDER,
+    REDACTION_VERSION,
+    SECRET_FIELD_NAMES,
+    is_secret_field_name,
+    known_secret_values,
+    remove_secret_values,
+)
+
+OPENAI_KEY = "sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8x"
+ANTHROPIC_KEY = "sk-ant-api03-Zy1xWv4uTs7rQp0oNm3l"
+
+
+def redact(value: object, *known: str) -> Any:
+    """Redact with exactly the given known secrets, never the test process's environment."""
+    return remove_secret_values(value, known_secrets=known)
+
+
+def test_constants() -> None:
+    assert PLACEHOLDER == "[secret removed]"
+    assert REDACTION_VERSION == 1
+    assert (
+        frozenset(
+            {
+                "authorization",
+                "proxy-authorization",
+                "api_key",
+                "x-api-key",
+                "x-goog-api-key",
+                "api-key",
+                "token",
+                "access_token",
+                "refresh_token",
+                "id_token",
+                "cookie",
+                "set-cookie",
+                "secret",
+                "client_secret",
+                "password",
+                "session_key",
+            }
+        )
+        == SECRET_FIELD_NAMES
+    )
+
+
+# --- field names ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "api_key",
+        "apiKey",
+        "API-KEY",
+        "Api_Key",
+        "X-Api-Key",
+        "xApiKey",
+        "x_goog_api_key",
+        "Set-Cookie",
+        "sessionKey",
+        "Authorization",
+        "PROXY_AUTHORIZATION",
+        "clientSecret",
+        "refreshToken",
+        "id-token",
+        "TOKEN",
+        "password",
+    ],
+)
+def test_secret_field_name_spellings_match(name: str) -> None:
+    assert is_secret_field_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["max_tokens", "tokens", "key", "token_count", "secretary", "keys", "session", "x-trace"],
+)
+def test_ordinary_field_names_do_not_match(name: str) -> None:
+    assert not is_secret_field_name(name)
+
+
+def test_secret_names_are_found_at_any_depth_in_any_spelling() -> None:
+    data = {
+        "a": [
+            {"b": {"apiKey": "v1", "API-KEY": "v2", "x_api_key": "v3"}},
+            ({"sessionKey": "v4", "clientSecret": "v5"},),
+        ]
+    }
+    assert redact(data) == {
+        "a": [
+            {"b": {"apiKey": PLACEHOLDER, "API-KEY": PLACEHOLDER, "x_api_key": PLACEHOLDER}},
+            [{"sessionKey": PLACEHOLDER, "clientSecret": PLACEHOLDER}],
+        ]
+    }
+
+
+def test_headers_dict() -> None:
+    headers = {
+        "Authorization": f"Bearer {OPENAI_KEY}",
+        "Cookie": "session=abc; theme=dark",
+        "X-Trace": "keep-me",
+        "Content-Type": "application/json",
+    }
+    assert redact({"headers": headers}) == {
+        "headers": {
+            "Authorization": PLACEHOLDER,
+            "Cookie": PLACEHOLDER,
+            "X-Trace": "keep-me",
+            "Content-Type": "application/json",
+        }
+    }
+
+
+def test_number_valued_secret_field_is_replaced() -> None:
+    assert redact({"session_key": 123456, "password": 1.5}) == {
+        "session_key": PLACEHOLDER,
+        "password": PLACEHOLDER,
+    }
+
+
+def test_bool_and_none_valued_secret_fields_stay() -> None:
+    data = {"token": True, "password": False, "secret": None}
+    assert redact(data) == data
+
+
+def test_schema_with_a_property_named_token_stays_a_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"token": {"type": "string"}, "password": {"type": "string"}},
+        "required": ["token"],
+    }
+    assert redact(schema) == schema
+
+
+def test_list_under_a_secret_name_is_walked_into() -> None:
+    assert redact({"token": ["plain words", f"key {OPENAI_KEY}"]}) == {
+        "token": ["plain words", f"key {PLACEHOLDER}"]
+    }
+
+
+def test_non_secret_names_keep_their_values() -> None:
+    data = {"max_tokens": 1024, "key": "press any key", "tokens": ["a", "b"], "model": "gpt"}
+    assert redact(data) == data
+
+
+# --- value shapes -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "basic math",
+        "token limit reached",
+        "press any key",
+        "the password field is empty",
+        "max_tokens",
+        "Bearer of bad news",
+        "bearer bonds are paper",
+        "ask-me-anything",
+        "task-force",
+        "sk-short",
+        "risk-assessment-for-the-quarterly-report",
+        "a:b@c",
+        "mail me at user:pass@example.com",
+        "https://user@host.test/path",
+        "https://host.test:8443/path?q=token&page=2",
+        "x = 1; y = 2",
+        "key=value&other=thing",
+        "",
+    ],
+)
+def test_prose_survives(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"Authorization: Bearer {OPENAI_KEY}", f"Authorization: Bearer {PLACEHOLDER}"),
+        ("bearer abcdefghijklmnop.qr", f"bearer {PLACEHOLDER}"),
+        ("BEARER abc/def+ghi=jkl~mn_op,", f"BEARER {PLACEHOLDER},"),
+        ("(Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig)", f"(Bearer {PLACEHOLDER})"),
+    ],
+)
+def test_bearer_credentials_are_removed(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_bearer_needs_sixteen_credential_characters() -> None:
+    assert redact("Bearer abcdefghijklmno") == "Bearer abcdefghijklmno"
+    assert redact("Bearer abcdefghijklmnop") == f"Bearer {PLACEHOLDER}"
+
+
+def test_bearer_needs_a_word_boundary() -> None:
+    assert redact("cupbearer abcdefghijklmnopqrstu") == "cupbearer abcdefghijklmnopqrstu"
+
+
+@pytest.mark.parametrize("key", [OPENAI_KEY, ANTHROPIC_KEY, "sk-" + "a" * 20, "sk-A_b-C" * 4])
+def test_sk_keys_are_removed_in_prose(key: str) -> None:
+    assert redact(f"my key is {key}, thanks") == f"my key is {PLACEHOLDER}, thanks"
+    assert redact(f'"{key}"') == f'"{PLACEHOLDER}"'
+
+
+def test_sk_key_needs_twenty_characters_and_a_boundary() -> None:
+    assert redact("sk-" + "a" * 19) == "sk-" + "a" * 19
+    assert redact("task-" + "a" * 30) == "task-" + "a" * 30
+    assert redact("-sk-" + "a" * 20) == "-" + PLACEHOLDER
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "https://x.test/v1?api_key=abc123&q=1",
+            f"https://x.test/v1?api_key={PLACEHOLDER}&q=1",
+        ),
+        (
+            "https://x.test/v1?q=1&access_token=abc.def#frag",
+            f"https://x.test/v1?q=1&access_token={PLACEHOLDER}#frag",
+        ),
+        ("GET /v1?token=t0k3n HTTP/1.1", f"GET /v1?token={PLACEHOLDER} HTTP/1.1"),
+        ("?apiKey=abc", f"?apiKey={PLACEHOLDER}"),
+        ("?x-api-key=abc'", f"?x-api-key={PLACEHOLDER}'"),
+        (
+            '"u?client_secret=s3&password=p4"',
+            f'"u?client_secret={PLACEHOLDER}&password={PLACEHOLDER}"',
+        ),
+    ],
+)
+def test_secret_query_parameters_are_removed(url: str, expected: str) -> None:
+    assert redact(url) == expected
+
+
+def test_credential_nested_in_another_query_value_is_removed() -> None:
+    assert redact("https://x.test/login?next=/app?token=abc&q=1") == (
+        f"https://x.test/login?next=/app?token={PLACEHOLDER}&q=1"
+    )
+
+
+def test_other_query_parameters_stay() -> None:
+    url = "https://x.test/search?q=token&max_tokens=5&key=abc"
+    assert redact(url) == url
+
+
+def test_url_userinfo_password_is_removed() -> None:
+    assert redact("clone https://alice:hunter22@git.test/repo.git now") == (
+        f"clone https://{PLACEHOLDER}@git.test/repo.git now"
+    )
+    assert redact("postgres://u:p@db:5432/x") == f"postgres://{PLACEHOLDER}@db:5432/x"
+
+
+def test_password_after_an_earlier_placeholder_is_removed() -> None:
+    # Replay re-redacts old recordings with the current rules; they may hold placeholders.
+    assert redact(f"https://{PLACEHOLDER}:hunter22@h.test/") == f"https://{PLACEHOLDER}@h.test/"
+
+
+def test_url_without_password_stays() -> None:
+    for text in ["https://alice@git.test/repo", "https://alice:@git.test", "https://h.test:80/a@b"]:
+        assert redact(text) == text
+
+
+def test_shapes_are_removed_from_dict_keys() -> None:
+    assert redact({f"Bearer {OPENAI_KEY}": 1, OPENAI_KEY: 2}) == {
+        f"Bearer {PLACEHOLDER}": 1,
+        PLACEHOLDER: 2,
+    }
+
+
+# --- known values -----------------------------------------------------------------------
+
+
+def test_known_secret_inside_prose_is_removed() -> None:
+    assert redact("the key is ghp_0123456789 ok", "ghp_0123456789") == (
+        f"the key is {PLACEHOLDER} ok"
+    )
+
+
+def test_known_secret_glued_to_text_is_removed() -> None:
+    assert redact("xxhunter2hunter2yy", "hunter2hunter2") == f"xx{PLACEHOLDER}yy"
+
+
+def test_short_known_secrets_are_ignored() -> None:
+    assert redact("press any key", "any key") == "press any key"
+    assert redact("abcdefgh", "abcdefgh") == PLACEHOLDER
+
+
+def test_known_secret_that_is_part_of_the_placeholder_is_ignored() -> None:
+    text = f"x {PLACEHOLDER} y"
+    assert redact(text, "secret removed") == text
+
+
+def test_longest_known_secret_is_removed_whole() -> None:
+    assert redact("x ABCDEFGH12345678 y", "ABCDEFGH", "ABCDEFGH12345678") == (f"x {PLACEHOLDER} y")
+
+
+def test_known_secrets_in_keys_and_nested_values() -> None:
+    assert redact({"KNOWNSECRET1": ["a KNOWNSECRET1 b"]}, "KNOWNSECRET1") == {
+        PLACEHOLDER: [f"a {PLACEHOLDER} b"]
+    }
+
+
+def test_known_secret_values_reads_credential_variables() -> None:
+    environ = {
+        "OPENAI_API_KEY": "openai-value-1",
+        "my_service_api_key": "lower-case-name",
+        "GITHUB_TOKEN": "ghp-value-123",
+        "APP_SECRET": "app-secret-1",
+        "DB_PASSWORD": "db-password-1",
+        "AWS_SECRET_ACCESS_KEY": "aws-value-123",
+        "SHORT_TOKEN": "short",
+        "HOME": "/home/someone/long",
+        "TOKENIZER": "not-a-credential",
+        "MAX_TOKENS": "1000000000",
+    }
+    assert known_secret_values(environ) == frozenset(
+        {
+            "openai-value-1",
+            "lower-case-name",
+            "ghp-value-123",
+            "app-secret-1",
+            "db-password-1",
+            "aws-value-123",
+        }
+    )
+
+
+def test_known_secrets_default_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "env-held-credential")
+    assert remove_secret_values("x env-held-credential y") == f"x {PLACEHOLDER} y"
+    assert remove_secret_values("x env-held-credential y", known_secrets=()) == (
+        "x env-held-credential y"
+    )
+
+
+# --- structure --------------------------------------------------------------------------
+
+
+def test_input_is_not_mutated() -> None:
+    data = {"headers": {"Authorization": "Bearer x"}, "items": [f"k {OPENAI_KEY}", {"a": 1}]}
+    before = copy.deepcopy(data)
+    result = redact(data)
+    assert data == before
+    assert result is not data
+    assert result["items"] is not data["items"]
+
+
+def test_tuples_become_lists_and_scalars_pass_through() -> None:
+    marker = object()
+    assert redact(("a", (1, 2.5), None, True, marker)) == ["a", [1, 2.5], None, True, marker]
+
+
+def test_non_string_keys_are_kept() -> None:
+    assert redact({1: "a", None: "b"}) == {1: "a", None: "b"}
+
+
+def test_redacting_redacted_text_changes_nothing() -> None:
+    once = redact(
+        f"Bearer {OPENAI_KEY} https://u:p@h.test/?token=abc&api_key=[secret removed]x "
+        "KNOWNSECRET1Bearer abcdefghijklmnopqrs",
+        "KNOWNSECRET1",
+    )
+    assert "KNOWNSECRET1" not in once
+    assert "abcdefghijklmnopqrs" not in once
+    assert redact(once, "KNOWNSECRET1") == once
+
+
+# --- properties -------------------------------------------------------------------------
+
+# Filler text never contains upper-case letters or digits, and every planted secret is made
+# of them and ends in a digit (so it is no spelling of a field name either): a planted secret
+# found in the output can only be a leak.
+_FILLER_ALPHABET = string.ascii_lowercase + " .,:;!?=&@/#'\"()[]-_"
+_SECRET_ALPHABET = string.ascii_uppercase + string.digits
+
+_filler = st.text(alphabet=_FILLER_ALPHABET, max_size=30)
+_secret = st.text(alphabet=_SECRET_ALPHABET, min_size=11, max_size=30).map(lambda s: s + "7")
+# Long enough for the shape rules: 16+ characters after "Bearer", 20+ after "sk-".
+_long_secret = st.text(alphabet=_SECRET_ALPHABET, min_size=19, max_size=40).map(lambda s: s + "7")
+_clean_scalar = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _filler
+)
+
+
+def _spellings(name: str) -> list[str]:
+    words = re.split(r"[-_]", name)
+    camel = words[0] + "".join(word.capitalize() for word in words[1:])
+    return [
+        name,
+        name.upper(),
+        name.replace("-", "_"),
+        name.replace("_", "-"),
+        camel,
+        camel[0].upper() + camel[1:],
+        "-".join(word.capitalize() for word in words),
+    ]
+
+
+_SECRET_NAME_SPELLINGS = sorted(
+    {spelling for name in SECRET_FIELD_NAMES for spelling in _spellings(name)}
+)
+_QUERY_NAMES = ["api_key", "apiKey", "access_token", "token", "x-api-key", "client_secret"]
+
+
+@st.composite
+def _planted(draw: st.DrawFn) -> tuple[object, list[str], list[str]]:
+    """A JSON-like structure with secrets planted at random places.
+
+    Returns the structure, the planted secret strings and the known secrets to pass.
+    """
+    known: list[str] = draw(st.lists(_secret, max_size=3, unique=True))
+    planted: list[str] = []
+
+    def embed(secret_text: str) -> str:
+        return draw(_filler) + " " + secret_text + " " + draw(_filler)
+
+    def text_with_secret() -> str:
+        kinds = ["bearer", "sk", "query", "userinfo"] + (["known"] if known else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind == "known":
+            secret = draw(st.sampled_from(known))
+            planted.append(secret)
+            return embed(secret)
+        secret = draw(_long_secret if kind in ("bearer", "sk") else _secret)
+        planted.append(secret)
+        if kind == "bearer":
+            return embed(draw(st.sampled_from(["Bearer", "bearer", "BEARER"])) + " " + secret)
+        if kind == "sk":
+            return embed(draw(st.sampled_from(["sk-", "sk-proj-", "sk-ant-api03-"])) + secret)
+        if kind == "query":
+            name = draw(st.sampled_from(_QUERY_NAMES))
+            return embed(f"https://h.test/v1?q=1&{name}={secret}&page=2")
+        return embed(f"https://user:{secret}@h.test/repo")
+
+    def node(depth: int) -> object:
+        choice = draw(st.integers(min_value=0, max_value=5 if depth < 4 else 2))
+        if choice == 0:
+            return draw(_clean_scalar)
+        if choice == 1:
+            return text_with_secret()
+        if choice == 2:
+            secret = draw(_secret)
+            planted.append(secret)
+            return {draw(st.sampled_from(_SECRET_NAME_SPELLINGS)): secret}
+        if choice == 3:
+            size = draw(st.integers(min_value=0, max_value=3))
+            items = [node(depth + 1) for _ in range(size)]
+            return tuple(items) if draw(st.booleans()) else items
+        result: dict[str, object] = {}
+        for _ in range(draw(st.integers(min_value=0, max_value=3))):
+            key = text_with_secret() if draw(st.booleans()) else draw(_filler)
+            result[key] = node(depth + 1)
+        if choice == 5:
+            secret = draw(_secret)
+            planted.append(secret)
+            result[draw(st.sampled_from(_SECRET_NAME_SPELLINGS))] = secret
+        return result
+
+    return node(0), planted, known
+
+
+@given(_planted())
+def test_no_planted_secret_survives(case: tuple[object, list[str], list[str]]) -> None:
+    data, planted, known = case
+    dumped = orjson.dumps(remove_secret_values(data, known_secrets=known)).decode()
+    for secret in planted:
+        assert secret not in dumped
+
+
+@given(_planted())
+def test_redaction_is_idempotent_on_planted_data(
+    case: tuple[object, list[str], list[str]],
+) -> None:
+    data, _, known = case
+    once = remove_secret_values(data, known_secrets=known)
+    assert remove_secret_values(once, known_secrets=known) == once
+
+
+_json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+_credential_like = st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=8)
+
+
+@given(_json_like, st.lists(_credential_like, max_size=3))
+def test_redaction_is_idempotent_on_arbitrary_data(data: object, known: list[str]) -> None:
+    once = remove_secret_values(data, known_secrets=known)
+    assert remove_secret_values(once, known_secrets=known) == once
+
+
+_plain_word = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=10).filter(
+    lambda word: not is_secret_field_name(word)
+)
+_plain_text = st.lists(_plain_word, max_size=6).map(" ".join)
+_clean_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _plain_text,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(_plain_word, children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_clean_json, st.lists(_secret, max_size=3))
+def test_clean_data_is_returned_unchanged(data: object, known: list[str]) -> None:
+    assert remove_secret_values(data, known_secrets=known) == data
