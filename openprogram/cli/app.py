@@ -34,6 +34,15 @@ def root(
     """Record LLM agent sessions at the provider boundary and replay them offline."""
 
 
+def _add_groups() -> None:
+    from openprogram.cli.recordings import recordings_app
+
+    app.add_typer(recordings_app, name="recordings")
+
+
+_add_groups()
+
+
 def main() -> None:
     """The console-script entry point."""
     app()

@@ -118,6 +118,8 @@ AssistantMessageEvent = Annotated[
 ]
 
 EVENT_ADAPTER: TypeAdapter[AssistantMessageEvent] = TypeAdapter(AssistantMessageEvent)
+
+
 def event_from_json(data: Any) -> AssistantMessageEvent:
     """Rebuild an event from its JSON form, choosing the class by ``type``."""
     return EVENT_ADAPTER.validate_python(data)

@@ -26,14 +26,22 @@ import orjson
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import open_private_append
 from openprogram.providers.api_registry import ApiProvider
-from openprogram.providers.events import AssistantMessageEvent, DoneEvent, ErrorEvent
+from openprogram.providers.events import (
+    AssistantMessageEvent,
+    DoneEvent,
+    ErrorEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolCallDeltaEvent,
+)
 from openprogram.providers.recording import (
     RECORDING_FORMAT_VERSION,
     Outcome,
+    dump_request,
     encode_row,
     new_header,
 )
-from openprogram.providers.redaction import known_secret_values, remove_secret_values
+from openprogram.providers.redaction import SecretRedactor
 from openprogram.providers.types import (
     Context,
     Model,
@@ -275,20 +283,9 @@ class RecordingProvider:
         context: Context,
         options: StreamOptions,
     ) -> AsyncIterator[AssistantMessageEvent]:
-        known = known_secret_values()
-        if options.api_key:
-            known = known | {options.api_key}
-        call_index = self.writer.start_call(
-            remove_secret_values(
-                {
-                    "model": model.model_dump(mode="json"),
-                    "context": context.model_dump(mode="json"),
-                    "options": options.model_dump(mode="json"),
-                },
-                known_secrets=known,
-            )
-        )
-        log = _CallLog(self.writer, call_index, known)
+        redactor = SecretRedactor.for_request(options.api_key)
+        call_index = self.writer.start_call(redactor.redact(dump_request(model, context, options)))
+        log = _CallLog(self.writer, call_index, redactor)
         source = getattr(self.real_provider, method)(model, context, options)
         events = source.__aiter__()
         exhausted = False
@@ -330,10 +327,10 @@ class RecordingProvider:
 class _CallLog:
     """The rows of one recorded call: its events, then exactly one ``call_end``."""
 
-    def __init__(self, writer: RecordingWriter, call_index: int, known: frozenset[str]) -> None:
+    def __init__(self, writer: RecordingWriter, call_index: int, redactor: SecretRedactor) -> None:
         self.writer = writer
         self.call_index = call_index
-        self.known = known
+        self.redactor = redactor
         self.count = 0
         self.ended = False
 
@@ -343,12 +340,22 @@ class _CallLog:
                 "type": "event",
                 "call_index": self.call_index,
                 "event_index": self.count,
-                "event": remove_secret_values(
-                    event.model_dump(mode="json"), known_secrets=self.known
-                ),
+                "event": self.event_payload(event),
             }
         )
         self.count += 1
+
+    def event_payload(self, event: AssistantMessageEvent) -> dict[str, Any]:
+        """The event's JSON form, redacted. Deltas — most of a stream — take a short path:
+        their only free text is ``delta``."""
+        if isinstance(event, TextDeltaEvent | ThinkingDeltaEvent | ToolCallDeltaEvent):
+            return {
+                "type": event.type,
+                "content_index": event.content_index,
+                "delta": self.redactor.redact_text(event.delta),
+            }
+        payload: dict[str, Any] = self.redactor.redact(event.model_dump(mode="json"))
+        return payload
 
     def end(self, outcome: Outcome, *, error: BaseException | None = None) -> None:
         if self.ended:
@@ -363,6 +370,6 @@ class _CallLog:
         if error is not None:
             row["error"] = {
                 "type": exception_type_name(error),
-                "message": remove_secret_values(str(error), known_secrets=self.known),
+                "message": self.redactor.redact_text(str(error)),
             }
         self.writer.write_row(row)

@@ -42,6 +42,7 @@ from openprogram.providers.redaction import (
 
 if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
+    from openprogram.providers.types import Context, Model, StreamOptions
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
@@ -95,6 +96,16 @@ def new_header(recording_id: str | None = None) -> dict[str, Any]:
     header["openprogram_version"] = __version__
     header["redaction_version"] = REDACTION_VERSION
     return header
+
+
+def dump_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """A call's arguments as a request row stores them (before redaction). Runtime-only
+    options (the API key, the cancel signal, callbacks) are excluded by the model itself."""
+    return {
+        "model": model.model_dump(mode="json"),
+        "context": context.model_dump(mode="json"),
+        "options": options.model_dump(mode="json"),
+    }
 
 
 def encode_row(row: dict[str, Any]) -> bytes:
@@ -204,7 +215,7 @@ class _Reader:
             except orjson.JSONDecodeError as exc:
                 if number == last:
                     break  # a final line without its newline: a write cut short by a crash
-                raise self.fail(number, f"not valid JSON ({exc})") from None
+                raise self.fail(number, f"not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise self.fail(number, "a row must be a JSON object")
             self.add_row(number, row)

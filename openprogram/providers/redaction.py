@@ -35,6 +35,7 @@ __all__ = [
     "PLACEHOLDER",
     "REDACTION_VERSION",
     "SECRET_FIELD_NAMES",
+    "SecretRedactor",
     "is_secret_field_name",
     "known_secret_values",
     "remove_secret_values",
@@ -120,12 +121,12 @@ def known_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[s
     """
     source = os.environ if environ is None else environ
     values: set[str] = set()
-    for name, value in source.items():
-        if len(value) < MIN_KNOWN_SECRET_LENGTH:
-            continue
+    for name in source:  # names first: only credential variables have their value read
         upper = name.upper()
         if upper in _CREDENTIAL_ENV_NAMES or upper.endswith(_CREDENTIAL_ENV_SUFFIXES):
-            values.add(value)
+            value = source[name]
+            if len(value) >= MIN_KNOWN_SECRET_LENGTH:
+                values.add(value)
     return frozenset(values)
 
 
@@ -137,9 +138,35 @@ def remove_secret_values(value: object, *, known_secrets: Iterable[str] | None =
     modified. ``known_secrets`` are literal values to remove wherever they appear; when it is
     ``None`` the credentials found by :func:`known_secret_values` are used.
     """
-    if known_secrets is None:
-        known_secrets = known_secret_values()
-    return _redact_value(value, _prepare_known(known_secrets))
+    return SecretRedactor(known_secrets).redact(value)
+
+
+class SecretRedactor:
+    """:func:`remove_secret_values` with the known values prepared once, for many values.
+
+    The recorder makes one per call and redacts every event of the call with it.
+    """
+
+    __slots__ = ("_known",)
+
+    def __init__(self, known_secrets: Iterable[str] | None = None) -> None:
+        if known_secrets is None:
+            known_secrets = known_secret_values()
+        self._known = _prepare_known(known_secrets)
+
+    @classmethod
+    def for_request(cls, api_key: str | None) -> SecretRedactor:
+        """A redactor knowing the credential variables' values and the call's own key."""
+        known = known_secret_values()
+        return cls(known | {api_key} if api_key else known)
+
+    def redact(self, value: object) -> Any:
+        """A copy of the JSON-like ``value`` with every secret replaced."""
+        return _redact_value(value, self._known)
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every secret replaced (the value-shape and known-value rules)."""
+        return _redact_text(text, self._known)
 
 
 def _prepare_known(known_secrets: Iterable[str]) -> tuple[str, ...]:

@@ -31,9 +31,10 @@ from openprogram.providers.recording import (
     REQUEST_SECTIONS,
     RecordedCall,
     RecordedError,
+    dump_request,
     read_recording,
 )
-from openprogram.providers.redaction import known_secret_values, remove_secret_values
+from openprogram.providers.redaction import SecretRedactor
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 
 
@@ -58,6 +59,10 @@ def rebuild_error(recorded: RecordedError) -> BaseException:
         except Exception:  # a built-in whose constructor wants other arguments
             pass
     return RecordedProviderError(recorded.type, recorded.message)
+
+
+def _calls(count: int) -> str:
+    return f"{count} call" if count == 1 else f"{count} calls"
 
 
 class ReplayProvider:
@@ -134,17 +139,8 @@ class ReplayProvider:
             )
 
     def _take_call(self, model: Model, context: Context, options: StreamOptions) -> RecordedCall:
-        known = known_secret_values()
-        if options.api_key:
-            known = known | {options.api_key}
-        incoming: dict[str, Any] = remove_secret_values(
-            {
-                "model": model.model_dump(mode="json"),
-                "context": context.model_dump(mode="json"),
-                "options": options.model_dump(mode="json"),
-            },
-            known_secrets=known,
-        )
+        redactor = SecretRedactor.for_request(options.api_key)
+        incoming: dict[str, Any] = redactor.redact(dump_request(model, context, options))
         with self._lock:
             index = self._next_call
             calls = self.recording.calls
@@ -156,7 +152,7 @@ class ReplayProvider:
                         len(calls),
                         index,
                         detail=(
-                            f"recorded {len(calls)} calls (0..{len(calls) - 1}), incoming call "
+                            f"recorded {_calls(len(calls))} (0..{len(calls) - 1}), incoming call "
                             f"{index}: the run makes more calls than the recording holds"
                             if calls
                             else f"the recording holds no calls, incoming call {index}"
@@ -164,7 +160,7 @@ class ReplayProvider:
                     )
                 )
             call = calls[index]
-            recorded = remove_secret_values(call.request, known_secrets=known)
+            recorded = redactor.redact(call.request)  # re-redacted with the current rules
             for section in REQUEST_SECTIONS:
                 difference = find_first_difference(
                     recorded[section],

@@ -7,7 +7,9 @@ Importing ``openprogram.providers`` does none of this. The first registry lookup
 * the initializing thread calling it again (from a built-in's constructor, say) gets a
   clear error instead of a deadlock;
 * a built-in that fails to register leaves the runtime ``FAILED``: every later call raises a
-  fresh :class:`ProviderRuntimeError` with the same stage and cause.
+  fresh :class:`ProviderRuntimeError` with the same stage and cause;
+* record/replay is then activated from the configuration (see ``activation.py``); if that
+  fails the runtime is still ``READY``, in mode ``blocked``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from openprogram.errors import ProviderRuntimeError
 from openprogram.providers import api_registry
+from openprogram.providers.activation import Activation, activate_record_replay
 from openprogram.providers.api_registry import ApiProvider
 
 
@@ -34,6 +38,7 @@ class RuntimeStatus:
     state: RuntimeState
     mode: str
     """``off``, ``record``, ``replay`` or ``blocked``."""
+    recording: Path | None = None
     blocked_reason: str | None = None
 
 
@@ -48,7 +53,7 @@ BUILTIN_PROVIDER_FACTORIES: dict[str, Callable[[], ApiProvider]] = {"echo": _ech
 
 _condition = threading.Condition(threading.RLock())
 _state = RuntimeState.NEW
-_mode = "off"
+_activation = Activation("off")
 _failure: tuple[str, str] | None = None
 _initializing_thread: int | None = None
 
@@ -67,7 +72,7 @@ def initialize_provider_runtime() -> RuntimeStatus:
                 )
             _condition.wait()
         if _state is RuntimeState.READY:
-            return RuntimeStatus(_state, _mode)
+            return _status()
         if _state is RuntimeState.FAILED:
             assert _failure is not None
             raise ProviderRuntimeError(*_failure)
@@ -75,14 +80,17 @@ def initialize_provider_runtime() -> RuntimeStatus:
         _initializing_thread = threading.get_ident()
     try:
         _register_builtins()
+        activation = activate_record_replay()
+        if activation.transform is not None:
+            api_registry.set_transform_without_runtime(activation.transform)
     except ProviderRuntimeError as error:
         _finish(RuntimeState.FAILED, failure=(error.stage, error.cause))
         raise
     except BaseException:
         _finish(RuntimeState.NEW)  # interrupted (Ctrl-C): let the next caller try again
         raise
-    _finish(RuntimeState.READY)
-    return RuntimeStatus(RuntimeState.READY, _mode)
+    _finish(RuntimeState.READY, activation=activation)
+    return provider_runtime_status()
 
 
 def _register_builtins() -> None:
@@ -96,24 +104,41 @@ def _register_builtins() -> None:
         api_registry.register_without_runtime(api, provider)
 
 
-def _finish(state: RuntimeState, *, failure: tuple[str, str] | None = None) -> None:
-    global _state, _failure, _initializing_thread
+def _finish(
+    state: RuntimeState,
+    *,
+    failure: tuple[str, str] | None = None,
+    activation: Activation | None = None,
+) -> None:
+    global _state, _failure, _initializing_thread, _activation
     with _condition:
         _state, _failure, _initializing_thread = state, failure, None
+        _activation = activation or Activation("off")
         _condition.notify_all()
+
+
+def _status() -> RuntimeStatus:
+    return RuntimeStatus(
+        _state, _activation.mode, _activation.recording, _activation.blocked_reason
+    )
 
 
 def provider_runtime_status() -> RuntimeStatus:
     """Where the runtime stands, without initializing it."""
     with _condition:
-        return RuntimeStatus(_state, _mode)
+        return _status()
 
 
 def reset_provider_runtime() -> None:
     """Test-only: forget every registration and start the runtime afresh at ``NEW``."""
-    global _state, _mode, _failure, _initializing_thread
+    global _state, _activation, _failure, _initializing_thread
     with _condition:
         if _state is RuntimeState.INITIALIZING:
             raise ProviderRuntimeError("reset", "cannot reset while initializing")
         api_registry.clear_registry_without_runtime()
-        _state, _mode, _failure, _initializing_thread = RuntimeState.NEW, "off", None, None
+        _state, _activation, _failure, _initializing_thread = (
+            RuntimeState.NEW,
+            Activation("off"),
+            None,
+            None,
+        )

@@ -83,9 +83,11 @@ class EchoProvider:
             yield _error(model, usage, "aborted", "request aborted by signal")
             return
         last = context.messages[-1] if context.messages else None
-        command = _TOOL_COMMAND.fullmatch(_user_text(last).strip()) if isinstance(
-            last, UserMessage
-        ) else None
+        command = (
+            _TOOL_COMMAND.fullmatch(_user_text(last).strip())
+            if isinstance(last, UserMessage)
+            else None
+        )
         if command is not None:
             try:
                 arguments = _tool_arguments(command["arguments"])
@@ -128,7 +130,7 @@ def _tool_arguments(text: str) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"/tool arguments are not valid JSON ({exc})") from None
     if not isinstance(value, dict):
-        raise ValueError("/tool arguments must be a JSON object, e.g. /tool NAME {\"q\": 1}")
+        raise ValueError('/tool arguments must be a JSON object, e.g. /tool NAME {"q": 1}')
     return value
 
 

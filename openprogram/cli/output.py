@@ -1,0 +1,95 @@
+"""Where command output and errors leave the CLI.
+
+Every command runs its library call inside :func:`reporting_errors`: an
+:class:`~openprogram.errors.OpenProgramError` becomes one line on stderr and exit 1 — or
+exit 2 for bad arguments and file arguments that are missing, unreadable or unparseable.
+A traceback is shown only with ``OPENPROGRAM_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("OPENPROGRAM_DEBUG", "") not in ("", "0")
+
+
+def stdout() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    """Machine output: plain JSON on stdout, no colour, no wrapping."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _labelled(label: str, style: str, message: str) -> None:
+    from rich.text import Text
+
+    # Text, not markup: messages hold brackets ("[secret removed]", "messages[2]").
+    stderr().print(Text.assemble((label, style), " ", message))
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr."""
+    _labelled("warning:", "yellow", message)
+
+
+def abort(message: str, code: int = EXIT_FAILURE) -> NoReturn:
+    """Print ``message`` as the one error line and exit with ``code``."""
+    if debug_enabled():
+        traceback.print_exc()
+    _labelled("error:", "red", _one_line(message))
+    raise typer.Exit(code)
+
+
+def _one_line(message: str) -> str:
+    # The replay mismatch report is the one error allowed two lines.
+    if message.startswith("replay mismatch at "):
+        return message
+    return " ".join(message.split())
+
+
+@contextmanager
+def reporting_errors(*, usage_errors: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """Turn openprogram errors into one line and an exit code.
+
+    ``usage_errors`` exit 2 (bad arguments, a file argument missing or unparseable); any
+    other :class:`OpenProgramError` exits 1.
+    """
+    from openprogram.errors import OpenProgramError
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except usage_errors as error:
+        abort(str(error), EXIT_USAGE)
+    except OpenProgramError as error:
+        abort(str(error), EXIT_FAILURE)
+    except OSError as error:
+        abort(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), EXIT_USAGE)

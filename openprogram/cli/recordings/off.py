@@ -1,0 +1,35 @@
+"""``openprogram recordings off``: turn record/replay off, repairing a broken config."""
+
+from __future__ import annotations
+
+import typer
+
+from openprogram.cli.output import print_json, reporting_errors, stdout, warn
+from openprogram.cli.recordings.switching import describe_change
+
+
+def off(
+    as_json: bool = typer.Option(False, "--json", help="Print the change as JSON."),
+) -> None:
+    """Set mode=off (from the next start). Works whatever state the config is in."""
+    from openprogram.recordings.switch import turn_off
+
+    with reporting_errors():
+        change = turn_off()
+    if as_json:
+        print_json(describe_change(change))
+        return
+    for note in change.config.repaired:
+        warn(f"repaired {change.config.path}: {note}")
+    if change.config.backup is not None:
+        warn(f"the unreadable original is kept at {change.config.backup}")
+    stdout().print("Mode is now off: processes started from now on call providers directly.")
+    if change.env_forced_mode:
+        warn(
+            f"OPENPROGRAM_RECORD_REPLAY__MODE still forces mode {change.env_forced_mode!r}: "
+            "unset it for off to take effect"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("off")(off)

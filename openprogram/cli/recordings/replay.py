@@ -1,0 +1,33 @@
+"""``openprogram recordings replay NAME|PATH``: check a recording and switch to replay."""
+
+from __future__ import annotations
+
+import typer
+
+from openprogram.cli.output import print_json, reporting_errors, stdout, warn
+from openprogram.cli.recordings.switching import describe_change, usage_errors
+
+
+def replay(
+    recording: str = typer.Argument(..., help="A recording name in the store, or a path."),
+    as_json: bool = typer.Option(False, "--json", help="Print the change as JSON."),
+) -> None:
+    """Validate the recording, then set mode=replay (from the next start)."""
+    from openprogram.recordings.switch import start_replay
+
+    with reporting_errors(usage_errors=usage_errors()):
+        change = start_replay(recording)
+    if as_json:
+        print_json(describe_change(change))
+        return
+    stdout().print(f"Replaying {change.recording} ({change.calls} calls)")
+    stdout().print(
+        "Mode is now replay: the next process that starts gets its provider calls from it, "
+        "offline."
+    )
+    if change.env_forced_mode:
+        warn(f"OPENPROGRAM_RECORD_REPLAY__MODE still forces mode {change.env_forced_mode!r}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("replay")(replay)

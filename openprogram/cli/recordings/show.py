@@ -1,0 +1,81 @@
+"""``openprogram recordings show NAME|PATH``: each call as a person wants to read it."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import typer
+
+from openprogram.cli.output import print_json, reporting_errors, stdout, warn
+
+if TYPE_CHECKING:
+    from openprogram.recordings.show import CallView
+
+PRIVACY_WARNING = (
+    "recordings may hold personal data: prompts, replies and tool results are stored as "
+    "they were (only credentials are removed)"
+)
+
+
+def show(
+    recording: str = typer.Argument(..., help="A recording name in the store, or a path."),
+    call: int | None = typer.Option(None, "--call", help="Show only call N (from 0)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the calls as JSON."),
+) -> None:
+    """Show each call: model, new input, streamed reply, tool calls, stop reason, usage."""
+    from openprogram.config.paths import recordings_dir
+    from openprogram.errors import RecordingFileError
+    from openprogram.recordings.names import RecordingNameError, resolve_recording
+    from openprogram.recordings.show import RecordingCallNotFoundError, call_views
+
+    warn(PRIVACY_WARNING)
+    with reporting_errors(
+        usage_errors=(RecordingNameError, RecordingFileError, RecordingCallNotFoundError)
+    ):
+        path = resolve_recording(recording, recordings_dir()).path
+        views = call_views(path, call=call)
+    if as_json:
+        print_json({"path": str(path), "calls": [view.to_json() for view in views]})
+        return
+    console = stdout()
+    console.print(f"{path}: {len(views)} call{'s' if len(views) != 1 else ''} shown")
+    for view in views:
+        _render(view)
+    if not views:
+        console.print("(no calls recorded yet)")
+
+
+def _render(view: CallView) -> None:
+    from rich.text import Text
+
+    console = stdout()
+    ending = _ending(view)
+    console.print(Text.assemble((f"call {view.call_index}", "bold"), f"  {view.model}  {ending}"))
+    console.print(Text(f"  > {view.input_role or '?'}: {_clip(view.input_text)}"))
+    if view.thinking_text:
+        console.print(Text(f"  … thinking: {_clip(view.thinking_text)}", style="dim"))
+    if view.reply_text:
+        console.print(Text(f"  < {_clip(view.reply_text)}"))
+    for name, arguments in view.tool_calls:
+        console.print(Text(f"  < tool call {name} {json.dumps(arguments, ensure_ascii=False)}"))
+    if view.error:
+        console.print(Text(f"  ! {view.error}", style="red"))
+
+
+def _ending(view: CallView) -> str:
+    if view.truncated:
+        return f"TRUNCATED after {view.event_count} events"
+    parts = [f"stop {view.stop_reason}" if view.stop_reason else f"outcome {view.outcome}"]
+    if view.usage:
+        parts.append(f"tokens in {view.usage.get('input', 0)} / out {view.usage.get('output', 0)}")
+    return ", ".join(parts)
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    flat = text.replace("\n", "⏎ ")
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("show")(show)

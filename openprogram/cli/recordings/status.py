@@ -1,0 +1,73 @@
+"""``openprogram recordings status``: what is configured, and whether it would work."""
+
+from __future__ import annotations
+
+import typer
+
+from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, stdout
+
+
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Show the mode, the recording and whether it is valid, and where the config came from.
+
+    Exits 1 when the configured state is broken, saying what to do.
+    """
+    from openprogram.recordings.status import configured_status
+
+    with reporting_errors():
+        report = configured_status()
+    if as_json:
+        print_json(report.to_json())
+    else:
+        _render(report)
+    if report.broken:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _render(report: object) -> None:
+    from rich.text import Text
+
+    from openprogram.recordings.status import StatusReport
+
+    assert isinstance(report, StatusReport)
+    console = stdout()
+    line = Text.assemble
+    console.print(line(("mode:    ", "bold"), report.mode or "unknown (the config is broken)"))
+    if report.recording is not None:
+        state = report.recording
+        if not state.exists:
+            validity = "missing"
+        elif state.valid:
+            truncated = f", call {state.truncated_calls[0]} truncated" if state.truncated_calls else ""
+            validity = f"valid, {state.calls} calls, format {state.format_version}{truncated}"
+        else:
+            validity = "INVALID"
+        console.print(line(("file:    ", "bold"), str(state.path), f" ({validity})"))
+    elif report.file_setting:
+        console.print(line(("file:    ", "bold"), report.file_setting))
+    where = "" if report.config_exists else " (not created yet: defaults apply)"
+    console.print(
+        line(("config:  ", "bold"), str(report.config_path), f" [from {report.config_source}]{where}")
+    )
+    for name, value in sorted(report.env_overrides.items()):
+        console.print(line(("override:", "bold"), f" {name}={value}"))
+    if report.config_changed_at:
+        console.print(
+            line(
+                ("changed: ", "bold"),
+                f"{report.config_changed_at}; processes started before then keep their old mode"
+                " until they restart",
+            )
+        )
+    for note in report.notes:
+        console.print(line(("note:    ", "bold"), note))
+    for problem in report.problems:
+        console.print(line(("problem: ", "bold red"), problem))
+    for advice in report.advice:
+        console.print(line(("to fix:  ", "bold"), advice))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)

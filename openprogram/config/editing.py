@@ -1,0 +1,190 @@
+"""Switching record/replay in the configuration file, and repairing a broken one with ``off``.
+
+Only ``record_replay.mode`` (and ``record_replay.file`` when given) change; every comment,
+blank line and unrelated table stays byte for byte. The resulting file is validated (its own
+values, not the environment's) before anything is written, and written atomically.
+
+``off`` works whatever state the file is in: a file that is not TOML, or holds invalid values,
+is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``) and then repaired — invalid
+values are removed and everything valid is kept, or, if it is not TOML at all, a fresh file
+is started. ``record`` and ``replay`` refuse a broken file and write nothing.
+"""
+
+from __future__ import annotations
+
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.toml_document import TOMLDocument
+
+from openprogram.config.document import (
+    KEEP,
+    Keep,
+    new_document,
+    remove_key,
+    set_record_replay_keys,
+)
+from openprogram.config.file_writing import replace_file, write_backup
+from openprogram.config.paths import ConfigLocation, config_location
+from openprogram.config.problems import ConfigError, dotted_key, value_problem
+from openprogram.config.settings import (
+    check_file_values,
+    file_value_error,
+    file_value_errors,
+    parse_config,
+    read_config_bytes,
+)
+from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
+
+__all__ = ["KEEP", "ConfigEdit", "Keep", "set_record_replay"]
+
+Mode = Literal["off", "record", "replay"]
+NOTHING_WRITTEN = "nothing was written"
+REPAIR_FIRST = "run `openprogram recordings off` to repair it (or fix it); nothing was written"
+
+
+@dataclass(frozen=True)
+class ConfigEdit:
+    """What an edit did: the file, whether it was created, and any repair."""
+
+    path: Path
+    created: bool
+    backup: Path | None
+    """the copy of the original, when a repair had to change more than the switched keys"""
+    repaired: list[str] = field(default_factory=list)
+    """what the repair removed or reset, e.g. ``removed providers.x.timeout (…)``"""
+
+
+def set_record_replay(
+    *,
+    mode: Mode,
+    file: str | Literal[Keep.KEEP] | None = KEEP,
+    location: ConfigLocation | None = None,
+) -> ConfigEdit:
+    """Set ``record_replay.mode`` (and ``record_replay.file`` unless ``KEEP``; ``None`` removes
+    it) in the configuration file, creating the file if needed.
+
+    Raises :class:`ConfigError` when the file cannot be read or written, when the result
+    would be invalid, and when ``mode`` is not ``off`` and the file is broken.
+    """
+    path = (location or config_location()).path
+    _check_requested(mode, file, path=path)
+    original = read_config_bytes(path)
+    if original is None:
+        document = new_document()
+        set_record_replay_keys(document, mode=mode, file=file)
+        data = _checked(document, path=path)
+        make_private_dirs(path.parent)
+        _write(path, data, mode=PRIVATE_FILE_MODE)
+        return ConfigEdit(path=path, created=True, backup=None)
+    try:
+        document, repaired = _repaired_document(original, path=path, mode=mode)
+        set_record_replay_keys(document, mode=mode, file=file)
+        data = _checked(document, path=path)
+    except (ConfigError, TOMLKitError, ValueError, KeyError, TypeError) as failure:
+        # The requested values are valid (checked above), so the file is what failed.
+        if mode != "off":
+            raise _refusal(failure, path) from None
+        # `off` must work whatever the file holds: start afresh, the original kept beside it.
+        document = new_document()
+        set_record_replay_keys(document, mode="off", file=file)
+        data = _checked(document, path=path)
+        repaired = [f"started a fresh file with mode off ({_reason(failure)})"]
+    backup = None
+    if repaired:
+        backup = write_backup(path, original, now=datetime.now())
+    if data != original:
+        target = path.resolve()  # through a symlink, so the link itself stays a link
+        _write(target, data, mode=stat.S_IMODE(target.stat().st_mode))
+    return ConfigEdit(path=path, created=False, backup=backup, repaired=repaired)
+
+
+def _check_requested(mode: Mode, file: str | Keep | None, *, path: Path) -> None:
+    """Refuse values that could never be saved, before looking at the file."""
+    table: dict[str, str] = {"mode": mode}
+    if isinstance(file, str):
+        table["file"] = file
+    errors = file_value_errors({"record_replay": table})
+    if errors:
+        raise file_value_error(errors[0], path=path, text="", advice=NOTHING_WRITTEN)
+
+
+def _repaired_document(
+    original: bytes, *, path: Path, mode: Mode
+) -> tuple[TOMLDocument, list[str]]:
+    """The file as a tomlkit document, and, for ``off`` on invalid values, what was removed
+    to make it valid. Raises for a file that is not TOML, and for invalid values otherwise."""
+    import tomlkit
+
+    text, values = parse_config(original, path=path)
+    document = tomlkit.parse(text)
+    errors = file_value_errors(values)
+    if not errors:
+        return document, []
+    if mode != "off":
+        raise file_value_error(errors[0], path=path, text=text)
+    repaired = []
+    for error in errors:
+        location = error["loc"]
+        keys = _key_path(location)
+        problem = value_problem(error, None, show_input=False)
+        if keys == ("record_replay", "mode"):
+            repaired.append(f"reset record_replay.mode to off ({problem})")
+        elif remove_key(document, keys):
+            repaired.append(f"removed {dotted_key(keys)} ({problem})")
+    return document, repaired
+
+
+def _key_path(location: tuple[str | int, ...]) -> tuple[str, ...]:
+    """The key that holds the value at ``location``: a bad list item takes its list along."""
+    keys: list[str] = []
+    for part in location:
+        if isinstance(part, int):
+            break
+        keys.append(part)
+    return tuple(keys)
+
+
+def _checked(document: TOMLDocument, *, path: Path) -> bytes:
+    """The document's bytes, once its text parses and its values are valid."""
+    data = document.as_string().encode("utf-8")
+    text, values = parse_config(data, path=path)
+    check_file_values(values, path=path, text=text, advice=NOTHING_WRITTEN)
+    return data
+
+
+def _write(path: Path, data: bytes, *, mode: int) -> None:
+    try:
+        replace_file(path, data, mode=mode)
+    except OSError as failure:
+        raise ConfigError(
+            f"cannot be written ({failure.strerror or failure})",
+            path=path,
+            advice="check the folder's permissions and free space; the file was not changed",
+        ) from None
+
+
+def _refusal(failure: Exception, path: Path) -> ConfigError:
+    """The error ``record``/``replay`` raise on a broken file: the problem, then what to do."""
+    if isinstance(failure, ConfigError):
+        return ConfigError(
+            failure.problem,
+            path=failure.path,
+            line=failure.line,
+            column=failure.column,
+            key=failure.key,
+            advice=REPAIR_FIRST,
+        )
+    return ConfigError(f"cannot be edited ({_reason(failure)})", path=path, advice=REPAIR_FIRST)
+
+
+def _reason(failure: Exception) -> str:
+    if isinstance(failure, ConfigError):
+        where = "" if failure.line is None else f"line {failure.line}: "
+        key = "" if failure.key is None else f"{failure.key}: "
+        return f"{where}{key}{failure.problem}"
+    return str(failure) or type(failure).__name__

@@ -1,0 +1,160 @@
+"""The configuration's shape: pydantic models for the file's tables, and ``Settings``, the
+pydantic-settings model that puts ``OPENPROGRAM_…`` variables over the file's values.
+
+Precedence, highest first: arguments to ``Settings(...)``, environment variables, the file's
+values, the defaults. :func:`build_settings` is how the loader supplies the last two.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from openprogram.config.environment import ENV_PREFIX, NESTING, MappingEnvSource
+
+Mode = Literal["off", "record", "replay"]
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def split_model_reference(reference: str) -> tuple[str, str]:
+    """``"openai-completions:llama3:8b"`` → ``("openai-completions", "llama3:8b")``: split at
+    the first colon; both sides must be non-empty, else ``ValueError``."""
+    api, colon, model_id = reference.partition(":")
+    if not colon or not api.strip() or not model_id.strip():
+        raise ValueError(f"must be api:model-id, like echo:echo (found {reference!r})")
+    return api, model_id
+
+
+# Defaults are plain values, not default_factory=list/dict: pydantic inspects a factory's
+# signature, and for a builtin that costs ~15 ms of tokenizer import at startup. pydantic copies
+# mutable defaults for every instance.
+
+
+class RecordReplaySettings(BaseModel):
+    """``[record_replay]``: whether provider calls are recorded, replayed, or neither."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Mode = Field("off", description="off, record or replay (from the next start)")
+    file: str | None = Field(None, description="a recording id in the store, or a path")
+    ignore_fields: list[str] = Field([], description="request fields replay does not compare")
+
+    @field_validator("file")
+    @classmethod
+    def _file_not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+class ProviderSettings(BaseModel):
+    """``[providers.<api>]``: how to reach one api. Never holds a key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str | None = Field(None, description="the server, e.g. http://localhost:11434/v1")
+    api_key_env: str | None = Field(
+        None, description="the NAME of the environment variable holding the API key"
+    )
+    timeout: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="seconds before a request gives up"
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _url_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must be the name of an environment variable (letters, digits, _), "
+                "like OPENAI_API_KEY, never the key itself"
+            )
+        return value
+
+
+class Settings(BaseSettings):
+    """The whole configuration. Precedence: arguments, then ``OPENPROGRAM_…`` variables, then
+    the file (see :func:`load_config`), then the defaults."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=NESTING,
+        case_sensitive=False,
+        extra="forbid",
+        frozen=True,
+    )
+
+    record_replay: RecordReplaySettings = RecordReplaySettings()
+    default_model: str | None = Field(None, description="api:model-id, split at the first colon")
+    providers: dict[str, ProviderSettings] = Field({}, description="per-api settings, by api name")
+
+    @field_validator("default_model")
+    @classmethod
+    def _is_model_reference(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                split_model_reference(value)
+            except ValueError:
+                raise ValueError("must be api:model-id, like echo:echo") from None
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        inputs = _INPUTS.get()
+        if inputs is None:
+            return (init_settings, env_settings)
+        environ, file_values = inputs  # the first source wins
+        file_settings = InitSettingsSource(settings_cls, init_kwargs=dict(file_values))
+        return (init_settings, MappingEnvSource(settings_cls, environ), file_settings)
+
+
+FIELDS = tuple(Settings.model_fields)
+NESTED_FIELDS = ("record_replay", "providers")
+# What build_settings() hands to settings_customise_sources: (environment, file values).
+_INPUTS: ContextVar[tuple[Mapping[str, str], Mapping[str, Any]] | None] = ContextVar(
+    "openprogram_settings_inputs", default=None
+)
+
+
+def build_settings(file_values: Mapping[str, Any], environ: Mapping[str, str]) -> Settings:
+    """``Settings`` from the file's values with ``environ``'s setting variables over them.
+    Raises pydantic's ``ValidationError`` or pydantic-settings' ``SettingsError``."""
+    token = _INPUTS.set((environ, file_values))
+    try:
+        return Settings()
+    finally:
+        _INPUTS.reset(token)
+
+
+def known_keys(table: tuple[str | int, ...]) -> list[str] | None:
+    """The keys allowed in the table at ``table`` (a dotted path as a tuple)."""
+    if table == ():
+        return list(FIELDS)
+    if table == ("record_replay",):
+        return list(RecordReplaySettings.model_fields)
+    if len(table) == 2 and table[0] == "providers":
+        return list(ProviderSettings.model_fields)
+    return None

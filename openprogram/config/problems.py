@@ -1,0 +1,154 @@
+"""``ConfigError``, and the one-line wording of what is wrong with a configuration.
+
+A problem is said where the user can fix it: a file, line and dotted key
+(``/x/config.toml, line 3: record_replay.mode: …``), or an environment variable
+(``OPENPROGRAM_RECORD_REPLAY__MODE=bogus: …``). Values of ``api_key_env`` are never repeated,
+in case someone put a key there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openprogram.errors import OpenProgramError
+
+if TYPE_CHECKING:
+    import tomllib
+
+    from pydantic_core import ErrorDetails
+
+REPAIR_ADVICE = "fix it or run `openprogram recordings off` to repair"
+ENV_ADVICE = "unset it or fix its value"
+SECRET_KEYS = frozenset({"api_key_env"})
+TABLE_TYPES = frozenset({"model_type", "dict_type", "model_attributes_type"})
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_TOML_POSITION = re.compile(r"\s*\((?:at line (\d+), column (\d+)|at end of document)\)$")
+
+
+class ConfigError(OpenProgramError):
+    """The configuration cannot be read or would be invalid.
+
+    ``path``/``line``/``column`` say where in the file, ``key`` is the dotted key,
+    ``env_var`` the environment variable at fault (then ``path`` is ``None``).
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: Path | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        key: str | None = None,
+        env_var: str | None = None,
+        env_value: str | None = None,
+        advice: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.path = path
+        self.line = line
+        self.column = column
+        self.key = key
+        self.env_var = env_var
+        self.advice = advice if advice is not None else (ENV_ADVICE if env_var else REPAIR_ADVICE)
+        parts = [_where(path, line, column, env_var, env_value)]
+        if key is not None and env_var is None:
+            parts.append(key)
+        message = ": ".join([*(part for part in parts if part), problem])
+        super().__init__(f"{message}; {self.advice}" if self.advice else message)
+
+
+def _where(
+    path: Path | None,
+    line: int | None,
+    column: int | None,
+    env_var: str | None,
+    env_value: str | None,
+) -> str:
+    if env_var is not None:
+        return env_var if env_value is None else f"{env_var}={env_value}"
+    if path is None:
+        return ""
+    if line is None:
+        return str(path)
+    if column is None:
+        return f"{path}, line {line}"
+    return f"{path}, line {line}, column {column}"
+
+
+def dotted_key(location: Sequence[str | int]) -> str:
+    """``("providers", "a.b", "timeout")`` → ``providers."a.b".timeout``; list indexes drop out."""
+    parts = [part for part in location if isinstance(part, str)]
+    return ".".join(part if _BARE_KEY.fullmatch(part) else _quoted(part) for part in parts)
+
+
+def _quoted(part: str) -> str:
+    escaped = part.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def is_secret_key(location: Sequence[str | int]) -> bool:
+    """Whether the value at ``location`` must not be repeated in a message."""
+    return any(part in SECRET_KEYS for part in location if isinstance(part, str))
+
+
+def syntax_problem(error: tomllib.TOMLDecodeError, text: str) -> tuple[str, int | None, int | None]:
+    """The problem, line and column of a TOML syntax error (``tomllib`` puts them in its
+    message; the end of the document is its last line)."""
+    message = str(error)
+    match = _TOML_POSITION.search(message)
+    if match is None:
+        return _sentence(message), None, None
+    problem = _sentence(message[: match.start()])
+    if match.group(1) is None:
+        return f"{problem} at the end of the file", max(1, len(text.splitlines())), None
+    return problem, int(match.group(1)), int(match.group(2))
+
+
+def encoding_problem(error: UnicodeDecodeError, data: bytes) -> tuple[str, int]:
+    """The problem and line of bytes that are not UTF-8."""
+    line = data.count(b"\n", 0, error.start) + 1
+    return f"not UTF-8 text (byte {data[error.start]:#04x}); TOML files are UTF-8", line
+
+
+def value_problem(
+    error: ErrorDetails, known_keys: Sequence[str] | None, *, show_input: bool = True
+) -> str:
+    """One pydantic error as a short clause: ``must be one of off, record, replay (found 'x')``.
+
+    ``known_keys`` are the keys allowed where an unknown key was found; ``show_input=False``
+    leaves out the value found.
+    """
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        known = f" (known keys: {', '.join(known_keys)})" if known_keys else ""
+        return f"unknown key{known}"
+    if kind == "literal_error":
+        expected = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
+        problem = f"must be one of {', '.join(expected)}"
+    elif kind in TABLE_TYPES:
+        problem = "must be a table"
+    elif kind == "value_error":
+        problem = _sentence(str(error["msg"]).removeprefix("Value error, "))
+    else:
+        problem = _sentence(str(error["msg"]).replace("Input should be", "must be"))
+    if not show_input or is_secret_key(error["loc"]):
+        return problem
+    return f"{problem} (found {_shown(error['input'])})"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _sentence(text: str) -> str:
+    """A clause to follow a colon: first letter lower-cased, no final full stop."""
+    text = text.strip().rstrip(".")
+    if len(text) > 1 and text[0].isupper() and not text[1].isupper():
+        return text[0].lower() + text[1:]
+    return text

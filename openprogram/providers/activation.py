@@ -1,0 +1,148 @@
+"""Record/replay activation: the configured mode, installed once at runtime start.
+
+``initialize_provider_runtime()`` calls :func:`activate_record_replay` after registering the
+built-ins. It reads the configuration once ("next start": a change affects the next
+process) and installs a registry transform:
+
+* ``record`` — every current and future api is wrapped in a ``RecordingProvider``; all of
+  them share one writer, so the whole process forms one call sequence in one recording;
+* ``replay`` — every api, registered in this process or not, resolves to one shared
+  ``ReplayProvider``;
+* ``off`` — nothing is installed.
+
+If activation fails — the config cannot be read or validated, the replay file is missing,
+corrupt or of another version, the record target is not writable — the runtime does not
+fail: a fail-closed :class:`BlockedProvider` answers for every api, and every stream call
+raises :class:`RecordReplayBlockedError`, naming the cause and the recovery commands.
+Nothing falls through to a live provider.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from openprogram.errors import OpenProgramError
+from openprogram.providers.api_registry import ApiProvider, RegistryTransform
+from openprogram.providers.events import AssistantMessageEvent
+from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+
+logger = logging.getLogger("openprogram")
+
+RECOVERY_COMMANDS = (
+    "run `openprogram recordings status` to see why, "
+    "or `openprogram recordings off` to turn record/replay off"
+)
+
+
+class RecordReplayBlockedError(OpenProgramError):
+    """Record/replay is configured but could not start; no call may reach a provider."""
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+        super().__init__(f"record/replay is blocked: {cause}; {RECOVERY_COMMANDS}")
+
+
+class BlockedProvider:
+    """Answers every stream call with the same :class:`RecordReplayBlockedError`."""
+
+    requires_credentials = False
+    api_key_env: str | None = None
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._refuse()
+
+    def stream_simple(
+        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._refuse()
+
+    async def _refuse(self) -> AsyncIterator[AssistantMessageEvent]:
+        raise RecordReplayBlockedError(self.cause)
+        yield  # pragma: no cover - makes this an async generator
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """What the configuration turned on: the mode, and the transform that implements it."""
+
+    mode: str
+    """``off``, ``record``, ``replay`` or ``blocked``."""
+    transform: RegistryTransform | None = None
+    recording: Path | None = None
+    blocked_reason: str | None = None
+
+
+def blocked(cause: str, recording: Path | None = None) -> Activation:
+    provider = BlockedProvider(cause)
+
+    def answer_for_every_api(api: str, registered: ApiProvider | None) -> ApiProvider:
+        return provider
+
+    return Activation("blocked", answer_for_every_api, recording, cause)
+
+
+def activate_record_replay() -> Activation:
+    """Read the configuration and build the activation it asks for; never raises."""
+    try:
+        return _activate()
+    except Exception as exc:  # fail closed whatever went wrong
+        cause = str(exc) if isinstance(exc, OpenProgramError) else f"{type(exc).__name__}: {exc}"
+        return blocked(cause)
+
+
+def _activate() -> Activation:
+    from openprogram.config.paths import recordings_dir
+    from openprogram.config.settings import load_config
+    from openprogram.recordings.names import resolve_recording
+
+    loaded = load_config()
+    if loaded.error is not None:
+        return blocked(str(loaded.error))
+    assert loaded.settings is not None
+    settings = loaded.settings.record_replay
+    if settings.mode == "off":
+        return Activation("off")
+    if not settings.file:
+        return blocked(f"record_replay.mode is {settings.mode!r} but record_replay.file is not set")
+    path = resolve_recording(settings.file, recordings_dir()).path
+    if settings.mode == "record":
+        return _activate_record(path)
+    return _activate_replay(path, settings.ignore_fields)
+
+
+def _activate_record(path: Path) -> Activation:
+    from openprogram.providers.recorder import RecordingProvider, writer_for
+
+    existing = writer_for(path).open()  # creates the file, or checks it can be appended to
+    if existing:
+        logger.warning(
+            "openprogram: recording into %s, which already holds %d calls; new calls are "
+            "appended after them (replay serves every call in order from call 0)",
+            path,
+            existing,
+        )
+
+    def record_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:
+        # The registry keeps one wrapper per entry; every wrapper shares the path's writer.
+        return None if registered is None else RecordingProvider(registered, path)
+
+    return Activation("record", record_every_api, path)
+
+
+def _activate_replay(path: Path, ignore_fields: list[str]) -> Activation:
+    from openprogram.providers.replay import ReplayProvider
+
+    provider = ReplayProvider(path, ignore_fields=ignore_fields)
+
+    def replay_every_api(api: str, registered: ApiProvider | None) -> ApiProvider:
+        return provider
+
+    return Activation("replay", replay_every_api, path)

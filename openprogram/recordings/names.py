@@ -1,0 +1,129 @@
+"""Recording names, and where a ``NAME|PATH`` argument points.
+
+A name is letters, digits, ``.``, ``_`` and ``-``, not starting with ``.`` or ``-``, 1 to 128
+characters; the recording it names is ``<store>/<name>.jsonl``. An argument holding a path
+separator or ending in ``.jsonl`` is a path instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from openprogram.errors import OpenProgramError, RecordingFileError
+
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "RECORDING_SUFFIX",
+    "RecordingNameError",
+    "RecordingRef",
+    "default_name",
+    "is_path_argument",
+    "is_same_file",
+    "recording_files",
+    "resolve_recording",
+    "validate_name",
+]
+
+MAX_NAME_LENGTH = 128
+RECORDING_SUFFIX = ".jsonl"
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_ALLOWED = "use letters, digits, '.', '_' and '-', not starting with '.' or '-'"
+
+
+class RecordingNameError(OpenProgramError):
+    """A recording name that is empty, too long, or holds characters a name may not."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        self.problem = problem
+        super().__init__(problem)
+
+
+def validate_name(name: str) -> str:
+    """Return ``name`` if it is a valid recording name; raise :class:`RecordingNameError`."""
+    if not name:
+        raise RecordingNameError(name, f"the recording name is empty: {_ALLOWED}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise RecordingNameError(
+            name,
+            f"recording name {name[:20]!r}… is {len(name)} characters long: "
+            f"use at most {MAX_NAME_LENGTH}",
+        )
+    if _NAME.fullmatch(name) is None:
+        raise RecordingNameError(name, f"invalid recording name {name!r}: {_ALLOWED}")
+    return name
+
+
+def default_name(now: datetime | None = None) -> str:
+    """``rec-YYYYMMDD-HHMMSS`` in UTC (a naive ``now`` is taken as UTC)."""
+    moment = datetime.now(UTC) if now is None else now
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("rec-%Y%m%d-%H%M%S")
+
+
+def is_path_argument(arg: str) -> bool:
+    """A path holds a path separator or ends in ``.jsonl``; anything else is a name."""
+    separators = {"/", os.sep} | ({os.altsep} if os.altsep else set())
+    return any(separator in arg for separator in separators) or arg.endswith(RECORDING_SUFFIX)
+
+
+@dataclass(frozen=True)
+class RecordingRef:
+    """Where a ``NAME|PATH`` argument points; ``name`` is set when it is in the store."""
+
+    path: Path
+    name: str | None
+
+
+def resolve_recording(arg: str, store: Path) -> RecordingRef:
+    """Turn a ``NAME|PATH`` argument into an absolute path (a name is validated first)."""
+    store = Path(os.path.abspath(store))
+    if not is_path_argument(arg):
+        return RecordingRef(store / f"{validate_name(arg)}{RECORDING_SUFFIX}", arg)
+    path = Path(os.path.abspath(Path(arg).expanduser()))
+    in_store = path.suffix == RECORDING_SUFFIX and path.parent.resolve() == store.resolve()
+    return RecordingRef(path, path.stem if in_store else None)
+
+
+def is_same_file(path: Path, other: Path | None) -> bool:
+    """Whether two spellings of a path (relative, ``~``, through symlinks) name one file."""
+    if other is None:
+        return False
+    return Path(path).expanduser().resolve() == Path(other).expanduser().resolve()
+
+
+def recording_files(store: Path) -> list[tuple[Path, os.stat_result]]:
+    """The recordings in ``store``: regular ``*.jsonl`` files, not symlinks, not hidden.
+
+    Returned with absolute paths and their ``lstat``, sorted by name; a missing store
+    holds none.
+    """
+    store = Path(os.path.abspath(store))
+    found: list[tuple[Path, os.stat_result]] = []
+    try:
+        entries = list(os.scandir(store))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise RecordingFileError(
+            str(store),
+            f"cannot list the recordings store ({exc.strerror or exc})",
+            advice="check the folder's permissions",
+        ) from None
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.name.endswith(RECORDING_SUFFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # deleted while we looked
+        if stat.S_ISREG(info.st_mode):
+            found.append((store / entry.name, info))
+    found.sort(key=lambda item: item[0].name)
+    return found

@@ -1,0 +1,232 @@
+"""Each recorded call as a person wants to read it: what ``openprogram recordings show`` renders.
+
+A :class:`CallView` holds the model, the new input message (the last message of the request's
+context), the streamed reply and thinking text, the tool calls with their arguments, the stop
+reason, usage and outcome. This module builds data only; the CLI renders it. It reads the
+stored rows as plain dicts (``read_recording(..., validate_events=False)``), so it needs no
+pydantic event model, and tolerates event fields it does not expect.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openprogram.errors import OpenProgramError
+from openprogram.providers.recording import RecordedCall, read_recording
+from openprogram.recordings.summary import model_label
+
+__all__ = ["CallView", "RecordingCallNotFoundError", "call_views"]
+
+BLOCK_SEPARATOR = "\n"
+"""Between the content blocks of one message (each block's own deltas join with nothing)."""
+
+
+class RecordingCallNotFoundError(OpenProgramError, IndexError):
+    """``--call N`` names a call the recording does not hold."""
+
+    def __init__(self, path: Path, call_index: int, calls: int) -> None:
+        self.path = path
+        self.call_index = call_index
+        self.calls = calls
+        if calls == 0:
+            advice = "it holds no calls yet"
+        else:
+            advice = f"it holds {calls} call{'s' if calls != 1 else ''}: choose 0 to {calls - 1}"
+        super().__init__(f"{path} has no call {call_index}; {advice}")
+
+
+@dataclass(frozen=True)
+class CallView:
+    """One call, ready to render. ``outcome`` is None for a call cut short (truncated)."""
+
+    call_index: int
+    model: str
+    input_role: str | None
+    input_text: str
+    reply_text: str
+    thinking_text: str
+    tool_calls: list[tuple[str, dict[str, Any]]]
+    stop_reason: str | None
+    usage: dict[str, Any] | None
+    outcome: str | None
+    error: str | None
+    event_count: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.outcome is None
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain, JSON-safe dict (``show --json``)."""
+        return {
+            "call_index": self.call_index,
+            "model": self.model,
+            "input_role": self.input_role,
+            "input_text": self.input_text,
+            "reply_text": self.reply_text,
+            "thinking_text": self.thinking_text,
+            "tool_calls": [
+                {"name": name, "arguments": arguments} for name, arguments in self.tool_calls
+            ],
+            "stop_reason": self.stop_reason,
+            "usage": self.usage,
+            "outcome": self.outcome,
+            "truncated": self.truncated,
+            "error": self.error,
+            "event_count": self.event_count,
+        }
+
+
+def call_views(path: str | os.PathLike[str], *, call: int | None = None) -> list[CallView]:
+    """The calls of a recording (or only call ``call``), in order.
+
+    Raises ``RecordingFileError`` for a file the strict reader refuses, and
+    :class:`RecordingCallNotFoundError` when ``call`` is out of range.
+    """
+    recording = read_recording(path, validate_events=False)
+    calls = recording.calls
+    if call is not None:
+        if not 0 <= call < len(calls):
+            raise RecordingCallNotFoundError(Path(path), call, len(calls))
+        calls = [calls[call]]
+    return [_view(recorded) for recorded in calls]
+
+
+def _view(call: RecordedCall) -> CallView:
+    events = call.event_rows
+    final = _final_message(events)
+    role, text = _input_message(call.request["context"])
+    reply = _streamed_text(events, "text") or _message_text(final, "text", "text")
+    thinking = _streamed_text(events, "thinking") or _message_text(final, "thinking", "thinking")
+    terminal = next((e for e in reversed(events) if e.get("type") in ("done", "error")), None)
+    return CallView(
+        call_index=call.call_index,
+        model=model_label(call.request["model"]),
+        input_role=role,
+        input_text=text,
+        reply_text=reply,
+        thinking_text=thinking,
+        tool_calls=_tool_calls(events, final),
+        stop_reason=_string(terminal.get("reason")) if terminal is not None else None,
+        usage=_dict(final.get("usage")) if final is not None else None,
+        outcome=call.outcome,
+        error=_error_text(call, final),
+        event_count=len(events),
+    )
+
+
+def _final_message(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The message of the ``done`` event, or the ``error`` event's reply so far."""
+    for event in reversed(events):
+        if event.get("type") == "done":
+            return _dict(event.get("message"))
+        if event.get("type") == "error":
+            return _dict(event.get("error"))
+    return None
+
+
+def _input_message(context: dict[str, Any]) -> tuple[str | None, str]:
+    messages = context.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return None, ""
+    message = messages[-1]
+    role = _string(message.get("role"))
+    text = _content_text(message.get("content"))
+    if role == "toolResult":
+        return role, f"{_string(message.get('tool_name')) or '?'} → {text}"
+    return role, text
+
+
+def _content_text(content: Any) -> str:
+    """Text of a message's content: a string, or blocks (text, ``[image]``, tool calls)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(_string(block.get("text")) or "")
+        elif kind == "image":
+            parts.append("[image]")
+        elif kind == "toolCall":
+            arguments = orjson.dumps(block.get("arguments", {})).decode()
+            parts.append(f"{_string(block.get('name')) or '?'}({arguments})")
+    return BLOCK_SEPARATOR.join(parts)
+
+
+def _streamed_text(events: list[dict[str, Any]], kind: str) -> str:
+    """Each block's ``<kind>_delta`` deltas joined, or its ``<kind>_end`` content if none."""
+    deltas: dict[Any, list[str]] = {}
+    ends: dict[Any, str] = {}
+    for event in events:
+        event_type = event.get("type")
+        if event_type == f"{kind}_delta":
+            deltas.setdefault(event.get("content_index"), []).append(
+                _string(event.get("delta")) or ""
+            )
+        elif event_type == f"{kind}_end":
+            ends[event.get("content_index")] = _string(event.get("content")) or ""
+    blocks = list(deltas) + [index for index in ends if index not in deltas]
+    blocks.sort(key=_block_order)
+    return BLOCK_SEPARATOR.join(
+        "".join(deltas[index]) if index in deltas else ends[index] for index in blocks
+    )
+
+
+def _block_order(index: Any) -> tuple[int, int]:
+    return (0, index) if type(index) is int else (1, 0)
+
+
+def _message_text(message: dict[str, Any] | None, block_type: str, field: str) -> str:
+    """A final message's text or thinking, for a reply that streamed none."""
+    if message is None or not isinstance(message.get("content"), list):
+        return ""
+    return BLOCK_SEPARATOR.join(
+        _string(block.get(field)) or ""
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == block_type
+    )
+
+
+def _tool_calls(
+    events: list[dict[str, Any]], final: dict[str, Any] | None
+) -> list[tuple[str, dict[str, Any]]]:
+    calls = [
+        _dict(event.get("tool_call")) for event in events if event.get("type") == "toolcall_end"
+    ]
+    if not calls and final is not None and isinstance(final.get("content"), list):
+        calls = [
+            block
+            for block in final["content"]
+            if isinstance(block, dict) and block.get("type") == "toolCall"
+        ]
+    return [
+        (_string(tool.get("name")) or "?", _dict(tool.get("arguments")) or {})
+        for tool in calls
+        if tool is not None
+    ]
+
+
+def _error_text(call: RecordedCall, final: dict[str, Any] | None) -> str | None:
+    if call.error is not None:
+        return f"{call.error.type}: {call.error.message}"
+    if final is not None and final.get("error_message") is not None:
+        return _string(final.get("error_message"))
+    return None
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None

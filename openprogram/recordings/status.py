@@ -1,0 +1,198 @@
+"""What record/replay is configured to do, and whether the next start would work.
+
+:func:`configured_status` reads the configuration and checks the configured recording the
+way the provider runtime will at its next start — without starting it, importing a vendor
+provider, or opening a socket — so ``openprogram recordings status`` can say what is wrong
+and what to do while the config or the recording is broken.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from openprogram.errors import OpenProgramError
+
+REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
+
+
+@dataclass(frozen=True)
+class FileState:
+    """The configured recording as the next start would find it."""
+
+    path: Path
+    exists: bool
+    valid: bool
+    calls: int = 0
+    truncated_calls: list[int] = field(default_factory=list)
+    format_version: int | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    config_path: Path
+    config_source: str
+    """``OPENPROGRAM_CONFIG``, ``OPENPROGRAM_HOME`` or ``default``."""
+    config_exists: bool
+    config_changed_at: str | None
+    """When the config file last changed (ISO-8601 UTC): processes started before then run
+    with the previous settings until they restart."""
+    mode: str | None
+    """The mode the next start would use (file and environment), None if the config is broken."""
+    file_setting: str | None
+    recording: FileState | None
+    env_overrides: dict[str, str]
+    problems: list[str]
+    advice: list[str]
+    notes: list[str]
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.problems)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["broken"] = self.broken
+        data["config_path"] = str(self.config_path)
+        if self.recording is not None:
+            data["recording"]["path"] = str(self.recording.path)
+        return data
+
+
+def configured_status() -> StatusReport:
+    """Read the configuration and check its recording; never raises for a broken state."""
+    from openprogram.config.paths import recordings_dir
+    from openprogram.config.settings import load_config
+    from openprogram.recordings.names import resolve_recording
+
+    loaded = load_config()
+    problems: list[str] = []
+    advice: list[str] = []
+    notes: list[str] = []
+    mode: str | None = None
+    file_setting: str | None = None
+    recording: FileState | None = None
+    if loaded.error is not None:
+        problems.append(str(loaded.error))
+        advice.append(f"fix the file, or {REPAIR_ADVICE} (it keeps a backup of the file)")
+    else:
+        assert loaded.settings is not None
+        settings = loaded.settings.record_replay
+        mode, file_setting = settings.mode, settings.file
+        if mode != "off" and not file_setting:
+            problems.append(f"record_replay.mode is {mode!r} but record_replay.file is not set")
+            advice.append(f"run `openprogram recordings {mode} NAME`, or {REPAIR_ADVICE}")
+        elif file_setting:
+            try:
+                path = resolve_recording(file_setting, recordings_dir()).path
+            except OpenProgramError as error:
+                problems.append(f"record_replay.file: {error}")
+                advice.append(REPAIR_ADVICE)
+            else:
+                recording = check_recording(path, for_replay=mode == "replay")
+                _judge_recording(mode, recording, problems, advice, notes)
+    forced = loaded.mode_forced_by_env
+    if forced is not None:
+        notes.append(f"OPENPROGRAM_RECORD_REPLAY__MODE={forced} forces the mode")
+    if mode in ("record", "replay") or loaded.error is not None:
+        notes.append("changes take effect at the next start of a process")
+    return StatusReport(
+        config_path=loaded.location.path,
+        config_source=loaded.location.source,
+        config_exists=loaded.exists,
+        config_changed_at=_changed_at(loaded.location.path),
+        mode=mode,
+        file_setting=file_setting,
+        recording=recording,
+        env_overrides=dict(loaded.env_overrides),
+        problems=problems,
+        advice=advice,
+        notes=notes,
+    )
+
+
+def _judge_recording(
+    mode: str, recording: FileState, problems: list[str], advice: list[str], notes: list[str]
+) -> None:
+    if mode == "replay":
+        if not recording.exists:
+            problems.append(f"the replay recording {recording.path} does not exist")
+            advice.append(f"record it first (`openprogram recordings record`), or {REPAIR_ADVICE}")
+        elif not recording.valid:
+            problems.append(recording.problem or f"{recording.path} is not a valid recording")
+            advice.append(f"re-record it, or {REPAIR_ADVICE}")
+        elif recording.truncated_calls:
+            calls = ", ".join(str(index) for index in recording.truncated_calls)
+            notes.append(f"call {calls} was cut short: replay fails when it reaches it")
+    elif mode == "record":
+        if recording.exists and not recording.valid:
+            problems.append(recording.problem or f"{recording.path} is not a valid recording")
+            advice.append(f"record into a new name, or {REPAIR_ADVICE}")
+        elif not _can_create(recording.path):
+            problems.append(f"cannot create or write {recording.path}")
+            advice.append(f"check the folder's permissions, or {REPAIR_ADVICE}")
+        elif recording.calls:
+            notes.append(
+                f"the recording already holds {recording.calls} calls: new calls are appended"
+            )
+
+
+def check_recording(path: Path, *, for_replay: bool) -> FileState:
+    """Read ``path`` strictly, as replay (or the recorder) will; never raises."""
+    from openprogram.providers.recording import read_recording
+
+    if not path.exists():
+        return FileState(path, exists=False, valid=False, problem=f"{path} does not exist")
+    try:
+        # Replay builds every event, so check them all; recording only appends.
+        parsed = read_recording(path, validate_events=for_replay)
+    except OpenProgramError as error:
+        return FileState(path, exists=True, valid=False, problem=str(error))
+    return FileState(
+        path,
+        exists=True,
+        valid=True,
+        calls=len(parsed.calls),
+        truncated_calls=parsed.truncated_calls,
+        format_version=parsed.format_version,
+    )
+
+
+def _can_create(path: Path) -> bool:
+    if path.exists():
+        return os.access(path, os.W_OK) and path.is_file()
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+
+
+def _changed_at(path: Path) -> str | None:
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None
+    return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def active_recording() -> Path | None:
+    """The recording the configuration records into or replays from (None when off, unset
+    or unreadable): ``delete`` and ``prune`` never touch it, ``list`` marks it."""
+    from openprogram.config.paths import recordings_dir
+    from openprogram.config.settings import load_config
+    from openprogram.recordings.names import resolve_recording
+
+    loaded = load_config()
+    if loaded.settings is None:
+        return None
+    settings = loaded.settings.record_replay
+    if settings.mode == "off" or not settings.file:
+        return None
+    try:
+        return resolve_recording(settings.file, recordings_dir()).path
+    except OpenProgramError:
+        return None

@@ -1,0 +1,61 @@
+"""Startup: the store library imports no provider, no httpx and no pydantic event/type model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sample_recordings import record_echo_tool_session
+
+FORBIDDEN = (
+    "httpx",
+    "openprogram.providers.events",
+    "openprogram.providers.types",
+    "openprogram.providers.builtins",
+    "openprogram.providers.recorder",
+    "openprogram.providers.replay",
+    "openprogram.providers.runtime",
+)
+
+SCRIPT = """
+import json, sys
+from pathlib import Path
+
+from openprogram.recordings import names, show, store, summary, summary_cache
+from openprogram.recordings.show import call_views
+from openprogram.recordings.store import create_recording, delete_recording, prune_recordings
+from openprogram.recordings.summary import summarize_recording
+from openprogram.recordings.summary_cache import summarize_store
+
+folder, echo = Path(sys.argv[1]), Path(sys.argv[2])
+create_recording(folder, "fresh")
+listed = [s.to_json() for s in summarize_store(folder)]
+summarize_store(folder)
+one = summarize_recording(echo).to_json()
+views = [v.to_json() for v in call_views(echo)]
+prune_recordings(folder, keep=10, dry_run=True)
+delete_recording(folder, "fresh", active=None)
+forbidden = [name for name in json.loads(sys.argv[3]) if any(
+    module == name or module.startswith(name + ".") for module in sys.modules)]
+print(json.dumps({"forbidden": forbidden, "listed": len(listed), "calls": one["calls"],
+                  "views": len(views)}))
+"""
+
+
+async def test_list_show_and_summary_import_nothing_heavy(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    echo = store / "echo.jsonl"
+    await record_echo_tool_session(echo)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(store), str(echo), json.dumps(FORBIDDEN)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {"forbidden": [], "listed": 2, "calls": 2, "views": 2}
