@@ -22,8 +22,7 @@ def replay(
         return
     stdout().print(f"Replaying {change.recording} ({change.calls} calls)")
     stdout().print(
-        "Mode is now replay: the next process that starts gets its provider calls from it, "
-        "offline."
+        "Mode is now replay: the next process that starts gets its provider calls from it, offline."
     )
     if change.env_forced_mode:
         warn(f"OPENPROGRAM_RECORD_REPLAY__MODE still forces mode {change.env_forced_mode!r}")

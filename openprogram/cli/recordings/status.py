@@ -40,7 +40,9 @@ def _render(report: object) -> None:
         if not state.exists:
             validity = "missing"
         elif state.valid:
-            truncated = f", call {state.truncated_calls[0]} truncated" if state.truncated_calls else ""
+            truncated = (
+                f", call {state.truncated_calls[0]} truncated" if state.truncated_calls else ""
+            )
             validity = f"valid, {state.calls} calls, format {state.format_version}{truncated}"
         else:
             validity = "INVALID"
@@ -48,9 +50,8 @@ def _render(report: object) -> None:
     elif report.file_setting:
         console.print(line(("file:    ", "bold"), report.file_setting))
     where = "" if report.config_exists else " (not created yet: defaults apply)"
-    console.print(
-        line(("config:  ", "bold"), str(report.config_path), f" [from {report.config_source}]{where}")
-    )
+    source = f" [from {report.config_source}]{where}"
+    console.print(line(("config:  ", "bold"), str(report.config_path), source))
     for name, value in sorted(report.env_overrides.items()):
         console.print(line(("override:", "bold"), f" {name}={value}"))
     if report.config_changed_at:

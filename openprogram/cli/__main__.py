@@ -1,0 +1,7 @@
+"""``python -m openprogram.cli`` — the same as the ``openprogram`` command."""
+
+from __future__ import annotations
+
+from openprogram.cli.app import main
+
+main()
