@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.recordings import delete, listing, off, prune, record, replay, show, status
+from openprogram.cli.recordings import (
+    delete as delete,
+    listing as listing,
+    off as off,
+    prune as prune,
+    record as record,
+    replay as replay,
+    show as show,
+    status as status,
+)
 
 recordings_app = typer.Typer(
     name="recordings",
