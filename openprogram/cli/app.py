@@ -35,7 +35,7 @@ def root(
 
 
 def _add_groups() -> None:
-    from openprogram.cli.recordings import recordings_app
+    from openprogram.cli.recordings_app import recordings_app
 
     app.add_typer(recordings_app, name="recordings")
 
