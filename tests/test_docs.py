@@ -23,6 +23,19 @@ EXAMPLE = re.compile(
 )
 
 
+SHELL_EXAMPLE = re.compile(
+    r"<!-- example-sh: (?P<name>[\w-]+) -->\s*```sh\n(?P<code>.*?)```", re.DOTALL
+)
+
+
+def shell_examples() -> list[tuple[str, str]]:
+    found = []
+    for document in DOCUMENTS:
+        for match in SHELL_EXAMPLE.finditer(document.read_text()):
+            found.append((f"{document.relative_to(ROOT)}:{match['name']}", match["code"]))
+    return found
+
+
 def examples() -> list[tuple[str, str, str | None]]:
     found = []
     for document in DOCUMENTS:
@@ -53,3 +66,21 @@ def test_example_runs_as_documented(
     assert result.returncode == 0, f"{name} failed:\n{result.stderr}"
     if output is not None:
         assert result.stdout == output, f"{name} printed something else"
+
+
+@pytest.mark.parametrize(("name", "code"), shell_examples(), ids=[e[0] for e in shell_examples()])
+def test_shell_example_runs(name: str, code: str, tmp_path: Path) -> None:
+    bin_dir = Path(sys.executable).parent
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "OPENPROGRAM_HOME": str(tmp_path / "openprogram-home"),
+        },
+        timeout=180,
+    )
+    assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
