@@ -7,9 +7,17 @@
     ├── UnconsumedCallsError (+AssertionError)
     │                                     recorded calls were never requested
     ├── RecordedProviderError             replay of a provider error of a non-builtin type
+    ├── RecordReplayBlockedError          record/replay is configured but could not start
     ├── UnknownApiError (+LookupError)    no provider is registered for ``model.api``
     ├── MissingApiKeyError                a provider needs a key and none was found
-    └── ProviderRuntimeError              the provider runtime failed to initialize
+    ├── ProviderRuntimeError              the provider runtime failed to initialize
+    ├── ConfigError                       config.toml or an OPENPROGRAM_* variable is wrong
+    └── the store's errors                RecordingNameError, RecordingExistsError,
+                                          RecordingNotFoundError, RecordingRefusedError,
+                                          RecordingDeleteError, PruneCriteriaError,
+                                          RecordingCallNotFoundError
+
+Each lives beside the code that raises it; this tree is the map.
 
 Messages say what happened and what to do next, on one line (the replay mismatch report is
 the one error allowed two lines). The facts are attributes, so callers never parse messages.

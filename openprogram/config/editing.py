@@ -13,11 +13,14 @@ is started. ``record`` and ``replay`` refuse a broken file and write nothing.
 from __future__ import annotations
 
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.toml_document import TOMLDocument
 
@@ -29,6 +32,7 @@ from openprogram.config.document import (
     set_record_replay_keys,
 )
 from openprogram.config.file_writing import replace_file, write_backup
+from openprogram.config.models import Mode
 from openprogram.config.paths import ConfigLocation, config_location
 from openprogram.config.problems import ConfigError, dotted_key, value_problem
 from openprogram.config.settings import (
@@ -42,7 +46,6 @@ from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
 
 __all__ = ["KEEP", "ConfigEdit", "Keep", "set_record_replay"]
 
-Mode = Literal["off", "record", "replay"]
 NOTHING_WRITTEN = "nothing was written"
 REPAIR_FIRST = "run `openprogram recordings off` to repair it (or fix it); nothing was written"
 
@@ -78,13 +81,14 @@ def set_record_replay(
         document = new_document()
         set_record_replay_keys(document, mode=mode, file=file)
         data = _checked(document, path=path)
-        make_private_dirs(path.parent)
-        _write(path, data, mode=PRIVATE_FILE_MODE)
+        with _unchanged_on_failure(path, "cannot be created"):
+            make_private_dirs(path.parent)
+            replace_file(path, data, mode=PRIVATE_FILE_MODE)
         return ConfigEdit(path=path, created=True, backup=None)
     try:
         document, repaired = _repaired_document(original, path=path, mode=mode)
         set_record_replay_keys(document, mode=mode, file=file)
-        data = _checked(document, path=path)
+        data = _checked(document, path=path, crlf=_uses_crlf(original))
     except (ConfigError, TOMLKitError, ValueError, KeyError, TypeError) as failure:
         # The requested values are valid (checked above), so the file is what failed.
         if mode != "off":
@@ -95,11 +99,12 @@ def set_record_replay(
         data = _checked(document, path=path)
         repaired = [f"started a fresh file with mode off ({_reason(failure)})"]
     backup = None
-    if repaired:
-        backup = write_backup(path, original, now=datetime.now())
-    if data != original:
-        target = path.resolve()  # through a symlink, so the link itself stays a link
-        _write(target, data, mode=stat.S_IMODE(target.stat().st_mode))
+    with _unchanged_on_failure(path, "cannot be written"):
+        if repaired:
+            backup = write_backup(path, original, now=datetime.now())
+        if data != original:
+            target = path.resolve()  # through a symlink, so the link itself stays a link
+            replace_file(target, data, mode=stat.S_IMODE(target.stat().st_mode))
     return ConfigEdit(path=path, created=False, backup=backup, repaired=repaired)
 
 
@@ -118,8 +123,6 @@ def _repaired_document(
 ) -> tuple[TOMLDocument, list[str]]:
     """The file as a tomlkit document, and, for ``off`` on invalid values, what was removed
     to make it valid. Raises for a file that is not TOML, and for invalid values otherwise."""
-    import tomlkit
-
     text, values = parse_config(original, path=path)
     document = tomlkit.parse(text)
     errors = file_value_errors(values)
@@ -149,20 +152,31 @@ def _key_path(location: tuple[str | int, ...]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _checked(document: TOMLDocument, *, path: Path) -> bytes:
+def _uses_crlf(data: bytes) -> bool:
+    """Whether every line of ``data`` ends in CRLF (then so should the lines an edit adds)."""
+    return b"\r\n" in data and data.count(b"\n") == data.count(b"\r\n")
+
+
+def _checked(document: TOMLDocument, *, path: Path, crlf: bool = False) -> bytes:
     """The document's bytes, once its text parses and its values are valid."""
-    data = document.as_string().encode("utf-8")
+    text = document.as_string()
+    if crlf:
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    data = text.encode("utf-8")
     text, values = parse_config(data, path=path)
     check_file_values(values, path=path, text=text, advice=NOTHING_WRITTEN)
     return data
 
 
-def _write(path: Path, data: bytes, *, mode: int) -> None:
+@contextmanager
+def _unchanged_on_failure(path: Path, what: str) -> Iterator[None]:
+    """Turn an OS failure while writing into a :class:`ConfigError` (the write is atomic, so
+    the file is as it was)."""
     try:
-        replace_file(path, data, mode=mode)
+        yield
     except OSError as failure:
         raise ConfigError(
-            f"cannot be written ({failure.strerror or failure})",
+            f"{what} ({failure.strerror or failure})",
             path=path,
             advice="check the folder's permissions and free space; the file was not changed",
         ) from None

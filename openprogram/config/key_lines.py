@@ -38,7 +38,7 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
     closing: str | None = None  # the quotes that end the multi-line string we are inside
     for number, line in enumerate(text.splitlines(), start=1):
         if closing is not None:
-            if _ends_multiline(line, closing):
+            if closing in line:
                 closing = None
             continue
         header = _HEADER.match(line)
@@ -76,7 +76,3 @@ def _opens_multiline(value: str) -> str | None:
         if value.startswith(quotes) and quotes not in value[3:]:
             return quotes
     return None
-
-
-def _ends_multiline(line: str, quotes: str) -> bool:
-    return quotes in line

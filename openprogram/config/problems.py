@@ -33,7 +33,8 @@ class ConfigError(OpenProgramError):
     """The configuration cannot be read or would be invalid.
 
     ``path``/``line``/``column`` say where in the file, ``key`` is the dotted key,
-    ``env_var`` the environment variable at fault (then ``path`` is ``None``).
+    ``env_var`` the environment variable at fault (then ``path`` is ``None``) and ``env_value``
+    its value, unless it may hold a secret.
     """
 
     def __init__(
@@ -54,6 +55,7 @@ class ConfigError(OpenProgramError):
         self.column = column
         self.key = key
         self.env_var = env_var
+        self.env_value = env_value
         self.advice = advice if advice is not None else (ENV_ADVICE if env_var else REPAIR_ADVICE)
         parts = [_where(path, line, column, env_var, env_value)]
         if key is not None and env_var is None:

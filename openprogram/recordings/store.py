@@ -25,6 +25,8 @@ from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
 from openprogram.providers.recording import encode_row, new_header
 from openprogram.recordings.names import (
     RECORDING_SUFFIX,
+    RecordingNameError,
+    is_path_argument,
     is_same_file,
     recording_files,
     resolve_recording,
@@ -129,11 +131,18 @@ def _cannot_create(path: Path, exc: OSError) -> RecordingFileError:
 
 
 def delete_recording(store: Path, arg: str, *, active: Path | None) -> Path:
-    """Delete the recording ``arg`` (NAME or PATH) names; returns its path.
+    """Delete the recording named ``arg`` from the store; returns its path.
 
-    Refuses the active recording, a symlink, a directory, a file that is not ``*.jsonl``,
-    and anything not directly inside the store.
+    Only a name is accepted — a path (``../x``, ``/abs/x.jsonl``) is refused with
+    :class:`RecordingNameError` — and the active recording, a symlink, a directory and a file
+    that is not ``*.jsonl`` are refused too.
     """
+    if is_path_argument(arg):
+        raise RecordingNameError(
+            arg,
+            f"delete takes a recording name from `openprogram recordings list`, not a path "
+            f"({arg!r})",
+        )
     ref = resolve_recording(arg, store)
     path = ref.path
 

@@ -93,30 +93,31 @@ class RecordingSummary:
     @classmethod
     def from_json(cls, data: dict[str, Any], path: Path) -> RecordingSummary:
         """Rebuild a summary from :meth:`to_json`; raises ``ValueError`` if a field is off."""
-        models = data.get("models")
-        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
-            raise ValueError("models")
-        return cls(
-            name=path.stem,
-            path=path,
-            size=_field(data, "size", int),
-            mtime=float(_field(data, "mtime", (int, float))),
-            created_at=_field(data, "created_at", (str, type(None))),
-            calls=_field(data, "calls", int),
-            events=_field(data, "events", int),
-            models=models,
-            format_version=_field(data, "format_version", (int, type(None))),
-            valid=_field(data, "valid", bool),
-            truncated=_field(data, "truncated", bool),
-            problem=_field(data, "problem", (str, type(None))),
-        )
+        for key, types in _JSON_TYPES.items():
+            if type(data.get(key)) not in types:
+                raise ValueError(f"summary field {key!r}")
+        models = data["models"]
+        if not all(type(model) is str for model in models):
+            raise ValueError("summary field 'models'")
+        fields = {key: data[key] for key in _JSON_TYPES}
+        fields["mtime"] = float(fields["mtime"])
+        return cls(name=path.stem, path=path, **fields)
 
 
-def _field(data: dict[str, Any], key: str, types: type | tuple[type, ...]) -> Any:
-    value = data.get(key)
-    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
-        raise ValueError(key)
-    return value
+_NONE = type(None)
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "size": (int,),
+    "mtime": (float, int),
+    "created_at": (str, _NONE),
+    "calls": (int,),
+    "events": (int,),
+    "models": (list,),
+    "format_version": (int, _NONE),
+    "valid": (bool,),
+    "truncated": (bool,),
+    "problem": (str, _NONE),
+}
+"""The exact JSON types of the fields :meth:`RecordingSummary.from_json` reads back."""
 
 
 @dataclass(frozen=True, slots=True)

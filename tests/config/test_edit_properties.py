@@ -33,7 +33,7 @@ file_values = st.one_of(
 edits = st.lists(st.tuples(modes, file_values), min_size=1, max_size=4)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(start=st.sampled_from(STARTING_FILES), steps=edits)
 def test_the_last_switch_is_what_loads_and_nothing_else_changes(
     start: str | None,

@@ -270,3 +270,21 @@ def test_a_folder_at_the_config_path_is_refused_even_by_off(config: Path) -> Non
     with pytest.raises(ConfigError, match="is a folder"):
         set_record_replay(mode="off")
     assert config.is_dir()
+
+
+def test_a_crlf_file_stays_crlf(config: Path) -> None:
+    original = b'# c\r\n[providers.x]\r\ntimeout = 1\r\n\r\n[record_replay]\r\nmode = "off"\r\n'
+    config.parent.mkdir(parents=True)
+    config.write_bytes(original)
+    set_record_replay(mode="record", file="demo")
+    assert config.read_bytes() == original.replace(
+        b'mode = "off"\r\n', b'mode = "record"\r\nfile = "demo"\r\n'
+    )
+
+
+def test_a_config_that_cannot_be_created_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    path = tmp_path / "a-file" / "sub" / "config.toml"
+    with pytest.raises(ConfigError) as caught:
+        set_record_replay(mode="off", location=ConfigLocation(path, "OPENPROGRAM_CONFIG"))
+    assert caught.value.path == path

@@ -461,3 +461,11 @@ def test_a_permission_error_is_an_error_not_a_crash(
         f"{home / 'config.toml'}: cannot be read (Permission denied); "
         "fix its permissions or set OPENPROGRAM_CONFIG to another file"
     )
+
+
+def test_settings_arguments_beat_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "replay")
+    monkeypatch.setenv("OPENPROGRAM_DEFAULT_MODEL", "echo:echo")
+    settings = Settings(record_replay=RecordReplaySettings(mode="record"))
+    assert settings.record_replay.mode == "record"
+    assert settings.default_model == "echo:echo"

@@ -166,3 +166,21 @@ def test_a_failed_repair_write_keeps_the_original_in_place(
     assert config.read_bytes() == NOT_TOML
     backups = others_beside(config)
     assert [backup.read_bytes() for backup in backups] == [NOT_TOML]
+
+
+def test_a_failed_backup_changes_nothing(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    config.write_bytes(NOT_TOML)
+    real_open = os.open
+
+    def refuse_backups(path: object, flags: int, mode: int = 0o777) -> int:
+        if ".broken-" in str(path):
+            raise OSError(28, "No space left on device")
+        return real_open(path, flags, mode)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refuse_backups)
+    with pytest.raises(ConfigError, match="No space left"):
+        set_record_replay(mode="off")
+    assert config.read_bytes() == NOT_TOML
+    assert others_beside(config) == []

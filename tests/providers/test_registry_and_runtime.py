@@ -233,12 +233,11 @@ def test_every_export_resolves() -> None:
 def test_no_export_is_shadowed_by_a_submodule() -> None:
     import importlib
     import pkgutil
+    import types
 
     import openprogram.providers as providers
 
     for module in pkgutil.iter_modules(providers.__path__):
         importlib.import_module(f"openprogram.providers.{module.name}")
     for name in providers.__all__:
-        assert not hasattr(getattr(providers, name), "__path__") and (
-            type(getattr(providers, name)).__name__ != "module"
-        ), name
+        assert not isinstance(getattr(providers, name), types.ModuleType), name

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from openprogram.providers import (
+    ECHO_MODEL,
     AssistantMessage,
     Context,
     EchoProvider,
@@ -148,8 +149,6 @@ async def record_echo_tool_session(
     path: Path, model: Model | None = None
 ) -> list[AssistantMessage]:
     """Two echo calls: the model asks for ``lookup``, the tool answers, the model replies."""
-    from openprogram.providers import ECHO_MODEL
-
     model = model or ECHO_MODEL
     context = Context(
         system_prompt="You are a test agent.",

@@ -15,6 +15,7 @@ from openprogram.recordings.names import (
     RecordingRef,
     default_name,
     is_path_argument,
+    is_same_file,
     recording_files,
     resolve_recording,
     validate_name,
@@ -167,3 +168,19 @@ def test_an_unreadable_store_is_an_openprogram_error(tmp_path: Path) -> None:
             recording_files(store)
     finally:
         store.chmod(0o700)
+
+
+def test_is_same_file_sees_through_spellings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.chdir(real)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = real / "a.jsonl"
+    assert is_same_file(path, Path("a.jsonl"))
+    assert is_same_file(path, tmp_path / "link" / "a.jsonl")
+    assert is_same_file(path, Path("~/real/sub/../a.jsonl"))
+    assert not is_same_file(path, real / "b.jsonl")
+    assert not is_same_file(path, None)

@@ -6,6 +6,7 @@ import asyncio
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import orjson

@@ -12,6 +12,7 @@ def list_recordings(
 ) -> None:
     """List recordings: name, created, calls, size, models, state; `*` marks the active one."""
     from openprogram.config.paths import recordings_dir
+    from openprogram.recordings.names import is_same_file
     from openprogram.recordings.status import active_recording
     from openprogram.recordings.summary_cache import summarize_store
 
@@ -21,7 +22,10 @@ def list_recordings(
         active = active_recording()
     if as_json:
         print_json(
-            [{**summary.to_json(), "active": summary.path == active} for summary in summaries]
+            [
+                {**summary.to_json(), "active": is_same_file(summary.path, active)}
+                for summary in summaries
+            ]
         )
         return
     if not summaries:
@@ -38,7 +42,7 @@ def list_recordings(
         else:
             state = "truncated" if summary.truncated else "valid"
         table.add_row(
-            "*" if summary.path == active else "",
+            "*" if is_same_file(summary.path, active) else "",
             summary.name,
             (summary.created_at or "?").replace("T", " ").removesuffix("Z"),
             str(summary.calls),
