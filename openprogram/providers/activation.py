@@ -23,11 +23,15 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openprogram.errors import OpenProgramError
 from openprogram.providers.api_registry import ApiProvider, RegistryTransform
 from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+
+if TYPE_CHECKING:
+    from openprogram.config.settings import LoadedConfig
 
 logger = logging.getLogger("openprogram")
 
@@ -89,21 +93,23 @@ def blocked(cause: str, recording: Path | None = None) -> Activation:
     return Activation("blocked", answer_for_every_api, recording, cause)
 
 
-def activate_record_replay() -> Activation:
-    """Read the configuration and build the activation it asks for; never raises."""
+def activate_record_replay(loaded: LoadedConfig | None = None) -> Activation:
+    """Build the activation the configuration asks for (read now unless given); never
+    raises."""
     try:
-        return _activate()
+        return _activate(loaded)
     except Exception as exc:  # fail closed whatever went wrong
         cause = str(exc) if isinstance(exc, OpenProgramError) else f"{type(exc).__name__}: {exc}"
         return blocked(cause)
 
 
-def _activate() -> Activation:
+def _activate(loaded: LoadedConfig | None) -> Activation:
     from openprogram.config.paths import recordings_dir
     from openprogram.config.settings import load_config
     from openprogram.recordings.names import resolve_recording
 
-    loaded = load_config()
+    if loaded is None:
+        loaded = load_config()
     if loaded.error is not None:
         return blocked(str(loaded.error))
     assert loaded.settings is not None

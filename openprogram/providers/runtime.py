@@ -15,15 +15,17 @@ Importing ``openprogram.providers`` does none of this. The first registry lookup
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openprogram.errors import ProviderRuntimeError
 from openprogram.providers import api_registry
 from openprogram.providers.activation import Activation, activate_record_replay
-from openprogram.providers.api_registry import ApiProvider
+
+if TYPE_CHECKING:
+    from openprogram.config.settings import LoadedConfig
 
 
 class RuntimeState(StrEnum):
@@ -41,15 +43,6 @@ class RuntimeStatus:
     recording: Path | None = None
     blocked_reason: str | None = None
 
-
-def _echo_provider() -> ApiProvider:
-    from openprogram.providers.builtins.echo import EchoProvider
-
-    return EchoProvider()
-
-
-BUILTIN_PROVIDER_FACTORIES: dict[str, Callable[[], ApiProvider]] = {"echo": _echo_provider}
-"""The built-in apis and how to make each provider; read at initialization."""
 
 _condition = threading.Condition(threading.RLock())
 _state = RuntimeState.NEW
@@ -79,8 +72,9 @@ def initialize_provider_runtime() -> RuntimeStatus:
         _state = RuntimeState.INITIALIZING
         _initializing_thread = threading.get_ident()
     try:
-        _register_builtins()
-        activation = activate_record_replay()
+        loaded = _load_configuration()
+        _register_builtins(loaded)
+        activation = activate_record_replay(loaded)
         if activation.transform is not None:
             api_registry.set_transform_without_runtime(activation.transform)
     except ProviderRuntimeError as error:
@@ -93,10 +87,24 @@ def initialize_provider_runtime() -> RuntimeStatus:
     return provider_runtime_status()
 
 
-def _register_builtins() -> None:
+def _load_configuration() -> LoadedConfig | None:
+    """The process configuration, read once; None if even that failed (activation then
+    blocks, naming the cause)."""
+    try:
+        from openprogram.config.settings import load_config
+
+        return load_config()
+    except Exception:
+        return None
+
+
+def _register_builtins(loaded: LoadedConfig | None) -> None:
+    from openprogram.providers.builtins import BUILTIN_PROVIDER_FACTORIES
+
+    providers = loaded.settings.providers if loaded and loaded.settings else {}
     for api, factory in BUILTIN_PROVIDER_FACTORIES.items():
         try:
-            provider = factory()
+            provider = factory(providers.get(api))
         except Exception as exc:
             raise ProviderRuntimeError(
                 f"built-in registration of {api!r}", f"{type(exc).__name__}: {exc}"

@@ -179,7 +179,7 @@ async def test_an_environment_override_is_honoured(
 async def test_an_unexpected_activation_failure_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     from openprogram.providers import activation
 
-    def explode() -> None:
+    def explode(loaded: object) -> None:
         raise KeyError("surprise")
 
     monkeypatch.setattr(activation, "_activate", explode)

@@ -30,7 +30,7 @@ from openprogram.providers import (
     set_registry_transform,
     unregister_api_provider,
 )
-from openprogram.providers import runtime as runtime_module
+from openprogram.providers import builtins as builtins_module
 from openprogram.providers.api_registry import ApiProvider
 
 
@@ -144,12 +144,12 @@ def test_concurrent_first_callers_share_one_initialization(
     calls: list[int] = []
     gate = threading.Event()
 
-    def slow_echo() -> ApiProvider:
+    def slow_echo(settings: object) -> ApiProvider:
         calls.append(1)
         gate.wait(5)
         return EchoProvider()
 
-    monkeypatch.setitem(runtime_module.BUILTIN_PROVIDER_FACTORIES, "echo", slow_echo)
+    monkeypatch.setitem(builtins_module.BUILTIN_PROVIDER_FACTORIES, "echo", slow_echo)
     results: list[Any] = []
     threads = [
         threading.Thread(target=lambda: results.append(get_api_provider("echo"))) for _ in range(6)
@@ -165,19 +165,19 @@ def test_concurrent_first_callers_share_one_initialization(
 
 
 def test_recursive_initialization_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def recursive() -> ApiProvider:
+    def recursive(settings: object) -> ApiProvider:
         return get_api_provider("echo")
 
-    monkeypatch.setitem(runtime_module.BUILTIN_PROVIDER_FACTORIES, "echo", recursive)
+    monkeypatch.setitem(builtins_module.BUILTIN_PROVIDER_FACTORIES, "echo", recursive)
     with pytest.raises(ProviderRuntimeError, match="called again by the thread"):
         initialize_provider_runtime()
 
 
 def test_a_failed_builtin_fails_every_call_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken() -> ApiProvider:
+    def broken(settings: object) -> ApiProvider:
         raise ImportError("vendor module missing")
 
-    monkeypatch.setitem(runtime_module.BUILTIN_PROVIDER_FACTORIES, "echo", broken)
+    monkeypatch.setitem(builtins_module.BUILTIN_PROVIDER_FACTORIES, "echo", broken)
     errors = []
     for _ in range(3):
         with pytest.raises(ProviderRuntimeError) as caught:
