@@ -54,6 +54,18 @@ def _labelled(label: str, style: str, message: str) -> None:
     stderr().print(Text.assemble((label, style), " ", message))
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 call``, ``2 calls``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def say(*parts: str | tuple[str, str]) -> None:
+    """One line on stdout, taken literally (paths and ids may hold brackets)."""
+    from rich.text import Text
+
+    stdout().print(Text.assemble(*parts))
+
+
 def warn(message: str) -> None:
     """One warning line on stderr."""
     _labelled("warning:", "yellow", message)
@@ -61,7 +73,7 @@ def warn(message: str) -> None:
 
 def abort(message: str, code: int = EXIT_FAILURE) -> NoReturn:
     """Print ``message`` as the one error line and exit with ``code``."""
-    if debug_enabled():
+    if debug_enabled() and sys.exc_info()[0] is not None:
         traceback.print_exc()
     _labelled("error:", "red", _one_line(message))
     raise typer.Exit(code)

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.recordings import delete, listing, off, prune, record, replay, show, status
+from openprogram.cli.recordings import (
+    delete,
+    diff,
+    listing,
+    off,
+    prune,
+    record,
+    replay,
+    show,
+    status,
+)
 
 recordings_app = typer.Typer(
     name="recordings",
     help="Record, replay and manage recordings (changes take effect at the next start).",
     no_args_is_help=True,
 )
-for module in (status, record, replay, off, listing, show, delete, prune):
+for module in (status, record, replay, off, listing, show, delete, prune, diff):
     module.register(recordings_app)

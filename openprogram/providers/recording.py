@@ -55,6 +55,7 @@ __all__ = [
     "Recording",
     "find_first_difference",
     "new_header",
+    "parse_recording",
     "read_recording",
     "remove_secret_values",
 ]
@@ -181,12 +182,19 @@ def read_recording(path: str | os.PathLike[str], *, validate_events: bool = True
         raise RecordingFileError(
             str(file), f"cannot read it ({exc.strerror})", advice="check its permissions"
         ) from None
+    return parse_recording(file, data, validate_events=validate_events)
+
+
+def parse_recording(
+    path: str | os.PathLike[str], data: bytes, *, validate_events: bool = True
+) -> Recording:
+    """:func:`read_recording` on bytes already read from ``path`` (named in errors)."""
     # Parsing allocates many small objects that all stay alive: the cyclic collector would
     # only rescan them over and over (a third of the load time on a large recording).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _Reader(file, validate_events).parse(data)
+        return _Reader(Path(path), validate_events).parse(data)
     finally:
         if collecting:
             gc.enable()

@@ -78,7 +78,10 @@ def configured_status() -> StatusReport:
     recording: FileState | None = None
     if loaded.error is not None:
         problems.append(str(loaded.error))
-        advice.append(f"fix the file, or {REPAIR_ADVICE} (it keeps a backup of the file)")
+        if loaded.error.env_var is not None:
+            advice.append(f"unset {loaded.error.env_var} or fix its value")
+        else:
+            advice.append(f"fix the file, or {REPAIR_ADVICE} (it keeps a backup of the file)")
     else:
         assert loaded.settings is not None
         settings = loaded.settings.record_replay

@@ -41,6 +41,7 @@ __all__ = [
     "RecordingExistsError",
     "RecordingNotFoundError",
     "RecordingRefusedError",
+    "check_deletable",
     "create_recording",
     "delete_recording",
     "prune_recordings",
@@ -130,12 +131,13 @@ def _cannot_create(path: Path, exc: OSError) -> RecordingFileError:
     )
 
 
-def delete_recording(store: Path, arg: str, *, active: Path | None) -> Path:
-    """Delete the recording named ``arg`` from the store; returns its path.
+def check_deletable(store: Path, arg: str, *, active: Path | None) -> Path:
+    """The path of the recording named ``arg``, if :func:`delete_recording` would delete it.
 
     Only a name is accepted — a path (``../x``, ``/abs/x.jsonl``) is refused with
     :class:`RecordingNameError` — and the active recording, a symlink, a directory and a file
-    that is not ``*.jsonl`` are refused too.
+    that is not ``*.jsonl`` are refused with :class:`RecordingRefusedError`; a missing one
+    raises :class:`RecordingNotFoundError`. Nothing is changed.
     """
     if is_path_argument(arg):
         raise RecordingNameError(
@@ -149,8 +151,6 @@ def delete_recording(store: Path, arg: str, *, active: Path | None) -> Path:
     def refuse(reason: str) -> RecordingRefusedError:
         return RecordingRefusedError(path, ref.name, reason)
 
-    if path.parent.resolve() != Path(store).resolve():
-        raise refuse(f"it is not in the recordings store {Path(store).resolve()}")
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -165,10 +165,18 @@ def delete_recording(store: Path, arg: str, *, active: Path | None) -> Path:
         raise refuse(f"only {RECORDING_SUFFIX} files are recordings")
     if is_same_file(path, active):
         raise refuse("it is the active recording; run `openprogram recordings off` first")
+    return path
+
+
+def delete_recording(store: Path, arg: str, *, active: Path | None) -> Path:
+    """Delete the recording named ``arg`` from the store, after :func:`check_deletable`;
+    returns its path."""
+    path = check_deletable(store, arg, active=active)
+    name = path.stem
     try:
         os.unlink(path)
     except FileNotFoundError:
-        raise RecordingNotFoundError(path, ref.name) from None
+        raise RecordingNotFoundError(path, name) from None
     except OSError as exc:
         raise RecordingDeleteError(path, exc.strerror or str(exc)) from None
     return path

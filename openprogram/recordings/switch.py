@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openprogram.config.editing import ConfigEdit
@@ -25,6 +25,8 @@ class ModeChange:
     calls: int = 0
     env_forced_mode: str | None = None
     """Another mode an environment variable still forces, if any."""
+    env_overrides: dict[str, str] | None = None
+    """The ``OPENPROGRAM_RECORD_REPLAY…`` variables that override what was just written."""
 
 
 def start_recording(name: str | None = None) -> ModeChange:
@@ -41,7 +43,7 @@ def start_recording(name: str | None = None) -> ModeChange:
     except BaseException:
         path.unlink(missing_ok=True)  # roll back: no recording without the mode that uses it
         raise
-    return ModeChange("record", edit, path, name, env_forced_mode=_forced_other_than("record"))
+    return ModeChange("record", edit, path, name, **_overrides_of("record"))
 
 
 def start_replay(argument: str) -> ModeChange:
@@ -61,7 +63,7 @@ def start_replay(argument: str) -> ModeChange:
         ref.path,
         ref.name,
         calls=len(recording.calls),
-        env_forced_mode=_forced_other_than("replay"),
+        **_overrides_of("replay"),
     )
 
 
@@ -70,11 +72,23 @@ def turn_off() -> ModeChange:
     from openprogram.config.editing import set_record_replay
 
     edit = set_record_replay(mode="off")
-    return ModeChange("off", edit, env_forced_mode=_forced_other_than("off"))
+    return ModeChange("off", edit, **_overrides_of("off"))
 
 
-def _forced_other_than(mode: str) -> str | None:
+def _overrides_of(mode: str) -> dict[str, Any]:
+    """Which environment variables still override the record/replay settings just written."""
     from openprogram.config.settings import load_config
 
-    forced = load_config().mode_forced_by_env
-    return forced if forced is not None and forced != mode else None
+    loaded = load_config()
+    forced = loaded.mode_forced_by_env
+    variables = {
+        name: value
+        for name, value in loaded.env_overrides.items()
+        if name.upper().startswith("OPENPROGRAM_RECORD_REPLAY")
+    }
+    if mode == "off" and (forced is None or forced == "off"):
+        variables = {}  # with the mode off, a forced file does not matter
+    return {
+        "env_forced_mode": forced if forced is not None and forced != mode else None,
+        "env_overrides": variables,
+    }

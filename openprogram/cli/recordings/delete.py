@@ -1,10 +1,10 @@
-"""``openprogram recordings delete NAME|PATH``: delete one inactive recording in the store."""
+"""``openprogram recordings delete NAME``: delete one inactive recording from the store."""
 
 from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import reporting_errors, stdout
+from openprogram.cli.output import reporting_errors, say
 from openprogram.cli.recordings.confirming import confirm_or_abort
 
 
@@ -14,25 +14,23 @@ def delete(
 ) -> None:
     """Delete a recording. Refuses the active one, symlinks, and anything outside the store."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.recordings.names import (
-        RecordingNameError,
-        is_path_argument,
-        resolve_recording,
-    )
+    from openprogram.recordings.names import RecordingNameError
     from openprogram.recordings.status import active_recording
-    from openprogram.recordings.store import RecordingNotFoundError, delete_recording
+    from openprogram.recordings.store import (
+        RecordingNotFoundError,
+        check_deletable,
+        delete_recording,
+    )
 
     store = recordings_dir()
-    with reporting_errors(usage_errors=(RecordingNameError, RecordingNotFoundError)):
-        if is_path_argument(recording):
-            delete_recording(store, recording, active=None)  # refuses a path, with the reason
-        path = resolve_recording(recording, store).path
-        if not path.exists():
-            raise RecordingNotFoundError(path, recording)
+    usage = (RecordingNameError, RecordingNotFoundError)
+    with reporting_errors(usage_errors=usage):
+        active = active_recording()
+        path = check_deletable(store, recording, active=active)  # refuse before asking
     confirm_or_abort(f"Delete {path}?", yes=yes)
-    with reporting_errors(usage_errors=(RecordingNameError, RecordingNotFoundError)):
-        deleted = delete_recording(store, recording, active=active_recording())
-    stdout().print(f"Deleted {deleted}")
+    with reporting_errors(usage_errors=usage):
+        deleted = delete_recording(store, recording, active=active)
+    say(f"Deleted {deleted}")
 
 
 def register(app: typer.Typer) -> None:

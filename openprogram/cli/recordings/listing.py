@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import print_json, reporting_errors, stdout
+from openprogram.cli.output import print_json, reporting_errors, say, stdout
 
 
 def list_recordings(
@@ -12,6 +12,7 @@ def list_recordings(
 ) -> None:
     """List recordings: name, created, calls, size, models, state; `*` marks the active one."""
     from openprogram.config.paths import recordings_dir
+    from openprogram.recordings.hashing import short_hash
     from openprogram.recordings.names import is_same_file
     from openprogram.recordings.status import active_recording
     from openprogram.recordings.summary_cache import summarize_store
@@ -29,19 +30,24 @@ def list_recordings(
         )
         return
     if not summaries:
-        stdout().print(f"No recordings in {store}. Start one with `openprogram recordings record`.")
+        say(f"No recordings in {store}. Start one with `openprogram recordings record`.")
         return
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, show_edge=False)
-    for column in ("", "name", "created", "calls", "size", "models", "state"):
-        table.add_column(column, justify="right" if column in ("calls", "size") else "left")
+    for column in ("", "name", "created", "calls", "size", "models", "state", "hash"):
+        table.add_column(
+            column,
+            justify="right" if column in ("calls", "size") else "left",
+            no_wrap=column != "state",  # only a long problem wraps
+        )
     for summary in summaries:
         if not summary.valid:
             state = f"INVALID: {summary.problem}"
         else:
             state = "truncated" if summary.truncated else "valid"
-        table.add_row(
+        cells = (
             "*" if is_same_file(summary.path, active) else "",
             summary.name,
             (summary.created_at or "?").replace("T", " ").removesuffix("Z"),
@@ -49,7 +55,9 @@ def list_recordings(
             _size(summary.size),
             ", ".join(summary.models),
             state,
+            short_hash(summary.transcript_hash) if summary.transcript_hash else "",
         )
+        table.add_row(*(Text(cell) for cell in cells))  # literal text: names hold brackets
     stdout().print(table)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import print_json, reporting_errors, stdout, warn
-from openprogram.cli.recordings.switching import describe_change
+from openprogram.cli.output import print_json, reporting_errors, say, warn
+from openprogram.cli.recordings.switching import describe_change, warn_about_overrides
 
 
 def off(
@@ -23,12 +23,8 @@ def off(
         warn(f"repaired {change.config.path}: {note}")
     if change.config.backup is not None:
         warn(f"the unreadable original is kept at {change.config.backup}")
-    stdout().print("Mode is now off: processes started from now on call providers directly.")
-    if change.env_forced_mode:
-        warn(
-            f"OPENPROGRAM_RECORD_REPLAY__MODE still forces mode {change.env_forced_mode!r}: "
-            "unset it for off to take effect"
-        )
+    say("Mode is now off: processes started from now on call providers directly.")
+    warn_about_overrides(change)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, stdout, warn
+from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, say, warn
 from openprogram.cli.recordings.confirming import confirm_or_abort
 
 
@@ -46,8 +46,8 @@ def prune(
     else:
         verb = "Would delete" if dry_run else "Deleted"
         for path in result.removed:
-            stdout().print(f"{verb} {path}")
-        stdout().print(
+            say(f"{verb} {path}")
+        say(
             f"{verb} {len(result.removed)}, kept {len(result.kept)}"
             + (f", failed {len(result.failed)}" if result.failed else "")
         )

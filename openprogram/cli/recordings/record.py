@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import print_json, reporting_errors, stdout, warn
-from openprogram.cli.recordings.switching import describe_change, usage_errors
+from openprogram.cli.output import print_json, reporting_errors, say
+from openprogram.cli.recordings.switching import describe_change, usage_errors, warn_about_overrides
 
 
 def record(
@@ -23,12 +23,9 @@ def record(
         print_json(describe_change(change))
         return
     assert change.recording is not None
-    stdout().print(f"Created recording {change.name!r} at {change.recording}")
-    stdout().print(
-        "Mode is now record: the next process that starts records its provider calls into it."
-    )
-    if change.env_forced_mode:
-        warn(f"OPENPROGRAM_RECORD_REPLAY__MODE still forces mode {change.env_forced_mode!r}")
+    say(f"Created recording {change.name!r} at {change.recording}")
+    say("Mode is now record: the next process that starts records its provider calls into it.")
+    warn_about_overrides(change)
 
 
 def register(app: typer.Typer) -> None:

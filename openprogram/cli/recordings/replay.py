@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import print_json, reporting_errors, stdout, warn
-from openprogram.cli.recordings.switching import describe_change, usage_errors
+from openprogram.cli.output import plural, print_json, reporting_errors, say
+from openprogram.cli.recordings.switching import describe_change, usage_errors, warn_about_overrides
 
 
 def replay(
@@ -20,12 +20,11 @@ def replay(
     if as_json:
         print_json(describe_change(change))
         return
-    stdout().print(f"Replaying {change.recording} ({change.calls} calls)")
-    stdout().print(
+    say(f"Replaying {change.recording} ({plural(change.calls, 'call')})")
+    say(
         "Mode is now replay: the next process that starts gets its provider calls from it, offline."
     )
-    if change.env_forced_mode:
-        warn(f"OPENPROGRAM_RECORD_REPLAY__MODE still forces mode {change.env_forced_mode!r}")
+    warn_about_overrides(change)
 
 
 def register(app: typer.Typer) -> None:

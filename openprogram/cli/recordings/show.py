@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from openprogram.cli.output import print_json, reporting_errors, stdout, warn
+from openprogram.cli.output import plural, print_json, reporting_errors, say, stdout, warn
 
 if TYPE_CHECKING:
     from openprogram.recordings.show import CallView
@@ -38,12 +38,11 @@ def show(
     if as_json:
         print_json({"path": str(path), "calls": [view.to_json() for view in views]})
         return
-    console = stdout()
-    console.print(f"{path}: {len(views)} call{'s' if len(views) != 1 else ''} shown")
+    say(f"{path}: {plural(len(views), 'call')} shown")
     for view in views:
         _render(view)
     if not views:
-        console.print("(no calls recorded yet)")
+        say("(no calls recorded yet)")
 
 
 def _render(view: CallView) -> None:
@@ -66,10 +65,10 @@ def _render(view: CallView) -> None:
 def _ending(view: CallView) -> str:
     if view.truncated:
         return f"TRUNCATED after {view.event_count} events"
-    parts = [f"stop {view.stop_reason}" if view.stop_reason else f"outcome {view.outcome}"]
+    parts = [f"stop reason: {view.stop_reason}" if view.stop_reason else f"outcome: {view.outcome}"]
     if view.usage:
-        parts.append(f"tokens in {view.usage.get('input', 0)} / out {view.usage.get('output', 0)}")
-    return ", ".join(parts)
+        parts.append(f"tokens: {view.usage.get('input', 0)} in, {view.usage.get('output', 0)} out")
+    return " · ".join(parts)
 
 
 def _clip(text: str, limit: int = 400) -> str:

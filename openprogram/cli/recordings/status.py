@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, stdout
+from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_errors, stdout
 
 
 def status(
@@ -43,7 +43,8 @@ def _render(report: object) -> None:
             truncated = (
                 f", call {state.truncated_calls[0]} truncated" if state.truncated_calls else ""
             )
-            validity = f"valid, {state.calls} calls, format {state.format_version}{truncated}"
+            calls = plural(state.calls, "call")
+            validity = f"valid, {calls}, format {state.format_version}{truncated}"
         else:
             validity = "INVALID"
         console.print(line(("file:    ", "bold"), str(state.path), f" ({validity})"))

@@ -1,0 +1,135 @@
+"""The ``recordings`` commands never start the provider runtime nor import a provider or httpx.
+
+Each case runs ``openprogram.cli.main()`` in a fresh interpreter, then reports which
+``httpx`` / ``openprogram.providers`` modules got imported and the runtime's state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+
+import pytest
+from cli_support import config_file, run, store, write_corrupt_recording, write_recording
+
+PROBE = """
+import json, sys
+sys.argv = ["openprogram", *sys.argv[1:]]
+from openprogram.cli import main
+try:
+    main()
+    code = 0
+except SystemExit as exit:
+    code = exit.code
+modules = sorted(m for m in sys.modules if m.startswith(("httpx", "openprogram.providers")))
+state = "new"  # a runtime module never imported never left NEW
+if "openprogram.providers.runtime" in sys.modules:
+    state = str(sys.modules["openprogram.providers.runtime"].provider_runtime_status().state)
+print("PROBE " + json.dumps({"code": code, "modules": modules, "state": state}))
+"""
+
+NEVER = ("httpx", "openprogram.providers.builtins", "openprogram.providers.runtime")
+"""Never imported by any ``recordings`` command, whatever state it finds."""
+NOT_FOR_LIGHT_COMMANDS = ("openprogram.providers.events", "openprogram.providers.types")
+"""Not imported by ``off``, ``record``, ``list`` and ``status`` (outside replay mode):
+only checking a replay recording's events needs the event models."""
+
+
+def probe(*argv: str) -> dict[str, object]:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
+    report: dict[str, object] = json.loads(line.removeprefix("PROBE "))
+    return report
+
+
+def nothing() -> None:
+    pass
+
+
+def replaying() -> None:
+    write_recording("demo", calls=2)
+    assert run("replay", "demo").exit_code == 0
+
+
+def recording() -> None:
+    write_recording("older", calls=1)
+    assert run("record", "demo").exit_code == 0
+
+
+def replaying_a_corrupt_file() -> None:
+    replaying()
+    write_corrupt_recording(store() / "demo.jsonl")
+
+
+def broken_config() -> None:
+    config_file().parent.mkdir(parents=True)
+    config_file().write_text("[record_replay\n")
+
+
+Setup = Callable[[], None]
+
+LIGHT_CASES: list[tuple[Setup, list[str], int]] = [
+    (nothing, ["recordings", "status"], 0),
+    (recording, ["recordings", "status"], 0),
+    (broken_config, ["recordings", "status"], 1),
+    (nothing, ["recordings", "list"], 0),
+    (replaying_a_corrupt_file, ["recordings", "list"], 0),
+    (replaying, ["recordings", "off"], 0),
+    (broken_config, ["recordings", "off"], 0),
+    (nothing, ["recordings", "record", "demo"], 0),
+    (nothing, ["--help"], 0),
+    (nothing, ["recordings", "--help"], 0),
+]
+
+HEAVIER_CASES: list[tuple[Setup, list[str], int]] = [
+    (replaying, ["recordings", "status"], 0),
+    (replaying_a_corrupt_file, ["recordings", "status"], 1),
+    (recording, ["recordings", "replay", "older"], 0),
+    (replaying, ["recordings", "show", "demo"], 0),
+    (recording, ["recordings", "delete", "older", "--yes"], 0),
+    (recording, ["recordings", "prune", "--keep", "0", "--yes"], 0),
+]
+
+
+def case_id(case: tuple[Setup, list[str], int]) -> str:
+    setup, argv, _ = case
+    return f"{' '.join(argv[1:] or argv)}-{setup.__name__}"
+
+
+@pytest.mark.parametrize("case", LIGHT_CASES, ids=case_id)
+def test_light_commands_import_no_provider_code(case: tuple[Setup, list[str], int]) -> None:
+    setup, argv, code = case
+    setup()
+
+    report = probe(*argv)
+
+    assert report["code"] == code
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    assert [m for m in modules if m.startswith(NEVER + NOT_FOR_LIGHT_COMMANDS)] == []
+    assert report["state"] == "new"
+
+
+@pytest.mark.parametrize("case", HEAVIER_CASES, ids=case_id)
+def test_no_command_imports_a_provider_or_starts_the_runtime(
+    case: tuple[Setup, list[str], int],
+) -> None:
+    setup, argv, code = case
+    setup()
+
+    report = probe(*argv)
+
+    assert report["code"] == code
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    assert [m for m in modules if m.startswith(NEVER)] == []
+    assert report["state"] == "new"

@@ -1,0 +1,125 @@
+"""``openprogram recordings record [NAME]``: create the recording, then switch to record."""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+
+import orjson
+import pytest
+from cli_support import config_file, error_line, run, store, write_recording
+
+from openprogram.config.settings import read_settings
+
+
+def test_record_creates_the_recording_with_only_its_header_and_switches_the_mode() -> None:
+    result = run("record", "demo")
+
+    assert result.exit_code == 0, result.stderr
+    path = store() / "demo.jsonl"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == 1
+    header = orjson.loads(lines[0])
+    assert header["type"] == "header"
+    assert header["format_version"] == 1
+    assert header["recording_id"] == "demo"
+    settings = read_settings().record_replay
+    assert (settings.mode, settings.file) == ("record", "demo")
+    assert f"Created recording 'demo' at {path}" in result.stdout
+    assert "the next process that starts records" in result.stdout
+    assert result.stderr == ""
+
+
+def test_record_without_a_name_uses_the_time() -> None:
+    result = run("record")
+
+    assert result.exit_code == 0, result.stderr
+    [path] = store().glob("*.jsonl")
+    assert re.fullmatch(r"rec-\d{8}-\d{6}\.jsonl", path.name)
+    assert read_settings().record_replay.file == path.stem
+    assert str(path) in result.stdout
+
+
+def test_record_json_describes_the_change() -> None:
+    result = run("record", "demo", "--json")
+
+    assert result.exit_code == 0, result.stderr
+    change = json.loads(result.stdout)
+    assert change["mode"] == "record"
+    assert change["name"] == "demo"
+    assert change["recording"] == str(store() / "demo.jsonl")
+    assert change["config"] == str(config_file())
+    assert change["config_created"] is True
+    assert change["takes_effect"] == "at the next start of a process"
+
+
+def test_an_existing_name_is_refused_and_the_file_left_alone() -> None:
+    path = write_recording("demo", calls=2)
+    before = path.read_bytes()
+
+    result = run("record", "demo")
+
+    assert result.exit_code == 1
+    assert "recording 'demo' already exists" in error_line(result)
+    assert path.read_bytes() == before
+    assert not config_file().exists()
+
+
+@pytest.mark.parametrize("name", ["../x", ".hidden", "", "a/b", "a b", "x" * 129])
+def test_an_invalid_name_exits_2_with_one_line(name: str) -> None:
+    result = run("record", name)
+
+    assert result.exit_code == 2
+    line = error_line(result)
+    assert "recording name" in line
+    assert result.stdout == ""
+    assert not store().exists() or not list(store().iterdir())
+    assert not config_file().exists()
+
+
+def test_when_the_config_cannot_be_written_the_new_recording_is_removed() -> None:
+    config_file().mkdir(parents=True)  # a folder where the file should be
+
+    result = run("record", "demo")
+
+    assert result.exit_code == 1
+    assert f"{config_file()}: is a folder, not a file" in error_line(result)
+    assert not (store() / "demo.jsonl").exists()
+
+
+def test_a_broken_config_is_not_recorded_over() -> None:
+    config_file().parent.mkdir(parents=True)
+    config_file().write_text("[record_replay\n")
+
+    result = run("record", "demo")
+
+    assert result.exit_code == 1
+    line = error_line(result)
+    assert f"{config_file()}, line 1" in line
+    assert "run `openprogram recordings off` to repair it" in line
+    assert config_file().read_text() == "[record_replay\n"
+    assert not (store() / "demo.jsonl").exists()
+
+
+def test_record_warns_when_the_environment_forces_another_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "off")
+
+    result = run("record", "demo")
+
+    assert result.exit_code == 0
+    assert "warning: OPENPROGRAM_RECORD_REPLAY__MODE still forces mode 'off'" in result.stderr
+
+
+def test_record_warns_when_the_environment_forces_another_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__FILE", "other")
+
+    result = run("record", "demo")
+
+    assert result.exit_code == 0
+    assert "OPENPROGRAM_RECORD_REPLAY__FILE" in result.stderr

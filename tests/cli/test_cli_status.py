@@ -1,0 +1,223 @@
+"""``openprogram recordings status``: what is configured, whether it would work, what to do."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_support import (
+    config_file,
+    run,
+    store,
+    write_corrupt_recording,
+    write_other_version_recording,
+    write_recording,
+)
+
+
+def test_without_a_config_the_mode_is_off_and_the_config_path_is_named() -> None:
+    result = run("status")
+
+    assert result.exit_code == 0, result.stderr
+    assert "mode:    off" in result.stdout
+    assert f"config:  {config_file()} [from OPENPROGRAM_HOME]" in result.stdout
+    assert "not created yet: defaults apply" in result.stdout
+    assert result.stderr == ""
+
+
+def test_record_mode_with_a_valid_recording() -> None:
+    assert run("record", "demo").exit_code == 0
+
+    result = run("status")
+
+    assert result.exit_code == 0, result.stdout
+    assert "mode:    record" in result.stdout
+    assert f"file:    {store() / 'demo.jsonl'} (valid, 0 calls, format 1)" in result.stdout
+    assert "changes take effect at the next start of a process" in result.stdout
+    assert "problem:" not in result.stdout
+
+
+def test_record_mode_into_a_recording_that_holds_calls_says_they_are_appended() -> None:
+    write_recording("demo", calls=2)
+    assert run("replay", "demo").exit_code == 0
+    config_file().write_text('[record_replay]\nmode = "record"\nfile = "demo"\n')
+
+    result = run("status")
+
+    assert result.exit_code == 0
+    assert "already holds 2 calls: new calls are appended" in result.stdout
+
+
+def test_replay_mode_with_a_valid_recording() -> None:
+    write_recording("demo", calls=3)
+    assert run("replay", "demo").exit_code == 0
+
+    result = run("status")
+
+    assert result.exit_code == 0, result.stdout
+    assert "mode:    replay" in result.stdout
+    assert f"{store() / 'demo.jsonl'} (valid, 3 calls, format 1)" in result.stdout
+
+
+def test_replay_mode_with_a_missing_recording_exits_1_and_says_how_to_recover() -> None:
+    write_recording("demo")
+    assert run("replay", "demo").exit_code == 0
+    (store() / "demo.jsonl").unlink()
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert "(missing)" in result.stdout
+    assert f"problem: the replay recording {store() / 'demo.jsonl'} does not exist" in (
+        result.stdout
+    )
+    assert "`openprogram recordings off`" in result.stdout
+    assert "Traceback" not in result.output
+
+
+def test_replay_mode_with_a_corrupt_recording_names_the_file_and_line() -> None:
+    write_recording("demo")
+    assert run("replay", "demo").exit_code == 0
+    write_corrupt_recording(store() / "demo.jsonl")
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert "(INVALID)" in result.stdout
+    assert f"problem: {store() / 'demo.jsonl'}, line 3: not valid JSON" in result.stdout
+    assert "run `openprogram recordings off`" in result.stdout
+
+
+def test_replay_mode_with_a_recording_of_another_format_version() -> None:
+    write_recording("demo")
+    assert run("replay", "demo").exit_code == 0
+    write_other_version_recording(store() / "demo.jsonl")
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert "format_version 99, but this openprogram reads format_version 1" in result.stdout
+    assert "run `openprogram recordings off`" in result.stdout
+
+
+def test_a_config_that_is_not_toml_is_named_with_its_line() -> None:
+    config_file().parent.mkdir(parents=True)
+    config_file().write_text('[record_replay]\nmode = "record"\nfile = [\n')
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert "mode:    unknown (the config is broken)" in result.stdout
+    assert f"problem: {config_file()}, line 3: not valid TOML" in result.stdout
+    assert "not valid TOML" in result.stdout
+    assert "`openprogram recordings off`" in result.stdout
+
+
+def test_an_invalid_value_in_the_config_is_named_with_its_line_and_key() -> None:
+    config_file().parent.mkdir(parents=True)
+    config_file().write_text('# comment\n[record_replay]\nmode = "sometimes"\n')
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert f"problem: {config_file()}, line 3" in result.stdout
+    assert "record_replay.mode" in result.stdout
+    assert "'sometimes'" in result.stdout
+
+
+def test_mode_on_without_a_file_is_broken() -> None:
+    config_file().parent.mkdir(parents=True)
+    config_file().write_text('[record_replay]\nmode = "replay"\n')
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert "record_replay.mode is 'replay' but record_replay.file is not set" in result.stdout
+
+
+def test_an_environment_override_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    write_recording("demo")
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "replay")
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__FILE", "demo")
+
+    result = run("status")
+
+    assert result.exit_code == 0, result.stdout
+    assert "mode:    replay" in result.stdout
+    assert "override: OPENPROGRAM_RECORD_REPLAY__MODE=replay" in result.stdout
+    assert "override: OPENPROGRAM_RECORD_REPLAY__FILE=demo" in result.stdout
+    assert "OPENPROGRAM_RECORD_REPLAY__MODE=replay forces the mode" in result.stdout
+
+
+def test_an_invalid_environment_override_is_a_broken_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "bogus")
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert "problem: OPENPROGRAM_RECORD_REPLAY__MODE=bogus: must be one of off, record, replay" in (
+        result.stdout
+    )
+
+
+def test_an_invalid_environment_override_is_not_blamed_on_the_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "bogus")
+
+    result = run("status")
+
+    assert result.exit_code == 1
+    assert "fix the file" not in result.stdout
+    assert "unset OPENPROGRAM_RECORD_REPLAY__MODE" in result.stdout
+
+
+def test_json_output_parses_and_has_the_mode_broken_flag_and_recording() -> None:
+    write_recording("demo", calls=2, truncated=True)
+    assert run("replay", "demo").exit_code == 0
+
+    result = run("status", "--json")
+
+    assert result.exit_code == 0, result.stdout
+    report = json.loads(result.stdout)
+    assert report["mode"] == "replay"
+    assert report["broken"] is False
+    assert report["file_setting"] == "demo"
+    assert report["config_path"] == str(config_file())
+    assert report["config_source"] == "OPENPROGRAM_HOME"
+    assert report["recording"] == {
+        "path": str(store() / "demo.jsonl"),
+        "exists": True,
+        "valid": True,
+        "calls": 2,
+        "truncated_calls": [1],
+        "format_version": 1,
+        "problem": None,
+    }
+
+
+def test_json_output_of_a_broken_state_exits_1() -> None:
+    config_file().parent.mkdir(parents=True)
+    config_file().write_text("mode = \n")
+
+    result = run("status", "--json")
+
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["broken"] is True
+    assert report["mode"] is None
+    assert report["recording"] is None
+    assert str(config_file()) in report["problems"][0]
+
+
+def test_a_truncated_call_is_noted() -> None:
+    write_recording("demo", calls=2, truncated=True)
+    assert run("replay", "demo").exit_code == 0
+
+    result = run("status")
+
+    assert result.exit_code == 0, result.stdout
+    assert "(valid, 2 calls, format 1, call 1 truncated)" in result.stdout
+    assert "call 1 was cut short: replay fails when it reaches it" in result.stdout
