@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from openprogram.errors import OpenProgramError
-from openprogram.providers.recording import RecordedCall, read_recording
+from openprogram.providers.recording import RecordedCall, Recording, read_recording
 from openprogram.recordings.summary import model_label
 
 __all__ = ["CallView", "RecordingCallNotFoundError", "call_views"]
@@ -82,13 +82,47 @@ class CallView:
         }
 
 
+@dataclass(frozen=True)
+class RecordingView:
+    """A whole recording, ready to render: its transcript hash and its calls."""
+
+    path: Path
+    transcript_hash: str
+    total_calls: int
+    calls: list[CallView]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "transcript_hash": self.transcript_hash,
+            "total_calls": self.total_calls,
+            "calls": [view.to_json() for view in self.calls],
+        }
+
+
+def view_recording(path: str | os.PathLike[str], *, call: int | None = None) -> RecordingView:
+    """The recording at ``path`` with its hash, and its calls (or only call ``call``)."""
+    from openprogram.recordings.hashing import transcript_hash
+
+    recording = read_recording(path, validate_events=False)
+    return RecordingView(
+        Path(path),
+        transcript_hash(recording),
+        len(recording.calls),
+        _views(recording, path, call),
+    )
+
+
 def call_views(path: str | os.PathLike[str], *, call: int | None = None) -> list[CallView]:
     """The calls of a recording (or only call ``call``), in order.
 
     Raises ``RecordingFileError`` for a file the strict reader refuses, and
     :class:`RecordingCallNotFoundError` when ``call`` is out of range.
     """
-    recording = read_recording(path, validate_events=False)
+    return _views(read_recording(path, validate_events=False), path, call)
+
+
+def _views(recording: Recording, path: str | os.PathLike[str], call: int | None) -> list[CallView]:
     calls = recording.calls
     if call is not None:
         if not 0 <= call < len(calls):

@@ -15,6 +15,9 @@ from cli_support import (
     write_recording,
 )
 
+from openprogram.providers.recording import read_recording
+from openprogram.recordings.hashing import transcript_hash
+
 PRIVACY = "warning: recordings may hold personal data"
 
 
@@ -29,7 +32,9 @@ def test_show_renders_each_call(demo: Path) -> None:
 
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == f"{demo}: 2 calls shown"
+    assert lines[0] == f"{demo}: 2 calls"
+    assert lines[1] == f"transcript hash: {transcript_hash(read_recording(demo))}"
+    lines = lines[1:]
     assert lines[1].startswith("call 0  echo:echo  ")
     assert "toolUse" in lines[1]
     assert "tokens: 6 in, 3 out" in lines[1]
@@ -52,9 +57,10 @@ def test_show_one_call(demo: Path) -> None:
 
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == f"{demo}: 1 call shown"
-    assert lines[1].startswith("call 1  echo:echo  ")
-    assert lines[2:] == ["  > toolResult: lookup → result-x", "  < echo:result-x"]
+    assert lines[0] == f"{demo}: call 1 of 2"
+    assert lines[1].startswith("transcript hash: ")
+    assert lines[2].startswith("call 1  echo:echo  ")
+    assert lines[3:] == ["  > toolResult: lookup → result-x", "  < echo:result-x"]
 
 
 @pytest.mark.parametrize("call", ["9", "-1"])
@@ -72,6 +78,8 @@ def test_show_json(demo: Path) -> None:
     assert result.exit_code == 0, result.stderr
     shown = json.loads(result.stdout)
     assert shown["path"] == str(demo)
+    assert shown["transcript_hash"] == transcript_hash(read_recording(demo))
+    assert shown["total_calls"] == 2
     first, second = shown["calls"]
     assert first["model"] == "echo:echo"
     assert (first["input_role"], first["input_text"]) == ("user", '/tool lookup {"q": "x"}')
@@ -112,7 +120,7 @@ def test_an_empty_recording_says_so() -> None:
     result = run("show", "empty")
 
     assert result.exit_code == 0
-    assert result.stdout.endswith(": 0 calls shown\n(no calls recorded yet)\n")
+    assert result.stdout.endswith("(no calls recorded yet)\n")
 
 
 def test_a_corrupt_recording_exits_2() -> None:

@@ -27,18 +27,23 @@ def show(
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
     from openprogram.recordings.names import RecordingNameError, resolve_recording
-    from openprogram.recordings.show import RecordingCallNotFoundError, call_views
+    from openprogram.recordings.show import RecordingCallNotFoundError, view_recording
 
     warn(PRIVACY_WARNING)
     with reporting_errors(
         usage_errors=(RecordingNameError, RecordingFileError, RecordingCallNotFoundError)
     ):
         path = resolve_recording(recording, recordings_dir()).path
-        views = call_views(path, call=call)
+        shown = view_recording(path, call=call)
     if as_json:
-        print_json({"path": str(path), "calls": [view.to_json() for view in views]})
+        print_json(shown.to_json())
         return
-    say(f"{path}: {plural(len(views), 'call')} shown")
+    views = shown.calls
+    if call is None:
+        say(f"{path}: {plural(shown.total_calls, 'call')}")
+    else:
+        say(f"{path}: call {call} of {shown.total_calls}")
+    say(f"transcript hash: {shown.transcript_hash}")
     for view in views:
         _render(view)
     if not views:
