@@ -83,8 +83,10 @@ def root(
 
 
 def _add_groups() -> None:
+    from openprogram.cli import run
     from openprogram.cli.recordings_app import recordings_app
 
+    run.register(app)
     app.add_typer(recordings_app, name="recordings")
 
 

@@ -1,0 +1,76 @@
+"""The agent loop: call the model, run the tools it asks for, repeat until it answers.
+
+    tools          ``AgentTool`` — a Python function the model may call — and the ``tool``
+                   decorator that builds one from a function and its docstring
+    builtin_tools  ``read_file`` and ``list_directory``, confined to one folder, safe to run
+                   while a session is replayed
+    loop           ``run_agent``: one session, its events, and the ``AgentRun`` it returns
+    model_choice   ``resolve_model``: ``api:model-id`` (or the configured default) to a ``Model``
+    session        ``run_session``: one session as ``openprogram run`` runs it (model from the
+                   configuration, built-in tools, replay leftovers reported)
+
+Exports are loaded on first use (PEP 562): importing this package imports nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.agent.builtin_tools import builtin_tools
+    from openprogram.agent.loop import (
+        AgentEvent,
+        AgentRun,
+        ToolCallFinished,
+        ToolCallStarted,
+        run_agent,
+    )
+    from openprogram.agent.model_choice import ModelReferenceError, resolve_model
+    from openprogram.agent.session import SessionResult, run_session
+    from openprogram.agent.tools import AgentTool, ToolDefinitionError, tool
+
+_EXPORTS: dict[str, str] = {
+    "AgentEvent": "openprogram.agent.loop",
+    "AgentRun": "openprogram.agent.loop",
+    "AgentTool": "openprogram.agent.tools",
+    "ModelReferenceError": "openprogram.agent.model_choice",
+    "SessionResult": "openprogram.agent.session",
+    "ToolCallFinished": "openprogram.agent.loop",
+    "ToolCallStarted": "openprogram.agent.loop",
+    "ToolDefinitionError": "openprogram.agent.tools",
+    "builtin_tools": "openprogram.agent.builtin_tools",
+    "resolve_model": "openprogram.agent.model_choice",
+    "run_agent": "openprogram.agent.loop",
+    "run_session": "openprogram.agent.session",
+    "tool": "openprogram.agent.tools",
+}
+
+__all__ = [
+    "AgentEvent",
+    "AgentRun",
+    "AgentTool",
+    "ModelReferenceError",
+    "SessionResult",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolDefinitionError",
+    "builtin_tools",
+    "resolve_model",
+    "run_agent",
+    "run_session",
+    "tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,101 @@
+"""``run_session``: one session the way ``openprogram run`` runs it, as one library call.
+
+It picks the model (the reference given, else the configured ``default_model``, else
+``echo``), offers the built-in tools rooted at a folder, runs :func:`run_agent`, and — when
+the process replays a recording — reports the recorded calls the session never requested,
+without raising, so the caller still has the transcript to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openprogram.agent.builtin_tools import builtin_tools
+from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun, run_agent
+from openprogram.agent.model_choice import resolve_model
+from openprogram.providers.api_registry import get_api_provider
+from openprogram.providers.mismatch import UnconsumedCallsError
+from openprogram.providers.replay import ReplayProvider
+from openprogram.providers.types import Model
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult:
+    """What one session did."""
+
+    model: Model
+    system_prompt: str | None
+    tool_names: list[str]
+    """The tools offered, sorted."""
+    run: AgentRun
+    unconsumed: UnconsumedCallsError | None
+    """Under replay: the recorded calls this session never requested; None otherwise."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The session as JSON, without the ``timestamp`` fields (replay ignores them), so a
+        recorded session and its replay give the same JSON."""
+        return {
+            "model": self.model.model_dump(mode="json"),
+            "system_prompt": self.system_prompt,
+            "tools": self.tool_names,
+            "calls": self.run.calls,
+            "stopped_because": self.run.stopped_because,
+            "messages": [
+                message.model_dump(mode="json", exclude={"timestamp"})
+                for message in self.run.messages
+            ],
+        }
+
+
+async def run_session(
+    prompt: str,
+    *,
+    model: str | None = None,
+    system_prompt: str | None = None,
+    use_builtin_tools: bool = True,
+    root: Path | None = None,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    on_event: Callable[[AgentEvent], None] | None = None,
+) -> SessionResult:
+    """Run one session from ``prompt``.
+
+    ``model`` is ``api:model-id`` (raises ``ModelReferenceError`` when it is not); the
+    built-in tools are rooted at ``root`` (default: the current directory). Raises what
+    :func:`run_agent` raises.
+    """
+    from openprogram.config.settings import load_config
+
+    # A broken configuration gives no settings: the provider runtime then blocks, saying why.
+    chosen = resolve_model(model, load_config().settings)
+    tools = builtin_tools(root) if use_builtin_tools else []
+    run = await run_agent(
+        chosen,
+        prompt,
+        system_prompt=system_prompt,
+        tools=tools,
+        max_iterations=max_iterations,
+        on_event=on_event,
+    )
+    return SessionResult(
+        model=chosen,
+        system_prompt=system_prompt,
+        tool_names=sorted(tool.name for tool in tools),
+        run=run,
+        unconsumed=unconsumed_replay_calls(chosen.api),
+    )
+
+
+def unconsumed_replay_calls(api: str) -> UnconsumedCallsError | None:
+    """When ``api`` is answered by a replay, the recorded calls not yet requested (as the
+    error ``assert_consumed`` raises); None when every call was, or nothing replays."""
+    provider = get_api_provider(api)
+    if not isinstance(provider, ReplayProvider):
+        return None
+    try:
+        provider.assert_consumed()
+    except UnconsumedCallsError as unconsumed:
+        return unconsumed
+    return None

@@ -1,0 +1,191 @@
+"""``openprogram run PROMPT``: one agent session, the reply streamed as it arrives.
+
+stdout holds the reply text and nothing else, so a recorded run and its replay print the
+same stdout; tool calls and their results are shown compactly on stderr. ``--json`` prints
+the transcript instead (without the ``timestamp`` fields, so it is identical too).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import typer
+
+from openprogram.cli.output import EXIT_USAGE, abort, print_json
+
+if TYPE_CHECKING:
+    from openprogram.agent.loop import AgentEvent, AgentRun
+    from openprogram.providers.types import ToolCall, ToolResultMessage
+
+NOTE_WIDTH = 100
+"""Tool notes on stderr are cut to about this many characters."""
+
+
+def run(
+    prompt: str = typer.Argument(..., help="What to ask the model."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        metavar="API:MODEL_ID",
+        help="The model, split at the first colon (default: config default_model, else echo).",
+    ),
+    system: str | None = typer.Option(None, "--system", help="A system prompt."),
+    no_tools: bool = typer.Option(
+        False, "--no-tools", help="Offer no tools (default: read_file and list_directory)."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the whole transcript as JSON instead of streaming."
+    ),
+) -> None:
+    """Run one agent session: stream the reply, run the tools it asks for, until it answers.
+
+    The built-in tools read files and list folders under the current directory only.
+    Exits 1 on an error reply, a replay mismatch, recorded calls left unreplayed,
+    record/replay blocked or a missing API key; 2 on a bad --model.
+    """
+    import asyncio
+
+    from openprogram.agent.model_choice import ModelReferenceError
+    from openprogram.agent.session import run_session
+
+    display = None if as_json else LiveDisplay()
+    with reporting_session_errors(usage_errors=(ModelReferenceError,)):
+        try:
+            result = asyncio.run(
+                run_session(
+                    prompt,
+                    model=model,
+                    system_prompt=system,
+                    use_builtin_tools=not no_tools,
+                    on_event=display.show if display is not None else None,
+                )
+            )
+        finally:
+            if display is not None:
+                display.finish()
+    if as_json:
+        print_json(result.to_json())
+    if not result.run.ok:
+        abort(stop_message(result.run))
+    if result.unconsumed is not None:
+        abort(str(result.unconsumed))
+
+
+@contextmanager
+def reporting_session_errors(
+    *, usage_errors: tuple[type[BaseException], ...] = ()
+) -> Iterator[None]:
+    """Anything the session raises is one line on stderr and exit 1 (a replay mismatch: its
+    two-line report), ``usage_errors`` exit 2; a traceback only with ``OPENPROGRAM_DEBUG=1``.
+
+    Unlike ``reporting_errors``, an ``OSError`` here is a provider failing, not a bad file
+    argument, and any other exception a provider raises is still one line."""
+    from openprogram.errors import OpenProgramError
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except usage_errors as error:
+        abort(str(error), EXIT_USAGE)
+    except OpenProgramError as error:
+        abort(str(error))
+    except Exception as error:
+        abort(f"{type(error).__name__}: {error}")
+
+
+def stop_message(session: AgentRun) -> str:
+    final = session.final
+    if session.stopped_because == "max_iterations":
+        return (
+            f"the session stopped after {session.calls} model calls with tool calls still "
+            "pending (the iteration limit)"
+        )
+    reason = final.error_message or "no message given"
+    if session.stopped_because == "aborted":
+        return f"the model's reply was aborted: {reason}"
+    return f"the model replied with an error: {reason}"
+
+
+class LiveDisplay:
+    """Streams reply text to stdout, each reply's text on lines of its own; tool calls and
+    results go to stderr as one line each."""
+
+    def __init__(self) -> None:
+        self._line_open = False
+        self._streamed: dict[int, str] = {}
+
+    def show(self, event: AgentEvent) -> None:
+        from openprogram.agent.loop import ToolCallFinished, ToolCallStarted
+        from openprogram.providers.events import (
+            StartEvent,
+            TextDeltaEvent,
+            TextEndEvent,
+            TextStartEvent,
+        )
+
+        if isinstance(event, StartEvent):
+            self._streamed = {}
+        elif isinstance(event, TextStartEvent):
+            self._end_line()
+            self._streamed[event.content_index] = ""
+        elif isinstance(event, TextDeltaEvent):
+            self._streamed[event.content_index] = (
+                self._streamed.get(event.content_index, "") + event.delta
+            )
+            self._write(event.delta)
+        elif isinstance(event, TextEndEvent):
+            seen = self._streamed.pop(event.content_index, "")
+            if event.content.startswith(seen):  # text a provider sent whole, not as deltas
+                self._write(event.content[len(seen) :])
+        elif isinstance(event, ToolCallStarted):
+            self._note(call_note(event.call))
+        elif isinstance(event, ToolCallFinished):
+            self._note(result_note(event.result))
+
+    def finish(self) -> None:
+        self._end_line()
+
+    def _write(self, text: str) -> None:
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            self._line_open = not text.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self._line_open:
+            self._write("\n")
+
+    def _note(self, line: str) -> None:
+        from rich.text import Text
+
+        from openprogram.cli.output import stderr
+
+        self._end_line()
+        stderr().print(Text(line, style="dim"))
+
+
+def call_note(call: ToolCall) -> str:
+    """``→ read_file {"path": "README.md"}``"""
+    return _cut(f"→ {call.name} {json.dumps(call.arguments, ensure_ascii=False)}")
+
+
+def result_note(result: ToolResultMessage) -> str:
+    """``← 1234 chars: <first line>``, or ``← error: <message>``."""
+    text = result.text
+    first_line = text.strip().split("\n", 1)[0]
+    if result.is_error:
+        return _cut(f"← error: {first_line}")
+    return _cut(f"← {len(text)} chars: {first_line}" if first_line else f"← {len(text)} chars")
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= NOTE_WIDTH else line[: NOTE_WIDTH - 1] + "…"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
