@@ -88,7 +88,7 @@ class AgentRun:
 
 async def run_agent(
     model: Model,
-    prompt: str,
+    prompt: str | UserMessage,
     *,
     system_prompt: str | None = None,
     tools: Sequence[AgentTool] = (),
@@ -107,7 +107,8 @@ async def run_agent(
     by_name = _tools_by_name(tools)
     definitions = [by_name[name].definition for name in sorted(by_name)] or None
     emit = on_event or _ignore
-    messages: list[Message] = [UserMessage(content=prompt)]
+    first = prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt)
+    messages: list[Message] = [first]
     calls = 0
     while True:
         context = Context(system_prompt=system_prompt, messages=list(messages), tools=definitions)

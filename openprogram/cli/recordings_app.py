@@ -14,6 +14,7 @@ from openprogram.cli.recordings import (
     replay,
     show,
     status,
+    verify,
 )
 
 recordings_app = typer.Typer(
@@ -21,5 +22,5 @@ recordings_app = typer.Typer(
     help="Record, replay and manage recordings (changes take effect at the next start).",
     no_args_is_help=True,
 )
-for module in (status, record, replay, off, listing, show, delete, prune, diff):
+for module in (status, record, replay, off, listing, show, delete, prune, diff, verify):
     module.register(recordings_app)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from openprogram.providers.api_registry import (
         ApiProvider,
         get_api_provider,
+        isolated_api_providers,
         register_api_provider,
         registered_apis,
         scoped_api_providers,
@@ -128,6 +129,7 @@ _EXPORTS: dict[str, str] = {
     "complete": "openprogram.providers.streaming",
     "complete_simple": "openprogram.providers.streaming",
     "get_api_provider": "openprogram.providers.api_registry",
+    "isolated_api_providers": "openprogram.providers.api_registry",
     "initialize_provider_runtime": "openprogram.providers.runtime",
     "provider_runtime_status": "openprogram.providers.runtime",
     "register_api_provider": "openprogram.providers.api_registry",
@@ -189,6 +191,7 @@ __all__ = [
     "complete_simple",
     "get_api_provider",
     "initialize_provider_runtime",
+    "isolated_api_providers",
     "provider_runtime_status",
     "register_api_provider",
     "registered_apis",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 from openprogram.errors import UnknownApiError
@@ -45,6 +46,9 @@ class ApiProvider(Protocol):
 
 RegistryTransform = Callable[[str, ApiProvider | None], ApiProvider | None]
 
+_isolated: ContextVar[Callable[[str], ApiProvider | None] | None] = ContextVar(
+    "openprogram_isolated_api_providers", default=None
+)
 _lock = threading.RLock()
 _providers: dict[str, ApiProvider] = {}
 _transform: RegistryTransform | None = None
@@ -74,6 +78,12 @@ def unregister_api_provider(api: str) -> ApiProvider | None:
 
 def get_api_provider(api: str) -> ApiProvider:
     """The provider that answers for ``api``, after the registry transform."""
+    isolated = _isolated.get()
+    if isolated is not None:
+        provider = isolated(api)
+        if provider is None:
+            raise UnknownApiError(api, [])
+        return provider
     _ensure_runtime()
     with _lock:
         raw = _providers.get(api)
@@ -132,6 +142,21 @@ def _restore(
         _transform = transform
         _transformed.clear()
         _transformed.update(transformed)
+
+
+@contextmanager
+def isolated_api_providers(resolve: Callable[[str], ApiProvider | None]) -> Iterator[None]:
+    """Answer every lookup in this context (and the tasks it starts) with ``resolve(api)``,
+    without starting the provider runtime or reading the configuration.
+
+    ``openprogram recordings verify`` runs a session this way under replay, whatever mode
+    the configuration sets. Other threads and contexts see the registry as before.
+    """
+    token = _isolated.set(resolve)
+    try:
+        yield
+    finally:
+        _isolated.reset(token)
 
 
 # The runtime itself registers through these, since it cannot wait for itself.
