@@ -286,8 +286,12 @@ class RecordingProvider:
         redactor = SecretRedactor.for_request(options.api_key)
         call_index = self.writer.start_call(redactor.redact(dump_request(model, context, options)))
         log = _CallLog(self.writer, call_index, redactor)
-        source = getattr(self.real_provider, method)(model, context, options)
-        events = source.__aiter__()
+        try:
+            source = getattr(self.real_provider, method)(model, context, options)
+            events = source.__aiter__()
+        except Exception as exc:  # a provider that fails before streaming anything
+            log.end("error", error=exc)
+            raise
         exhausted = False
         try:
             while True:

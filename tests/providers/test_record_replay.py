@@ -474,3 +474,26 @@ def test_the_format_knows_every_event_type() -> None:
 
     union = get_args(get_args(EventUnion)[0])
     assert {cls.model_fields["type"].default for cls in union} == EVENT_TYPES
+
+
+class RefusingProvider:
+    """Fails when asked to stream, before returning an iterator."""
+
+    requires_credentials = False
+
+    def stream(self, model: Model, context: Context, options: Any = None) -> Any:
+        raise ValueError("refused at call time")
+
+    stream_simple = stream
+
+
+async def test_a_provider_failing_at_call_time_records_an_error_call(tmp_path: Path) -> None:
+    path = tmp_path / "refused.jsonl"
+    with pytest.raises(ValueError, match="refused at call time"):
+        _ = [
+            e async for e in RecordingProvider(RefusingProvider(), path).stream_simple(FLAKY, HELLO)
+        ]
+    call = read_recording(path).calls[0]
+    assert (call.outcome, call.error.type if call.error else None) == ("error", "ValueError")
+    with pytest.raises(ValueError, match="refused at call time"):
+        _ = [e async for e in ReplayProvider(path).stream_simple(FLAKY, HELLO)]

@@ -24,5 +24,21 @@ def _echo(settings: ProviderSettings | None) -> ApiProvider:
     return EchoProvider()
 
 
-BUILTIN_PROVIDER_FACTORIES: dict[str, BuiltinFactory] = {"echo": _echo}
+def _openai_completions(settings: ProviderSettings | None) -> ApiProvider:
+    from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
+
+    return OpenAICompletionsProvider.from_settings(settings)
+
+
+def _anthropic_messages(settings: ProviderSettings | None) -> ApiProvider:
+    from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
+
+    return AnthropicMessagesProvider.from_settings(settings)
+
+
+BUILTIN_PROVIDER_FACTORIES: dict[str, BuiltinFactory] = {
+    "echo": _echo,
+    "openai-completions": _openai_completions,
+    "anthropic-messages": _anthropic_messages,
+}
 """The built-in apis and how to make each provider; read at runtime initialization."""

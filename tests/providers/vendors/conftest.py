@@ -1,0 +1,14 @@
+"""The loopback server every vendor test talks to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sse_server import ScriptedServer
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        yield running

@@ -1,0 +1,297 @@
+"""openai-completions: the exact request the server receives (body, path, headers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from sse_server import Script, ScriptedServer
+from vendor_streams import HELLO, OPENAI_MODEL, collect, last_done, oa_text_reply
+
+from openprogram.providers import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    SimpleStreamOptions,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
+from openprogram.providers.builtins.openai_request import chat_completions_body
+
+LOOKUP = Tool(
+    name="lookup",
+    description="Look a word up.",
+    parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+)
+NOW = Tool(name="now", description="The time.", parameters={"type": "object"})
+
+CONVERSATION = Context(
+    system_prompt="You are terse.",
+    messages=[
+        UserMessage(content="Look up 'café'.", timestamp=1),
+        AssistantMessage(
+            content=[
+                ThinkingContent(thinking="I should call lookup.", signature="sig"),
+                TextContent(text="Looking."),
+                ToolCall(id="call_1", name="lookup", arguments={"q": "café"}),
+                ToolCall(id="call_2", name="now", arguments={}),
+            ],
+            api="openai-completions",
+            provider="openai",
+            model="gpt-test",
+            stop_reason="toolUse",
+            timestamp=2,
+        ),
+        ToolResultMessage(
+            tool_call_id="call_1", tool_name="lookup", content="a drink", timestamp=3
+        ),
+        ToolResultMessage(
+            tool_call_id="call_2", tool_name="now", content="noon", is_error=True, timestamp=4
+        ),
+        UserMessage(
+            content=[
+                TextContent(text="And this?"),
+                ImageContent(data="aGVsbG8=", mime_type="image/png"),
+            ],
+            timestamp=5,
+        ),
+    ],
+    tools=[LOOKUP, NOW],
+)
+
+EXPECTED_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Look up 'café'."},
+    {
+        "role": "assistant",
+        "content": "Looking.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "lookup", "arguments": '{"q":"café"}'},
+            },
+            {"id": "call_2", "type": "function", "function": {"name": "now", "arguments": "{}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "a drink"},
+    {"role": "tool", "tool_call_id": "call_2", "content": "noon"},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "And this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGVsbG8="}},
+        ],
+    },
+]
+
+EXPECTED_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look a word up.",
+            "parameters": {
+                "type": "object",
+                "properties": {"q": {"type": "string"}},
+                "required": ["q"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {"name": "now", "description": "The time.", "parameters": {"type": "object"}},
+    },
+]
+
+
+def provider(server: ScriptedServer, **settings: Any) -> OpenAICompletionsProvider:
+    return OpenAICompletionsProvider(base_url=f"{server.base_url}/v1", **settings)
+
+
+async def test_the_whole_request_body(server: ScriptedServer) -> None:
+    server.serve(Script([oa_text_reply("ok")]))
+    options = SimpleStreamOptions(
+        temperature=0.25,
+        max_tokens=321,
+        tool_choice="auto",
+        metadata={"user_id": "u1"},
+        session_id="s1",
+        reasoning="high",
+    )
+    last_done(await collect(provider(server).stream_simple(OPENAI_MODEL, CONVERSATION, options)))
+
+    received = server.received[0]
+    assert received.request_line == "POST /v1/chat/completions HTTP/1.1"
+    expected = {
+        "model": "gpt-test",
+        "messages": EXPECTED_MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": 321,
+        "temperature": 0.25,
+        "tools": EXPECTED_TOOLS,
+        "tool_choice": "auto",
+    }
+    assert received.json() == expected
+    # the exact bytes: keys in this order, compact JSON, UTF-8 as is
+    assert received.body == orjson.dumps(expected)
+
+
+async def test_max_tokens_defaults_to_the_model_and_reasoning_needs_a_reasoning_model(
+    server: ScriptedServer,
+) -> None:
+    server.serve(Script([oa_text_reply("ok")]), Script([oa_text_reply("ok")]))
+    thinker = OPENAI_MODEL.model_copy(update={"reasoning": True, "max_tokens": 999})
+    options = SimpleStreamOptions(reasoning="low")
+    await collect(provider(server).stream_simple(thinker, HELLO, options))
+    await collect(provider(server).stream_simple(OPENAI_MODEL, HELLO, options))
+
+    assert server.received[0].json() == {
+        "model": "gpt-test",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": 999,
+        "reasoning_effort": "low",
+    }
+    assert "reasoning_effort" not in server.received[1].json()
+
+
+async def test_the_same_input_sends_the_same_bytes(server: ScriptedServer) -> None:
+    server.serve(Script([oa_text_reply("ok")]), Script([oa_text_reply("ok")]))
+    for _ in range(2):
+        await collect(provider(server).stream(OPENAI_MODEL, CONVERSATION, StreamOptions()))
+    assert server.received[0].body == server.received[1].body
+
+
+async def test_headers_with_a_key_and_extra_headers(server: ScriptedServer) -> None:
+    server.serve(Script([oa_text_reply("ok")]))
+    model = OPENAI_MODEL.model_copy(update={"headers": {"X-Model": "m", "X-Both": "model"}})
+    options = StreamOptions(api_key="sk-abc", headers={"X-Call": "c", "x-both": "options"})
+    await collect(provider(server).stream(model, HELLO, options))
+
+    headers = server.received[0].headers
+    assert headers["authorization"] == "Bearer sk-abc"
+    assert headers["content-type"] == "application/json"
+    assert headers["accept"] == "text/event-stream"
+    assert (headers["x-model"], headers["x-call"], headers["x-both"]) == ("m", "c", "options")
+
+
+async def test_no_authorization_header_without_a_key_on_loopback(server: ScriptedServer) -> None:
+    server.serve(Script([oa_text_reply("ok")]))
+    assert provider(server).requires_credentials is False
+    last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    assert "authorization" not in server.received[0].headers
+
+
+async def test_on_payload_sees_the_body_before_it_is_sent(server: ScriptedServer) -> None:
+    server.serve(Script([oa_text_reply("ok")]))
+    seen: list[dict[str, Any]] = []
+
+    def on_payload(body: dict[str, Any]) -> None:
+        assert server.received == []
+        seen.append(body)
+
+    await collect(
+        provider(server).stream(OPENAI_MODEL, HELLO, StreamOptions(on_payload=on_payload))
+    )
+    assert seen == [server.received[0].json()]
+
+
+async def test_model_base_url_wins_over_the_provider_setting(server: ScriptedServer) -> None:
+    server.serve(Script([oa_text_reply("ok")]))
+    elsewhere = OpenAICompletionsProvider(base_url="http://127.0.0.1:9/v1")
+    model = OPENAI_MODEL.model_copy(update={"base_url": f"{server.base_url}/v1/"})
+    last_done(await collect(elsewhere.stream(model, HELLO)))
+    assert server.received[0].path == "/v1/chat/completions"
+
+
+def test_tool_choice_forms() -> None:
+    def choice(value: str) -> Any:
+        body = chat_completions_body(
+            OPENAI_MODEL, HELLO, StreamOptions(tool_choice=value), base_url="", reasoning=None
+        )
+        return body["tool_choice"]
+
+    assert [choice(c) for c in ("auto", "none", "required")] == ["auto", "none", "required"]
+    assert choice("lookup") == {"type": "function", "function": {"name": "lookup"}}
+
+
+@pytest.mark.parametrize(
+    ("base_url", "field"),
+    [
+        ("https://api.openai.com/v1", "max_completion_tokens"),
+        ("http://localhost:11434/v1", "max_tokens"),
+        ("https://openrouter.ai/api/v1", "max_tokens"),
+    ],
+)
+def test_openai_itself_gets_max_completion_tokens(base_url: str, field: str) -> None:
+    body = chat_completions_body(
+        OPENAI_MODEL, HELLO, StreamOptions(), base_url=base_url, reasoning=None
+    )
+    assert body[field] == OPENAI_MODEL.max_tokens
+    assert {"max_tokens", "max_completion_tokens"} & set(body) == {field}
+
+
+def test_images_from_tool_results_follow_the_tool_messages() -> None:
+    context = Context(
+        messages=[
+            UserMessage(content="shoot", timestamp=1),
+            AssistantMessage(
+                content=[ToolCall(id="c1", name="screenshot")],
+                api="openai-completions",
+                provider="openai",
+                model="gpt-test",
+                timestamp=2,
+            ),
+            ToolResultMessage(
+                tool_call_id="c1",
+                tool_name="screenshot",
+                content=[
+                    TextContent(text="done"),
+                    ImageContent(data="AAAA", mime_type="image/png"),
+                ],
+                timestamp=3,
+            ),
+            UserMessage(content="what is it?", timestamp=4),
+        ]
+    )
+    body = chat_completions_body(
+        OPENAI_MODEL, context, StreamOptions(), base_url="", reasoning=None
+    )
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool", "user", "user"]
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "screenshot", "arguments": "{}"}}
+        ],
+    }
+    assert body["messages"][3]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,AAAA"},
+    }
+
+
+def test_an_empty_assistant_reply_is_left_out() -> None:
+    failed = AssistantMessage(
+        api="openai-completions",
+        provider="openai",
+        model="gpt-test",
+        stop_reason="error",
+        error_message="boom",
+        timestamp=2,
+    )
+    context = Context(messages=[UserMessage(content="a", timestamp=1), failed])
+    body = chat_completions_body(
+        OPENAI_MODEL, context, StreamOptions(), base_url="", reasoning=None
+    )
+    assert body["messages"] == [{"role": "user", "content": "a"}]
