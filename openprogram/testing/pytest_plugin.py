@@ -1,0 +1,229 @@
+"""The pytest plugin: the ``openprogram_recording`` fixture gives a test its own recording.
+
+Registered under the ``pytest11`` entry point (name ``openprogram``; ``-p no:openprogram``
+turns it off). It is inert for a test that does not request the fixture: importing it loads
+no provider, and its one hook returns at once for such a test.
+
+Options (command line, or the ini file):
+
+* ``--openprogram-record-mode=none|once|all`` / ``openprogram_record_mode`` — ``none``
+  (default) replays only, ``once`` records missing recordings, ``all`` re-records;
+* ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
+  even though ``CI`` is set;
+* ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
+  ``tests/recordings``; the layout is described in ``recording_paths.py``);
+* ``openprogram_ignore_fields`` — more request fields replay leaves out of the comparison.
+
+A test fails when replay mismatches (the :class:`ReplayMismatch` is an ``AssertionError``),
+and also — right after its body returns — when the code under test caught a mismatch and
+carried on, or left recorded calls unmade. A test that fails while recording keeps the
+previous recording.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from openprogram.testing.record_modes import (
+    DEFAULT_RECORD_MODE,
+    RECORD_MODES,
+    RecordMode,
+    record_command,
+)
+from openprogram.testing.recording_paths import recording_path
+
+if TYPE_CHECKING:
+    from openprogram.testing.recording_session import RecordingSession
+
+DEFAULT_RECORDINGS_DIR = "tests/recordings"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSettings:
+    record_mode: RecordMode
+    recordings_dir: Path
+    allow_record_on_ci: bool
+    ignore_fields: tuple[str, ...]
+
+
+_SETTINGS = pytest.StashKey[PluginSettings]()
+_ACTIVE = pytest.StashKey["RecordingSession"]()
+_BODY_PASSED = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("openprogram", "openprogram recordings")
+    group.addoption(
+        "--openprogram-record-mode",
+        choices=RECORD_MODES,
+        default=None,
+        help=(
+            "none: replay only, a missing recording fails (default); once: record tests "
+            "without a recording, replay the others; all: re-record every test that uses "
+            "the openprogram_recording fixture"
+        ),
+    )
+    group.addoption(
+        "--openprogram-allow-record-on-ci",
+        action="store_true",
+        default=False,
+        help="record even when the CI environment variable is set (refused otherwise)",
+    )
+    parser.addini(
+        "openprogram_record_mode",
+        help="none | once | all, when --openprogram-record-mode is not given (default none)",
+        default=DEFAULT_RECORD_MODE,
+    )
+    parser.addini(
+        "openprogram_recordings_dir",
+        help=f"folder of the recordings, relative to rootdir (default {DEFAULT_RECORDINGS_DIR})",
+        default=DEFAULT_RECORDINGS_DIR,
+    )
+    parser.addini(
+        "openprogram_ignore_fields",
+        type="linelist",
+        help="request field names or dotted paths replay leaves out of the comparison",
+        default=[],
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    option = config.getoption("openprogram_record_mode")
+    ini_mode = str(config.getini("openprogram_record_mode")).strip()
+    record_mode = option if option is not None else ini_mode
+    if record_mode not in RECORD_MODES:
+        raise pytest.UsageError(
+            f"openprogram_record_mode must be one of {', '.join(RECORD_MODES)}, not {record_mode!r}"
+        )
+    ignore_fields = tuple(config.getini("openprogram_ignore_fields"))
+    if ignore_fields:
+        _check_ignore_fields(ignore_fields)
+    recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
+    config.stash[_SETTINGS] = PluginSettings(
+        record_mode=record_mode,
+        recordings_dir=config.rootpath / recordings_dir,
+        allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
+        ignore_fields=ignore_fields,
+    )
+
+
+def _check_ignore_fields(ignore_fields: tuple[str, ...]) -> None:
+    from openprogram.providers.difference import find_first_difference
+
+    try:
+        find_first_difference({}, {}, ignore_fields=ignore_fields)
+    except ValueError as error:
+        raise pytest.UsageError(f"openprogram_ignore_fields: {error}") from None
+
+
+@pytest.fixture
+def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingSession]:
+    """Record or replay this test's provider calls in its own recording.
+
+    Yields a :class:`~openprogram.testing.recording_session.RecordingSession` (``path``,
+    ``mode``, ``replay``). See ``docs/testing.md``.
+    """
+    from openprogram.errors import OpenProgramError, RecordingFileError
+    from openprogram.testing.recording_session import open_recording_session
+
+    config = request.config
+    settings = config.stash[_SETTINGS]
+    item = request.node
+    path = _recording_path(item, settings, config.rootpath)
+    argument = _test_argument(item, config)
+    refusal: str | None = None
+    try:
+        session = open_recording_session(
+            path,
+            record_mode=settings.record_mode,
+            display_path=_display_path(path, config.rootpath),
+            test_argument=argument,
+            allow_record_on_ci=settings.allow_record_on_ci,
+            ignore_fields=settings.ignore_fields,
+        )
+    except RecordingFileError as error:
+        refusal = f"{error}\nto replace it, re-record: {record_command('all', argument)}"
+    except OpenProgramError as error:
+        refusal = str(error)
+    if refusal is not None:  # failed outside the except block: no "during handling" chain
+        pytest.fail(refusal, pytrace=False)
+
+    item.stash[_ACTIVE] = session
+    item.stash[_BODY_PASSED] = False
+    try:
+        with session.installed():
+            yield session
+    finally:
+        del item.stash[_ACTIVE]
+        passed = item.stash.get(_BODY_PASSED, False)
+        problem: str | None = None
+        try:
+            session.finish(passed=passed)
+        except OpenProgramError as error:
+            problem = str(error)
+    if problem is None and passed:
+        problem = session.problem_at_teardown()
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Fail a test whose body passed but left replay unsatisfied; annotate one that failed."""
+    session = item.stash.get(_ACTIVE, None)
+    if session is None:
+        return (yield)
+    try:
+        result = yield
+    except BaseException as error:
+        if isinstance(error, Exception | pytest.fail.Exception):
+            session.explain_failure(error)
+        raise
+    problem = session.problem_after_call()
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    item.stash[_BODY_PASSED] = True
+    return result
+
+
+def _recording_path(item: pytest.Item, settings: PluginSettings, rootdir: Path) -> Path:
+    classes: list[str] = []
+    node = item.parent
+    while isinstance(node, pytest.Class):
+        classes.append(node.name)
+        node = node.parent
+    if isinstance(item, pytest.Function):
+        function = item.originalname
+        callspec = getattr(item, "callspec", None)
+        parameter_id = None if callspec is None else str(callspec.id)
+    else:
+        function, parameter_id = item.name, None
+    return recording_path(
+        recordings_dir=settings.recordings_dir,
+        test_file=item.path,
+        rootdir=rootdir,
+        function=function,
+        classes=classes[::-1],
+        parameter_id=parameter_id,
+    )
+
+
+def _test_argument(item: pytest.Item, config: pytest.Config) -> str:
+    """The command-line argument that selects ``item``, from where pytest was started."""
+    file = os.path.relpath(item.path, config.invocation_params.dir)
+    _, separator, rest = item.nodeid.partition("::")
+    return shlex.quote(f"{file}{separator}{rest}")
+
+
+def _display_path(path: Path, rootdir: Path) -> str:
+    try:
+        return str(path.relative_to(rootdir))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,85 @@
+"""Where a test's recording lives: ``<recordings dir>/<module>/<test>.jsonl``.
+
+* ``<recordings dir>`` is the ini option ``openprogram_recordings_dir``, relative to pytest's
+  rootdir; by default ``tests/recordings``.
+* ``<module>`` is the test file's path relative to the folder that holds the recordings
+  folder (by default ``tests/``), without ``.py``, its folders joined by ``.``:
+  ``tests/test_agent.py`` gives ``test_agent``, ``tests/agent/test_loop.py`` gives
+  ``agent.test_loop``. A test file outside that folder is taken relative to rootdir instead
+  (``recordings`` at rootdir makes ``tests/test_agent.py`` give ``tests.test_agent``).
+* ``<test>`` is the enclosing classes and the function joined by ``.``, then ``-`` and the
+  parametrization id if there is one: ``test_answers``, ``TestLoop.test_stops``,
+  ``test_sizes-big-3`` (for ``test_sizes[big-3]``).
+
+Each of the two names is made a safe file name: a character other than a letter, a digit,
+``.``, ``_`` or ``-`` (and a leading ``.`` or ``-``) becomes ``_``; a name that had to change,
+or was longer than :data:`MAX_NAME_LENGTH` and was cut, ends in ``-`` and the first 8 hex
+digits of the SHA-256 of the original, so two different tests never share a file.
+
+This module is pure: it touches no file and imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+RECORDING_SUFFIX = ".jsonl"
+MAX_NAME_LENGTH = 120
+"""Longest ``<module>`` or ``<test>`` name kept whole (file names stop at 255 bytes)."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_HASH_LENGTH = 8
+
+
+def safe_file_name(text: str) -> str:
+    """``text`` if it is already a safe, short file name; else a safe name with a hash suffix."""
+    safe = _UNSAFE.sub("_", text)
+    if safe[:1] in ("", ".", "-"):
+        safe = "_" + safe[1:]
+    if safe == text and 0 < len(text) <= MAX_NAME_LENGTH:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
+    return f"{safe[: MAX_NAME_LENGTH - _HASH_LENGTH - 1]}-{digest}"
+
+
+def module_folder_name(test_file: Path, *, recordings_dir: Path, rootdir: Path) -> str:
+    """The ``<module>`` folder for tests in ``test_file`` (all paths absolute)."""
+    relative: Path | None = None
+    for base in (recordings_dir.parent, rootdir):
+        try:
+            relative = test_file.relative_to(base)
+            break
+        except ValueError:
+            continue
+    if relative is None:
+        relative = Path(test_file.name)
+    parts = [*relative.parent.parts, relative.name.removesuffix(".py")]
+    return safe_file_name(".".join(parts))
+
+
+def recording_stem(
+    function: str, *, classes: Sequence[str] = (), parameter_id: str | None = None
+) -> str:
+    """The ``<test>`` file name (without ``.jsonl``) of one test."""
+    name = ".".join([*classes, function])
+    if parameter_id is not None:
+        name = f"{name}-{parameter_id}"
+    return safe_file_name(name)
+
+
+def recording_path(
+    *,
+    recordings_dir: Path,
+    test_file: Path,
+    rootdir: Path,
+    function: str,
+    classes: Sequence[str] = (),
+    parameter_id: str | None = None,
+) -> Path:
+    """``<recordings_dir>/<module>/<test>.jsonl`` for one test (see the module docstring)."""
+    folder = module_folder_name(test_file, recordings_dir=recordings_dir, rootdir=rootdir)
+    stem = recording_stem(function, classes=classes, parameter_id=parameter_id)
+    return recordings_dir / folder / f"{stem}{RECORDING_SUFFIX}"

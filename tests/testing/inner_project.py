@@ -1,0 +1,100 @@
+"""An inner pytest project for the plugin's tests: agent test files on the echo model.
+
+The inner runs use the plugin as a user gets it (loaded through its entry point), with
+pytest-asyncio in auto mode, without unrelated plugins, ``OPENPROGRAM_HOME`` inside the project,
+``CI`` unset, and every socket refused.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+INNER_INI = """\
+[pytest]
+asyncio_mode = auto
+asyncio_default_fixture_loop_scope = function
+"""
+
+NO_SOCKETS_CONFTEST = """\
+import socket
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _no_sockets(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("sockets are disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+"""
+
+AGENT_HELPERS = """\
+import asyncio
+
+import pytest
+
+from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
+
+
+async def ask(text):
+    reply = await complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content=text)]))
+    return reply.text
+
+"""
+
+
+# Plugins this machine may have that the inner runs do not need: they only cost start-up
+# time (hypothesis's alone takes seconds) or, like pytest-benchmark, interfere.
+UNRELATED_PLUGINS_OFF = (
+    *("-p", "no:benchmark"),
+    *("-p", "no:hypothesispytest"),
+    *("-p", "no:anyio"),
+    *("-p", "no:platformdirs"),
+)
+
+
+class InnerProject:
+    """A pytest project in ``pytester.path`` whose tests live in ``tests/``."""
+
+    def __init__(self, pytester: pytest.Pytester) -> None:
+        self.pytester = pytester
+        self.root = pytester.path
+        self.home = self.root / "openprogram-home"
+        (self.root / "pytest.ini").write_text(INNER_INI)
+        self.write("conftest.py", NO_SOCKETS_CONFTEST)
+
+    def write(self, name: str, source: str) -> Path:
+        path = self.root / "tests" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        return path
+
+    def write_tests(self, source: str, name: str = "test_agent.py") -> Path:
+        """A test module: the ``ask(text)`` helper, then ``source``."""
+        return self.write(name, AGENT_HELPERS + dedent(source))
+
+    def recording(self, module: str, test: str) -> Path:
+        return self.root / "tests" / "recordings" / module / f"{test}.jsonl"
+
+    def run(self, *args: str, subprocess: bool = False) -> pytest.RunResult:
+        arguments = (*UNRELATED_PLUGINS_OFF, *args)
+        if subprocess:
+            return self.pytester.runpytest_subprocess(*arguments, timeout=300)
+        return self.pytester.runpytest(*arguments)
+
+
+def file_mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def literal(text: str) -> str:
+    """``text`` as an ``fnmatch`` pattern matching itself (``[`` opens a set there)."""
+    return text.replace("[", "[[]")
