@@ -12,10 +12,12 @@
     ├── MissingApiKeyError                a provider needs a key and none was found
     ├── ProviderRuntimeError              the provider runtime failed to initialize
     ├── ConfigError                       config.toml or an OPENPROGRAM_* variable is wrong
-    └── the store's errors                RecordingNameError, RecordingExistsError,
+    ├── the store's errors                RecordingNameError, RecordingExistsError,
                                           RecordingNotFoundError, RecordingRefusedError,
                                           RecordingDeleteError, PruneCriteriaError,
                                           RecordingCallNotFoundError
+    ├── VerifySetupError                  a recorded session that verify cannot re-run
+    └── the pytest plugin's errors        RecordingMissingError, RecordingOnCiRefusedError
 
 Each lives beside the code that raises it; this tree is the map.
 

@@ -234,6 +234,15 @@ def writer_for(path: str | os.PathLike[str]) -> RecordingWriter:
         return writer
 
 
+def forget_writer(path: str | os.PathLike[str]) -> None:
+    """Close and drop the writer for ``path`` (a harness done with one recording)."""
+    resolved = str(Path(path).resolve())
+    with _writers_lock:
+        writer = _writers.pop(resolved, None)
+    if writer is not None:
+        writer.close()
+
+
 def close_recording_writers() -> None:
     """Close every writer (tests; a process that exits needs not call it)."""
     with _writers_lock:

@@ -111,6 +111,7 @@ class ReplayProvider:
     async def _replay(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
+        __tracebackhide__ = True  # pytest: show the test's line, not replay's internals
         call = self._take_call(model, context, options)
         for event in call.events:
             yield event
@@ -139,6 +140,7 @@ class ReplayProvider:
             )
 
     def _take_call(self, model: Model, context: Context, options: StreamOptions) -> RecordedCall:
+        __tracebackhide__ = True
         redactor = SecretRedactor.for_request(options.api_key)
         incoming: dict[str, Any] = redactor.redact(dump_request(model, context, options))
         with self._lock:

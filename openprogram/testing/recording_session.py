@@ -37,7 +37,7 @@ from openprogram.providers.api_registry import (
     set_registry_transform,
 )
 from openprogram.providers.mismatch import ReplayMismatch, UnconsumedCallsError
-from openprogram.providers.recorder import RecordingProvider, writer_for
+from openprogram.providers.recorder import RecordingProvider, forget_writer, writer_for
 from openprogram.providers.replay import ReplayProvider
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
 
@@ -177,7 +177,7 @@ class RecordingSession:
         if self._write_path is None:
             return
         write_path, folder = self._write_path, self._write_path.parent
-        writer_for(write_path).close()
+        forget_writer(write_path)
         try:
             if passed:
                 _flush_to_disk(write_path)

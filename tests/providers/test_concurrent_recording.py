@@ -105,3 +105,14 @@ def test_a_writer_continues_a_hand_formatted_recording(tmp_path: Path) -> None:
     assert writer.open() == 2
     assert writer.start_call({"model": {}, "context": {}, "options": {}}) == 2
     writer.close()
+
+
+def test_forget_writer_closes_and_drops_it(tmp_path: Path) -> None:
+    from openprogram.providers.recorder import forget_writer, writer_for
+
+    path = tmp_path / "done.jsonl"
+    first = writer_for(path)
+    first.open()
+    forget_writer(path)
+    assert writer_for(path) is not first
+    assert first._fd is None
