@@ -19,7 +19,12 @@ SOCKETS_DISABLED = (
     "socket.socket.connect = refuse\n"
     "socket.create_connection = refuse\n"
 )
-RUN_CLI = "import sys\nfrom openprogram.cli import main\nsys.argv = ['openprogram', *sys.argv[1:]]\nmain()\n"
+RUN_CLI = (
+    "import sys\n"
+    "from openprogram.cli import main\n"
+    "sys.argv = ['openprogram', *sys.argv[1:]]\n"
+    "main()\n"
+)
 
 
 def cli(
