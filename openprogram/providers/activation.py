@@ -130,10 +130,11 @@ def _activate_record(path: Path) -> Activation:
     existing = writer_for(path).open()  # creates the file, or checks it can be appended to
     if existing:
         logger.warning(
-            "openprogram: recording into %s, which already holds %d calls; new calls are "
+            "openprogram: recording into %s, which already holds %d call%s; new calls are "
             "appended after them (replay serves every call in order from call 0)",
             path,
             existing,
+            "" if existing == 1 else "s",
         )
 
     def record_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:

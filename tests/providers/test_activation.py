@@ -76,7 +76,7 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
     reset_provider_runtime()  # as the next process would start
     with caplog.at_level(logging.WARNING, logger="openprogram"):
         await complete_simple(ECHO_MODEL, HELLO)
-    assert "already holds 1 calls" in caplog.text
+    assert "already holds 1 call;" in caplog.text
     assert len(read_recording(store(home) / "demo.jsonl").calls) == 2
 
 
