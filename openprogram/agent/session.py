@@ -66,10 +66,12 @@ async def run_session(
     built-in tools are rooted at ``root`` (default: the current directory). Raises what
     :func:`run_agent` raises.
     """
-    from openprogram.config.settings import load_config
+    from openprogram.providers.runtime import runtime_configuration
 
-    # A broken configuration gives no settings: the provider runtime then blocks, saying why.
-    chosen = resolve_model(model, load_config().settings)
+    # The configuration the runtime read at its start (read once per process). A broken one
+    # gives no settings: the runtime is then blocked, and the first call says why.
+    loaded = runtime_configuration()
+    chosen = resolve_model(model, loaded.settings if loaded is not None else None)
     tools = builtin_tools(root) if use_builtin_tools else []
     run = await run_agent(
         chosen,

@@ -47,13 +47,14 @@ class RuntimeStatus:
 _condition = threading.Condition(threading.RLock())
 _state = RuntimeState.NEW
 _activation = Activation("off")
+_configuration: LoadedConfig | None = None
 _failure: tuple[str, str] | None = None
 _initializing_thread: int | None = None
 
 
 def initialize_provider_runtime() -> RuntimeStatus:
     """Register the built-ins and activate record/replay, once; later calls are cheap."""
-    global _state, _initializing_thread
+    global _state, _initializing_thread, _configuration
     with _condition:
         while _state is RuntimeState.INITIALIZING:
             if _initializing_thread == threading.get_ident():
@@ -72,7 +73,7 @@ def initialize_provider_runtime() -> RuntimeStatus:
         _state = RuntimeState.INITIALIZING
         _initializing_thread = threading.get_ident()
     try:
-        loaded = _load_configuration()
+        loaded = _configuration = _load_configuration()
         _register_builtins(loaded)
         activation = activate_record_replay(loaded)
         if activation.transform is not None:
@@ -131,6 +132,14 @@ def _status() -> RuntimeStatus:
     )
 
 
+def runtime_configuration() -> LoadedConfig | None:
+    """The configuration this process's runtime started with (starting it if need be), so
+    that nothing in the process reads the file a second time; None if it could not be read."""
+    initialize_provider_runtime()
+    with _condition:
+        return _configuration
+
+
 def provider_runtime_status() -> RuntimeStatus:
     """Where the runtime stands, without initializing it."""
     with _condition:
@@ -139,11 +148,12 @@ def provider_runtime_status() -> RuntimeStatus:
 
 def reset_provider_runtime() -> None:
     """Test-only: forget every registration and start the runtime afresh at ``NEW``."""
-    global _state, _activation, _failure, _initializing_thread
+    global _state, _activation, _failure, _initializing_thread, _configuration
     with _condition:
         if _state is RuntimeState.INITIALIZING:
             raise ProviderRuntimeError("reset", "cannot reset while initializing")
         api_registry.clear_registry_without_runtime()
+        _configuration = None
         _state, _activation, _failure, _initializing_thread = (
             RuntimeState.NEW,
             Activation("off"),

@@ -185,3 +185,21 @@ async def test_an_unexpected_activation_failure_blocks(monkeypatch: pytest.Monke
     monkeypatch.setattr(activation, "_activate", explode)
     with pytest.raises(RecordReplayBlockedError, match="KeyError"):
         await complete_simple(ECHO_MODEL, HELLO)
+
+
+def test_the_runtime_configuration_is_read_once(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprogram.config import settings
+    from openprogram.providers.runtime import runtime_configuration
+
+    configure(home, 'default_model = "echo:echo"\n')
+    reads: list[int] = []
+    real = settings.load_config
+    monkeypatch.setattr(settings, "load_config", lambda *a, **k: reads.append(1) or real(*a, **k))
+    first = runtime_configuration()
+    assert first is not None
+    assert first.settings is not None
+    assert first.settings.default_model == "echo:echo"
+    assert runtime_configuration() is first
+    assert reads == [1]
