@@ -2,11 +2,18 @@
 
 Recordings may hold prompts, replies, tool results and personal data, so nothing openprogram
 creates is readable by other users. Files it did not create keep their mode.
+
+:func:`replace_file` is how a whole file (the configuration, the summary cache) is rewritten
+without ever being left half-written: a temporary file in the same folder, flushed and synced,
+given its permission bits, then ``os.replace``; the folder is synced so the rename survives a
+crash. If anything fails first, the temporary file is removed and the original is untouched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 PRIVATE_FILE_MODE = 0o600
@@ -35,3 +42,35 @@ def open_private_append(path: Path) -> int:
     make_private_dirs(path.parent)
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
     return os.open(path, flags, PRIVATE_FILE_MODE)
+
+
+def replace_file(path: Path, data: bytes, *, mode: int) -> None:
+    """Make ``path`` hold exactly ``data`` with permission bits ``mode``, atomically."""
+    folder = path.parent
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fchmod(stream.fileno(), mode)
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    sync_folder(folder)
+
+
+def sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (a rename, a new file) to disk, where the platform allows."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder; the data itself is synced
+    finally:
+        os.close(descriptor)

@@ -1,10 +1,7 @@
-"""Writing the configuration file without ever leaving it half-written, and keeping a copy
-of a broken one before it is repaired.
+"""Keeping a copy of a broken configuration before it is repaired.
 
-A new version goes to a temporary file in the same folder, is flushed and synced to disk,
-takes the permission bits it should have, and replaces the file in one ``os.replace``; the
-folder is then synced so the rename itself survives a crash. If anything fails first, the
-temporary file is removed and the original is untouched.
+The configuration itself is replaced atomically by
+:func:`openprogram.private_files.replace_file`.
 """
 
 from __future__ import annotations
@@ -12,29 +9,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from openprogram.private_files import PRIVATE_FILE_MODE
+from openprogram.private_files import PRIVATE_FILE_MODE, replace_file, sync_folder
 
-
-def replace_file(path: Path, data: bytes, *, mode: int) -> None:
-    """Make ``path`` hold exactly ``data`` with permission bits ``mode``, atomically."""
-    folder = path.parent
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fchmod(stream.fileno(), mode)
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    sync_folder(folder)
+__all__ = ["replace_file", "sync_folder", "write_backup"]
 
 
 def write_backup(path: Path, data: bytes, *, now: datetime) -> Path:
@@ -61,17 +41,3 @@ def write_backup(path: Path, data: bytes, *, now: datetime) -> Path:
         sync_folder(path.parent)
         return backup
     raise AssertionError("unreachable")  # itertools.count never ends
-
-
-def sync_folder(folder: Path) -> None:
-    """Flush a folder's entries (a rename, a new file) to disk, where the platform allows."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass  # some file systems refuse fsync on a folder; the data itself is synced
-    finally:
-        os.close(descriptor)

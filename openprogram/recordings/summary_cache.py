@@ -10,16 +10,14 @@ read-only store) is not an error.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from openprogram.private_files import PRIVATE_FILE_MODE
+from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.providers.recording import RECORDING_FORMAT_VERSION
 from openprogram.recordings import summary
 from openprogram.recordings.names import recording_files
@@ -150,20 +148,8 @@ def save_summary_cache(store: Path, entries: dict[str, CacheEntry]) -> bool:
             for path, entry in entries.items()
         },
     }
-    data = orjson.dumps(document)
     try:
-        fd, temporary = tempfile.mkstemp(prefix=f"{CACHE_FILE_NAME}.", suffix=".tmp", dir=store)
+        replace_file(store / CACHE_FILE_NAME, orjson.dumps(document), mode=PRIVATE_FILE_MODE)
     except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as file:
-            os.fchmod(file.fileno(), PRIVATE_FILE_MODE)
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, store / CACHE_FILE_NAME)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         return False
     return True
