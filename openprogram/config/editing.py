@@ -31,7 +31,7 @@ from openprogram.config.document import (
     remove_key,
     set_record_replay_keys,
 )
-from openprogram.config.file_writing import replace_file, write_backup
+from openprogram.config.file_writing import write_backup
 from openprogram.config.models import Mode
 from openprogram.config.paths import ConfigLocation, config_location
 from openprogram.config.problems import ConfigError, dotted_key, value_problem
@@ -42,7 +42,7 @@ from openprogram.config.settings import (
     parse_config,
     read_config_bytes,
 )
-from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
+from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs, replace_file
 
 __all__ = ["KEEP", "ConfigEdit", "Keep", "set_record_replay"]
 

@@ -12,9 +12,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from openprogram.private_files import PRIVATE_FILE_MODE, replace_file, sync_folder
-
-__all__ = ["replace_file", "sync_folder", "write_backup"]
+from openprogram.private_files import PRIVATE_FILE_MODE, sync_folder
 
 
 def write_backup(path: Path, data: bytes, *, now: datetime) -> Path:
