@@ -31,6 +31,7 @@ from openprogram.providers.recording import (
     REQUEST_SECTIONS,
     RecordedCall,
     RecordedError,
+    Recording,
     dump_request,
     read_recording,
 )
@@ -75,9 +76,17 @@ class ReplayProvider:
     requires_credentials = False
     api_key_env: str | None = None
 
-    def __init__(self, path: str | os.PathLike[str], *, ignore_fields: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        ignore_fields: Iterable[str] = (),
+        recording: Recording | None = None,
+    ) -> None:
+        """``recording``: the file as the caller already read it with ``read_recording(path)``
+        (events validated), so it is not read twice."""
         self.path = Path(path)
-        self.recording = read_recording(self.path)
+        self.recording = recording if recording is not None else read_recording(self.path)
         self.ignore_fields = frozenset(NON_DETERMINISTIC_FIELD_NAMES) | frozenset(ignore_fields)
         self.mismatches: list[ReplayMismatch] = []
         """Every mismatch raised, kept so a harness can fail a test that swallowed one."""

@@ -81,7 +81,7 @@ def verify_recording(
     prompt = UserMessage.model_validate(messages[0])
     options = SimpleStreamOptions.model_validate(request["options"])
     session_tools = _session_tools(context.get("tools") or [], tools, root or Path.cwd())
-    provider = ReplayProvider(path, ignore_fields=_configured_ignore_fields())
+    provider = ReplayProvider(path, ignore_fields=_configured_ignore_fields(), recording=recording)
     divergence: str | None = None
     with isolated_api_providers(lambda api: provider):
         try:
