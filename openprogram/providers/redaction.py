@@ -38,6 +38,7 @@ __all__ = [
     "SecretRedactor",
     "is_secret_field_name",
     "known_secret_values",
+    "remember_secret_variable",
     "remove_secret_values",
 ]
 
@@ -70,6 +71,9 @@ MIN_KNOWN_SECRET_LENGTH = 8
 
 _CREDENTIAL_ENV_SUFFIXES = ("API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "ACCESS_KEY")
 _CREDENTIAL_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
+# Variables a provider reads its key from that do not look like credentials by name
+# (``api_key_env = "GPU_BOX_KEY"``): remembered for the life of the process.
+_remembered_variables: set[str] = set()
 
 # A rule that removed one secret can reveal the shape of another (a known key glued to
 # "Bearer …"), so the text rules repeat until the text stops changing. Two passes are the
@@ -113,17 +117,35 @@ def is_secret_field_name(name: str) -> bool:
     return _normalize_field_name(name) in _NORMALIZED_SECRET_FIELD_NAMES
 
 
+def remember_secret_variable(name: str) -> None:
+    """Treat the environment variable ``name`` as holding a credential from now on.
+
+    Providers call this for the variable they read their key from (``api_key_env``), so its
+    value is removed from recordings and messages even when the name does not look like a
+    credential's.
+    """
+    if name:
+        _remembered_variables.add(name.upper())
+
+
 def known_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """The values (8+ characters) of environment variables that hold credentials.
 
     A variable holds a credential when its name ends in ``API_KEY``, ``_TOKEN``, ``_SECRET``,
-    ``_PASSWORD`` or ``ACCESS_KEY`` (any case). ``environ`` defaults to :data:`os.environ`.
+    ``_PASSWORD`` or ``ACCESS_KEY`` (any case), or when a provider named it as the variable
+    it reads its key from (:func:`remember_secret_variable`). ``environ`` defaults to
+    :data:`os.environ`.
     """
     source = os.environ if environ is None else environ
     values: set[str] = set()
+    remembered = _remembered_variables
     for name in source:  # names first: only credential variables have their value read
         upper = name.upper()
-        if upper in _CREDENTIAL_ENV_NAMES or upper.endswith(_CREDENTIAL_ENV_SUFFIXES):
+        if (
+            upper in _CREDENTIAL_ENV_NAMES
+            or upper.endswith(_CREDENTIAL_ENV_SUFFIXES)
+            or upper in remembered
+        ):
             value = source[name]
             if len(value) >= MIN_KNOWN_SECRET_LENGTH:
                 values.add(value)

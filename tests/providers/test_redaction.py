@@ -524,3 +524,17 @@ _clean_json = st.recursive(
 @given(_clean_json, st.lists(_secret, max_size=3))
 def test_clean_data_is_returned_unchanged(data: object, known: list[str]) -> None:
     assert remove_secret_values(data, known_secrets=known) == data
+
+
+def test_a_remembered_variable_counts_as_a_credential_whatever_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openprogram.providers import redaction
+    from openprogram.providers.redaction import known_secret_values, remember_secret_variable
+
+    monkeypatch.setattr(redaction, "_remembered_variables", set())
+
+    environ = {"GPU_BOX_KEY": "gpu-box-secret-value-123"}
+    assert known_secret_values(environ) == frozenset()
+    remember_secret_variable("gpu_box_key")
+    assert known_secret_values(environ) == {"gpu-box-secret-value-123"}
