@@ -1,7 +1,11 @@
 """Every example marked ``<!-- example: NAME -->`` in the README and docs/ runs as shown.
 
 A marked example is a ```python block; the first ```text block after it, if any, is the
-exact output it must print. Each runs in a fresh process in an empty folder.
+exact output it must print. Each runs in a fresh process in an empty folder, and then once
+more in the same folder: a reader who runs an example twice gets the same output again.
+
+The README opens with two one-line commands (``<!-- one-liners -->``): install and run the
+demo, install the development extras and run the tests. Both are checked here.
 """
 
 from __future__ import annotations
@@ -55,17 +59,18 @@ def test_example_runs_as_documented(
 ) -> None:
     script = tmp_path / "example.py"
     script.write_text(code)
-    result = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
-    )
-    assert result.returncode == 0, f"{name} failed:\n{result.stderr}"
-    if output is not None:
-        assert result.stdout == output, f"{name} printed something else"
+    for attempt in ("first", "second"):
+        result = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
+        assert result.returncode == 0, f"{name} failed on its {attempt} run:\n{result.stderr}"
+        if output is not None:
+            assert result.stdout == output, f"{name} printed something else on its {attempt} run"
 
 
 @pytest.mark.parametrize(("name", "code"), shell_examples(), ids=[e[0] for e in shell_examples()])
@@ -84,3 +89,46 @@ def test_shell_example_runs(name: str, code: str, tmp_path: Path) -> None:
         timeout=180,
     )
     assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
+
+
+ONE_LINERS = re.compile(r"<!-- one-liners -->\s*```sh\n(?P<code>.*?)```", re.DOTALL)
+
+
+def readme_one_liners() -> list[str]:
+    match = ONE_LINERS.search((ROOT / "README.md").read_text())
+    assert match is not None, "the README has no <!-- one-liners --> block"
+    return [line.split("#", 1)[0].strip() for line in match["code"].splitlines()]
+
+
+def test_the_readme_opens_with_the_two_one_liners() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert readme.index("<!-- one-liners -->") < readme.index("\n## "), "not at the top"
+    install_and_demo, install_and_test = readme_one_liners()
+    assert install_and_demo == "pip install . && openprogram demo"
+    assert install_and_test.startswith("pip install -e '.[dev]' && ")
+    test_command = install_and_test.split(" && ", 1)[1]
+    assert test_command in (ROOT / ".ci" / "run").read_text().splitlines(), (
+        "CI must run the test command the README gives"
+    )
+
+
+def test_the_demo_one_liner_runs_offline_and_touches_nothing(tmp_path: Path) -> None:
+    demo = readme_one_liners()[0].split(" && ", 1)[1]
+    home = tmp_path / "openprogram-home"
+    bin_dir = Path(sys.executable).parent
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", demo],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "OPENPROGRAM_HOME": str(home),
+        },
+        timeout=120,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert "replayed and matched; transcript hash" in result.stdout
+    assert not home.exists(), "the demo wrote into the configuration or the store"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["home"], "it left files behind"

@@ -83,10 +83,11 @@ def root(
 
 
 def _add_groups() -> None:
-    from openprogram.cli import run
+    from openprogram.cli import demo, run
     from openprogram.cli.recordings_app import recordings_app
 
     run.register(app)
+    demo.register(app)
     app.add_typer(recordings_app, name="recordings")
 
 

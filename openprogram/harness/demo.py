@@ -1,0 +1,97 @@
+"""``openprogram demo``: the whole record → replay → verify cycle, self-contained and offline.
+
+:class:`Demo` runs a tool-using session on the built-in ``echo`` model (no key, no network)
+in a folder of its own, one step at a time: :meth:`~Demo.record` records the session into a
+recording in that folder, :meth:`~Demo.replay` replays it offline, :meth:`~Demo.drift`
+changes the file the tool reads and returns the report replay gives, and :meth:`~Demo.verify`
+puts the file back and re-runs the session under replay, computing its transcript hash. Every
+provider lookup is isolated to the demo (``isolated_api_providers``), so the user's
+configured mode is never applied and their recordings store is never written to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openprogram.agent.loop import AgentEvent, AgentRun
+    from openprogram.providers.api_registry import ApiProvider
+    from openprogram.recordings.verification import VerifyResult
+
+NOTES_FILE = "notes.txt"
+NOTES_TEXT = "hello from a file"
+CHANGED_TEXT = "hello, changed"
+PROMPT = "/tool read_file " + json.dumps({"path": NOTES_FILE})
+"""The echo model calls ``read_file`` on this prompt, then answers with the tool's result."""
+RECORDING_NAME = "demo.jsonl"
+
+
+class Demo:
+    """The demo's steps, in ``folder`` (an empty folder the caller owns and removes).
+
+    ``on_event`` sees every session's events, for live display.
+    """
+
+    def __init__(
+        self, folder: Path, *, on_event: Callable[[AgentEvent], None] | None = None
+    ) -> None:
+        self.folder = folder
+        self.recording = folder / RECORDING_NAME
+        self.notes = folder / NOTES_FILE
+        self.on_event = on_event
+
+    def record(self) -> AgentRun:
+        """Run the session live on ``echo``, recording every call."""
+        from openprogram.providers.builtins.echo import EchoProvider
+        from openprogram.providers.recorder import RecordingProvider, forget_writer
+
+        self.notes.write_text(NOTES_TEXT)
+        try:
+            return self._session(RecordingProvider(EchoProvider(), self.recording))
+        finally:
+            forget_writer(self.recording)
+
+    def replay(self) -> AgentRun:
+        """Run the session again, every call answered from the recording; raises
+        ``ReplayMismatch`` or ``UnconsumedCallsError`` if it does not replay exactly."""
+        from openprogram.providers.replay import ReplayProvider
+
+        provider = ReplayProvider(self.recording)
+        run = self._session(provider)
+        provider.assert_consumed()
+        return run
+
+    def drift(self) -> str | None:
+        """Change the file the tool reads and replay: the report replay gives (None if,
+        against expectations, it replayed)."""
+        from openprogram.providers.mismatch import ReplayMismatch
+        from openprogram.providers.replay import ReplayProvider
+
+        self.notes.write_text(CHANGED_TEXT)
+        try:
+            self._session(ReplayProvider(self.recording))
+        except ReplayMismatch as mismatch:
+            return str(mismatch)
+        finally:
+            self.notes.write_text(NOTES_TEXT)
+        return None
+
+    def verify(self) -> VerifyResult:
+        """Re-run the recorded session under replay, as ``recordings verify`` does."""
+        from openprogram.recordings.verification import verify_recording
+
+        return verify_recording(self.recording, root=self.folder)
+
+    def _session(self, provider: ApiProvider) -> AgentRun:
+        from openprogram.agent.builtin_tools import builtin_tools
+        from openprogram.agent.loop import run_agent
+        from openprogram.providers.api_registry import isolated_api_providers
+        from openprogram.providers.builtins.echo import ECHO_MODEL
+
+        tools = builtin_tools(self.folder)
+        with isolated_api_providers(lambda api: provider if api == ECHO_MODEL.api else None):
+            return asyncio.run(run_agent(ECHO_MODEL, PROMPT, tools=tools, on_event=self.on_event))
