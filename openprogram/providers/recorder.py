@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import stat
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any, Literal
 import orjson
 
 from openprogram.errors import RecordingFileError
-from openprogram.private_files import open_private_append
+from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
 from openprogram.providers.api_registry import ApiProvider
 from openprogram.providers.events import (
     AssistantMessageEvent,
@@ -34,6 +35,7 @@ from openprogram.providers.events import (
     ThinkingDeltaEvent,
     ToolCallDeltaEvent,
 )
+from openprogram.providers.recordable import encode_recordable_row
 from openprogram.providers.recording import (
     RECORDING_FORMAT_VERSION,
     Outcome,
@@ -90,21 +92,24 @@ class RecordingWriter:
 
     def start_call(self, request: dict[str, Any]) -> int:
         """Write a request row with the next free call index; returns that index."""
+        # Encoded (and checked: nothing is written if refused) before the lock; the index,
+        # known only under the lock, is put in front.
+        body = encode_recordable_row(str(self.path), request)
         with self._lock:
             self._ensure_open()
             fd = self._descriptor()
             with _FileLock(fd):
                 self._catch_up(fd)
                 call_index = self._next_call_index
-                self._append(
-                    fd, encode_row({"type": "request", "call_index": call_index, **request})
-                )
+                start = b"%s%d" % (_REQUEST_ROW_START, call_index)
+                self._append(fd, start + (b"," + body[1:] if len(body) > 3 else b"}\n"))
                 self._next_call_index = call_index + 1
             return call_index
 
     def write_row(self, row: dict[str, Any]) -> None:
-        """Append one row as one whole line."""
-        line = encode_row(row)
+        """Append one row as one whole line; raises :class:`UnrecordableValueError`, writing
+        nothing, for a row holding a value a recording cannot hold."""
+        line = encode_recordable_row(str(self.path), row)
         with self._lock:
             fd = self._descriptor()
             with _FileLock(fd):
@@ -127,10 +132,7 @@ class RecordingWriter:
             return self.existing_calls
         # First use in this process (or in a child after fork: the parent's descriptor would
         # share its lock, so the child opens its own).
-        try:
-            fd = open_private_append(self.path)
-        except OSError as exc:
-            raise self._write_error(exc) from None
+        fd = self._open_regular_file()
         self._scanned, self._next_call_index = 0, 0
         try:
             with _FileLock(fd):
@@ -143,6 +145,24 @@ class RecordingWriter:
         self._fd, self._pid = fd, os.getpid()
         self.existing_calls = self._next_call_index
         return self.existing_calls
+
+    def _open_regular_file(self) -> int:
+        """Open the recording for reading and appending, creating it ``0600``; refuse what
+        is not a regular file (a FIFO, a device) without blocking on it or writing to it."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        try:
+            make_private_dirs(self.path.parent)
+            fd = os.open(self.path, flags, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            raise self._write_error(exc) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise RecordingFileError(
+                str(self.path),
+                "cannot record into it: not a regular file",
+                advice="choose another file name",
+            )
+        return fd
 
     def _catch_up(self, fd: int) -> None:
         """Account for the rows other writers appended since we last looked."""

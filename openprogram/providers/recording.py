@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,11 @@ from pydantic import ValidationError
 
 from openprogram import __version__
 from openprogram.errors import RecordingFileError
+from openprogram.json_nesting import (
+    MAX_NESTING_DEPTH,
+    exceeds_nesting_limit,
+    json_text_may_exceed_nesting_limit,
+)
 from openprogram.providers.difference import (
     NON_DETERMINISTIC_FIELD_NAMES,
     Difference,
@@ -57,6 +63,8 @@ __all__ = [
     "new_header",
     "parse_recording",
     "read_recording",
+    "read_recording_bytes",
+    "read_recording_file",
     "remove_secret_values",
 ]
 
@@ -83,6 +91,7 @@ EVENT_TYPES: frozenset[str] = frozenset(
     }
 )
 """The event types a recording may hold; ``events.AssistantMessageEvent`` is their union."""
+TOO_DEEP = f"nested deeper than {MAX_NESTING_DEPTH} levels"
 
 
 def new_header(recording_id: str | None = None) -> dict[str, Any]:
@@ -171,18 +180,67 @@ def read_recording(path: str | os.PathLike[str], *, validate_events: bool = True
     Accepts ``\\r\\n`` line ends and files of any permission mode. An incomplete last line
     (a write cut short) is ignored: the call it belonged to reads as truncated.
     """
+    return parse_recording(path, read_recording_bytes(path), validate_events=validate_events)
+
+
+def read_recording_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the recording at ``path``; the one way openprogram reads a recording.
+
+    Only a regular file is read: a FIFO, a device (``/dev/zero``) or a folder is refused
+    with :class:`RecordingFileError` ("not a regular file") without blocking or reading from
+    it, as is a file that is missing or unreadable.
+    """
+    return read_recording_file(path)[0]
+
+
+def read_recording_file(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
+    """:func:`read_recording_bytes`, with the ``fstat`` of the file that was read (its size
+    and modification time, for callers that list recordings)."""
     file = Path(path)
     try:
-        data = file.read_bytes()
+        # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one.
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise RecordingFileError(
             str(file), "no such recording", advice="check the name or path"
         ) from None
     except OSError as exc:
-        raise RecordingFileError(
-            str(file), f"cannot read it ({exc.strerror})", advice="check its permissions"
-        ) from None
-    return parse_recording(file, data, validate_events=validate_events)
+        raise _unreadable(file, exc) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RecordingFileError(
+                str(file),
+                f"not a regular file (a {_file_kind(info.st_mode)})",
+                advice="name a recording file",
+            )
+        with open(fd, "rb", buffering=0, closefd=False) as stream:
+            data = stream.readall()
+    except OSError as exc:
+        raise _unreadable(file, exc) from None
+    finally:
+        os.close(fd)
+    return data, info
+
+
+def _unreadable(file: Path, exc: OSError) -> RecordingFileError:
+    return RecordingFileError(
+        str(file), f"cannot read it ({exc.strerror or exc})", advice="check its permissions"
+    )
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
 
 
 def parse_recording(
@@ -223,9 +281,16 @@ class _Reader:
             except orjson.JSONDecodeError as exc:
                 if number == last:
                     break  # a final line without its newline: a write cut short by a crash
+                if "depth" in exc.msg and json_text_may_exceed_nesting_limit(text):
+                    raise self.fail(number, TOO_DEEP) from None  # past orjson's own limit
                 raise self.fail(number, f"not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise self.fail(number, "a row must be a JSON object")
+            # Counting brackets is cheap; only a row with more than the limit may nest that
+            # deep, and only such a row is walked.
+            if json_text_may_exceed_nesting_limit(text) and exceeds_nesting_limit(row):
+                call_index = row.get("call_index")
+                raise self.fail(number, TOO_DEEP, call_index if type(call_index) is int else None)
             self.add_row(number, row)
         if self.header is None:
             raise RecordingFileError(

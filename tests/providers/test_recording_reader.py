@@ -749,11 +749,10 @@ def test_unreadable_file_is_refused_clearly(tmp_path: Path) -> None:
         path.chmod(0o600)
 
 
-def test_directory_is_refused_as_unreadable(tmp_path: Path) -> None:
-    """Another OS error than a missing file; unlike chmod 000, it also holds for root."""
+def test_directory_is_refused_as_not_a_regular_file(tmp_path: Path) -> None:
     path = tmp_path / "a-directory.jsonl"
     path.mkdir()
-    error = assert_refused(path, line=None, call_index=None, says="cannot read it")
+    error = assert_refused(path, line=None, call_index=None, says="not a regular file")
     assert "directory" in error.problem.lower()
 
 
