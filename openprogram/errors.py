@@ -49,11 +49,16 @@ def _rebuild_error(
 
 
 class UnknownApiError(OpenProgramError, LookupError):
-    """No provider is registered for an api."""
+    """No provider is registered for an api; ``closest`` is the registered api it most
+    likely meant (a typo), or None."""
 
     def __init__(self, api: str, registered: list[str]) -> None:
+        import difflib
+
         self.api = api
         self.registered = registered
+        close = difflib.get_close_matches(api, registered, n=1)
+        self.closest: str | None = close[0] if close else None
         known = ", ".join(registered) if registered else "none"
         super().__init__(
             f"no provider registered for api {api!r} (registered: {known}); "

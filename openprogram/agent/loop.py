@@ -8,7 +8,8 @@ which. None of these raise: the transcript is the result either way. What does r
 what the provider layer raises — a replay mismatch, record/replay blocked, a missing key.
 
 A tool never ends the session: an unknown tool name, or a tool that raises, becomes an error
-result (``is_error=True``) the model reads on its next call.
+result (``is_error=True``) the model reads on its next call. The exception's message is
+redacted first (a URL's password, a known key), since it is sent to the model.
 
 Requests are deterministic: the tool definitions are sorted by name, and nothing here adds
 an id or a clock value outside the messages' ``timestamp`` fields (which replay ignores), so
@@ -28,6 +29,7 @@ from openprogram.providers.events import (
     ErrorEvent,
     MessageAccumulator,
 )
+from openprogram.providers.redaction import SecretRedactor
 from openprogram.providers.streaming import stream_simple
 from openprogram.providers.types import (
     AssistantMessage,
@@ -177,7 +179,9 @@ async def run_tool_call(tools: dict[str, AgentTool], call: ToolCall) -> ToolResu
         try:
             text, is_error = await agent_tool.invoke(call.arguments), False
         except Exception as exc:
-            text, is_error = f"{type(exc).__name__}: {exc}", True
+            # The model (a remote server) reads this: no credential the exception quotes.
+            text = SecretRedactor().redact_text(f"{type(exc).__name__}: {exc}")
+            is_error = True
     return ToolResultMessage(
         tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
     )

@@ -7,7 +7,7 @@ Importing ``openprogram.providers`` does none of this. The first registry lookup
 * the initializing thread calling it again (from a built-in's constructor, say) gets a
   clear error instead of a deadlock;
 * a built-in that fails to register leaves the runtime ``FAILED``: every later call raises a
-  fresh :class:`ProviderRuntimeError` with the same stage and cause;
+  fresh :class:`ProviderRuntimeError` with the same stage and cause (its message redacted);
 * record/replay is then activated from the configuration (see ``activation.py``); if that
   fails the runtime is still ``READY``, in mode ``blocked``.
 """
@@ -107,9 +107,11 @@ def _register_builtins(loaded: LoadedConfig | None) -> None:
         try:
             provider = factory(providers.get(api))
         except Exception as exc:
-            raise ProviderRuntimeError(
-                f"built-in registration of {api!r}", f"{type(exc).__name__}: {exc}"
-            ) from exc
+            from openprogram.providers.redaction import SecretRedactor
+
+            # A factory's message may quote its settings (a base_url with a password in it).
+            cause = SecretRedactor().redact_text(f"{type(exc).__name__}: {exc}")
+            raise ProviderRuntimeError(f"built-in registration of {api!r}", cause) from exc
         api_registry.register_without_runtime(api, provider)
 
 

@@ -1,19 +1,25 @@
 """``stream`` / ``complete``: look up ``model.api``, resolve the key, iterate the provider.
 
 The API key comes from ``options.api_key``, else the environment variable the provider
-names (``api_key_env``), unless the provider needs none (``requires_credentials`` False,
-as for ``echo`` and replay). Keys are never stored in configuration or recordings.
+names (``api_key_env``). A provider that needs none (``requires_credentials`` False, as for
+``echo``, replay and a server on this machine) gets no key from here; nor does a model whose
+``base_url`` is on this machine, unless its variable holds one. The variable a provider
+names is remembered as holding a credential, so its value is redacted wherever it would be
+written. Keys are never stored in configuration or recordings.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import AsyncIterator
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from openprogram.errors import MissingApiKeyError
 from openprogram.providers.api_registry import ApiProvider, get_api_provider
 from openprogram.providers.events import AssistantMessageEvent, MessageAccumulator
+from openprogram.providers.redaction import remember_secret_variable
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -25,6 +31,23 @@ from openprogram.providers.types import (
 OptionsT = TypeVar("OptionsT", bound=StreamOptions)
 
 
+def is_loopback_url(url: str) -> bool:
+    """True when ``url``'s host is this machine: ``localhost``, 127.0.0.0/8 or ``::1``."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def provider_api_key_env(provider: ApiProvider) -> str | None:
     """The environment variable ``provider`` reads its key from, if it names one."""
     env = getattr(provider, "api_key_env", None)
@@ -32,14 +55,20 @@ def provider_api_key_env(provider: ApiProvider) -> str | None:
 
 
 def with_api_key(provider: ApiProvider, model: Model, options: OptionsT) -> OptionsT:
-    """``options`` with ``api_key`` filled in from the environment when the provider needs it."""
+    """``options`` with ``api_key`` filled in from the environment when the provider needs
+    it. A model served on this machine (``model.base_url`` on ``localhost``, 127.0.0.0/8,
+    ``::1``) gets the key when there is one and needs none otherwise."""
+    env_var = provider_api_key_env(provider)
+    if env_var is not None:
+        remember_secret_variable(env_var)
     if options.api_key or not provider.requires_credentials:
         return options
-    env_var = provider_api_key_env(provider)
     key = os.environ.get(env_var) if env_var else None
-    if not key:
-        raise MissingApiKeyError(model.api, env_var)
-    return options.model_copy(update={"api_key": key})
+    if key:
+        return options.model_copy(update={"api_key": key})
+    if model.base_url and is_loopback_url(model.base_url):
+        return options
+    raise MissingApiKeyError(model.api, env_var)
 
 
 def stream(

@@ -147,6 +147,28 @@ async def test_a_raising_tool_is_an_error_result_and_the_session_goes_on() -> No
     assert run.ok
 
 
+async def test_a_raising_tool_s_message_reaches_the_model_without_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WAREHOUSE_TOKEN", "warehouse-token-value-77")
+    reason = "GET https://bob:hunter2-secret@db.example.test/?token=abc failed: "
+    reason += "warehouse-token-value-77"
+    provider = ScriptedProvider([call("c1", "fail", reason=reason)], [text("noted")])
+    with serving(provider):
+        run = await run_agent(FAKE_MODEL, "go", tools=[fail])
+
+    result = run.messages[2]
+    assert isinstance(result, ToolResultMessage)
+    assert result.is_error
+    assert result.text == (
+        "ValueError: GET https://[secret removed]@db.example.test/?token=[secret removed] "
+        "failed: [secret removed]"
+    )
+    sent = provider.contexts[1].messages[2]
+    assert isinstance(sent, ToolResultMessage)
+    assert sent.text == result.text
+
+
 async def test_a_tool_called_with_wrong_arguments_is_an_error_result() -> None:
     run = await run_agent(ECHO_MODEL, '/tool lookup {"word": "x"}', tools=[lookup])
 

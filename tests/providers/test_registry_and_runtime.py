@@ -90,6 +90,18 @@ def test_unknown_api_names_the_registered_ones() -> None:
     assert caught.value.registered == registered_apis()
 
 
+def test_an_unknown_api_suggests_the_registered_one_it_looks_like() -> None:
+    with pytest.raises(UnknownApiError) as caught:
+        get_api_provider("opnai-completions")
+    assert caught.value.closest == "openai-completions"
+    # Library callers keep the library's advice.
+    assert "register one with register_api_provider() or fix model.api" in str(caught.value)
+
+    with pytest.raises(UnknownApiError) as caught:
+        get_api_provider("zzz")
+    assert caught.value.closest is None
+
+
 async def test_a_registration_made_before_first_use_is_not_overwritten() -> None:
     class Custom(EchoProvider):
         pass
@@ -190,6 +202,21 @@ def test_a_failed_builtin_fails_every_call_the_same_way(monkeypatch: pytest.Monk
     assert "ImportError: vendor module missing" in str(errors[0])
 
 
+def test_a_failed_builtin_s_message_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(settings: object) -> ApiProvider:
+        raise ValueError(
+            "cannot reach https://bob:pa55-word-secret@gpu.example.test/v1?api_key=qk-123456789"
+        )
+
+    monkeypatch.setitem(builtins_module.BUILTIN_PROVIDER_FACTORIES, "echo", broken)
+    with pytest.raises(ProviderRuntimeError) as caught:
+        get_api_provider("echo")
+    for text in (str(caught.value), caught.value.cause):
+        assert "pa55-word-secret" not in text
+        assert "qk-123456789" not in text
+        assert "ValueError: cannot reach https://[secret removed]@gpu.example.test" in text
+
+
 async def test_a_provider_needing_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     from openprogram.providers import MissingApiKeyError, StreamOptions, stream
 
@@ -213,6 +240,24 @@ async def test_a_provider_needing_a_key(monkeypatch: pytest.MonkeyPatch) -> None
         _ = [e async for e in stream(model, hello)]
         _ = [e async for e in stream(model, hello, StreamOptions(api_key="from-options"))]
     assert seen == ["from-the-environment", "from-options"]
+
+
+async def test_a_provider_s_key_variable_is_known_once_it_is_called(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openprogram.providers import redaction, stream
+
+    class ReadsItsOwnKey(EchoProvider):
+        requires_credentials = False  # reads SERVICE_CREDENTIAL itself
+        api_key_env = "SERVICE_CREDENTIAL"
+
+    monkeypatch.setattr(redaction, "_remembered_variables", set())
+    monkeypatch.setenv("SERVICE_CREDENTIAL", "service-credential-value")
+    model = Model(id="k", api="own-key", provider="own-key")
+    with scoped_api_providers():
+        register_api_provider("own-key", ReadsItsOwnKey())
+        _ = [e async for e in stream(model, Context(messages=[UserMessage(content="hi")]))]
+    assert "service-credential-value" in redaction.known_secret_values()
 
 
 def test_model_needs_only_three_fields() -> None:

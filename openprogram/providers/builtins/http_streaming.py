@@ -17,7 +17,9 @@ What a failure looks like (every message starts with the api, e.g. ``openai-comp
     bad data, early end    the parser's message (see ``reply_assembly.VendorStreamError``)
     options.signal set     reason ``aborted``: request aborted by signal
 
-The API key is never part of a message: any text quoting it has it replaced.
+No message holds a credential: every one goes through the redactor, which removes the call's
+key, the known keys, a password in a URL (``https://user:pass@host``) and secret-named query
+parameters (``?api_key=…``), so neither a ``base_url`` nor a server's reply can leak one.
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ from openprogram.providers.builtins.vendor_provider import (
     CONNECT_TIMEOUT,
     EventStreamParser,
     HttpRequest,
-    is_loopback_url,
 )
 from openprogram.providers.events import AssistantMessageEvent, ErrorEvent
-from openprogram.providers.redaction import PLACEHOLDER
+from openprogram.providers.redaction import SecretRedactor
+from openprogram.providers.streaming import is_loopback_url
 
 T = TypeVar("T")
 
@@ -278,5 +280,4 @@ def _os_reason(exc: BaseException) -> str:
 
 
 def _scrub(message: str, request: HttpRequest) -> str:
-    key = request.api_key
-    return message.replace(key, PLACEHOLDER) if key and len(key) >= 8 else message
+    return SecretRedactor.for_request(request.api_key).redact_text(message)

@@ -9,20 +9,22 @@ when a request is made (so registering the built-ins does not import httpx).
 The key: ``options.api_key``, else the environment variable named by ``api_key_env`` (the
 configured one, else the vendor's default). A server on this machine (``localhost``,
 ``127.0.0.0/8``, ``::1``) may need no key, so ``requires_credentials`` is False for one and
-the ``Authorization`` / ``x-api-key`` header is sent only when there is a key.
+the ``Authorization`` / ``x-api-key`` header is sent only when there is a key. A provider
+tells the redactor about its ``api_key_env`` when it is made, so the key read from it never
+reaches a recording or a message, whatever the variable's name.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
-from urllib.parse import urlsplit
 
 from openprogram.errors import MissingApiKeyError
 from openprogram.providers.builtins.reply_assembly import ReplyAssembler
+from openprogram.providers.redaction import SecretRedactor, remember_secret_variable
+from openprogram.providers.streaming import is_loopback_url as is_loopback_url
 from openprogram.providers.types import (
     Context,
     Model,
@@ -82,23 +84,6 @@ class EventStreamParser(Protocol):
         ...
 
 
-def is_loopback_url(url: str) -> bool:
-    """True when ``url``'s host is this machine: ``localhost``, 127.0.0.0/8 or ``::1``."""
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:
-        return False
-    if not host:
-        return False
-    host = host.rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
     """Headers from several sources, later ones replacing earlier ones whatever the case."""
     merged: dict[str, str] = {}
@@ -128,6 +113,7 @@ class HttpVendorProvider:
         self.api_key_env: str = api_key_env or self.default_api_key_env
         """The environment variable the key is read from (``stream()`` reads it too)."""
         self.timeout = timeout or DEFAULT_TIMEOUT
+        remember_secret_variable(self.api_key_env)
 
     @classmethod
     def from_settings(cls, settings: ProviderSettings | None) -> Self:
@@ -144,8 +130,9 @@ class HttpVendorProvider:
         return not is_loopback_url(self.base_url)
 
     def __repr__(self) -> str:
+        base_url = SecretRedactor().redact_text(self.base_url)
         return (
-            f"{type(self).__name__}(base_url={self.base_url!r}, "
+            f"{type(self).__name__}(base_url={base_url!r}, "
             f"api_key_env={self.api_key_env!r}, timeout={self.timeout!r})"
         )
 
@@ -216,9 +203,12 @@ class HttpVendorProvider:
     def _api_key(
         self, model: Model, base_url: str, options: StreamOptions
     ) -> tuple[str | None, str | None]:
-        if options.api_key:
-            return options.api_key, "options.api_key"
         key = os.environ.get(self.api_key_env)
+        if options.api_key:
+            # ``stream()`` fills options.api_key from the variable: name the variable then.
+            return options.api_key, (
+                self.api_key_env if options.api_key == key else "options.api_key"
+            )
         if key:
             return key, self.api_key_env
         if is_loopback_url(base_url):
