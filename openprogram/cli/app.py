@@ -1,7 +1,13 @@
 """The root ``openprogram`` app; command groups attach to it.
 
 Usage errors (an unknown option, a malformed value) leave like every other error: one line
-on stderr and exit 2, instead of click's boxed panel.
+on stderr and exit 2, instead of click's boxed panel, with any credential in it removed.
+
+Help reads the way click writes it, for every command of the tree: an argument is its name
+in capitals (``Usage: openprogram run [OPTIONS] PROMPT``, ``[NAME]`` when optional), and a
+flag shows no value placeholder (``--json``, not ``--json <bool>``). The typer release this
+was written against shows ``{prompt}`` and ``<bool>`` instead; the root group puts every
+command it holds under :class:`PlainHelpCommand` / :class:`PlainHelpGroup`, which fix that.
 """
 
 from __future__ import annotations
@@ -11,13 +17,76 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from openprogram import __version__
 
 
-class OneLineErrorsGroup(TyperGroup):
-    """A command group whose usage errors are one ``error:`` line (exit 2)."""
+def plain_params(params: list[Any]) -> list[Any]:
+    """``params``, each argument named in capitals and each flag without a metavar."""
+    for param in params:
+        if isinstance(param, TyperArgument) and param.metavar is None and param.name:
+            param.metavar = param.name.upper()
+        elif isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+def plain_usage_pieces(command: Any, ctx: Any) -> list[str]:
+    """The usage line's pieces: ``[OPTIONS]``, then ``NAME`` / ``[NAME]`` / ``NAME...``."""
+    pieces = [command.options_metavar] if command.options_metavar else []
+    for param in command.get_params(ctx):
+        if isinstance(param, TyperArgument):
+            name = param.metavar or str(param.name).upper()
+            piece = name if param.required else f"[{name}]"
+            pieces.append(piece if param.nargs == 1 else f"{piece}...")
+        else:
+            pieces.extend(param.get_usage_pieces(ctx))
+    return pieces
+
+
+class PlainHelpCommand(TyperCommand):
+    """A command whose help shows ``PROMPT`` and bare flags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return plain_params(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return plain_usage_pieces(self, ctx)
+
+
+class PlainHelpGroup(TyperGroup):
+    """A command group whose help shows bare flags, like :class:`PlainHelpCommand`."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return plain_params(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [*plain_usage_pieces(self, ctx), self.subcommand_metavar]
+
+
+def use_plain_help(group: TyperGroup) -> None:
+    """Put every command under ``group``, at any depth, under the plain-help classes.
+
+    Only commands of typer's own classes are changed (a command of another class keeps its
+    help as it is); the plain classes add no state, so changing the class is safe.
+    """
+    for command in group.commands.values():
+        if type(command) is TyperCommand:
+            command.__class__ = PlainHelpCommand
+        elif type(command) is TyperGroup:
+            command.__class__ = PlainHelpGroup
+        if isinstance(command, TyperGroup):
+            use_plain_help(command)
+
+
+class OneLineErrorsGroup(PlainHelpGroup):
+    """The root group: usage errors are one ``error:`` line (exit 2), and every command's
+    help is plain (:func:`use_plain_help`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        use_plain_help(self)
 
     def main(
         self,
@@ -47,7 +116,10 @@ class OneLineErrorsGroup(TyperGroup):
             if type(error).__name__ == "NoArgsIsHelpError":
                 sys.stdout.write(message() + "\n")  # no arguments: show the help
             else:
-                one_line = " ".join(str(message()).split())
+                from openprogram.providers.redaction import SecretRedactor
+
+                # A mistyped option's value may be a URL with a password, or a key.
+                one_line = SecretRedactor().redact_text(" ".join(str(message()).split()))
                 sys.stderr.write(f"error: {one_line} (see --help)\n")
             sys.exit(code)
         sys.exit(result if isinstance(result, int) else 0)

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from openprogram.cli.output import EXIT_USAGE, abort, print_json
+from openprogram.cli.output import EXIT_USAGE, abort, plural, print_json
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
+    from openprogram.errors import MissingApiKeyError, UnknownApiError
     from openprogram.providers.types import ToolCall, ToolResultMessage
 
 NOTE_WIDTH = 100
@@ -51,6 +52,7 @@ def run(
 
     from openprogram.agent.model_choice import ModelReferenceError
     from openprogram.agent.session import run_session
+    from openprogram.errors import MissingApiKeyError, UnknownApiError
 
     display = None if as_json else LiveDisplay()
     with reporting_session_errors(usage_errors=(ModelReferenceError,)):
@@ -64,15 +66,56 @@ def run(
                     on_event=display.show if display is not None else None,
                 )
             )
+        except UnknownApiError as error:
+            if model is not None and error.api == model.strip().partition(":")[0]:
+                abort(unknown_api_message(error, "--model"), EXIT_USAGE)
+            abort(unknown_api_message(error, f"default_model of {config_path()}"))
+        except MissingApiKeyError as error:
+            abort(missing_key_message(error))
         finally:
             if display is not None:
                 display.finish()
     if as_json:
         print_json(result.to_json())
     if not result.run.ok:
-        abort(stop_message(result.run))
+        abort(redacted(stop_message(result.run)))
     if result.unconsumed is not None:
-        abort(str(result.unconsumed))
+        abort(redacted(str(result.unconsumed)))
+
+
+def config_path() -> str:
+    """Where the configuration file is (or would be), for advice."""
+    from openprogram.config.paths import config_location
+
+    return str(config_location().path)
+
+
+def unknown_api_message(error: UnknownApiError, where: str) -> str:
+    """``unknown api 'x' in --model (known: a, b; did you mean a?)``"""
+    known = ", ".join(error.registered) if error.registered else "none"
+    guess = f"; did you mean {error.closest}?" if error.closest else ""
+    return f"unknown api {error.api!r} in {where} (known: {known}{guess})"
+
+
+def missing_key_message(error: MissingApiKeyError) -> str:
+    """Which variable to set, and where another one can be named: the command-line wording
+    of a missing key (the library's speaks of ``options.api_key``, which a shell has not)."""
+    if error.env_var is None:
+        return (
+            f"no API key for api {error.api!r}, and its provider names no environment "
+            "variable to read one from"
+        )
+    return (
+        f"no API key for api {error.api!r}: set {error.env_var}, or name the variable that "
+        f"holds the key with api_key_env in [providers.{error.api}] of {config_path()}"
+    )
+
+
+def redacted(message: str) -> str:
+    """``message`` with every credential removed (a URL's password, a known key, ...)."""
+    from openprogram.providers.redaction import SecretRedactor
+
+    return SecretRedactor().redact_text(message)
 
 
 @contextmanager
@@ -81,6 +124,7 @@ def reporting_session_errors(
 ) -> Iterator[None]:
     """Anything the session raises is one line on stderr and exit 1 (a replay mismatch: its
     two-line report), ``usage_errors`` exit 2; a traceback only with ``OPENPROGRAM_DEBUG=1``.
+    Every message is redacted first: a provider's exception may quote a URL with a password.
 
     Unlike ``reporting_errors``, an ``OSError`` here is a provider failing, not a bad file
     argument, and any other exception a provider raises is still one line."""
@@ -91,19 +135,19 @@ def reporting_session_errors(
     except typer.Exit:
         raise
     except usage_errors as error:
-        abort(str(error), EXIT_USAGE)
+        abort(redacted(str(error)), EXIT_USAGE)
     except OpenProgramError as error:
-        abort(str(error))
+        abort(redacted(str(error)))
     except Exception as error:
-        abort(f"{type(error).__name__}: {error}")
+        abort(redacted(f"{type(error).__name__}: {error}"))
 
 
 def stop_message(session: AgentRun) -> str:
     final = session.final
     if session.stopped_because == "max_iterations":
         return (
-            f"the session stopped after {session.calls} model calls with tool calls still "
-            "pending (the iteration limit)"
+            f"the session stopped after {plural(session.calls, 'model call')} with tool calls "
+            "still pending (the iteration limit)"
         )
     reason = final.error_message or "no message given"
     if session.stopped_because == "aborted":
@@ -180,7 +224,8 @@ def result_note(result: ToolResultMessage) -> str:
     first_line = text.strip().split("\n", 1)[0]
     if result.is_error:
         return _cut(f"← error: {first_line}")
-    return _cut(f"← {len(text)} chars: {first_line}" if first_line else f"← {len(text)} chars")
+    size = plural(len(text), "char")
+    return _cut(f"← {size}: {first_line}" if first_line else f"← {size}")
 
 
 def _cut(line: str) -> str:

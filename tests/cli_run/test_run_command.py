@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from run_support import (
-    KeyedProvider,
     RaisingProvider,
     ScriptedProvider,
     call,
@@ -146,15 +145,6 @@ def test_a_bad_model_exits_2(reference: str) -> None:
     assert "is not api:model-id" in line
 
 
-def test_an_unknown_api_exits_1_naming_the_registered_ones() -> None:
-    result = openprogram("run", "hi", "--model", "nosuch:m")
-
-    assert result.exit_code == 1
-    [line] = error_lines(result)
-    assert "no provider registered for api 'nosuch'" in line
-    assert "echo" in line
-
-
 def test_an_error_reply_exits_1_and_json_still_prints_the_transcript() -> None:
     result = openprogram("run", "/tool read_file {not json")
 
@@ -176,15 +166,6 @@ def test_the_iteration_limit_exits_1() -> None:
     assert len(provider.requests) == 10
     [line] = error_lines(result)
     assert "stopped after 10 model calls with tool calls still pending" in line
-
-
-def test_a_missing_key_exits_1_naming_the_variable() -> None:
-    with serving("fake", KeyedProvider([text("hi")])):
-        result = openprogram("run", "hi", "--model", "fake:m1")
-
-    assert result.exit_code == 1
-    [line] = error_lines(result)
-    assert "set FAKE_API_KEY" in line
 
 
 def test_a_provider_exception_exits_1_with_one_line() -> None:
