@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Iterator
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+
+# Characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the Unicode
+# marks that reorder or separate lines (bidi overrides and isolates, U+2028/U+2029).
+_INVISIBLE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[{_INVISIBLE}]")
+_CONTROLS_AND_BREAKS = re.compile(f"[\t\n{_INVISIBLE}]")
 
 
 def debug_enabled() -> bool:
@@ -47,11 +54,31 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def visible(text: str, *, keep_lines: bool = True) -> str:
+    """``text`` for a terminal: every control character (ESC, BEL, C1 codes, bidi overrides)
+    written as its escape, ``\\x1b``, ``\\u202e``, so a recording or a file name cannot
+    clear the screen, hide text or retitle the window. Tabs and newlines stay unless
+    ``keep_lines`` is false. Machine output (``--json``) is never passed through this."""
+    pattern = _CONTROLS if keep_lines else _CONTROLS_AND_BREAKS
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code == 0x09:
+        return "\\t"
+    if code == 0x0A:
+        return "\\n"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _labelled(label: str, style: str, message: str) -> None:
     from rich.text import Text
 
     # Text, not markup: messages hold brackets ("[secret removed]", "messages[2]").
-    stderr().print(Text.assemble((label, style), " ", message))
+    stderr().print(Text.assemble((label, style), " ", visible(message)))
 
 
 def plural(count: int, noun: str) -> str:
@@ -60,10 +87,18 @@ def plural(count: int, noun: str) -> str:
 
 
 def say(*parts: str | tuple[str, str]) -> None:
-    """One line on stdout, taken literally (paths and ids may hold brackets)."""
+    """One line on stdout, taken literally (paths and ids may hold brackets), with control
+    characters made :func:`visible`."""
     from rich.text import Text
 
-    stdout().print(Text.assemble(*parts))
+    stdout().print(
+        Text.assemble(
+            *(
+                visible(part) if isinstance(part, str) else (visible(part[0]), part[1])
+                for part in parts
+            )
+        )
+    )
 
 
 def warn(message: str) -> None:

@@ -13,7 +13,7 @@ is started. ``record`` and ``replay`` refuse a broken file and write nothing.
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +26,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from openprogram.config.document import (
     KEEP,
+    TABLE,
     Keep,
     new_document,
     remove_key,
@@ -81,12 +82,15 @@ def set_record_replay(
         document = new_document()
         set_record_replay_keys(document, mode=mode, file=file)
         data = _checked(document, path=path)
+        _check_names_recording(document, mode=mode, path=path)
         with _unchanged_on_failure(path, "cannot be created"):
             make_private_dirs(path.parent)
             replace_file(path, data, mode=PRIVATE_FILE_MODE)
         return ConfigEdit(path=path, created=True, backup=None)
     try:
         document, repaired = _repaired_document(original, path=path, mode=mode)
+        if mode == "off" and file is KEEP:
+            repaired += _without_unusable_file(document)
         set_record_replay_keys(document, mode=mode, file=file)
         data = _checked(document, path=path, crlf=_uses_crlf(original))
     except (ConfigError, TOMLKitError, ValueError, KeyError, TypeError) as failure:
@@ -98,6 +102,7 @@ def set_record_replay(
         set_record_replay_keys(document, mode="off", file=file)
         data = _checked(document, path=path)
         repaired = [f"started a fresh file with mode off ({_reason(failure)})"]
+    _check_names_recording(document, mode=mode, path=path)
     backup = None
     with _unchanged_on_failure(path, "cannot be written"):
         if repaired:
@@ -166,6 +171,37 @@ def _checked(document: TOMLDocument, *, path: Path, crlf: bool = False) -> bytes
     text, values = parse_config(data, path=path)
     check_file_values(values, path=path, text=text, advice=NOTHING_WRITTEN)
     return data
+
+
+def _check_names_recording(document: TOMLDocument, *, mode: Mode, path: Path) -> None:
+    """``record`` and ``replay`` need ``record_replay.file`` (in the file itself, not only in
+    the environment): without it ``status`` would call the result broken."""
+    table = document.get(TABLE)
+    if mode == "off" or (isinstance(table, MutableMapping) and table.get("file")):
+        return
+    purpose = "record into" if mode == "record" else "replay from"
+    raise ConfigError(
+        f"not set, and mode {mode!r} needs a recording to {purpose} "
+        f"(`openprogram recordings {mode} NAME` sets both)",
+        path=path,
+        key=f"{TABLE}.file",
+        advice=NOTHING_WRITTEN,
+    )
+
+
+def _without_unusable_file(document: TOMLDocument) -> list[str]:
+    """Remove a ``record_replay.file`` that can name no recording (``off`` clears it, since
+    ``status`` reports it); what was removed, as repair notes."""
+    from openprogram.recordings.names import file_setting_problem
+
+    table = document.get(TABLE)
+    value = table.get("file") if isinstance(table, MutableMapping) else None
+    if not isinstance(value, str):
+        return []
+    problem = file_setting_problem(value)
+    if problem is None or not remove_key(document, (TABLE, "file")):
+        return []
+    return [f"removed {TABLE}.file ({problem})"]
 
 
 @contextmanager

@@ -9,6 +9,7 @@ are case-insensitive, list and table values are JSON). ``OPENPROGRAM_HOME``,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,48 @@ def ignored_variables(environ: Mapping[str, str], settings: Mapping[str, str]) -
     return dict(sorted(found.items()))
 
 
+SETTING_VARIABLES = (
+    "OPENPROGRAM_RECORD_REPLAY__MODE",
+    "OPENPROGRAM_RECORD_REPLAY__FILE",
+    "OPENPROGRAM_RECORD_REPLAY__IGNORE_FIELDS",
+    "OPENPROGRAM_RECORD_REPLAY",
+    "OPENPROGRAM_DEFAULT_MODEL",
+    "OPENPROGRAM_PROVIDERS",
+    *sorted(NOT_SETTINGS),
+)
+"""The variables openprogram reads, but for the per-api ``OPENPROGRAM_PROVIDERS__<API>__…``."""
+PROVIDER_FIELDS = ("BASE_URL", "API_KEY_ENV", "TIMEOUT")
+_PROVIDER_VARIABLE = re.compile(
+    r"OPENPROGRAM_+PROVIDERS?_+(?P<api>.+?)_+(?P<field>BASE_*URL|API_*KEY_*ENV|TIMEOUT)",
+    re.IGNORECASE,
+)
+
+
+def suggest_variable(name: str) -> str | None:
+    """The variable an ignored ``OPENPROGRAM_…`` name was most likely meant to be:
+    ``OPENPROGRAM_RECORD_REPLAY_MODE`` → ``OPENPROGRAM_RECORD_REPLAY__MODE``; ``None`` when
+    nothing is close."""
+    import difflib
+
+    upper = name.upper()
+    squeezed = upper.replace("_", "")
+    for known in SETTING_VARIABLES:  # the underscores are the usual mistake
+        if known.replace("_", "") == squeezed:
+            return known
+    provider = _PROVIDER_VARIABLE.fullmatch(upper)
+    if provider is not None:
+        field = next(
+            known
+            for known in PROVIDER_FIELDS
+            if known.replace("_", "") == provider["field"].replace("_", "")
+        )
+        return f"OPENPROGRAM_PROVIDERS__{provider['api'].strip('_')}__{field}"
+    # Compared without the prefix every candidate shares, which would make anything look close.
+    tails = {known.removeprefix(ENV_PREFIX): known for known in SETTING_VARIABLES}
+    close = difflib.get_close_matches(upper.removeprefix(ENV_PREFIX), tails, n=1, cutoff=0.75)
+    return tails[close[0]] if close else None
+
+
 def forced_mode(settings: Mapping[str, str]) -> str | None:
     """The ``record_replay.mode`` the setting variables force, if they force one."""
     by_upper = {name.upper(): value for name, value in settings.items()}
@@ -68,7 +111,7 @@ def forced_mode(settings: Mapping[str, str]) -> str | None:
         return None
     try:
         table = json.loads(whole)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     mode = table.get("mode") if isinstance(table, dict) else None
     return None if mode is None else str(mode)

@@ -9,7 +9,9 @@ with ``tomllib``; editing it is :mod:`openprogram.config.editing`'s job.
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from openprogram.config.environment import (
     ignored_variables,
     is_secret_variable,
     setting_variables,
+    variable_path,
 )
 from openprogram.config.models import (
     FIELDS,
@@ -42,6 +45,11 @@ from openprogram.config.problems import (
     encoding_problem,
     syntax_problem,
     value_problem,
+)
+from openprogram.json_nesting import (
+    MAX_NESTING_DEPTH,
+    exceeds_nesting_limit,
+    json_text_may_exceed_nesting_limit,
 )
 
 if TYPE_CHECKING:
@@ -112,33 +120,126 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 def read_config_bytes(path: Path) -> bytes | None:
-    """The file's bytes; ``None`` when there is no file. Raises :class:`ConfigError`."""
+    """The file's bytes; ``None`` when there is no file. Raises :class:`ConfigError`.
+
+    Only a regular file is read: a FIFO or a device (``/dev/zero``) at the config path is
+    refused without blocking on it or reading from it.
+    """
     try:
-        return path.read_bytes()
+        # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except IsADirectoryError:
-        problem, advice = "is a folder, not a file", "remove it or set OPENPROGRAM_CONFIG"
+        raise ConfigError(
+            "is a folder, not a file", path=path, advice="remove it or set OPENPROGRAM_CONFIG"
+        ) from None
     except OSError as failure:
-        problem = f"cannot be read ({failure.strerror or failure})"
-        advice = "fix its permissions or set OPENPROGRAM_CONFIG to another file"
-    raise ConfigError(problem, path=path, advice=advice)
+        raise _unreadable(path, failure) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ConfigError(
+                "is a folder, not a file", path=path, advice="remove it or set OPENPROGRAM_CONFIG"
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(
+                "is not a regular file (a FIFO, a device or a socket)",
+                path=path,
+                advice="remove it or set OPENPROGRAM_CONFIG to a file",
+            )
+        with open(fd, "rb", buffering=0, closefd=False) as stream:
+            return stream.readall()
+    except OSError as failure:
+        raise _unreadable(path, failure) from None
+    finally:
+        os.close(fd)
+
+
+def _unreadable(path: Path, failure: OSError) -> ConfigError:
+    return ConfigError(
+        f"cannot be read ({failure.strerror or failure})",
+        path=path,
+        advice="fix its permissions or set OPENPROGRAM_CONFIG to another file",
+    )
+
+
+TOO_DEEP = f"nested deeper than {MAX_NESTING_DEPTH} levels"
 
 
 def parse_config(data: bytes, *, path: Path) -> tuple[str, dict[str, Any]]:
-    """The text and values of a TOML file. Raises :class:`ConfigError` with the line."""
+    """The text and values of a TOML file. Raises :class:`ConfigError` with the line.
+
+    Values nested deeper than :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH` (counting
+    the file itself as one level) are refused, naming the key or the line, before anything
+    walks them.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as failure:
         problem, byte_line = encoding_problem(failure, data)
         raise ConfigError(problem, path=path, line=byte_line) from None
     try:
-        return text, tomllib.loads(text)
+        values = tomllib.loads(text)
     except tomllib.TOMLDecodeError as failure:
         problem, line, column = syntax_problem(failure, text)
         raise ConfigError(
             f"not valid TOML: {problem}", path=path, line=line, column=column
         ) from None
+    except RecursionError:  # tomllib recurses once per level: far too deep to be a setting
+        raise ConfigError(TOO_DEEP, path=path, line=deep_line(text)) from None
+    if json_text_may_exceed_nesting_limit(text) and exceeds_nesting_limit(values):
+        raise _too_deep(values, path=path, text=text)
+    return text, values
+
+
+def _too_deep(values: dict[str, Any], *, path: Path, text: str) -> ConfigError:
+    """The error for a document nested too deeply, naming its deepest top-level key."""
+    from openprogram.config.key_lines import find_key_line
+
+    location: list[str] = []
+    current: Any = values
+    while isinstance(current, dict):  # follow the tables down to the value that is too deep
+        limit = MAX_NESTING_DEPTH - len(location) - 1
+        deep = [key for key, item in current.items() if exceeds_nesting_limit(item, limit)]
+        if not deep:
+            break
+        location.append(deep[0])
+        current = current[deep[0]]
+    return ConfigError(
+        TOO_DEEP,
+        path=path,
+        line=find_key_line(text, location) if location else deep_line(text),
+        key=dotted_key(location) if location else None,
+    )
+
+
+def deep_line(text: str) -> int | None:
+    """The first line where brackets outside strings and comments open more than
+    :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH` levels (a scan, for messages)."""
+    depth = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        quote: str | None = None
+        escaped = False
+        for char in line:
+            if quote is not None:
+                if escaped:
+                    escaped = False
+                elif char == "\\" and quote == '"':
+                    escaped = True
+                elif char == quote:
+                    quote = None
+            elif char in "\"'":
+                quote = char
+            elif char == "#":
+                break
+            elif char in "[{":
+                depth += 1
+                if depth > MAX_NESTING_DEPTH:
+                    return number
+            elif char in "]}":
+                depth = max(0, depth - 1)
+    return None
 
 
 def file_value_errors(values: Mapping[str, Any]) -> list[ErrorDetails]:
@@ -176,6 +277,9 @@ def file_value_error(
 
 
 def _with_environment(values: Mapping[str, Any], overrides: Mapping[str, str]) -> Settings:
+    for name, value in overrides.items():
+        if json_text_may_exceed_nesting_limit(value) and _json_too_deep(name, value):
+            raise _variable_error(name, value, TOO_DEEP, key=None)
     try:
         return build_settings(values, overrides)
     except (ValidationError, SettingsError):
@@ -187,7 +291,8 @@ def _with_environment(values: Mapping[str, Any], overrides: Mapping[str, str]) -
         except ValidationError as failure:
             error = failure.errors()[0]
             location = error["loc"]
-            problem = value_problem(error, known_keys(location[:-1]))
+            shown = not is_secret_variable(name, value)  # a JSON value might hold anything
+            problem = value_problem(error, known_keys(location[:-1]), show_input=shown)
             raise _variable_error(name, value, problem, key=dotted_key(location)) from None
         except SettingsError:
             problem = 'must be JSON here (a list like ["a"] or a table like {"k": 1})'
@@ -195,6 +300,19 @@ def _with_environment(values: Mapping[str, Any], overrides: Mapping[str, str]) -
     raise ConfigError(
         "these variables are not valid settings together", env_var=", ".join(overrides)
     )
+
+
+def _json_too_deep(name: str, value: str) -> bool:
+    """Whether a variable's JSON value, where its name puts it in the configuration, nests
+    deeper than the limit (or too deep to parse at all)."""
+    try:
+        parsed = json.loads(value)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False  # not JSON: pydantic-settings reports it
+    levels_above = len(variable_path(name) or ())  # the file itself and the tables around it
+    return exceeds_nesting_limit(parsed, MAX_NESTING_DEPTH - levels_above)
 
 
 def _variable_error(name: str, value: str, problem: str, *, key: str | None) -> ConfigError:

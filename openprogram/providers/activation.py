@@ -104,9 +104,8 @@ def activate_record_replay(loaded: LoadedConfig | None = None) -> Activation:
 
 
 def _activate(loaded: LoadedConfig | None) -> Activation:
-    from openprogram.config.paths import recordings_dir
     from openprogram.config.settings import load_config
-    from openprogram.recordings.names import resolve_recording
+    from openprogram.recordings.configured import configured_recording_path
 
     if loaded is None:
         loaded = load_config()
@@ -118,7 +117,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
         return Activation("off")
     if not settings.file:
         return blocked(f"record_replay.mode is {settings.mode!r} but record_replay.file is not set")
-    path = resolve_recording(settings.file, recordings_dir()).path
+    path = configured_recording_path(settings.file)
     if settings.mode == "record":
         return _activate_record(path)
     return _activate_replay(path, settings.ignore_fields)

@@ -3,6 +3,10 @@
 A name is letters, digits, ``.``, ``_`` and ``-``, not starting with ``.`` or ``-``, 1 to 128
 characters; the recording it names is ``<store>/<name>.jsonl``. An argument holding a path
 separator or ending in ``.jsonl`` is a path instead.
+
+The store folder may be a symbolic link (to another disk, a shared folder): it is resolved
+once (:func:`resolve_store`), and listing, deleting and pruning act inside the folder it
+resolved to, never following a link found inside it.
 """
 
 from __future__ import annotations
@@ -22,10 +26,13 @@ __all__ = [
     "RecordingNameError",
     "RecordingRef",
     "default_name",
+    "file_setting_problem",
     "is_path_argument",
     "is_same_file",
     "recording_files",
     "resolve_recording",
+    "resolve_store",
+    "suggested_name",
     "validate_name",
 ]
 
@@ -73,6 +80,37 @@ def is_path_argument(arg: str) -> bool:
     return any(separator in arg for separator in separators) or arg.endswith(RECORDING_SUFFIX)
 
 
+def suggested_name(arg: str) -> str | None:
+    """The name a path-like argument most likely meant: ``demo.jsonl`` → ``demo``; ``None``
+    when that is not a valid name."""
+    candidate = arg.removesuffix(RECORDING_SUFFIX)
+    try:
+        return validate_name(candidate)
+    except RecordingNameError:
+        return None
+
+
+def file_setting_problem(value: str) -> str | None:
+    """Why ``record_replay.file = value`` can name no recording (an invalid name), or
+    ``None`` when it names one (a valid name, or a path)."""
+    if is_path_argument(value):
+        return None
+    try:
+        validate_name(value)
+    except RecordingNameError as error:
+        return error.problem
+    return None
+
+
+def resolve_store(store: Path) -> Path:
+    """The store folder as an absolute path with every symbolic link resolved.
+
+    A symlinked store is a legitimate setup; resolving it once and acting inside the result
+    means a link changed meanwhile cannot send a deletion elsewhere.
+    """
+    return Path(os.path.realpath(store))
+
+
 @dataclass(frozen=True)
 class RecordingRef:
     """Where a ``NAME|PATH`` argument points; ``name`` is set when it is in the store."""
@@ -101,10 +139,10 @@ def is_same_file(path: Path, other: Path | None) -> bool:
 def recording_files(store: Path) -> list[tuple[Path, os.stat_result]]:
     """The recordings in ``store``: regular ``*.jsonl`` files, not symlinks, not hidden.
 
-    Returned with absolute paths and their ``lstat``, sorted by name; a missing store
-    holds none.
+    Returned with their ``lstat`` and absolute paths inside the resolved store folder
+    (:func:`resolve_store`), sorted by name; a missing store holds none.
     """
-    store = Path(os.path.abspath(store))
+    store = resolve_store(store)
     found: list[tuple[Path, os.stat_result]] = []
     try:
         entries = list(os.scandir(store))

@@ -3,8 +3,11 @@
 A :class:`CallView` holds the model, the new input message (the last message of the request's
 context), the streamed reply and thinking text, the tool calls with their arguments, the stop
 reason, usage and outcome. This module builds data only; the CLI renders it. It reads the
-stored rows as plain dicts (``read_recording(..., validate_events=False)``), so it needs no
-pydantic event model, and tolerates event fields it does not expect.
+recording as replay does (``read_recording(..., validate_events=True)``): an event replay
+would refuse — a ``content_index`` that is not a whole number, a delta that is not text — is
+refused here too, naming the line, instead of being shown wrongly. The views are built from
+the validated events, so every field has the type replay gives it; event fields it does not
+know are ignored.
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ def view_recording(path: str | os.PathLike[str], *, call: int | None = None) -> 
     """The recording at ``path`` with its hash, and its calls (or only call ``call``)."""
     from openprogram.recordings.hashing import transcript_hash
 
-    recording = read_recording(path, validate_events=False)
+    recording = read_recording(path)
     return RecordingView(
         Path(path),
         transcript_hash(recording),
@@ -119,7 +122,7 @@ def call_views(path: str | os.PathLike[str], *, call: int | None = None) -> list
     Raises ``RecordingFileError`` for a file the strict reader refuses, and
     :class:`RecordingCallNotFoundError` when ``call`` is out of range.
     """
-    return _views(read_recording(path, validate_events=False), path, call)
+    return _views(read_recording(path), path, call)
 
 
 def _views(recording: Recording, path: str | os.PathLike[str], call: int | None) -> list[CallView]:
@@ -132,7 +135,8 @@ def _views(recording: Recording, path: str | os.PathLike[str], call: int | None)
 
 
 def _view(call: RecordedCall) -> CallView:
-    events = call.event_rows
+    # The events as replay rebuilds them (``"1"`` read as 1, unknown fields dropped).
+    events = [event.model_dump(mode="json") for event in call.events]
     final = _final_message(events)
     role, text = _input_message(call.request["context"])
     reply = _streamed_text(events, "text") or _message_text(final, "text", "text")

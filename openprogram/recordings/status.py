@@ -9,7 +9,8 @@ and what to do while the config or the recording is broken.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,14 @@ class StatusReport:
     file_setting: str | None
     recording: FileState | None
     env_overrides: dict[str, str]
+    """Each ``OPENPROGRAM_…`` variable that sets a setting, with its value — or
+    :data:`HIDDEN` for a variable that may hold a secret — and secrets removed."""
     problems: list[str]
     advice: list[str]
     notes: list[str]
+    ignored_env: dict[str, str | None] = field(default_factory=dict)
+    """``OPENPROGRAM_…`` variables that set nothing (likely misspelt), each with the variable
+    it most likely meant, or None."""
 
     @property
     def broken(self) -> bool:
@@ -63,11 +69,19 @@ class StatusReport:
         return data
 
 
+HIDDEN = "[value hidden]"
+"""Shown instead of the value of a variable that may hold a secret."""
+
+
 def configured_status() -> StatusReport:
-    """Read the configuration and check its recording; never raises for a broken state."""
-    from openprogram.config.paths import recordings_dir
+    """Read the configuration and check its recording; never raises for a broken state.
+
+    No secret reaches the report: the value of a variable that may hold one is
+    :data:`HIDDEN`, and every other text has credentials removed.
+    """
+    from openprogram.config.environment import is_secret_variable, suggest_variable
     from openprogram.config.settings import load_config
-    from openprogram.recordings.names import resolve_recording
+    from openprogram.recordings.configured import configured_recording_path
 
     loaded = load_config()
     problems: list[str] = []
@@ -91,31 +105,58 @@ def configured_status() -> StatusReport:
             advice.append(f"run `openprogram recordings {mode} NAME`, or {REPAIR_ADVICE}")
         elif file_setting:
             try:
-                path = resolve_recording(file_setting, recordings_dir()).path
+                path = configured_recording_path(file_setting)
             except OpenProgramError as error:
-                problems.append(f"record_replay.file: {error}")
-                advice.append(REPAIR_ADVICE)
+                if mode == "off":  # the file is not used: worth a note, not a failure
+                    notes.append(
+                        f"record_replay.file: {error} (it does not matter while the mode is "
+                        "off; `openprogram recordings off` removes it)"
+                    )
+                else:
+                    problems.append(f"record_replay.file: {error}")
+                    advice.append(f"{REPAIR_ADVICE} (it also removes the invalid file setting)")
             else:
                 recording = check_recording(path, for_replay=mode == "replay")
                 _judge_recording(mode, recording, problems, advice, notes)
     forced = loaded.mode_forced_by_env
     if forced is not None:
         notes.append(f"OPENPROGRAM_RECORD_REPLAY__MODE={forced} forces the mode")
+    ignored = {name: suggest_variable(name) for name in loaded.ignored_env}
+    for name, suggestion in ignored.items():
+        meant = f": did you mean {suggestion}?" if suggestion else ""
+        notes.append(f"{name} is not a setting, so it is ignored{meant}")
     if mode in ("record", "replay") or loaded.error is not None:
         notes.append("changes take effect at the next start of a process")
+    redact = _secret_remover()
     return StatusReport(
         config_path=loaded.location.path,
         config_source=loaded.location.source,
         config_exists=loaded.exists,
         config_changed_at=_changed_at(loaded.location.path),
         mode=mode,
-        file_setting=file_setting,
-        recording=recording,
-        env_overrides=dict(loaded.env_overrides),
-        problems=problems,
-        advice=advice,
-        notes=notes,
+        file_setting=None if file_setting is None else redact(file_setting),
+        recording=None if recording is None else _without_secrets(recording, redact),
+        env_overrides={
+            name: HIDDEN if is_secret_variable(name, value) else redact(value)
+            for name, value in loaded.env_overrides.items()
+        },
+        problems=[redact(text) for text in problems],
+        advice=[redact(text) for text in advice],
+        notes=[redact(text) for text in notes],
+        ignored_env=ignored,
     )
+
+
+def _secret_remover() -> Callable[[str], str]:
+    from openprogram.providers.redaction import SecretRedactor
+
+    return SecretRedactor().redact_text
+
+
+def _without_secrets(state: FileState, redact: Callable[[str], str]) -> FileState:
+    if state.problem is None:
+        return state
+    return replace(state, problem=redact(state.problem))
 
 
 def _judge_recording(
@@ -129,8 +170,7 @@ def _judge_recording(
             problems.append(recording.problem or f"{recording.path} is not a valid recording")
             advice.append(f"re-record it, or {REPAIR_ADVICE}")
         elif recording.truncated_calls:
-            calls = ", ".join(str(index) for index in recording.truncated_calls)
-            notes.append(f"call {calls} was cut short: replay fails when it reaches it")
+            notes.append(f"{_cut_short(recording)}: replay fails when it reaches it")
     elif mode == "record":
         if recording.exists and not recording.valid:
             problems.append(recording.problem or f"{recording.path} is not a valid recording")
@@ -138,10 +178,36 @@ def _judge_recording(
         elif not _can_create(recording.path):
             problems.append(f"cannot create or write {recording.path}")
             advice.append(f"check the folder's permissions, or {REPAIR_ADVICE}")
+        elif recording.truncated_calls:
+            notes.append(
+                f"{_cut_short(recording)}: new calls are appended after it, and replay of this "
+                "recording fails when it reaches it; record into a new name"
+            )
         elif recording.calls:
             notes.append(
-                f"the recording already holds {recording.calls} calls: new calls are appended"
+                f"the recording already holds {_plural(recording.calls, 'call')}: "
+                "new calls are appended"
             )
+
+
+def _cut_short(recording: FileState) -> str:
+    """``call 3 was cut short; calls 4..7 follow it`` (a crash, then another session
+    appended), or ``call 1 was cut short`` when it is the last."""
+    first, *others = recording.truncated_calls
+    text = f"call {first} was cut short"
+    after, last = first + 1, recording.calls - 1
+    if after == last:
+        text += f"; call {after} follows it"
+    elif after < last:
+        text += f"; calls {after}..{last} follow it"
+    if others:
+        text += f" (also cut short: {', '.join(str(index) for index in others)})"
+    return text
+
+
+def _plural(count: int, noun: str) -> str:
+    """``1 call``, ``2 calls``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def check_recording(path: Path, *, for_replay: bool) -> FileState:
@@ -184,18 +250,7 @@ def _changed_at(path: Path) -> str | None:
 
 def active_recording() -> Path | None:
     """The recording the configuration records into or replays from (None when off, unset
-    or unreadable): ``delete`` and ``prune`` never touch it, ``list`` marks it."""
-    from openprogram.config.paths import recordings_dir
-    from openprogram.config.settings import load_config
-    from openprogram.recordings.names import resolve_recording
+    or unreadable): see :func:`openprogram.recordings.configured.active_recording`."""
+    from openprogram.recordings.configured import active_recording as configured_active
 
-    loaded = load_config()
-    if loaded.settings is None:
-        return None
-    settings = loaded.settings.record_replay
-    if settings.mode == "off" or not settings.file:
-        return None
-    try:
-        return resolve_recording(settings.file, recordings_dir()).path
-    except OpenProgramError:
-        return None
+    return configured_active()

@@ -1,7 +1,10 @@
 """Create, delete and prune the recordings in a store.
 
 Deleting is careful: only a regular ``*.jsonl`` file directly inside the store is ever
-removed, never the active recording, never a symlink (whatever it points to).
+removed, never the active recording, never a symlink (whatever it points to). A symlinked
+store folder is resolved once (:func:`~openprogram.recordings.names.resolve_store`): files
+are listed, checked and removed inside the folder it resolved to, through a descriptor of
+that folder, so a link changed meanwhile cannot redirect a deletion.
 
     OpenProgramError
     ├── RecordingExistsError      ``create``: the name is taken
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +34,8 @@ from openprogram.recordings.names import (
     is_same_file,
     recording_files,
     resolve_recording,
+    resolve_store,
+    suggested_name,
     validate_name,
 )
 from openprogram.recordings.summary_cache import summarize_store
@@ -42,6 +48,7 @@ __all__ = [
     "RecordingNotFoundError",
     "RecordingRefusedError",
     "check_deletable",
+    "check_prune_criteria",
     "create_recording",
     "delete_recording",
     "prune_recordings",
@@ -100,7 +107,19 @@ class PruneCriteriaError(OpenProgramError, ValueError):
 
 
 def create_recording(store: Path, name: str) -> Path:
-    """Create ``<store>/<name>.jsonl`` (``0600``, store ``0700``) holding only its header."""
+    """Create ``<store>/<name>.jsonl`` (``0600``, store ``0700``) holding only its header.
+
+    ``name`` must be a name: a path-like argument (``demo.jsonl``, ``dir/x``) is refused with
+    :class:`RecordingNameError`, since the configuration would read it as a path.
+    """
+    if is_path_argument(name):
+        meant = suggested_name(name)
+        hint = f" (did you mean `{meant}`?)" if meant is not None else ""
+        raise RecordingNameError(
+            name,
+            f"record takes a name{hint}: {name!r} is a path, and recordings are always "
+            "created in the store",
+        )
     validate_name(name)
     store = Path(os.path.abspath(store))
     path = store / f"{name}{RECORDING_SUFFIX}"
@@ -131,13 +150,28 @@ def _cannot_create(path: Path, exc: OSError) -> RecordingFileError:
     )
 
 
-def check_deletable(store: Path, arg: str, *, active: Path | None) -> Path:
+Protected = Path | Sequence[Path] | None
+"""The recording(s) ``delete`` and ``prune`` never remove: the active one, or every one a
+broken configuration may name (see :func:`~openprogram.recordings.configured.
+protected_recordings`)."""
+
+
+def _is_protected(path: Path, active: Protected) -> bool:
+    if active is None:
+        return False
+    if isinstance(active, Path):
+        return is_same_file(path, active)
+    return any(is_same_file(path, item) for item in active)
+
+
+def check_deletable(store: Path, arg: str, *, active: Protected) -> Path:
     """The path of the recording named ``arg``, if :func:`delete_recording` would delete it.
 
     Only a name is accepted — a path (``../x``, ``/abs/x.jsonl``) is refused with
     :class:`RecordingNameError` — and the active recording, a symlink, a directory and a file
     that is not ``*.jsonl`` are refused with :class:`RecordingRefusedError`; a missing one
-    raises :class:`RecordingNotFoundError`. Nothing is changed.
+    raises :class:`RecordingNotFoundError`. Nothing is changed. The path is inside the
+    resolved store folder.
     """
     if is_path_argument(arg):
         raise RecordingNameError(
@@ -145,7 +179,7 @@ def check_deletable(store: Path, arg: str, *, active: Path | None) -> Path:
             f"delete takes a recording name from `openprogram recordings list`, not a path "
             f"({arg!r})",
         )
-    ref = resolve_recording(arg, store)
+    ref = resolve_recording(arg, resolve_store(store))
     path = ref.path
 
     def refuse(reason: str) -> RecordingRefusedError:
@@ -163,23 +197,48 @@ def check_deletable(store: Path, arg: str, *, active: Path | None) -> Path:
         raise refuse("it is a directory, not a recording")
     if path.suffix != RECORDING_SUFFIX or not stat.S_ISREG(info.st_mode):
         raise refuse(f"only {RECORDING_SUFFIX} files are recordings")
-    if is_same_file(path, active):
+    if _is_protected(path, active):
         raise refuse("it is the active recording; run `openprogram recordings off` first")
     return path
 
 
-def delete_recording(store: Path, arg: str, *, active: Path | None) -> Path:
+def delete_recording(store: Path, arg: str, *, active: Protected) -> Path:
     """Delete the recording named ``arg`` from the store, after :func:`check_deletable`;
-    returns its path."""
+    returns its path (inside the resolved store folder)."""
     path = check_deletable(store, arg, active=active)
     name = path.stem
     try:
-        os.unlink(path)
+        with _folder(path.parent) as folder:
+            if not _is_regular(path.name, folder):  # replaced since it was checked
+                raise RecordingRefusedError(path, name, "it is no longer a regular file")
+            os.unlink(path.name, dir_fd=folder)
     except FileNotFoundError:
         raise RecordingNotFoundError(path, name) from None
     except OSError as exc:
         raise RecordingDeleteError(path, exc.strerror or str(exc)) from None
     return path
+
+
+@contextlib.contextmanager
+def _folder(path: Path) -> Iterator[int]:
+    """A descriptor of the (resolved) store folder, to list and remove entries through: the
+    folder itself may not be a symlink by now."""
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_DIRECTORY", 0)
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
+    descriptor = os.open(path, flags)
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def _is_regular(name: str, folder: int) -> bool:
+    """Whether ``name`` in ``folder`` is a regular file (a symlink is not followed)."""
+    return stat.S_ISREG(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
 
 
 @dataclass
@@ -192,22 +251,9 @@ class PruneResult:
     dry_run: bool = False
 
 
-def select_for_prune(
-    store: Path,
-    *,
-    older_than_days: float | None,
-    keep: int | None,
-    active: Path | None,
-    now: datetime | None = None,
-) -> tuple[list[Path], list[Path]]:
-    """Split the store's recordings into (to remove, to keep), newest first in each.
-
-    ``keep`` spares the N newest (by ``created_at``, else mtime); ``older_than_days``
-    selects files last modified longer ago than that (a file with no readable header is
-    prunable by age). Given both, only files both criteria select are removed. The active
-    recording is always kept (and counts among the N newest when it is one of them);
-    symlinks and files that are not ``*.jsonl`` are never considered.
-    """
+def check_prune_criteria(*, older_than_days: float | None, keep: int | None) -> None:
+    """Raise :class:`PruneCriteriaError` unless at least one criterion is given, and none is
+    negative."""
     if older_than_days is None and keep is None:
         raise PruneCriteriaError(
             "prune needs a criterion: give --older-than DAYS, --keep N, or both"
@@ -216,11 +262,32 @@ def select_for_prune(
         raise PruneCriteriaError(f"--older-than must be 0 or more days, not {older_than_days}")
     if keep is not None and keep < 0:
         raise PruneCriteriaError(f"--keep must be 0 or more, not {keep}")
+
+
+def select_for_prune(
+    store: Path,
+    *,
+    older_than_days: float | None,
+    keep: int | None,
+    active: Protected,
+    now: datetime | None = None,
+) -> tuple[list[Path], list[Path]]:
+    """Split the store's recordings into (to remove, to keep), newest first in each.
+
+    ``keep`` spares the N newest (by ``created_at``, else mtime); ``older_than_days``
+    selects files last modified longer ago than that (a file with no readable header is
+    prunable by age). Given both, only files both criteria select are removed. The active
+    recording is always kept (and counts among the N newest when it is one of them);
+    symlinks and files that are not ``*.jsonl`` are never considered. Paths are inside the
+    resolved store folder.
+    """
+    check_prune_criteria(older_than_days=older_than_days, keep=keep)
+    folder = resolve_store(store)
     if keep is None:
-        newest = sorted(recording_files(store), key=lambda item: (-item[1].st_mtime, item[0].name))
+        newest = sorted(recording_files(folder), key=lambda item: (-item[1].st_mtime, item[0].name))
         candidates = [(path, info.st_mtime) for path, info in newest]
     else:
-        candidates = [(summary.path, summary.mtime) for summary in summarize_store(store)]
+        candidates = [(summary.path, summary.mtime) for summary in summarize_store(folder)]
     moment = (now or datetime.now(UTC)).timestamp()
     remove: list[Path] = []
     kept: list[Path] = []
@@ -228,7 +295,7 @@ def select_for_prune(
         selected = (keep is None or rank >= keep) and (
             older_than_days is None or moment - mtime > older_than_days * SECONDS_PER_DAY
         )
-        (remove if selected and not is_same_file(path, active) else kept).append(path)
+        (remove if selected and not _is_protected(path, active) else kept).append(path)
     return remove, kept
 
 
@@ -237,28 +304,46 @@ def prune_recordings(
     *,
     older_than_days: float | None = None,
     keep: int | None = None,
-    active: Path | None = None,
+    active: Protected = None,
     dry_run: bool = False,
     now: datetime | None = None,
 ) -> PruneResult:
-    """Delete what :func:`select_for_prune` selects; a file that fails goes to ``failed``."""
+    """Delete what :func:`select_for_prune` selects; a file that fails goes to ``failed``.
+
+    Every file is removed through a descriptor of the resolved store folder, and only while
+    it is still a regular file there.
+    """
+    folder = resolve_store(store)
     remove, kept = select_for_prune(
-        store, older_than_days=older_than_days, keep=keep, active=active, now=now
+        folder, older_than_days=older_than_days, keep=keep, active=active, now=now
     )
     result = PruneResult(kept=kept, dry_run=dry_run)
-    for path in remove:
-        if dry_run:
-            result.removed.append(path)
-            continue
-        try:
-            if stat.S_ISLNK(os.lstat(path).st_mode):  # replaced by a link since we listed
-                result.kept.append(path)
-                continue
-            os.unlink(path)
-        except FileNotFoundError:
-            result.removed.append(path)  # already gone: removed by someone else
-        except OSError as exc:
-            result.failed.append((path, exc.strerror or str(exc)))
-        else:
-            result.removed.append(path)
+    if dry_run or not remove:
+        result.removed.extend(remove)
+        return result
+    try:
+        with _folder(folder) as descriptor:
+            for path in remove:
+                _prune_one(path, folder, descriptor, result)
+    except OSError as exc:  # the store folder itself cannot be opened any more
+        reason = exc.strerror or str(exc)
+        done = {*result.removed, *result.kept, *(path for path, _ in result.failed)}
+        result.failed.extend((path, reason) for path in remove if path not in done)
     return result
+
+
+def _prune_one(path: Path, folder: Path, descriptor: int, result: PruneResult) -> None:
+    if path.parent != folder:  # listed from elsewhere: never act outside the store
+        result.kept.append(path)
+        return
+    try:
+        if not _is_regular(path.name, descriptor):  # replaced by a link since we listed
+            result.kept.append(path)
+            return
+        os.unlink(path.name, dir_fd=descriptor)
+    except FileNotFoundError:
+        result.removed.append(path)  # already gone: removed by someone else
+    except OSError as exc:
+        result.failed.append((path, exc.strerror or str(exc)))
+    else:
+        result.removed.append(path)

@@ -12,7 +12,6 @@ keeps the summaries in a cache, so a file is parsed again only when it changes.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import orjson
 
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import Recording, parse_recording
+from openprogram.providers.recording import Recording, parse_recording, read_recording_file
 from openprogram.recordings.hashing import transcript_hash
 
 __all__ = ["RecordingSummary", "model_label", "summarize_recording"]
@@ -136,28 +135,24 @@ class _File:
 
 
 def summarize_recording(path: Path) -> RecordingSummary:
-    """Summarize one recording, reading it once; a bad file gives ``valid=False``."""
+    """Summarize one recording, reading it once; a bad file gives ``valid=False``.
+
+    Never raises for what the file holds: a FIFO or a device is refused without being read,
+    and a row nested too deeply is refused by the reader, so one bad file cannot break a
+    listing of the others.
+    """
     path = Path(os.path.abspath(path))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
+        data, info = read_recording_file(path)
+    except RecordingFileError as exc:
         return _unreadable(path, exc)
-    try:
-        info = os.fstat(fd)
-        found = _File(path, info.st_size, info.st_mtime)
-        if not stat.S_ISREG(info.st_mode):
-            return found.summary(None, problem="not a regular file")
-        with open(fd, "rb", buffering=0, closefd=False) as file:
-            data = file.readall()
-    except OSError as exc:
-        return _unreadable(path, exc)
-    finally:
-        os.close(fd)
+    found = _File(path, info.st_size, info.st_mtime)
     _, cut_off = _complete_lines(data)
     try:
         # The transcript hash needs every row parsed, so the strict reader does the work
         # (from the bytes already read): the summary is exactly what replay would see.
         recording = parse_recording(path, data, validate_events=False)
+        digest = transcript_hash(recording)
     except RecordingFileError as exc:
         return found.summary(_first_row(data), problem=_one_line(exc))
     return found.summary(
@@ -167,18 +162,17 @@ def summarize_recording(path: Path) -> RecordingSummary:
         models=_models(recording),
         valid=True,
         truncated=bool(recording.truncated_calls) or cut_off,
-        transcript_hash=transcript_hash(recording),
+        transcript_hash=digest,
     )
 
 
-def _unreadable(path: Path, exc: OSError) -> RecordingSummary:
+def _unreadable(path: Path, exc: RecordingFileError) -> RecordingSummary:
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
         found = _File(path, info.st_size, info.st_mtime)
     except OSError:
         found = _File(path, 0, 0.0)
-    reason = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
-    return found.summary(None, problem=f"cannot read it ({reason})")
+    return found.summary(None, problem=_one_line(exc))
 
 
 def _complete_lines(data: bytes) -> tuple[bytes, bool]:

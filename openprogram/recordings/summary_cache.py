@@ -20,7 +20,7 @@ import orjson
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.providers.recording import RECORDING_FORMAT_VERSION
 from openprogram.recordings import summary
-from openprogram.recordings.names import recording_files
+from openprogram.recordings.names import recording_files, resolve_store
 from openprogram.recordings.summary import RecordingSummary
 
 __all__ = [
@@ -53,10 +53,12 @@ class CacheEntry:
 def summarize_store(store: Path) -> list[RecordingSummary]:
     """Every recording in ``store``, newest first (by ``created_at``, else mtime; then name).
 
-    Files whose size and mtime match the summary cache are not read; the cache is rewritten
-    (atomically, ``0600``) only when an entry was added, changed or dropped.
+    Paths are inside the resolved store folder (see
+    :func:`~openprogram.recordings.names.resolve_store`). Files whose size and mtime match
+    the summary cache are not read; the cache is rewritten (atomically, ``0600``) only when
+    an entry was added, changed or dropped.
     """
-    store = Path(os.path.abspath(store))
+    store = resolve_store(store)
     cache = load_summary_cache(store)
     entries: dict[str, CacheEntry] = {}
     summaries: list[RecordingSummary] = []
@@ -149,7 +151,8 @@ def save_summary_cache(store: Path, entries: dict[str, CacheEntry]) -> bool:
         },
     }
     try:
-        replace_file(store / CACHE_FILE_NAME, orjson.dumps(document), mode=PRIVATE_FILE_MODE)
-    except OSError:
+        data = orjson.dumps(document)
+        replace_file(store / CACHE_FILE_NAME, data, mode=PRIVATE_FILE_MODE)
+    except (OSError, orjson.JSONEncodeError):
         return False
     return True

@@ -25,10 +25,27 @@ from openprogram.errors import OpenProgramError
 
 if TYPE_CHECKING:
     from openprogram.agent.tools import AgentTool
+    from openprogram.providers.types import Model, SimpleStreamOptions, UserMessage
 
 
 class VerifySetupError(OpenProgramError):
-    """The recorded session cannot be re-run as given (a usage problem: exit 2)."""
+    """The recorded session cannot be re-run as given (a usage problem: exit 2).
+
+    When a recorded field is at fault, ``path``, ``call_index`` and ``field`` say which.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        call_index: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = path
+        self.call_index = call_index
+        self.field = field
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -63,35 +80,24 @@ def verify_recording(
     from openprogram.providers.mismatch import ReplayMismatch
     from openprogram.providers.recording import read_recording
     from openprogram.providers.replay import ReplayProvider
-    from openprogram.providers.types import Model, SimpleStreamOptions, UserMessage
     from openprogram.recordings.hashing import transcript_hash
 
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:
         raise VerifySetupError(f"{path} holds no calls: there is no session to verify")
-    request = recording.calls[0].request
-    context = request["context"]
-    messages = context.get("messages") or []
-    if len(messages) != 1 or messages[0].get("role") != "user":
-        raise VerifySetupError(
-            f"{path}: call 0 does not start from one user message, so verify cannot rebuild "
-            "the session (it re-runs sessions that start from a prompt)"
-        )
-    model = Model.model_validate(request["model"])
-    prompt = UserMessage.model_validate(messages[0])
-    options = SimpleStreamOptions.model_validate(request["options"])
-    session_tools = _session_tools(context.get("tools") or [], tools, root or Path.cwd())
+    start = _session_start(path, recording.calls[0].request)
+    session_tools = _session_tools(start.tool_names, tools, root or Path.cwd())
     provider = ReplayProvider(path, ignore_fields=_configured_ignore_fields(), recording=recording)
     divergence: str | None = None
     with isolated_api_providers(lambda api: provider):
         try:
             asyncio.run(
                 run_agent(
-                    model,
-                    prompt,
-                    system_prompt=context.get("system_prompt"),
+                    start.model,
+                    start.prompt,
+                    system_prompt=start.system_prompt,
                     tools=session_tools,
-                    options=options,
+                    options=start.options,
                     max_iterations=len(recording.calls) + 1,
                 )
             )
@@ -108,21 +114,112 @@ def verify_recording(
     return VerifyResult(path, transcript_hash(recording), len(recording.calls), divergence)
 
 
-def _session_tools(
-    recorded: Sequence[dict[str, Any]], spec: str | None, root: Path
-) -> list[AgentTool]:
+@dataclass(frozen=True)
+class _SessionStart:
+    """What call 0's request says the session started from, validated."""
+
+    model: Model
+    prompt: UserMessage
+    system_prompt: str | None
+    options: SimpleStreamOptions
+    tool_names: list[str]
+
+
+def _session_start(path: Path, request: dict[str, Any]) -> _SessionStart:
+    """Call 0's request as the agent loop needs it; a field of an unexpected shape raises
+    :class:`VerifySetupError` naming the file, the call and the field."""
+    from openprogram.providers.types import Context, Model, SimpleStreamOptions, UserMessage
+
+    model = _validated(path, "model", Model, request["model"])
+    context = _validated(path, "context", Context, request["context"])
+    options = _validated(path, "options", SimpleStreamOptions, request["options"])
+    messages = context.messages
+    if len(messages) != 1 or not isinstance(messages[0], UserMessage):
+        raise VerifySetupError(
+            f"{path}: call 0 does not start from one user message, so verify cannot rebuild "
+            "the session (it re-runs sessions that start from a prompt)",
+            path=path,
+            call_index=0,
+            field="context.messages",
+        )
+    return _SessionStart(
+        model=model,
+        prompt=messages[0],
+        system_prompt=context.system_prompt,
+        options=options,
+        tool_names=[tool.name for tool in context.tools or []],
+    )
+
+
+def _validated(path: Path, section: str, model: Any, value: Any) -> Any:
+    """``model.model_validate(value)``; the first problem as a :class:`VerifySetupError`."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(value)
+    except ValidationError as failure:
+        error = failure.errors()[0]
+        missing = error["type"] == "missing"
+        field = _field_path(section, value, error["loc"], missing=missing)
+        found = "" if missing else f" (found {_short(error['input'])})"
+        raise VerifySetupError(
+            f"{path}: call 0, field {field}: {_clause(error['msg'])}{found}; verify cannot "
+            "rebuild the session from it: re-record the session, or fix that field",
+            path=path,
+            call_index=0,
+            field=field,
+        ) from None
+
+
+def _field_path(section: str, value: Any, location: Sequence[str | int], *, missing: bool) -> str:
+    """The recorded field a pydantic error location points at. Parts that name a union
+    member (``user``, ``str``) rather than a key or an index of the value are skipped; a
+    ``missing`` key, the location's last part, is named."""
+    from openprogram.providers.difference import join_field_path
+
+    path, current = section, value
+    for position, part in enumerate(location):
+        if _holds(current, part):
+            current = current[part]
+        elif not (missing and position == len(location) - 1):
+            continue
+        path = join_field_path(path, part)
+    return path
+
+
+def _holds(container: Any, part: str | int) -> bool:
+    """Whether ``part`` is a key of the dict, or an index of the list, ``container``."""
+    if isinstance(container, dict):
+        return isinstance(part, str) and part in container
+    if isinstance(container, list):
+        return isinstance(part, int) and 0 <= part < len(container)
+    return False
+
+
+def _clause(message: str) -> str:
+    """pydantic's message as a clause after a colon: ``field required``."""
+    text = message.strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _session_tools(recorded: Sequence[str], spec: str | None, root: Path) -> list[AgentTool]:
     from openprogram.agent.builtin_tools import builtin_tools
 
     available = {tool.name: tool for tool in builtin_tools(root)}
     if spec is not None:
         available.update({tool.name: tool for tool in load_tools(spec)})
-    missing = [tool["name"] for tool in recorded if tool.get("name") not in available]
+    missing = [name for name in recorded if name not in available]
     if missing:
         raise VerifySetupError(
             f"the recording offers tool(s) {', '.join(sorted(missing))} that are neither "
             "built in nor given: pass --tools module:attr naming the session's tools"
         )
-    return [available[tool["name"]] for tool in recorded]
+    return [available[name] for name in recorded]
 
 
 def load_tools(spec: str) -> list[AgentTool]:

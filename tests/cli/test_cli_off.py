@@ -54,7 +54,7 @@ def test_off_repairs_a_config_that_is_not_toml_and_keeps_the_original() -> None:
     assert loaded.settings is not None
     assert loaded.settings.record_replay.mode == "off"
     assert f"warning: repaired {config_file()}" in result.stderr
-    assert f"warning: the unreadable original is kept at {backup}" in result.stderr
+    assert f"warning: the original is kept at {backup}" in result.stderr
     assert run("status").exit_code == 0
 
 

@@ -132,8 +132,8 @@ def test_a_missing_table_is_appended_at_the_end(config: Path) -> None:
 
 def test_a_file_without_a_final_newline_gets_a_blank_line_before_the_table(config: Path) -> None:
     write(config, "[providers.x]\ntimeout = 5")
-    set_record_replay(mode="record")
-    assert config.read_text() == '[providers.x]\ntimeout = 5\n\n[record_replay]\nmode = "record"\n'
+    set_record_replay(mode="off")
+    assert config.read_text() == '[providers.x]\ntimeout = 5\n\n[record_replay]\nmode = "off"\n'
 
 
 def test_dotted_keys_are_edited_in_place(config: Path) -> None:

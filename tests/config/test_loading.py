@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -449,10 +450,14 @@ def test_a_permission_error_is_an_error_not_a_crash(
 ) -> None:
     write_config(home, '[record_replay]\nmode = "off"\n')
 
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if Path(path) == home / "config.toml":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
     loaded = load(home)
     assert loaded.settings is None
     assert loaded.exists is True

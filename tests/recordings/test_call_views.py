@@ -30,6 +30,9 @@ from openprogram.providers import (
 )
 from openprogram.recordings.show import CallView, RecordingCallNotFoundError, call_views
 
+SENDER = {"api": "fake", "provider": "fake", "model": "m1"}
+"""The fields every recorded assistant message has."""
+
 
 async def test_a_two_call_echo_tool_session(tmp_path: Path) -> None:
     path = tmp_path / "tool.jsonl"
@@ -163,22 +166,25 @@ def test_thinking_and_tool_arguments(tmp_path: Path) -> None:
         {
             "type": "done",
             "reason": "toolUse",
-            "message": {"content": [tool], "usage": {"input": 4}},
+            "message": {**SENDER, "content": [tool], "usage": {"input": 4}},
         },
     ]
     [view] = call_views(write_rows(tmp_path / "t.jsonl", [header(), *call_rows(0, events)]))
     assert view.thinking_text == "let me add"
     assert view.tool_calls == [("add", {"a": 1, "b": [2]})]
-    assert (view.stop_reason, view.usage) == ("toolUse", {"input": 4})
+    assert view.stop_reason == "toolUse"
+    assert view.usage is not None
+    assert view.usage["input"] == 4
 
 
 def test_a_reply_that_streamed_nothing_shows_the_final_message(tmp_path: Path) -> None:
     message = {
+        **SENDER,
         "content": [
             {"type": "thinking", "thinking": "hm"},
             {"type": "text", "text": "final"},
             {"type": "toolCall", "id": "c", "name": "t", "arguments": {}},
-        ]
+        ],
     }
     events: list[Row] = [{"type": "done", "reason": "stop", "message": message}]
     [view] = call_views(write_rows(tmp_path / "t.jsonl", [header(), *call_rows(0, events)]))
@@ -214,14 +220,32 @@ def test_input_messages_with_images_and_assistant_turns(tmp_path: Path) -> None:
     assert (third.input_role, third.input_text) == (None, "")
 
 
-def test_odd_event_fields_do_not_break_the_view(tmp_path: Path) -> None:
-    events: list[Row] = [
-        {"type": "text_delta", "content_index": "zero", "delta": 5},
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "text_delta", "content_index": "zero", "delta": "x"},
+        {"type": "text_delta", "content_index": [0], "delta": "x"},
+        {"type": "text_delta", "content_index": 0, "delta": 5},
         {"type": "toolcall_end", "content_index": 0, "tool_call": "not an object"},
         {"type": "done", "reason": 7, "message": []},
+    ],
+)
+def test_an_event_replay_would_refuse_is_refused_naming_its_line(
+    tmp_path: Path, event: Row
+) -> None:
+    path = write_rows(tmp_path / "t.jsonl", [header(), *call_rows(0, [event])])
+    with pytest.raises(RecordingFileError, match=r"t\.jsonl, line 3: .* event field") as info:
+        call_views(path)
+    assert (info.value.line, info.value.call_index) == (3, 0)
+
+
+def test_a_content_index_replay_reads_as_a_number_is_shown_as_one(tmp_path: Path) -> None:
+    events: list[Row] = [
+        {"type": "text_delta", "content_index": 1, "delta": "second"},
+        {"type": "text_delta", "content_index": "0", "delta": "first"},
     ]
     [view] = call_views(write_rows(tmp_path / "t.jsonl", [header(), *call_rows(0, events)]))
-    assert (view.reply_text, view.tool_calls, view.stop_reason, view.usage) == ("", [], None, None)
+    assert view.reply_text == "first\nsecond"
 
 
 def test_a_corrupt_file_raises_the_reader_error(tmp_path: Path) -> None:

@@ -260,7 +260,7 @@ def test_text_that_looks_like_rows_does_not_count(
 
 def test_a_missing_file_or_a_directory_is_invalid_not_an_error(tmp_path: Path) -> None:
     missing = summarize_recording(tmp_path / "missing.jsonl")
-    assert (missing.valid, missing.problem) == (False, "cannot read it (no such file)")
+    assert (missing.valid, missing.problem) == (False, "no such recording")
     folder = tmp_path / "dir.jsonl"
     folder.mkdir()
     assert summarize_recording(folder).valid is False
@@ -272,7 +272,7 @@ def test_a_fifo_is_not_read(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
     summary = summarize_recording(fifo)
-    assert (summary.valid, summary.problem) == (False, "not a regular file")
+    assert (summary.valid, summary.problem) == (False, "not a regular file (a FIFO)")
 
 
 def test_to_json_is_plain_and_round_trips(tmp_path: Path) -> None:

@@ -132,7 +132,7 @@ def test_a_missing_recording_is_not_found(store: Path) -> None:
 def test_an_unlink_failure_is_an_openprogram_error(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(path: object) -> None:
+    def refuse(path: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr("openprogram.recordings.store.os.unlink", refuse)

@@ -1,4 +1,5 @@
-"""Startup: the store library imports no provider, no httpx and no pydantic event/type model."""
+"""Startup: the store library imports no provider, no httpx and no pydantic event/type model;
+``show``, which checks events as replay does, imports the event models and nothing heavier."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from pathlib import Path
 
 from sample_recordings import record_echo_tool_session
 
+FOR_SHOW_ONLY = ("openprogram.providers.events", "openprogram.providers.types")
 FORBIDDEN = (
     "httpx",
-    "openprogram.providers.events",
-    "openprogram.providers.types",
     "openprogram.providers.builtins",
     "openprogram.providers.recorder",
     "openprogram.providers.replay",
@@ -31,17 +31,22 @@ from openprogram.recordings.summary import summarize_recording
 from openprogram.recordings.summary_cache import summarize_store
 
 folder, echo = Path(sys.argv[1]), Path(sys.argv[2])
+forbidden, for_show_only = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+
+def imported(names):
+    return [name for name in names if any(
+        module == name or module.startswith(name + ".") for module in sys.modules)]
+
 create_recording(folder, "fresh")
 listed = [s.to_json() for s in summarize_store(folder)]
 summarize_store(folder)
 one = summarize_recording(echo).to_json()
-views = [v.to_json() for v in call_views(echo)]
 prune_recordings(folder, keep=10, dry_run=True)
 delete_recording(folder, "fresh", active=None)
-forbidden = [name for name in json.loads(sys.argv[3]) if any(
-    module == name or module.startswith(name + ".") for module in sys.modules)]
-print(json.dumps({"forbidden": forbidden, "listed": len(listed), "calls": one["calls"],
-                  "views": len(views)}))
+before_show = imported(forbidden + for_show_only)
+views = [v.to_json() for v in call_views(echo)]
+print(json.dumps({"forbidden": before_show + imported(forbidden), "listed": len(listed),
+                  "calls": one["calls"], "views": len(views)}))
 """
 
 
@@ -50,7 +55,15 @@ async def test_list_show_and_summary_import_nothing_heavy(tmp_path: Path) -> Non
     echo = store / "echo.jsonl"
     await record_echo_tool_session(echo)
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(store), str(echo), json.dumps(FORBIDDEN)],
+        [
+            sys.executable,
+            "-c",
+            SCRIPT,
+            str(store),
+            str(echo),
+            json.dumps(FORBIDDEN),
+            json.dumps(FOR_SHOW_ONLY),
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},

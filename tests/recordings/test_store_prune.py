@@ -160,10 +160,10 @@ def test_a_file_that_fails_to_delete_is_reported_and_the_rest_continue(
     real_unlink = os.unlink
     stuck = store / "d40.jsonl"
 
-    def unlink(path: str | os.PathLike[str]) -> None:
-        if Path(path) == stuck:
+    def unlink(path: str | os.PathLike[str], **kwargs: int) -> None:
+        if Path(path).name == stuck.name:  # removed by name, through the store's descriptor
             raise PermissionError(13, "Permission denied")
-        real_unlink(path)
+        real_unlink(path, **kwargs)
 
     monkeypatch.setattr(os, "unlink", unlink)
     result = prune_recordings(store, older_than_days=5, now=NOW)

@@ -14,8 +14,8 @@ def delete(
 ) -> None:
     """Delete a recording. Refuses the active one, symlinks, and anything outside the store."""
     from openprogram.config.paths import recordings_dir
+    from openprogram.recordings.configured import protected_recordings
     from openprogram.recordings.names import RecordingNameError
-    from openprogram.recordings.status import active_recording
     from openprogram.recordings.store import (
         RecordingNotFoundError,
         check_deletable,
@@ -25,7 +25,7 @@ def delete(
     store = recordings_dir()
     usage = (RecordingNameError, RecordingNotFoundError)
     with reporting_errors(usage_errors=usage):
-        active = active_recording()
+        active = protected_recordings()  # what a broken configuration names is kept too
         path = check_deletable(store, recording, active=active)  # refuse before asking
     confirm_or_abort(f"Delete {path}?", yes=yes)
     with reporting_errors(usage_errors=usage):

@@ -22,7 +22,7 @@ def off(
     for note in change.config.repaired:
         warn(f"repaired {change.config.path}: {note}")
     if change.config.backup is not None:
-        warn(f"the unreadable original is kept at {change.config.backup}")
+        warn(f"the original is kept at {change.config.backup}")
     say("Mode is now off: processes started from now on call providers directly.")
     warn_about_overrides(change)
 

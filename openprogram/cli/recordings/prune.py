@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, say, warn
+from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_errors, say, warn
 from openprogram.cli.recordings.confirming import confirm_or_abort
 
 
@@ -21,15 +21,23 @@ def prune(
 ) -> None:
     """Delete old recordings (give --older-than, --keep, or both). Never the active one."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.recordings.status import active_recording
-    from openprogram.recordings.store import PruneCriteriaError, prune_recordings, select_for_prune
+    from openprogram.recordings.configured import protected_recordings
+    from openprogram.recordings.names import resolve_store
+    from openprogram.recordings.store import (
+        PruneCriteriaError,
+        check_prune_criteria,
+        prune_recordings,
+        select_for_prune,
+    )
 
-    store = recordings_dir()
-    active = active_recording()
+    store = resolve_store(recordings_dir())  # a symlinked store: act inside its target only
     with reporting_errors(usage_errors=(PruneCriteriaError,)):
+        check_prune_criteria(older_than_days=older_than, keep=keep)
+        # With a broken configuration, what it names is kept; if even that is unknown, stop.
+        active = protected_recordings()
         selected, _ = select_for_prune(store, older_than_days=older_than, keep=keep, active=active)
     if selected and not dry_run:
-        confirm_or_abort(f"Delete {len(selected)} recording(s) from {store}?", yes=yes)
+        confirm_or_abort(f"Delete {plural(len(selected), 'recording')} from {store}?", yes=yes)
     with reporting_errors(usage_errors=(PruneCriteriaError,)):
         result = prune_recordings(
             store, older_than_days=older_than, keep=keep, active=active, dry_run=dry_run

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from openprogram.cli.output import plural, print_json, reporting_errors, say, stdout, warn
+from openprogram.cli.output import (
+    plural,
+    print_json,
+    reporting_errors,
+    say,
+    stdout,
+    visible,
+    warn,
+)
 
 if TYPE_CHECKING:
     from openprogram.recordings.show import CallView
@@ -55,30 +63,35 @@ def _render(view: CallView) -> None:
 
     console = stdout()
     ending = _ending(view)
-    console.print(Text.assemble((f"call {view.call_index}", "bold"), f"  {view.model}  {ending}"))
-    console.print(Text(f"  > {view.input_role or '?'}: {_clip(view.input_text)}"))
+    heading = f"  {_clip(view.model)}  {ending}"
+    console.print(Text.assemble((f"call {view.call_index}", "bold"), heading))
+    console.print(Text(f"  > {_clip(view.input_role or '?')}: {_clip(view.input_text)}"))
     if view.thinking_text:
         console.print(Text(f"  … thinking: {_clip(view.thinking_text)}", style="dim"))
     if view.reply_text:
         console.print(Text(f"  < {_clip(view.reply_text)}"))
     for name, arguments in view.tool_calls:
-        console.print(Text(f"  < tool call {name} {json.dumps(arguments, ensure_ascii=False)}"))
+        shown = _clip(json.dumps(arguments, ensure_ascii=False))
+        console.print(Text(f"  < tool call {_clip(name)} {shown}"))
     if view.error:
-        console.print(Text(f"  ! {view.error}", style="red"))
+        console.print(Text(f"  ! {_clip(view.error)}", style="red"))
 
 
 def _ending(view: CallView) -> str:
     if view.truncated:
-        return f"TRUNCATED after {view.event_count} events"
+        return f"TRUNCATED after {plural(view.event_count, 'event')}"
     parts = [f"stop reason: {view.stop_reason}" if view.stop_reason else f"outcome: {view.outcome}"]
     if view.usage:
         parts.append(f"tokens: {view.usage.get('input', 0)} in, {view.usage.get('output', 0)} out")
-    return " · ".join(parts)
+    return visible(" · ".join(parts), keep_lines=False)
 
 
 def _clip(text: str, limit: int = 400) -> str:
+    """One line of at most ``limit`` characters (then ``…``), newlines shown as ``⏎``, control
+    characters escaped (see :func:`visible`)."""
     flat = text.replace("\n", "⏎ ")
-    return flat if len(flat) <= limit else flat[:limit] + "…"
+    clipped = flat if len(flat) <= limit else flat[:limit] + "…"
+    return visible(clipped, keep_lines=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_errors, stdout
+from openprogram.cli.output import (
+    EXIT_FAILURE,
+    plural,
+    print_json,
+    reporting_errors,
+    stdout,
+    visible,
+)
 
 
 def status(
@@ -33,8 +40,11 @@ def _render(report: object) -> None:
 
     assert isinstance(report, StatusReport)
     console = stdout()
-    line = Text.assemble
-    console.print(line(("mode:    ", "bold"), report.mode or "unknown (the config is broken)"))
+
+    def line(label: str, *parts: str, style: str = "bold") -> None:
+        console.print(Text.assemble((label, style), *(visible(part) for part in parts)))
+
+    line("mode:    ", report.mode or "unknown (the config is broken)")
     if report.recording is not None:
         state = report.recording
         if not state.exists:
@@ -47,28 +57,25 @@ def _render(report: object) -> None:
             validity = f"valid, {calls}, format {state.format_version}{truncated}"
         else:
             validity = "INVALID"
-        console.print(line(("file:    ", "bold"), str(state.path), f" ({validity})"))
+        line("file:    ", str(state.path), f" ({validity})")
     elif report.file_setting:
-        console.print(line(("file:    ", "bold"), report.file_setting))
+        line("file:    ", report.file_setting)
     where = "" if report.config_exists else " (not created yet: defaults apply)"
-    source = f" [from {report.config_source}]{where}"
-    console.print(line(("config:  ", "bold"), str(report.config_path), source))
+    line("config:  ", str(report.config_path), f" [from {report.config_source}]{where}")
     for name, value in sorted(report.env_overrides.items()):
-        console.print(line(("override:", "bold"), f" {name}={value}"))
+        line("override:", f" {name}={value}")
     if report.config_changed_at:
-        console.print(
-            line(
-                ("changed: ", "bold"),
-                f"{report.config_changed_at}; processes started before then keep their old mode"
-                " until they restart",
-            )
+        line(
+            "changed: ",
+            f"{report.config_changed_at}; processes started before then keep their old mode"
+            " until they restart",
         )
     for note in report.notes:
-        console.print(line(("note:    ", "bold"), note))
+        line("note:    ", note)
     for problem in report.problems:
-        console.print(line(("problem: ", "bold red"), problem))
+        line("problem: ", problem, style="bold red")
     for advice in report.advice:
-        console.print(line(("to fix:  ", "bold"), advice))
+        line("to fix:  ", advice)
 
 
 def register(app: typer.Typer) -> None:

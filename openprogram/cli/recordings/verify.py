@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, say
+from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_errors, say
 
 
 def verify(
@@ -33,7 +33,7 @@ def verify(
     if as_json:
         print_json(result.to_json())
     elif result.ok:
-        say(f"✔ {path}: {result.calls} calls replayed and matched")
+        say(f"✔ {path}: {plural(result.calls, 'call')} replayed and matched")
         say(f"transcript hash: {result.transcript_hash}")
     else:
         say(f"✘ {path}: the session diverged from the recording")

@@ -1,0 +1,153 @@
+"""How ``recordings list`` lays out its rows: a table when it fits, two lines each when not.
+
+The table has every column: the active mark, name, created, calls, size, models, state and
+the short hash; an invalid recording's problem is shortened to the room left, never wrapped.
+When even that does not fit the width (a narrow terminal, or output that is not a terminal:
+80 columns unless ``COLUMNS`` says otherwise), each recording takes two lines instead, with
+the same fields::
+
+    * rec-20261201-071300  valid  59ecb154b204
+        created 2026-12-01 07:13:00 · 2 calls · 3.6 KB · echo:echo
+
+No field is ever dropped; every text is made :func:`~openprogram.cli.output.visible`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from openprogram.cli.output import plural, visible
+
+if TYPE_CHECKING:
+    from openprogram.recordings.summary import RecordingSummary
+
+HEADERS = ("", "name", "created", "calls", "size", "models", "state", "hash")
+RIGHT_ALIGNED = frozenset({"calls", "size"})
+GAP = "  "
+INVALID = "INVALID"
+MIN_PROBLEM = 20
+"""The least room a shortened problem gets in the table before the two-line layout is used."""
+INDENT = "    "
+
+
+@dataclass(frozen=True)
+class ListedRecording:
+    """One recording's fields as text, ready to lay out."""
+
+    mark: str
+    name: str
+    created: str
+    calls: int
+    size: str
+    models: str
+    state: str
+    """``valid``, ``truncated`` or ``INVALID``."""
+    problem: str
+    hash: str
+
+    @classmethod
+    def of(cls, summary: RecordingSummary, *, active: bool) -> ListedRecording:
+        from openprogram.recordings.hashing import short_hash
+
+        state = "truncated" if summary.truncated else "valid"
+        return cls(
+            mark="*" if active else "",
+            name=_text(summary.name),
+            created=_text((summary.created_at or "?").replace("T", " ").removesuffix("Z")),
+            calls=summary.calls,
+            size=size_text(summary.size),
+            models=_text(", ".join(summary.models)),
+            state=state if summary.valid else INVALID,
+            problem=_text(summary.problem or ""),
+            hash=short_hash(summary.transcript_hash) if summary.transcript_hash else "",
+        )
+
+
+def lay_out(listed: list[ListedRecording], width: int) -> list[str]:
+    """The lines to print for ``listed`` in ``width`` columns."""
+    table = _table(listed, width)
+    return table if table is not None else _two_lines_each(listed, width)
+
+
+def _table(listed: list[ListedRecording], width: int) -> list[str] | None:
+    """The table, its problems shortened to the room left; ``None`` when it cannot fit."""
+    rows = [
+        [item.mark, item.name, item.created, str(item.calls), item.size, item.models, "", item.hash]
+        for item in listed
+    ]
+    state_column = HEADERS.index("state")
+    widths = [
+        max([_width(header), *(_width(row[column]) for row in rows)])
+        for column, header in enumerate(HEADERS)
+    ]
+    room = width - (sum(widths) - widths[state_column]) - len(GAP) * (len(HEADERS) - 1)
+    states = [_state(item, room) for item in listed]
+    needed = max([_width("state"), *(_width(state) for state in states)])
+    shortest_problem = len(f"{INVALID}: ") + MIN_PROBLEM
+    if room < needed or (any(item.problem for item in listed) and room < shortest_problem):
+        return None
+    widths[state_column] = needed
+    for row, state in zip(rows, states, strict=True):
+        row[state_column] = state
+    return [_row(HEADERS, widths), *(_row(row, widths) for row in rows)]
+
+
+def _state(item: ListedRecording, room: int) -> str:
+    if not item.problem:
+        return item.state
+    return _clipped(f"{item.state}: {item.problem}", max(room, 1))
+
+
+def _row(cells: tuple[str, ...] | list[str], widths: list[int]) -> str:
+    padded = []
+    for header, cell, size in zip(HEADERS, cells, widths, strict=True):
+        fill = " " * (size - _width(cell))
+        padded.append(fill + cell if header in RIGHT_ALIGNED else cell + fill)
+    return GAP.join(padded).rstrip()
+
+
+def _two_lines_each(listed: list[ListedRecording], width: int) -> list[str]:
+    lines = []
+    for item in listed:
+        first = f"{item.mark or ' '} {item.name}{GAP}{item.state}"
+        if item.problem:
+            room = width - _width(first) - len(": ")
+            first += f": {_clipped(item.problem, max(room, MIN_PROBLEM))}"
+        elif item.hash:
+            first += f"{GAP}{item.hash}"
+        details = [f"created {item.created}", plural(item.calls, "call"), item.size]
+        if item.models:
+            details.append(item.models)
+        lines += [first, INDENT + " · ".join(details)]
+    return lines
+
+
+def size_text(size: int) -> str:
+    """``512 B``, ``3.6 KB``, ``1.2 MB``."""
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _text(value: str) -> str:
+    return visible(value, keep_lines=False)
+
+
+def _width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _clipped(text: str, room: int) -> str:
+    """``text`` cut to ``room`` columns, ending in ``…`` when it was cut."""
+    if _width(text) <= room:
+        return text
+    cut = text[:room]
+    while cut and _width(cut) > room - 1:
+        cut = cut[:-1]
+    return f"{cut}…"
