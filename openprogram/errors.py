@@ -2,6 +2,8 @@
 
     OpenProgramError                      base of every error openprogram raises on purpose
     ├── RecordingFileError                a recording cannot be read (file, line, call)
+    ├── UnrecordableValueError (+ValueError)
+    │                                     a request or event a recording cannot hold
     ├── ReplayMismatch (+AssertionError)  an incoming request differs from the recording
     │   └── RecordingTruncatedError       replay reached a call the recording cut short
     ├── UnconsumedCallsError (+AssertionError)

@@ -1,4 +1,4 @@
-"""Find the first difference between a recorded request and an incoming one (SPEC §8).
+"""Find the first difference between a recorded request and an incoming one.
 
 The data compared is JSON-like: dicts with string keys, lists (tuples count as lists), str,
 int, float, bool and None. The rules:
@@ -33,6 +33,7 @@ __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
     "Difference",
     "find_first_difference",
+    "format_report_path",
     "format_report_value",
     "join_field_path",
 ]
@@ -288,3 +289,13 @@ def format_report_value(value: Any, limit: int = 200) -> str:
     if len(text) > limit:
         return text[:limit] + "…"
     return text
+
+
+def format_report_path(field_path: str, limit: int = 200) -> str:
+    """Show a field path on one line of a report: whole, or, when longer than ``limit``
+    characters, its start and its end around a ``…`` (the end says which leaf it is)."""
+    if len(field_path) <= limit:
+        return field_path
+    keep = limit - 1
+    head = keep * 2 // 3
+    return field_path[:head] + "…" + field_path[len(field_path) - (keep - head) :]

@@ -5,14 +5,24 @@ reports them as failures, not errors. The report is the one message allowed two 
 
     replay mismatch at call 1, field context.messages[2].content[0].text:
     recorded 'echo:hi', incoming 'echo:bye'
+
+A field path longer than 200 characters is shown cut in the middle (``field_path`` keeps it
+whole). When the incoming conversation holds a tool call that received the redaction
+placeholder in its arguments — the recording removed a secret-shaped value the model
+produced, so replay handed the tool the placeholder — a third line says so (``note``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import OpenProgramError
-from openprogram.providers.difference import format_report_value
+from openprogram.providers.difference import format_report_path, format_report_value
+from openprogram.providers.redaction import PLACEHOLDER
+
+if TYPE_CHECKING:
+    from openprogram.providers.recording import RecordedCall
 
 
 class ReplayMismatch(OpenProgramError, AssertionError):
@@ -27,17 +37,24 @@ class ReplayMismatch(OpenProgramError, AssertionError):
         *,
         event_index: int | None = None,
         detail: str | None = None,
+        note: str | None = None,
     ) -> None:
         self.call_index = call_index
         self.field_path = field_path
         self.recorded = recorded
         self.incoming = incoming
         self.event_index = event_index
-        where = f"field {field_path}" if event_index is None else f"event {event_index}"
+        self.note = note
+        where = (
+            f"field {format_report_path(field_path)}"
+            if event_index is None
+            else f"event {event_index}"
+        )
         second = detail or (
             f"recorded {format_report_value(recorded)}, incoming {format_report_value(incoming)}"
         )
-        super().__init__(f"replay mismatch at call {call_index}, {where}:\n{second}")
+        third = "" if note is None else f"\nnote: {note}"
+        super().__init__(f"replay mismatch at call {call_index}, {where}:\n{second}{third}")
 
 
 class RecordingTruncatedError(ReplayMismatch):
@@ -72,3 +89,60 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
             f"replay incomplete: {len(unconsumed)} of {total} recorded calls never requested "
             f"({which}) from {path}; the run stopped before the recorded session did"
         )
+
+
+def removed_secret_note(
+    incoming: dict[str, Any], earlier_calls: Sequence[RecordedCall]
+) -> str | None:
+    """The note for a mismatch whose conversation holds a tool call that received the
+    redaction placeholder in its arguments (the first such call), or None.
+
+    ``earlier_calls`` are the recorded calls before the mismatched one; the one whose events
+    produced that tool call is named when found.
+    """
+    context = incoming.get("context")
+    messages = context.get("messages") if isinstance(context, dict) else None
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "toolCall"
+                and _holds_placeholder(block.get("arguments"))
+            ):
+                name, tool_call_id = block.get("name"), block.get("id")
+                producer = _producing_call(tool_call_id, earlier_calls)
+                call = "" if producer is None else f", call {producer}"
+                return (
+                    f"tool call {name} (id {tool_call_id}{call}) received {PLACEHOLDER!r} in "
+                    "its arguments: the recording removed a secret-shaped value the model "
+                    "produced"
+                )
+    return None
+
+
+def _holds_placeholder(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if PLACEHOLDER in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _producing_call(tool_call_id: Any, calls: Sequence[RecordedCall]) -> int | None:
+    """The recorded call whose ``toolcall_end`` event carries ``tool_call_id``."""
+    for call in reversed(calls):
+        for row in call.event_rows:
+            tool_call = row.get("tool_call") if row.get("type") == "toolcall_end" else None
+            if isinstance(tool_call, dict) and tool_call.get("id") == tool_call_id:
+                return call.call_index
+    return None

@@ -12,34 +12,30 @@ Calls recorded concurrently may interleave their event rows; each call's rows st
 and the call; a call cut short by a crash (no ``call_end``) is kept as *truncated*, so the
 complete calls still replay. ``docs/recording-format.md`` is the full description.
 
-Redaction and the first-difference walk live in their own modules and are re-exported here.
+This module holds the format's definitions and its public entry points. The file door
+(``recording_file``), the strict parser (``recording_reader``), the writer
+(``recording_writer``), redaction and the first-difference walk live in their own modules;
+the names callers need are re-exported here.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import orjson
-from pydantic import ValidationError
 
 from openprogram import __version__
-from openprogram.errors import RecordingFileError
-from openprogram.json_nesting import (
-    MAX_NESTING_DEPTH,
-    exceeds_nesting_limit,
-    json_text_may_exceed_nesting_limit,
-)
 from openprogram.providers.difference import (
     NON_DETERMINISTIC_FIELD_NAMES,
     Difference,
     find_first_difference,
 )
+from openprogram.providers.recording_file import read_recording_bytes, read_recording_file
 from openprogram.providers.redaction import (
     REDACTION_VERSION,
     SECRET_FIELD_NAMES,
@@ -51,9 +47,11 @@ if TYPE_CHECKING:
     from openprogram.providers.types import Context, Model, StreamOptions
 
 __all__ = [
+    "KNOWN_FEATURES",
     "NON_DETERMINISTIC_FIELD_NAMES",
     "RECORDING_FORMAT_VERSION",
     "SECRET_FIELD_NAMES",
+    "WRITTEN_FEATURES",
     "Difference",
     "Outcome",
     "RecordedCall",
@@ -69,7 +67,21 @@ __all__ = [
 ]
 
 RECORDING_FORMAT_VERSION = 1
-"""Bumped when a required field or the meaning of request/event/call_end rows changes."""
+"""The version this openprogram writes; it reads every version from 1 up to this one.
+
+Bumped when the meaning of a row or field changes, or a field becomes required. New row
+types and optional fields are additive: they are announced as header ``features`` instead.
+"""
+
+KNOWN_FEATURES: frozenset[str] = frozenset()
+"""The header ``features`` this openprogram reads: the row types and optional fields added
+since its format version, each by name. A recording announcing any other was written by a
+newer openprogram and is refused, with the advice to upgrade."""
+
+WRITTEN_FEATURES: tuple[str, ...] = ()
+"""The features a file created by this openprogram announces (it may write them)."""
+
+UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"
 
 Outcome = Literal["complete", "error", "cancelled", "abandoned"]
 OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
@@ -91,7 +103,6 @@ EVENT_TYPES: frozenset[str] = frozenset(
     }
 )
 """The event types a recording may hold; ``events.AssistantMessageEvent`` is their union."""
-TOO_DEEP = f"nested deeper than {MAX_NESTING_DEPTH} levels"
 
 
 def new_header(recording_id: str | None = None) -> dict[str, Any]:
@@ -105,6 +116,8 @@ def new_header(recording_id: str | None = None) -> dict[str, Any]:
         header["recording_id"] = recording_id
     header["openprogram_version"] = __version__
     header["redaction_version"] = REDACTION_VERSION
+    if WRITTEN_FEATURES:
+        header["features"] = list(WRITTEN_FEATURES)
     return header
 
 
@@ -183,245 +196,18 @@ def read_recording(path: str | os.PathLike[str], *, validate_events: bool = True
     return parse_recording(path, read_recording_bytes(path), validate_events=validate_events)
 
 
-def read_recording_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of the recording at ``path``; the one way openprogram reads a recording.
-
-    Only a regular file is read: a FIFO, a device (``/dev/zero``) or a folder is refused
-    with :class:`RecordingFileError` ("not a regular file") without blocking or reading from
-    it, as is a file that is missing or unreadable.
-    """
-    return read_recording_file(path)[0]
-
-
-def read_recording_file(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
-    """:func:`read_recording_bytes`, with the ``fstat`` of the file that was read (its size
-    and modification time, for callers that list recordings)."""
-    file = Path(path)
-    try:
-        # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one.
-        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise RecordingFileError(
-            str(file), "no such recording", advice="check the name or path"
-        ) from None
-    except OSError as exc:
-        raise _unreadable(file, exc) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RecordingFileError(
-                str(file),
-                f"not a regular file (a {_file_kind(info.st_mode)})",
-                advice="name a recording file",
-            )
-        with open(fd, "rb", buffering=0, closefd=False) as stream:
-            data = stream.readall()
-    except OSError as exc:
-        raise _unreadable(file, exc) from None
-    finally:
-        os.close(fd)
-    return data, info
-
-
-def _unreadable(file: Path, exc: OSError) -> RecordingFileError:
-    return RecordingFileError(
-        str(file), f"cannot read it ({exc.strerror or exc})", advice="check its permissions"
-    )
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "special file"
-
-
 def parse_recording(
     path: str | os.PathLike[str], data: bytes, *, validate_events: bool = True
 ) -> Recording:
     """:func:`read_recording` on bytes already read from ``path`` (named in errors)."""
+    from openprogram.providers.recording_reader import RecordingParser
+
     # Parsing allocates many small objects that all stay alive: the cyclic collector would
     # only rescan them over and over (a third of the load time on a large recording).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _Reader(Path(path), validate_events).parse(data)
+        return RecordingParser(Path(path), validate_events).parse(data)
     finally:
         if collecting:
             gc.enable()
-
-
-class _Reader:
-    def __init__(self, path: Path, validate_events: bool) -> None:
-        self.path = path
-        self.validate_events = validate_events
-        self.header: dict[str, Any] | None = None
-        self.calls: list[RecordedCall] = []
-        self.ended: set[int] = set()
-
-    def fail(self, line: int, problem: str, call_index: int | None = None) -> RecordingFileError:
-        return RecordingFileError(str(self.path), problem, line=line, call_index=call_index)
-
-    def parse(self, data: bytes) -> Recording:
-        lines = data.split(b"\n")
-        last = len(lines)
-        for number, raw in enumerate(lines, start=1):
-            text = raw[:-1] if raw.endswith(b"\r") else raw
-            if not text.strip():
-                continue
-            try:
-                row = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                if number == last:
-                    break  # a final line without its newline: a write cut short by a crash
-                if "depth" in exc.msg and json_text_may_exceed_nesting_limit(text):
-                    raise self.fail(number, TOO_DEEP) from None  # past orjson's own limit
-                raise self.fail(number, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise self.fail(number, "a row must be a JSON object")
-            # Counting brackets is cheap; only a row with more than the limit may nest that
-            # deep, and only such a row is walked.
-            if json_text_may_exceed_nesting_limit(text) and exceeds_nesting_limit(row):
-                call_index = row.get("call_index")
-                raise self.fail(number, TOO_DEEP, call_index if type(call_index) is int else None)
-            self.add_row(number, row)
-        if self.header is None:
-            raise RecordingFileError(
-                str(self.path),
-                "empty file: no header row",
-                line=1,
-                advice="this is not an openprogram recording",
-            )
-        return Recording(self.path, self.header, self.calls)
-
-    def add_row(self, number: int, row: dict[str, Any]) -> None:
-        kind = row.get("type")
-        if self.header is None and kind != "header":
-            raise RecordingFileError(
-                str(self.path),
-                f"the first row must be the header, found type {kind!r}",
-                line=number,
-                advice="this is not an openprogram recording",
-            )
-        if kind == "header":
-            self.add_header(number, row)
-        elif kind == "request":
-            self.add_request(number, row)
-        elif kind == "event":
-            self.add_event(number, row)
-        elif kind == "call_end":
-            self.add_call_end(number, row)
-        else:
-            raise self.fail(number, f"unknown row type {kind!r}")
-
-    def add_header(self, number: int, row: dict[str, Any]) -> None:
-        if self.header is not None:
-            raise self.fail(number, "a second header row")
-        version = row.get("format_version")
-        if type(version) is not int or version != RECORDING_FORMAT_VERSION:
-            raise RecordingFileError(
-                str(self.path),
-                f"format_version {version!r}, but this openprogram reads format_version "
-                f"{RECORDING_FORMAT_VERSION}",
-                line=number,
-                advice="re-record it with this openprogram, or use the version that wrote it",
-            )
-        self.header = row
-
-    def index(self, number: int, row: dict[str, Any], name: str) -> int:
-        value = row.get(name)
-        if type(value) is not int or value < 0:
-            raise self.fail(number, f"{name} must be a whole number >= 0, found {value!r}")
-        return value
-
-    def open_call(self, number: int, row: dict[str, Any], kind: str) -> RecordedCall:
-        call_index = self.index(number, row, "call_index")
-        if call_index >= len(self.calls):
-            raise self.fail(number, f"{kind} row for a call with no request row", call_index)
-        if call_index in self.ended:
-            raise self.fail(number, f"{kind} row after the call's call_end", call_index)
-        return self.calls[call_index]
-
-    def add_request(self, number: int, row: dict[str, Any]) -> None:
-        call_index = self.index(number, row, "call_index")
-        expected = len(self.calls)
-        if call_index < expected:
-            raise self.fail(number, f"duplicate request row for call {call_index}", call_index)
-        if call_index > expected:
-            raise self.fail(
-                number, f"call_index {call_index} skips ahead: expected {expected}", call_index
-            )
-        for section in REQUEST_SECTIONS:
-            if not isinstance(row.get(section), dict):
-                raise self.fail(number, f"request field {section!r} must be an object", call_index)
-        request = {section: row[section] for section in REQUEST_SECTIONS}
-        self.calls.append(RecordedCall(call_index=call_index, line=number, request=request))
-
-    def add_event(self, number: int, row: dict[str, Any]) -> None:
-        call = self.open_call(number, row, "event")
-        event_index = self.index(number, row, "event_index")
-        if event_index != len(call.event_rows):
-            raise self.fail(
-                number,
-                f"event_index {event_index} out of order: expected {len(call.event_rows)}",
-                call.call_index,
-            )
-        payload = row.get("event")
-        if not isinstance(payload, dict):
-            raise self.fail(number, "event field must be an object", call.call_index)
-        event_type = payload.get("type")
-        if not isinstance(event_type, str) or event_type not in EVENT_TYPES:
-            raise self.fail(number, f"unknown event type {event_type!r}", call.call_index)
-        if self.validate_events:
-            # Imported here: the event models are costly to build, and summaries (list,
-            # status) read recordings without them.
-            from openprogram.providers.events import event_from_json
-
-            try:
-                call.events.append(event_from_json(payload))
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(part) for part in first["loc"][1:]) or "event"
-                raise self.fail(
-                    number,
-                    f"{event_type} event field {where}: {first['msg']}",
-                    call.call_index,
-                ) from None
-        call.event_rows.append(payload)
-
-    def add_call_end(self, number: int, row: dict[str, Any]) -> None:
-        call = self.open_call(number, row, "call_end")
-        count = self.index(number, row, "event_count")
-        if count != len(call.event_rows):
-            raise self.fail(
-                number,
-                f"event_count {count} but {len(call.event_rows)} event rows were recorded",
-                call.call_index,
-            )
-        outcome = row.get("outcome")
-        if not isinstance(outcome, str) or outcome not in OUTCOMES:
-            raise self.fail(
-                number,
-                f"outcome {outcome!r} is not one of {', '.join(sorted(OUTCOMES))}",
-                call.call_index,
-            )
-        if outcome == "error":
-            error = row.get("error")
-            if not (
-                isinstance(error, dict)
-                and isinstance(error.get("type"), str)
-                and isinstance(error.get("message"), str)
-            ):
-                raise self.fail(
-                    number, 'an error outcome needs error: {"type", "message"}', call.call_index
-                )
-            call.error = RecordedError(error["type"], error["message"])
-        call.outcome = cast(Outcome, outcome)
-        self.ended.add(call.call_index)

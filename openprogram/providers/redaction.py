@@ -13,7 +13,25 @@ of rules decide what a secret is:
   ``sk-<20+ key characters>``, secret-named URL query parameters (``?api_key=…``,
   ``&access_token=…``) and the password in URL userinfo (``https://user:pass@host``).
 * **By known value.** The literal values, 8 characters or longer, of the credentials this
-  process knows (see :func:`known_secret_values`) are removed wherever they appear in text.
+  process knows are removed wherever they appear in text: the call's own ``options.api_key``,
+  the values of environment variables whose names look like credentials (ending in
+  ``API_KEY``, ``_TOKEN``, ``_SECRET``, ``_PASSWORD`` or ``ACCESS_KEY``), and of any variable
+  a provider reads its key from (:func:`remember_secret_variable`); see
+  :func:`known_secret_values`.
+
+Which rules apply depends on who wrote the value (:meth:`SecretRedactor.redact_request`):
+
+* **What the caller sends as configuration** — the ``model`` (its ``headers`` included), the
+  ``options`` (``headers`` and ``metadata`` included), the tool definitions and the system
+  prompt: all three families.
+* **Model-produced content and the conversation** — every event (text deltas, tool-call
+  arguments in ``toolcall_delta``, ``toolcall_end`` and ``done`` rows, the final message) and
+  a request's ``context.messages`` (user text, tool results, earlier assistant replies and
+  their tool-call arguments): the value-shape and known-value rules only, never the
+  field-name rule (:meth:`SecretRedactor.redact_model_output`). A tool call's arguments are
+  therefore redacted identically in its delta, end and done rows, and replay runs a tool
+  with the arguments the model produced (``{"password": "hunter2!"}`` stays), unless they
+  held a known key or a key-shaped value.
 
 Redaction covers credentials only: prompts, replies, tool results and personal data stay in
 the recording exactly as they were. Replay redacts both sides again before comparing, so the
@@ -43,7 +61,8 @@ __all__ = [
 ]
 
 PLACEHOLDER = "[secret removed]"
-REDACTION_VERSION = 1
+REDACTION_VERSION = 2
+"""2: model-produced content and the conversation are no longer redacted by field name."""
 
 SECRET_FIELD_NAMES: frozenset[str] = frozenset(
     {
@@ -183,8 +202,33 @@ class SecretRedactor:
         return cls(known | {api_key} if api_key else known)
 
     def redact(self, value: object) -> Any:
-        """A copy of the JSON-like ``value`` with every secret replaced."""
+        """A copy of the JSON-like ``value`` with every secret replaced (all three rules:
+        for configuration the caller sends)."""
         return _redact_value(value, self._known)
+
+    def redact_model_output(self, value: object) -> Any:
+        """A copy of the JSON-like ``value`` redacted as model-produced content or
+        conversation: by value shape and known value only, never by field name."""
+        return _redact_content(value, self._known)
+
+    def redact_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A request (``{"model", "context", "options"}``) redacted: its conversation,
+        ``context.messages``, as model output, everything else as configuration. Replay
+        applies it to both the recorded and the incoming request before comparing."""
+        redacted: dict[str, Any] = {}
+        for section, value in request.items():
+            if section == "context" and isinstance(value, dict):
+                redacted[section] = {
+                    key: (
+                        _redact_content(item, self._known)
+                        if key == "messages"
+                        else _redact_value(item, self._known)
+                    )
+                    for key, item in value.items()
+                }
+            else:
+                redacted[section] = _redact_value(value, self._known)
+        return redacted
 
     def redact_text(self, text: str) -> str:
         """``text`` with every secret replaced (the value-shape and known-value rules)."""
@@ -215,6 +259,21 @@ def _redact_value(value: object, known: tuple[str, ...]) -> Any:
         }
     if isinstance(value, list | tuple):
         return [_redact_value(item, known) for item in value]
+    return value
+
+
+def _redact_content(value: object, known: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _redact_text(value, known)
+    if isinstance(value, dict):
+        return {
+            (_redact_text(key, known) if isinstance(key, str) else key): _redact_content(
+                item, known
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redact_content(item, known) for item in value]
     return value
 
 

@@ -17,7 +17,6 @@ import os
 import threading
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any
 
 from openprogram.errors import OpenProgramError
 from openprogram.providers.difference import NON_DETERMINISTIC_FIELD_NAMES, find_first_difference
@@ -26,6 +25,7 @@ from openprogram.providers.mismatch import (
     RecordingTruncatedError,
     ReplayMismatch,
     UnconsumedCallsError,
+    removed_secret_note,
 )
 from openprogram.providers.recording import (
     REQUEST_SECTIONS,
@@ -151,7 +151,7 @@ class ReplayProvider:
     def _take_call(self, model: Model, context: Context, options: StreamOptions) -> RecordedCall:
         __tracebackhide__ = True
         redactor = SecretRedactor.for_request(options.api_key)
-        incoming: dict[str, Any] = redactor.redact(dump_request(model, context, options))
+        incoming = redactor.redact_request(dump_request(model, context, options))
         with self._lock:
             index = self._next_call
             calls = self.recording.calls
@@ -171,7 +171,7 @@ class ReplayProvider:
                     )
                 )
             call = calls[index]
-            recorded = redactor.redact(call.request)  # re-redacted with the current rules
+            recorded = redactor.redact_request(call.request)  # re-redacted: the current rules
             for section in REQUEST_SECTIONS:
                 difference = find_first_difference(
                     recorded[section],
@@ -182,7 +182,11 @@ class ReplayProvider:
                 if difference is not None:
                     raise self._kept(
                         ReplayMismatch(
-                            index, difference.field_path, difference.recorded, difference.incoming
+                            index,
+                            difference.field_path,
+                            difference.recorded,
+                            difference.incoming,
+                            note=removed_secret_note(incoming, calls[:index]),
                         )
                     )
             self._next_call = index + 1

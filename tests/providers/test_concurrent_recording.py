@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -113,6 +114,12 @@ def test_forget_writer_closes_and_drops_it(tmp_path: Path) -> None:
     path = tmp_path / "done.jsonl"
     first = writer_for(path)
     first.open()
+    opened = first._file
+    assert opened is not None
+    descriptor = opened.fd
     forget_writer(path)
     assert writer_for(path) is not first
-    assert first._fd is None
+    assert first._file is None
+    assert opened.fd == -1
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(descriptor)  # closed (nothing else opened a file meanwhile)

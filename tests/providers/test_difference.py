@@ -17,9 +17,11 @@ from openprogram.providers.difference import (
     NON_DETERMINISTIC_FIELD_NAMES,
     Difference,
     find_first_difference,
+    format_report_path,
     format_report_value,
     join_field_path,
 )
+from openprogram.providers.mismatch import ReplayMismatch
 
 # --- the rules, one by one -----------------------------------------------------------------
 
@@ -273,6 +275,33 @@ def test_format_report_value_uses_repr() -> None:
     assert format_report_value(1.0) == "1.0"
     assert format_report_value(MISSING) == "<missing>"
     assert repr(MISSING) == "<missing>"
+
+
+def test_a_long_field_path_is_cut_in_the_middle_in_the_report_but_kept_whole() -> None:
+    key = "k" * 5_000
+    difference = find_first_difference({"options": {key: 1}}, {"options": {key: 2}})
+    assert difference is not None
+    mismatch = ReplayMismatch(3, difference.field_path, 1, 2)
+    first, second = str(mismatch).split("\n")
+    assert len(first) <= 260
+    assert first.startswith("replay mismatch at call 3, field options.kkk")
+    assert first.endswith("kkk:")
+    assert "…" in first
+    assert second == "recorded 1, incoming 2"
+    assert mismatch.field_path == difference.field_path  # the attribute keeps it whole
+    assert len(mismatch.field_path) > 5_000
+
+
+def test_format_report_path_keeps_short_paths_and_both_ends_of_long_ones() -> None:
+    assert format_report_path("context.messages[2].content[0].text") == (
+        "context.messages[2].content[0].text"
+    )
+    assert format_report_path("a" * 200) == "a" * 200
+    long = "start." + "x" * 500 + ".leaf"
+    shown = format_report_path(long)
+    assert len(shown) == 200
+    assert shown.startswith("start.x")
+    assert shown.endswith("x.leaf")
 
 
 def test_format_report_value_cuts_long_values() -> None:

@@ -165,19 +165,20 @@ def test_a_row_nested_deeper_than_the_limit_is_refused_naming_the_line(
     assert "\n" not in str(info.value)
 
 
-def test_a_deep_row_with_few_brackets_overall_is_not_walked(
+def test_only_rows_with_more_brackets_than_the_limit_are_walked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bracket count decides which rows are walked: ordinary rows never are."""
-    import openprogram.providers.recording as recording_module
+    import openprogram.providers.recording_reader as reader_module
 
     walked: list[object] = []
     monkeypatch.setattr(
-        recording_module, "exceeds_nesting_limit", lambda row: walked.append(row) or False
+        reader_module, "exceeds_nesting_limit", lambda row: walked.append(row) or False
     )
-    path = write_rows(tmp_path / "r.jsonl", [new_header(), valid_request_row(0, {"a": [1]})])
-    read_recording(path, validate_events=False)
-    assert walked == []
+    wide = [[1]] * MAX_NESTING_DEPTH  # many brackets, shallow
+    rows = [new_header(), valid_request_row(0, {"a": [1]}), valid_request_row(1, wide)]
+    read_recording(write_rows(tmp_path / "r.jsonl", rows), validate_events=False)
+    assert [row["call_index"] for row in walked] == [1]  # type: ignore[index]
 
 
 # --- one nesting limit: the writer -----------------------------------------------------------

@@ -325,8 +325,10 @@ def test_unknown_fields_in_an_event_are_ignored(tmp_path: Path) -> None:
 # --- the header and its version ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [0, 2, "1", None, [1]])
-def test_other_format_version_is_refused_naming_both(tmp_path: Path, version: Any) -> None:
+@pytest.mark.parametrize("version", [0, -1, "1", None, [1]])
+def test_a_format_version_that_is_not_one_is_refused_naming_both(
+    tmp_path: Path, version: Any
+) -> None:
     row = header() if version is None else header(format_version=version)
     if version is None:
         del row["format_version"]

@@ -30,7 +30,7 @@ def redact(value: object, *known: str) -> Any:
 
 def test_constants() -> None:
     assert PLACEHOLDER == "[secret removed]"
-    assert REDACTION_VERSION == 1
+    assert REDACTION_VERSION == 2
     assert (
         frozenset(
             {
