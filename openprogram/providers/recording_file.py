@@ -3,8 +3,8 @@
 Only a regular file is read. The path is opened non-blocking (opening a FIFO that has no
 writer would otherwise wait for one) and checked with ``fstat`` before a byte is read, so a
 FIFO, a device (``/dev/zero``) or a folder is refused at once instead of blocking or filling
-memory. Every reader of recordings (the strict parser, summaries, ``show``, ``diff``) comes
-through here.
+memory. The strict parser reads through here, and so should anything else that reads a
+recording's bytes (summaries, ``show``, ``diff``).
 """
 
 from __future__ import annotations

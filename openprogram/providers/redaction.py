@@ -172,7 +172,8 @@ def known_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[s
 
 
 def remove_secret_values(value: object, *, known_secrets: Iterable[str] | None = None) -> Any:
-    """A copy of ``value`` with every secret replaced by :data:`PLACEHOLDER`.
+    """A copy of ``value`` with every secret replaced by :data:`PLACEHOLDER`, by all three
+    families of rules (as for configuration; see :meth:`SecretRedactor.redact_request`).
 
     ``value`` is JSON-like: dicts, lists, tuples (returned as lists), strings, numbers,
     booleans and ``None``; any other object is returned as it is. The input is never

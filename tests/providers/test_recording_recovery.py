@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -43,6 +44,41 @@ RECORD_CALLS = textwrap.dedent(
                 pass
 
     asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+    """
+)
+
+# Records one call, then dies by SIGKILL half-way through writing the second call's third row.
+RECORD_THEN_DIE_MID_ROW = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from openprogram.providers import (
+        ECHO_MODEL, Context, EchoProvider, RecordingProvider, UserMessage,
+    )
+
+    real_write = os.write
+    rows_left = None
+
+    def dying_write(fd, data):
+        global rows_left
+        if rows_left is not None and data.startswith(b'{"type":"event","call_index":1'):
+            rows_left -= 1
+            if rows_left == 0:
+                real_write(fd, data[: len(data) // 2])
+                os.kill(os.getpid(), signal.SIGKILL)
+        return real_write(fd, data)
+
+    async def main(path):
+        global rows_left
+        os.write = dying_write
+        recorder = RecordingProvider(EchoProvider(), path)
+        for n in range(2):
+            if n == 1:
+                rows_left = 3
+            context = Context(messages=[UserMessage(content=f"first {n}")])
+            async for _ in recorder.stream_simple(ECHO_MODEL, context):
+                pass
+
+    asyncio.run(main(sys.argv[1]))
     """
 )
 
@@ -105,6 +141,22 @@ def test_a_cut_recording_then_one_more_session_reads(tmp_path: Path) -> None:
     prompts = [call.request["context"]["messages"][0]["content"] for call in recording.calls]
     assert prompts == ["first 0", "first 1", "second 0", "second 1"]
     assert path.read_bytes().endswith(b"\n")
+
+
+def test_a_writer_killed_mid_row_then_one_more_session_reads(tmp_path: Path) -> None:
+    path = tmp_path / "killed.jsonl"
+    died = subprocess.run(
+        [sys.executable, "-c", RECORD_THEN_DIE_MID_ROW, str(path)], timeout=60, check=False
+    )
+    assert died.returncode == -signal.SIGKILL
+    assert not path.read_bytes().endswith(b"\n")  # a row cut in half
+    record_in_a_new_process(path, "second", 1)
+
+    recording = read_recording(path)
+    assert [call.outcome for call in recording.calls] == ["complete", None, "complete"]
+    assert len(recording.calls[1].events) == 2  # the half-written third event is gone
+    prompts = [call.request["context"]["messages"][0]["content"] for call in recording.calls]
+    assert prompts == ["first 0", "first 1", "second 0"]
 
 
 async def test_replay_serves_the_calls_after_a_cut_one(tmp_path: Path) -> None:
