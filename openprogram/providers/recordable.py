@@ -7,9 +7,10 @@ and the identical run could never replay its own recording, and a tool would be 
 ``None`` where the model gave ``NaN``. And the reader refuses a row nested deeper than
 :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH`, so a row nested deeper must not be
 written. The recorder checks each request and event as the caller and the provider gave it
-(:func:`check_finite`, before pydantic's dump can hide a ``NaN``), and every row it writes
-(:func:`encode_recordable_row`), and refuses such a value with
-:class:`UnrecordableValueError` naming the field, before anything of that row reaches disk.
+(:func:`check_recordable`, before pydantic's dump can hide a ``NaN``, and before a deep value
+reaches code that recurses), and refuses such a value with :class:`UnrecordableValueError`
+naming the field, before anything of that row reaches disk. Rows given to the writer
+directly are checked as they are encoded (:func:`encode_recordable_row`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ from openprogram.errors import OpenProgramError
 from openprogram.json_nesting import MAX_NESTING_DEPTH, json_text_may_exceed_nesting_limit
 from openprogram.providers.difference import format_report_path, join_field_path
 
-__all__ = ["UnrecordableValueError", "check_finite", "encode_recordable_row"]
+__all__ = ["UnrecordableValueError", "check_recordable", "encode_recordable_row"]
 
-_NON_FINITE = "which a recording cannot hold (JSON has no inf or NaN)"
-_USE_FINITE = "pass a finite number or leave it unset"
+_TOO_DEEP = f"is nested deeper than {MAX_NESTING_DEPTH} levels, which a recording cannot hold"
 
 
 class UnrecordableValueError(OpenProgramError, ValueError):
@@ -49,53 +49,71 @@ class UnrecordableValueError(OpenProgramError, ValueError):
         super().__init__(f"cannot record into {path}{call}: {where} {problem}; {advice}")
 
 
-def encode_recordable_row(path: str, row: dict[str, Any]) -> bytes:
+def encode_recordable_row(path: str, row: dict[str, Any], *, checked: bool = False) -> bytes:
     """``row`` as one complete line; raises :class:`UnrecordableValueError` if it holds a
     non-finite number or nests deeper than the reader accepts (``path``: the recording).
 
-    The encoded line decides cheaply whether the row needs walking at all: a non-finite
+    ``checked``: the values in ``row`` already passed :func:`check_recordable`. Otherwise
+    the encoded line decides cheaply whether the row needs walking at all: a non-finite
     number is encoded as ``null``, and deep nesting needs many brackets.
     """
     try:
         line = orjson.dumps(row) + b"\n"
     except orjson.JSONEncodeError as exc:  # nested past orjson's own limit, or not JSON
-        raise _first_problem(path, row) or UnrecordableValueError(
+        _check_row(path, row)
+        raise UnrecordableValueError(
             path, "", f"cannot be written as JSON ({exc})", "report this", None
         ) from None
-    if b"null" in line or json_text_may_exceed_nesting_limit(line):
-        problem = _first_problem(path, row)
-        if problem is not None:
-            raise problem
+    if not checked and (b"null" in line or json_text_may_exceed_nesting_limit(line)):
+        _check_row(path, row)
     return line
 
 
-def check_finite(path: str, value: Any, *, call_index: int | None = None) -> None:
-    """Raise :class:`UnrecordableValueError` for the first non-finite float in ``value``: a
-    dict of pydantic models (``{"options": options}``), dicts, lists and tuples, walked
-    without recursion. Field paths start at ``value``'s keys."""
+def _check_row(path: str, row: dict[str, Any]) -> None:
+    call_index = row.get("call_index") if row.get("type") == "event" else None
+    check_recordable(path, row, call_index=call_index if type(call_index) is int else None)
+
+
+def check_recordable(path: str, value: Any, *, call_index: int | None = None) -> None:
+    """Raise :class:`UnrecordableValueError` for the first non-finite float in ``value``, or
+    the first container nested deeper than a row may be.
+
+    ``value`` stands for a row: a dict (level 1) of dicts, lists, tuples and pydantic models
+    (``{"model": model, "context": context, "options": options}``), each of which is one
+    level, as in its JSON dump. Walked without recursion, so any depth is safe; field paths
+    start at ``value``'s keys.
+    """
     parents: list[tuple[int, str | int]] = []  # (parent entry, key) of each container seen
-    stack: list[tuple[Any, int]] = [(value, -1)]
+    stack: list[tuple[Any, int, int]] = [(value, -1, 1)]
     while stack:
-        item, entry = stack.pop()
+        item, entry, depth = stack.pop()
         pairs: Any
         if isinstance(item, dict):
             pairs = item.items()
         elif isinstance(item, list | tuple):
             pairs = enumerate(item)
-        elif isinstance(item, BaseModel):
-            pairs = item.__dict__.items()
         else:
-            continue
+            pairs = item.__dict__.items()  # a pydantic model: its fields, by JSON name
+        if depth > MAX_NESTING_DEPTH:
+            raise UnrecordableValueError(
+                path, _path_of(parents, entry), _TOO_DEEP, "flatten it", call_index
+            )
         for key, child in pairs:
+            kind = type(child)
+            if kind is str or kind is int or child is None or kind is bool:
+                continue  # most of a request: skipped before any isinstance
             if isinstance(child, float):
                 if not math.isfinite(child):
-                    field_path = join_field_path(_path_of(parents, entry), key)
                     raise UnrecordableValueError(
-                        path, field_path, f"is {child!r}, {_NON_FINITE}", _USE_FINITE, call_index
+                        path,
+                        join_field_path(_path_of(parents, entry), key),
+                        f"is {child!r}, which a recording cannot hold (JSON has no inf or NaN)",
+                        "pass a finite number or leave it unset",
+                        call_index,
                     )
             elif isinstance(child, dict | list | tuple | BaseModel):
                 parents.append((entry, key))
-                stack.append((child, len(parents) - 1))
+                stack.append((child, len(parents) - 1, depth + 1))
 
 
 def _path_of(parents: list[tuple[int, str | int]], entry: int) -> str:
@@ -107,47 +125,3 @@ def _path_of(parents: list[tuple[int, str | int]], entry: int) -> str:
     for key in reversed(keys):
         field_path = join_field_path(field_path, key)
     return field_path
-
-
-def _first_problem(path: str, row: dict[str, Any]) -> UnrecordableValueError | None:
-    found = _find_unrecordable(row, 1)
-    if found is None:
-        return None
-    keys, problem, advice = found
-    field_path = ""
-    for key in reversed(keys):
-        field_path = join_field_path(field_path, key)
-    call_index = row.get("call_index") if row.get("type") == "event" else None
-    return UnrecordableValueError(
-        path, field_path, problem, advice, call_index if type(call_index) is int else None
-    )
-
-
-def _find_unrecordable(value: Any, depth: int) -> tuple[list[str | int], str, str] | None:
-    """The keys leading to the first unrecordable value (innermost first), the problem and
-    the advice; None when everything can be recorded. ``depth`` counts ``value`` itself.
-
-    Recursion is bounded: the walk stops one level past the limit.
-    """
-    children: Any
-    if isinstance(value, dict):
-        children = value.items()
-    elif isinstance(value, list | tuple):
-        children = enumerate(value)
-    else:
-        if isinstance(value, float) and not math.isfinite(value):
-            return [], f"is {value!r}, {_NON_FINITE}", _USE_FINITE
-        return None
-    if depth > MAX_NESTING_DEPTH:
-        return (
-            [],
-            f"is nested deeper than {MAX_NESTING_DEPTH} levels, which a recording cannot hold",
-            "flatten it",
-        )
-    for key, child in children:
-        if isinstance(child, dict | list | tuple | float):
-            found = _find_unrecordable(child, depth + 1)
-            if found is not None:
-                found[0].append(key)
-                return found
-    return None

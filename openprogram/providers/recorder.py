@@ -31,7 +31,7 @@ from openprogram.providers.events import (
     ThinkingDeltaEvent,
     ToolCallDeltaEvent,
 )
-from openprogram.providers.recordable import UnrecordableValueError, check_finite
+from openprogram.providers.recordable import UnrecordableValueError, check_recordable
 from openprogram.providers.recording import Outcome, dump_request
 from openprogram.providers.recording_writer import OpenRecording, RecordingWriter
 from openprogram.providers.redaction import SecretRedactor
@@ -123,11 +123,11 @@ class RecordingProvider:
         context: Context,
         options: StreamOptions,
     ) -> AsyncIterator[AssistantMessageEvent]:
-        # Before the dump: it would turn a NaN in a free-form field into None unseen.
-        check_finite(str(self.path), {"model": model, "context": context, "options": options})
+        # Before the dump, which would turn a NaN in a free-form field into None unseen.
+        check_recordable(str(self.path), {"model": model, "context": context, "options": options})
         redactor = SecretRedactor.for_request(options.api_key)
         request = redactor.redact_request(dump_request(model, context, options))
-        call_index, file = self.writer.begin_call(request)  # nothing goes out if refused
+        call_index, file = self.writer.begin_call(request, checked=True)
         log = _CallLog(self.writer, file, call_index, redactor)
         try:
             source = getattr(self.real_provider, method)(model, context, options)
@@ -201,6 +201,7 @@ class _CallLog:
                 "event": self.event_payload(event),
             },
             self.file,
+            checked=True,  # a delta holds one string; other events were checked as objects
         )
         self.count += 1
 
@@ -213,7 +214,7 @@ class _CallLog:
                 "content_index": event.content_index,
                 "delta": self.redactor.redact_text(event.delta),
             }
-        check_finite(str(self.writer.path), {"event": event}, call_index=self.call_index)
+        check_recordable(str(self.writer.path), {"event": event}, call_index=self.call_index)
         payload: dict[str, Any] = self.redactor.redact_model_output(event.model_dump(mode="json"))
         return payload
 

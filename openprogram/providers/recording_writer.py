@@ -140,13 +140,16 @@ class RecordingWriter:
         """Write a request row with the next free call index; returns that index."""
         return self.begin_call(request)[0]
 
-    def begin_call(self, request: dict[str, Any]) -> tuple[int, OpenRecording]:
+    def begin_call(
+        self, request: dict[str, Any], *, checked: bool = False
+    ) -> tuple[int, OpenRecording]:
         """:meth:`start_call`, also returning the file the call's rows must go to (give it
         to :meth:`write_row`). Raises :class:`~openprogram.providers.recordable.
-        UnrecordableValueError`, writing nothing, for a request a recording cannot hold."""
+        UnrecordableValueError`, writing nothing, for a request a recording cannot hold
+        (``checked``: the caller already made sure with ``check_recordable``)."""
         # Encoded (and checked) before the lock; the index, known only under the lock, is
         # put in front.
-        body = encode_recordable_row(str(self.path), request)
+        body = encode_recordable_row(str(self.path), request, checked=checked)
         with self._lock:
             file = self._current(follow_replaced=True)
             with _FileLock(file.fd):
@@ -157,13 +160,16 @@ class RecordingWriter:
                 file.next_call_index = call_index + 1
             return call_index, file
 
-    def write_row(self, row: dict[str, Any], file: OpenRecording | None = None) -> None:
+    def write_row(
+        self, row: dict[str, Any], file: OpenRecording | None = None, *, checked: bool = False
+    ) -> None:
         """Append one row as one whole line (to ``file``, the one its call started in).
 
         Raises :class:`~openprogram.providers.recordable.UnrecordableValueError`, writing
-        nothing, for a row holding a value a recording cannot hold.
+        nothing, for a row holding a value a recording cannot hold (``checked``: the caller
+        already made sure).
         """
-        line = encode_recordable_row(str(self.path), row)
+        line = encode_recordable_row(str(self.path), row, checked=checked)
         with self._lock:
             if file is None or not file.usable:
                 file = self._current(follow_replaced=False)
