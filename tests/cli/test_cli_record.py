@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
+from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -123,3 +126,62 @@ def test_record_warns_when_the_environment_forces_another_file(
 
     assert result.exit_code == 0
     assert "OPENPROGRAM_RECORD_REPLAY__FILE" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argument", "meant"),
+    [("demo.jsonl", "demo"), ("rec-20260101-000000.jsonl", "rec-20260101-000000")],
+)
+def test_a_name_ending_in_jsonl_is_refused_with_the_name_it_meant(
+    argument: str, meant: str
+) -> None:
+    result = run("record", argument)
+
+    assert result.exit_code == 2
+    line = error_line(result)
+    assert f"record takes a name (did you mean `{meant}`?)" in line
+    assert result.stdout == ""
+    assert not store().exists() or not list(store().iterdir())  # no demo.jsonl.jsonl
+    assert not config_file().exists()
+
+
+@pytest.mark.parametrize(
+    "argument", ["../x", "a/b", "/abs/x.jsonl", "./demo", ".jsonl", "a b.jsonl"]
+)
+def test_a_path_is_refused_suggesting_only_a_valid_name(argument: str) -> None:
+    result = run("record", argument)
+
+    assert result.exit_code == 2
+    line = error_line(result)
+    assert "record takes a name" in line
+    assert "did you mean" not in line
+    assert not config_file().exists()
+
+
+def test_a_store_that_is_a_file_exits_2() -> None:
+    store().parent.mkdir(parents=True)
+    store().write_text("not a folder")
+
+    result = run("record", "demo")
+
+    assert result.exit_code == 2
+    assert "cannot create the recording" in error_line(result)
+    assert not config_file().exists()
+
+
+def test_a_store_that_refuses_writes_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    store().mkdir(parents=True)
+    real_open = os.open
+
+    def read_only_store(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if Path(path).parent == store() and flags & os.O_CREAT:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only_store)
+
+    result = run("record", "demo")
+
+    assert result.exit_code == 2
+    assert "cannot create the recording (Permission denied)" in error_line(result)
+    assert not config_file().exists()

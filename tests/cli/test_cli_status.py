@@ -6,13 +6,18 @@ import json
 
 import pytest
 from cli_support import (
+    Row,
+    call_rows,
     config_file,
     run,
     store,
     write_corrupt_recording,
     write_other_version_recording,
     write_recording,
+    write_rows,
 )
+
+from openprogram.providers.recording import new_header
 
 
 def test_without_a_config_the_mode_is_off_and_the_config_path_is_named() -> None:
@@ -221,3 +226,56 @@ def test_a_truncated_call_is_noted() -> None:
     assert result.exit_code == 0, result.stdout
     assert "(valid, 2 calls, format 1, call 1 truncated)" in result.stdout
     assert "call 1 was cut short: replay fails when it reaches it" in result.stdout
+
+
+def write_crashed_then_appended(name: str, *, cut: tuple[int, ...] = (3,), calls: int = 8) -> None:
+    """A session cut short at call ``cut`` (a crash), then another session appended after it."""
+    rows: list[Row] = [new_header(name)]
+    for index in range(calls):
+        rows += call_rows(index, ended=index not in cut)
+    write_rows(store() / f"{name}.jsonl", rows)
+
+
+@pytest.mark.parametrize("mode", ["replay", "record"])
+def test_a_call_cut_short_with_calls_after_it_is_named(mode: str) -> None:
+    write_crashed_then_appended("demo")
+    config_file().parent.mkdir(parents=True, exist_ok=True)
+    config_file().write_text(f'[record_replay]\nmode = "{mode}"\nfile = "demo"\n')
+
+    result = run("status")
+
+    assert result.exit_code == 0, result.output
+    assert "call 3 was cut short; calls 4..7 follow it" in result.stdout
+    assert "(valid, 8 calls, format 1, call 3 truncated)" in result.stdout
+    report = json.loads(run("status", "--json").stdout)
+    assert any("call 3 was cut short; calls 4..7 follow it" in note for note in report["notes"])
+
+
+def test_one_call_after_the_cut_is_one_call() -> None:
+    write_crashed_then_appended("demo", cut=(1,), calls=3)
+    assert run("replay", "demo").exit_code == 0
+
+    result = run("status")
+
+    assert "call 1 was cut short; call 2 follows it: replay fails when it reaches it" in (
+        result.stdout
+    )
+
+
+def test_every_call_cut_short_is_named() -> None:
+    write_crashed_then_appended("demo", cut=(1, 4), calls=6)
+    assert run("replay", "demo").exit_code == 0
+
+    result = run("status")
+
+    assert "call 1 was cut short; calls 2..5 follow it (also cut short: 4)" in result.stdout
+
+
+def test_record_mode_appending_to_one_call_says_call_not_calls() -> None:
+    write_recording("demo", calls=1)
+    config_file().parent.mkdir(parents=True, exist_ok=True)
+    config_file().write_text('[record_replay]\nmode = "record"\nfile = "demo"\n')
+
+    result = run("status")
+
+    assert "the recording already holds 1 call: new calls are appended" in result.stdout

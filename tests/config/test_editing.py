@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
-from openprogram.config.editing import KEEP, ConfigEdit, set_record_replay
+from openprogram.config.editing import KEEP, ConfigEdit, Keep, set_record_replay
 from openprogram.config.paths import ConfigLocation
 from openprogram.config.settings import ConfigError, load_config
 
@@ -288,3 +289,40 @@ def test_a_config_that_cannot_be_created_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         set_record_replay(mode="off", location=ConfigLocation(path, "OPENPROGRAM_CONFIG"))
     assert caught.value.path == path
+
+
+@pytest.mark.parametrize("mode", ["record", "replay"])
+@pytest.mark.parametrize("file", [KEEP, None])
+def test_record_or_replay_without_a_recording_writes_nothing(
+    config: Path, mode: Literal["record", "replay"], file: Keep | None
+) -> None:
+    write(config, COMMENTED)  # no record_replay.file
+
+    with pytest.raises(ConfigError) as caught:
+        set_record_replay(mode=mode, file=file)
+
+    assert caught.value.key == "record_replay.file"
+    assert str(caught.value).startswith(f"{config}: record_replay.file: not set, and mode '{mode}'")
+    assert str(caught.value).endswith("nothing was written")
+    assert config.read_text() == COMMENTED
+    assert sorted(child.name for child in config.parent.iterdir()) == ["config.toml"]
+
+
+@pytest.mark.parametrize("mode", ["record", "replay"])
+def test_record_or_replay_without_a_recording_creates_no_file(
+    config: Path, mode: Literal["record", "replay"]
+) -> None:
+    with pytest.raises(ConfigError, match="not set"):
+        set_record_replay(mode=mode)
+
+    assert not config.exists()
+
+
+def test_a_file_already_configured_is_enough(config: Path) -> None:
+    write(config, '[record_replay]\nmode = "off"\nfile = "session-1"\n')
+
+    set_record_replay(mode="replay")
+
+    settings = load_config().settings
+    assert settings is not None
+    assert (settings.record_replay.mode, settings.record_replay.file) == ("replay", "session-1")
