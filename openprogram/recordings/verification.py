@@ -213,11 +213,12 @@ def _session_tools(recorded: Sequence[str], spec: str | None, root: Path) -> lis
     available = {tool.name: tool for tool in builtin_tools(root)}
     if spec is not None:
         available.update({tool.name: tool for tool in load_tools(spec)})
-    missing = [name for name in recorded if name not in available]
+    missing = sorted({name for name in recorded if name not in available})
     if missing:
+        tools = f"tool {missing[0]} that is" if len(missing) == 1 else "tools {} that are"
         raise VerifySetupError(
-            f"the recording offers tool(s) {', '.join(sorted(missing))} that are neither "
-            "built in nor given: pass --tools module:attr naming the session's tools"
+            f"the recording offers {tools.format(', '.join(missing))} neither built in nor "
+            "given: pass --tools module:attr naming the session's tools"
         )
     return [available[name] for name in recorded]
 

@@ -170,3 +170,22 @@ def test_one_call_is_one_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == f"✔ {path}: 1 call replayed and matched"
+
+
+@pytest.mark.parametrize(
+    ("tools", "said"),
+    [
+        (["shout"], "offers tool shout that is neither built in nor given"),
+        (["shout", "whisper"], "offers tools shout, whisper that are neither built in nor given"),
+    ],
+)
+def test_missing_tools_are_counted_in_words(recorded: Path, tools: list[str], said: str) -> None:
+    def offer(row: Row) -> None:
+        row["context"]["tools"] = [
+            {"name": name, "description": "x", "parameters": {"type": "object"}} for name in tools
+        ]
+
+    result = verify(str(with_call_0(recorded, offer)))
+
+    assert result.exit_code == 2
+    assert said in result.stderr
