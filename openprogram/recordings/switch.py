@@ -76,13 +76,18 @@ def turn_off() -> ModeChange:
 
 
 def _overrides_of(mode: str) -> dict[str, Any]:
-    """Which environment variables still override the record/replay settings just written."""
+    """Which environment variables still override the record/replay settings just written
+    (values that may hold a secret hidden, as ``status`` shows them)."""
+    from openprogram.config.environment import is_secret_variable
     from openprogram.config.settings import load_config
+    from openprogram.providers.redaction import SecretRedactor
+    from openprogram.recordings.status import HIDDEN
 
     loaded = load_config()
     forced = loaded.mode_forced_by_env
+    redact = SecretRedactor().redact_text
     variables = {
-        name: value
+        name: HIDDEN if is_secret_variable(name, value) else redact(value)
         for name, value in loaded.env_overrides.items()
         if name.upper().startswith("OPENPROGRAM_RECORD_REPLAY")
     }

@@ -107,3 +107,20 @@ def test_a_variable_close_to_nothing_is_still_listed(monkeypatch: pytest.MonkeyP
 
     assert as_json["ignored_env"] == {"OPENPROGRAM_SOMETHING_ELSE": None}
     assert "OPENPROGRAM_SOMETHING_ELSE is not a setting, so it is ignored" in as_json["notes"]
+
+
+@pytest.mark.parametrize("command", [["off"], ["off", "--json"], ["record", "demo", "--json"]])
+def test_switching_commands_never_print_a_secret_either(
+    monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY", json.dumps({"mode": "replay", "file": KEY}))
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__FILE", f"{KEY}.jsonl")
+
+    result = run(*command)
+
+    assert result.exit_code == 0, result.output
+    assert KEY[:20] not in result.output
+    if "--json" in command:
+        overrides = json.loads(result.stdout)["env_overrides"]
+        assert overrides["OPENPROGRAM_RECORD_REPLAY"] == HIDDEN
+        assert overrides["OPENPROGRAM_RECORD_REPLAY__FILE"] == "[secret removed].jsonl"
