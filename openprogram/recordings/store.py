@@ -195,8 +195,10 @@ def check_deletable(store: Path, arg: str, *, active: Protected) -> Path:
         raise refuse("it is a symbolic link; remove the link itself if you mean to")
     if stat.S_ISDIR(info.st_mode):
         raise refuse("it is a directory, not a recording")
-    if path.suffix != RECORDING_SUFFIX or not stat.S_ISREG(info.st_mode):
+    if path.suffix != RECORDING_SUFFIX:
         raise refuse(f"only {RECORDING_SUFFIX} files are recordings")
+    if not stat.S_ISREG(info.st_mode):
+        raise refuse("it is not a regular file (a FIFO, a device or a socket), so not a recording")
     if _is_protected(path, active):
         raise refuse("it is the active recording; run `openprogram recordings off` first")
     return path

@@ -138,3 +138,14 @@ def test_dev_zero_is_refused_without_reading_it(
     assert result.returncode == code, result.stderr
     assert "not a regular file" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_delete_refuses_a_fifo_in_the_store_saying_what_it_is() -> None:
+    store().mkdir(parents=True)
+    os.mkfifo(store() / "pipe.jsonl")
+
+    result = run_quickly("delete", "pipe", "--yes", fifo=store() / "pipe.jsonl")
+
+    assert result.exit_code == 1
+    assert "it is not a regular file" in error_line(result)
+    assert (store() / "pipe.jsonl").exists()
