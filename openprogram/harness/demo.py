@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
+    from openprogram.harness.verification import VerifyResult
     from openprogram.providers.api_registry import ApiProvider
-    from openprogram.recordings.verification import VerifyResult
 
 NOTES_FILE = "notes.txt"
 NOTES_TEXT = "hello from a file"
@@ -82,7 +82,7 @@ class Demo:
 
     def verify(self) -> VerifyResult:
         """Re-run the recorded session under replay, as ``recordings verify`` does."""
-        from openprogram.recordings.verification import verify_recording
+        from openprogram.harness.verification import verify_recording
 
         return verify_recording(self.recording, root=self.folder)
 

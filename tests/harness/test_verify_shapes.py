@@ -140,7 +140,7 @@ def test_an_odd_shape_in_call_0_is_one_line_naming_file_call_and_field(
 
 
 def test_the_error_carries_the_facts(recorded: Path) -> None:
-    from openprogram.recordings.verification import VerifySetupError, verify_recording
+    from openprogram.harness.verification import VerifySetupError, verify_recording
 
     path = with_call_0(recorded, metadata_list)
 

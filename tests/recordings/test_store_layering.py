@@ -1,0 +1,74 @@
+"""Layering: the recordings store reads recordings; it never runs a session.
+
+Every ``import`` in every module of :mod:`openprogram.recordings`, including those inside
+functions, is read from the source: none may reach the agent loop, the harness (which re-runs
+sessions above the store), the CLI, the pytest plugin, or the provider machinery that serves
+a session (registry, streaming, runtime, record/replay providers, vendor providers).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import openprogram.recordings
+
+FORBIDDEN = (
+    "openprogram.agent",
+    "openprogram.harness",
+    "openprogram.cli",
+    "openprogram.testing",
+    "openprogram.providers.activation",
+    "openprogram.providers.api_registry",
+    "openprogram.providers.builtins",
+    "openprogram.providers.recorder",
+    "openprogram.providers.replay",
+    "openprogram.providers.runtime",
+    "openprogram.providers.streaming",
+)
+
+MODULES = sorted(Path(openprogram.recordings.__file__).parent.glob("*.py"))
+
+
+def imported_modules(source: Path) -> list[str]:
+    """Every module an ``import`` or ``from … import`` in ``source`` names, with
+    ``from package import module`` counted as ``package.module`` too."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            names.append(node.module)
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def is_forbidden(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in FORBIDDEN)
+
+
+def test_the_rule_sees_an_import_inside_a_function(tmp_path: Path) -> None:
+    source = tmp_path / "sample.py"
+    source.write_text(
+        "def run():\n"
+        "    from openprogram.agent.loop import run_agent\n"
+        "    from openprogram import harness\n"
+        "    import openprogram.providers.replay\n"
+    )
+    assert [name for name in imported_modules(source) if is_forbidden(name)] == [
+        "openprogram.agent.loop",
+        "openprogram.agent.loop.run_agent",
+        "openprogram.harness",
+        "openprogram.providers.replay",
+    ]
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda path: path.stem)
+def test_no_store_module_imports_what_runs_a_session(module: Path) -> None:
+    assert [name for name in imported_modules(module) if is_forbidden(name)] == []
+
+
+def test_every_store_module_is_checked() -> None:
+    assert {path.stem for path in MODULES} >= {"__init__", "names", "show", "store", "status"}
