@@ -1,27 +1,40 @@
-"""The exception tree of openprogram.
+"""The exception tree of openprogram, and the one place to import any of its errors from.
 
     OpenProgramError                      base of every error openprogram raises on purpose
-    ├── RecordingFileError                a recording cannot be read (file, line, call)
+    ├── ConfigError                       config.toml or an OPENPROGRAM_* variable is wrong
+    ├── ActiveRecordingUnknownError       the configuration cannot be read, so delete and
+    │                                     prune cannot tell which recording is active
+    ├── ModelReferenceError (+ValueError) a model is not written ``api:model-id``
+    ├── UnknownApiError (+LookupError)    no provider is registered for ``model.api``
+    ├── MissingApiKeyError                a provider needs a key and none was found
+    ├── ProviderRuntimeError              the provider runtime failed to initialize
+    ├── RecordReplayBlockedError          record/replay is configured but could not start
+    ├── ToolDefinitionError (+TypeError)  a function cannot be made into an agent tool
+    ├── ToolInputError                    a built-in tool cannot do what the model asked
     ├── UnrecordableValueError (+ValueError)
     │                                     a request or event a recording cannot hold
+    ├── RecordingFileError                a recording cannot be read (file, line, call)
     ├── ReplayMismatch (+AssertionError)  an incoming request differs from the recording
     │   └── RecordingTruncatedError       replay reached a call the recording cut short
     ├── UnconsumedCallsError (+AssertionError)
     │                                     recorded calls were never requested
     ├── RecordedProviderError             replay of a provider error of a non-builtin type
-    ├── RecordReplayBlockedError          record/replay is configured but could not start
-    ├── UnknownApiError (+LookupError)    no provider is registered for ``model.api``
-    ├── MissingApiKeyError                a provider needs a key and none was found
-    ├── ProviderRuntimeError              the provider runtime failed to initialize
-    ├── ConfigError                       config.toml or an OPENPROGRAM_* variable is wrong
-    ├── the store's errors                RecordingNameError, RecordingExistsError,
-                                          RecordingNotFoundError, RecordingRefusedError,
-                                          RecordingDeleteError, PruneCriteriaError,
-                                          RecordingCallNotFoundError
+    ├── CanonicalJSONError (+ValueError)  a value the transcript hash cannot carry
+    ├── RecordingNameError                a recording name that is empty, too long or invalid
+    ├── RecordingExistsError              ``record NAME``: that name is taken in the store
+    ├── RecordingNotFoundError            no recording by that name or path
+    ├── RecordingRefusedError             a delete openprogram will not do (``reason``)
+    ├── RecordingDeleteError              the operating system refused to remove a recording
+    ├── PruneCriteriaError (+ValueError)  ``prune`` got no criterion, or a negative one
+    ├── RecordingCallNotFoundError (+IndexError)
+    │                                     ``show --call N``: the recording has no call N
     ├── VerifySetupError                  a recorded session that verify cannot re-run
-    └── the pytest plugin's errors        RecordingMissingError, RecordingOnCiRefusedError
+    ├── RecordingMissingError             pytest: replay-only, and the test has no recording
+    └── RecordingOnCiRefusedError         pytest: a test would record on CI
 
-Each lives beside the code that raises it; this tree is the map.
+Each lives beside the code that raises it; this tree is the map, and this module exports
+every one of them: ``from openprogram.errors import ReplayMismatch``. Those defined elsewhere
+are imported on first use (PEP 562), so importing this module imports nothing else.
 
 Messages say what happened and what to do next, on one line (the replay mismatch report is
 the one error allowed two lines). The facts are attributes, so callers never parse messages.
@@ -29,7 +42,93 @@ the one error allowed two lines). The facts are attributes, so callers never par
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from openprogram.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from openprogram.agent.builtin_tools import ToolInputError
+    from openprogram.agent.tools import ToolDefinitionError
+    from openprogram.config.problems import ConfigError
+    from openprogram.harness.verification import VerifySetupError
+    from openprogram.providers.activation import RecordReplayBlockedError
+    from openprogram.providers.mismatch import (
+        RecordingTruncatedError,
+        ReplayMismatch,
+        UnconsumedCallsError,
+    )
+    from openprogram.providers.recordable import UnrecordableValueError
+    from openprogram.providers.replay import RecordedProviderError
+    from openprogram.recordings.configured import ActiveRecordingUnknownError
+    from openprogram.recordings.hashing import CanonicalJSONError
+    from openprogram.recordings.names import RecordingNameError
+    from openprogram.recordings.show import RecordingCallNotFoundError
+    from openprogram.recordings.store import (
+        PruneCriteriaError,
+        RecordingDeleteError,
+        RecordingExistsError,
+        RecordingNotFoundError,
+        RecordingRefusedError,
+    )
+    from openprogram.testing.recording_session import (
+        RecordingMissingError,
+        RecordingOnCiRefusedError,
+    )
+
+__all__ = [
+    "ActiveRecordingUnknownError",
+    "CanonicalJSONError",
+    "ConfigError",
+    "MissingApiKeyError",
+    "ModelReferenceError",
+    "OpenProgramError",
+    "ProviderRuntimeError",
+    "PruneCriteriaError",
+    "RecordReplayBlockedError",
+    "RecordedProviderError",
+    "RecordingCallNotFoundError",
+    "RecordingDeleteError",
+    "RecordingExistsError",
+    "RecordingFileError",
+    "RecordingMissingError",
+    "RecordingNameError",
+    "RecordingNotFoundError",
+    "RecordingOnCiRefusedError",
+    "RecordingRefusedError",
+    "RecordingTruncatedError",
+    "ReplayMismatch",
+    "ToolDefinitionError",
+    "ToolInputError",
+    "UnconsumedCallsError",
+    "UnknownApiError",
+    "UnrecordableValueError",
+    "VerifySetupError",
+]
+
+_EXPORTS: dict[str, str] = {
+    "ActiveRecordingUnknownError": "openprogram.recordings.configured",
+    "CanonicalJSONError": "openprogram.recordings.hashing",
+    "ConfigError": "openprogram.config.problems",
+    "PruneCriteriaError": "openprogram.recordings.store",
+    "RecordReplayBlockedError": "openprogram.providers.activation",
+    "RecordedProviderError": "openprogram.providers.replay",
+    "RecordingCallNotFoundError": "openprogram.recordings.show",
+    "RecordingDeleteError": "openprogram.recordings.store",
+    "RecordingExistsError": "openprogram.recordings.store",
+    "RecordingMissingError": "openprogram.testing.recording_session",
+    "RecordingNameError": "openprogram.recordings.names",
+    "RecordingNotFoundError": "openprogram.recordings.store",
+    "RecordingOnCiRefusedError": "openprogram.testing.recording_session",
+    "RecordingRefusedError": "openprogram.recordings.store",
+    "RecordingTruncatedError": "openprogram.providers.mismatch",
+    "ReplayMismatch": "openprogram.providers.mismatch",
+    "ToolDefinitionError": "openprogram.agent.tools",
+    "ToolInputError": "openprogram.agent.builtin_tools",
+    "UnconsumedCallsError": "openprogram.providers.mismatch",
+    "UnrecordableValueError": "openprogram.providers.recordable",
+    "VerifySetupError": "openprogram.harness.verification",
+}
+"""Errors defined beside the code that raises them, imported when first asked for."""
 
 
 class OpenProgramError(Exception):
@@ -108,3 +207,18 @@ class RecordingFileError(OpenProgramError):
         call = "" if call_index is None else f" (call {call_index})"
         tail = f"; {advice}" if advice else ""
         super().__init__(f"{where}: {problem}{call}{tail}")
+
+
+class ModelReferenceError(OpenProgramError, ValueError):
+    """A model reference is not ``api:model-id`` (see
+    :func:`openprogram.config.models.split_model_reference`)."""
+
+    def __init__(self, reference: str) -> None:
+        self.reference = reference
+        super().__init__(
+            f"model {reference!r} is not api:model-id; write it like echo:echo or "
+            "openai-completions:gpt-4o-mini (split at the first colon)"
+        )
+
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -27,15 +27,16 @@ if TYPE_CHECKING:
         ToolCallStarted,
         run_agent,
     )
-    from openprogram.agent.model_choice import ModelReferenceError, resolve_model
+    from openprogram.agent.model_choice import resolve_model
     from openprogram.agent.session import SessionResult, run_session
     from openprogram.agent.tools import AgentTool, ToolDefinitionError, tool
+    from openprogram.errors import ModelReferenceError
 
 _EXPORTS: dict[str, str] = {
     "AgentEvent": "openprogram.agent.loop",
     "AgentRun": "openprogram.agent.loop",
     "AgentTool": "openprogram.agent.tools",
-    "ModelReferenceError": "openprogram.agent.model_choice",
+    "ModelReferenceError": "openprogram.errors",
     "SessionResult": "openprogram.agent.session",
     "ToolCallFinished": "openprogram.agent.loop",
     "ToolCallStarted": "openprogram.agent.loop",

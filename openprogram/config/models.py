@@ -21,17 +21,23 @@ from pydantic_settings import (
 )
 
 from openprogram.config.environment import ENV_PREFIX, NESTING, MappingEnvSource
+from openprogram.errors import ModelReferenceError
 
 Mode = Literal["off", "record", "replay"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def split_model_reference(reference: str) -> tuple[str, str]:
-    """``"openai-completions:llama3:8b"`` → ``("openai-completions", "llama3:8b")``: split at
-    the first colon; both sides must be non-empty, else ``ValueError``."""
-    api, colon, model_id = reference.partition(":")
-    if not colon or not api.strip() or not model_id.strip():
-        raise ValueError(f"must be api:model-id, like echo:echo (found {reference!r})")
+    """``"openai-completions:llama3:8b"`` → ``("openai-completions", "llama3:8b")``.
+
+    The one parser of model references (``--model`` and ``default_model``): white space
+    around the reference is ignored; it is split at the first colon; both sides must be
+    non-empty, with no white space beside the colon. Raises :class:`ModelReferenceError`
+    (a ``ValueError``) otherwise.
+    """
+    api, colon, model_id = reference.strip().partition(":")
+    if not colon or not api or not model_id or api != api.rstrip() or model_id != model_id.lstrip():
+        raise ModelReferenceError(reference)
     return api, model_id
 
 
@@ -110,7 +116,7 @@ class Settings(BaseSettings):
         if value is not None:
             try:
                 split_model_reference(value)
-            except ValueError:
+            except ModelReferenceError:
                 raise ValueError("must be api:model-id, like echo:echo") from None
         return value
 

@@ -24,8 +24,8 @@ def verify(
     """
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
-    from openprogram.recordings.names import RecordingNameError, resolve_recording
     from openprogram.harness.verification import VerifySetupError, verify_recording
+    from openprogram.recordings.names import RecordingNameError, resolve_recording
 
     with reporting_errors(usage_errors=(RecordingNameError, RecordingFileError, VerifySetupError)):
         path = resolve_recording(recording, recordings_dir()).path
