@@ -26,9 +26,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-RECORDING_SUFFIX = ".jsonl"
+from openprogram.recordings.names import RECORDING_SUFFIX
+
 MAX_NAME_LENGTH = 120
-"""Longest ``<module>`` or ``<test>`` name kept whole (file names stop at 255 bytes)."""
+"""Longest ``<module>`` or ``<test>`` name kept whole: below the store's limit on a recording
+name (``openprogram.recordings.names.MAX_NAME_LENGTH``, 128), so a test's recording name is a
+valid store name too; not raised to 128, which would move the recordings of long-named tests."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _HASH_LENGTH = 8
