@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from openprogram.plural import plural as plural  # the CLI's commands write counts with it
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -79,11 +81,6 @@ def _labelled(label: str, style: str, message: str) -> None:
 
     # Text, not markup: messages hold brackets ("[secret removed]", "messages[2]").
     stderr().print(Text.assemble((label, style), " ", visible(message)))
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 call``, ``2 calls``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def say(*parts: str | tuple[str, str]) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprogram.errors import OpenProgramError
+from openprogram.plural import plural
 from openprogram.providers.api_registry import ApiProvider, RegistryTransform
 from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
@@ -105,7 +106,7 @@ def activate_record_replay(loaded: LoadedConfig | None = None) -> Activation:
 
 def _activate(loaded: LoadedConfig | None) -> Activation:
     from openprogram.config.settings import load_config
-    from openprogram.recordings.configured import configured_recording_path
+    from openprogram.recordings.configured import configured_recording_path, file_not_set_problem
 
     if loaded is None:
         loaded = load_config()
@@ -116,7 +117,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
     if settings.mode == "off":
         return Activation("off")
     if not settings.file:
-        return blocked(f"record_replay.mode is {settings.mode!r} but record_replay.file is not set")
+        return blocked(file_not_set_problem(settings.mode))
     path = configured_recording_path(settings.file)
     if settings.mode == "record":
         return _activate_record(path)
@@ -129,11 +130,10 @@ def _activate_record(path: Path) -> Activation:
     existing = writer_for(path).open()  # creates the file, or checks it can be appended to
     if existing:
         logger.warning(
-            "openprogram: recording into %s, which already holds %d call%s; new calls are "
+            "openprogram: recording into %s, which already holds %s; new calls are "
             "appended after them (replay serves every call in order from call 0)",
             path,
-            existing,
-            "" if existing == 1 else "s",
+            plural(existing, "call"),
         )
 
     def record_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:

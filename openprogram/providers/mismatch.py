@@ -85,9 +85,13 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
         self.total = total
         first, last = unconsumed[0], unconsumed[-1]
         which = f"call {first}" if first == last else f"calls {first}..{last}"
+        if total == 1:
+            missed = "the 1 recorded call was never requested"
+        else:
+            missed = f"{len(unconsumed)} of {total} recorded calls never requested"
         super().__init__(
-            f"replay incomplete: {len(unconsumed)} of {total} recorded calls never requested "
-            f"({which}) from {path}; the run stopped before the recorded session did"
+            f"replay incomplete: {missed} ({which}) from {path}; the run stopped before the "
+            "recorded session did"
         )
 
 

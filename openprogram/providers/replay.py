@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 from openprogram.errors import OpenProgramError
+from openprogram.plural import plural
 from openprogram.providers.difference import NON_DETERMINISTIC_FIELD_NAMES, find_first_difference
 from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.mismatch import (
@@ -60,10 +61,6 @@ def rebuild_error(recorded: RecordedError) -> BaseException:
         except Exception:  # a built-in whose constructor wants other arguments
             pass
     return RecordedProviderError(recorded.type, recorded.message)
-
-
-def _calls(count: int) -> str:
-    return f"{count} call" if count == 1 else f"{count} calls"
 
 
 class ReplayProvider:
@@ -163,8 +160,9 @@ class ReplayProvider:
                         len(calls),
                         index,
                         detail=(
-                            f"recorded {_calls(len(calls))} (0..{len(calls) - 1}), incoming call "
-                            f"{index}: the run makes more calls than the recording holds"
+                            f"recorded {plural(len(calls), 'call')} (0..{len(calls) - 1}), "
+                            f"incoming call {index}: the run makes more calls than the "
+                            "recording holds"
                             if calls
                             else f"the recording holds no calls, incoming call {index}"
                         ),

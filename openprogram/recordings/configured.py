@@ -29,6 +29,7 @@ __all__ = [
     "ActiveRecordingUnknownError",
     "active_recording",
     "configured_recording_path",
+    "file_not_set_problem",
     "protected_recordings",
 ]
 
@@ -55,6 +56,12 @@ def configured_recording_path(file: str, environ: Mapping[str, str] | None = Non
     from openprogram.recordings.names import resolve_recording
 
     return resolve_recording(file, recordings_dir(environ)).path
+
+
+def file_not_set_problem(mode: str) -> str:
+    """What is wrong when ``mode`` (record or replay) has no ``record_replay.file`` to use;
+    the runtime blocks with it and ``status`` reports it."""
+    return f"record_replay.mode is {mode!r} but record_replay.file is not set"
 
 
 def active_recording(loaded: LoadedConfig | None = None) -> Path | None:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from openprogram.errors import OpenProgramError
+from openprogram.plural import plural
 from openprogram.providers.recording import RecordedCall, Recording, read_recording
 from openprogram.recordings.summary import model_label
 
@@ -39,7 +40,7 @@ class RecordingCallNotFoundError(OpenProgramError, IndexError):
         if calls == 0:
             advice = "it holds no calls yet"
         else:
-            advice = f"it holds {calls} call{'s' if calls != 1 else ''}: choose 0 to {calls - 1}"
+            advice = f"it holds {plural(calls, 'call')}: choose 0 to {calls - 1}"
         super().__init__(f"{path} has no call {call_index}; {advice}")
 
 

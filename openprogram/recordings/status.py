@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.errors import OpenProgramError
+from openprogram.plural import plural
 
 REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
 
@@ -81,7 +82,7 @@ def configured_status() -> StatusReport:
     """
     from openprogram.config.environment import is_secret_variable, suggest_variable
     from openprogram.config.settings import load_config
-    from openprogram.recordings.configured import configured_recording_path
+    from openprogram.recordings.configured import configured_recording_path, file_not_set_problem
 
     loaded = load_config()
     problems: list[str] = []
@@ -101,7 +102,7 @@ def configured_status() -> StatusReport:
         settings = loaded.settings.record_replay
         mode, file_setting = settings.mode, settings.file
         if mode != "off" and not file_setting:
-            problems.append(f"record_replay.mode is {mode!r} but record_replay.file is not set")
+            problems.append(file_not_set_problem(mode))
             advice.append(f"run `openprogram recordings {mode} NAME`, or {REPAIR_ADVICE}")
         elif file_setting:
             try:
@@ -185,7 +186,7 @@ def _judge_recording(
             )
         elif recording.calls:
             notes.append(
-                f"the recording already holds {_plural(recording.calls, 'call')}: "
+                f"the recording already holds {plural(recording.calls, 'call')}: "
                 "new calls are appended"
             )
 
@@ -203,11 +204,6 @@ def _cut_short(recording: FileState) -> str:
     if others:
         text += f" (also cut short: {', '.join(str(index) for index in others)})"
     return text
-
-
-def _plural(count: int, noun: str) -> str:
-    """``1 call``, ``2 calls``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def check_recording(path: Path, *, for_replay: bool) -> FileState:
@@ -246,11 +242,3 @@ def _changed_at(path: Path) -> str | None:
     except OSError:
         return None
     return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def active_recording() -> Path | None:
-    """The recording the configuration records into or replays from (None when off, unset
-    or unreadable): see :func:`openprogram.recordings.configured.active_recording`."""
-    from openprogram.recordings.configured import active_recording as configured_active
-
-    return configured_active()
