@@ -283,7 +283,11 @@ _ESCAPE_LINE_BREAKS: Final = str.maketrans(
 )
 
 
-def format_report_value(value: Any, limit: int = 200) -> str:
+REPORT_LIMIT = 200
+"""Characters of a value or a field path a report line shows before cutting it."""
+
+
+def format_report_value(value: Any, limit: int = REPORT_LIMIT) -> str:
     """Show a value on one line of a mismatch report: its repr, cut after ``limit`` chars."""
     text = repr(value).translate(_ESCAPE_LINE_BREAKS)
     if len(text) > limit:
@@ -291,7 +295,7 @@ def format_report_value(value: Any, limit: int = 200) -> str:
     return text
 
 
-def format_report_path(field_path: str, limit: int = 200) -> str:
+def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:
     """Show a field path on one line of a report: whole, or, when longer than ``limit``
     characters, its start and its end around a ``…`` (the end says which leaf it is)."""
     if len(field_path) <= limit:

@@ -27,6 +27,7 @@ from typing import Any
 
 from openprogram.providers.builtins.anthropic_request import messages_body
 from openprogram.providers.builtins.reply_assembly import (
+    SNIPPET_LENGTH,
     STREAM_ENDED_EARLY,
     FinishReason,
     OpenBlock,
@@ -136,7 +137,7 @@ class MessagesStreamParser:
             self._finished = True
             return self.reply.finish(self._stop or "stop")
         elif kind == "error":
-            detail = vendor_error_text(payload, with_type=True) or text[:200]
+            detail = vendor_error_text(payload, with_type=True) or text[:SNIPPET_LENGTH]
             raise VendorStreamError(f"the server sent an error: {detail}")
         return self.reply.take_events()
 

@@ -37,7 +37,11 @@ import httpx
 import orjson
 from httpx_sse import EventSource, ServerSentEvent
 
-from openprogram.providers.builtins.reply_assembly import VendorStreamError, vendor_error_text
+from openprogram.providers.builtins.reply_assembly import (
+    SNIPPET_LENGTH,
+    VendorStreamError,
+    vendor_error_text,
+)
 from openprogram.providers.builtins.vendor_provider import (
     CONNECT_TIMEOUT,
     EventStreamParser,
@@ -51,7 +55,6 @@ T = TypeVar("T")
 
 ERROR_BODY_LIMIT = 64 * 1024
 """Bytes of an error response read to find the server's message."""
-SNIPPET_LENGTH = 200
 
 
 class _Aborted(Exception):

@@ -34,6 +34,7 @@ import orjson
 
 from openprogram.providers.builtins.openai_request import chat_completions_body
 from openprogram.providers.builtins.reply_assembly import (
+    SNIPPET_LENGTH,
     STREAM_ENDED_EARLY,
     FinishReason,
     OpenBlock,
@@ -106,7 +107,7 @@ class ChatCompletionsParser:
             return self._complete()
         chunk = parse_event_data(text)
         if event == "error" or chunk.get("error"):
-            detail = vendor_error_text(chunk, with_type=True) or text[:200]
+            detail = vendor_error_text(chunk, with_type=True) or text[:SNIPPET_LENGTH]
             raise VendorStreamError(f"the server sent an error mid-stream: {detail}")
         usage = chunk.get("usage")
         if isinstance(usage, dict):

@@ -37,6 +37,8 @@ from openprogram.providers.types import AssistantMessage, Model, ToolCall, Usage
 
 FinishReason = Literal["stop", "length", "toolUse"]
 STREAM_ENDED_EARLY = "stream ended before the reply finished"
+SNIPPET_LENGTH = 200
+"""Characters of a server's own text quoted in an error message, when it names no message."""
 BlockKind = Literal["text", "thinking", "toolCall"]
 
 
@@ -243,5 +245,5 @@ def vendor_error_text(payload: Any, *, with_type: bool = False) -> str | None:
     return None
 
 
-def _snippet(text: str, limit: int = 200) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "…")
+def _snippet(text: str) -> str:
+    return repr(text if len(text) <= SNIPPET_LENGTH else text[:SNIPPET_LENGTH] + "…")
