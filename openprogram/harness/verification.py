@@ -249,7 +249,11 @@ def load_tools(spec: str) -> list[AgentTool]:
 
 
 def _configured_ignore_fields() -> list[str]:
+    """``record_replay.ignore_fields``; the configured key variables are remembered on the
+    way, so keys are redacted from the re-run's requests as they were from the recording's."""
     from openprogram.config.settings import load_config
+    from openprogram.providers.key_variables import remember_key_variables
 
     settings = load_config().settings
+    remember_key_variables(settings)
     return list(settings.record_replay.ignore_fields) if settings is not None else []

@@ -89,7 +89,6 @@ SECRET_FIELD_NAMES: frozenset[str] = frozenset(
 MIN_KNOWN_SECRET_LENGTH = 8
 
 _CREDENTIAL_ENV_SUFFIXES = ("API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "ACCESS_KEY")
-_CREDENTIAL_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
 # Variables a provider reads its key from that do not look like credentials by name
 # (``api_key_env = "GPU_BOX_KEY"``): remembered for the life of the process.
 _remembered_variables: set[str] = set()
@@ -160,11 +159,7 @@ def known_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[s
     remembered = _remembered_variables
     for name in source:  # names first: only credential variables have their value read
         upper = name.upper()
-        if (
-            upper in _CREDENTIAL_ENV_NAMES
-            or upper.endswith(_CREDENTIAL_ENV_SUFFIXES)
-            or upper in remembered
-        ):
+        if upper.endswith(_CREDENTIAL_ENV_SUFFIXES) or upper in remembered:
             value = source[name]
             if len(value) >= MIN_KNOWN_SECRET_LENGTH:
                 values.add(value)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from openprogram.errors import ProviderRuntimeError
 from openprogram.providers import api_registry
 from openprogram.providers.activation import Activation, activate_record_replay
+from openprogram.providers.key_variables import remember_key_variables
 
 if TYPE_CHECKING:
     from openprogram.config.settings import LoadedConfig
@@ -74,6 +75,7 @@ def initialize_provider_runtime() -> RuntimeStatus:
         _initializing_thread = threading.get_ident()
     try:
         loaded = _configuration = _load_configuration()
+        remember_key_variables(loaded.settings if loaded is not None else None)
         _register_builtins(loaded)
         activation = activate_record_replay(loaded)
         if activation.transform is not None:

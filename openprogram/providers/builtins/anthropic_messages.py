@@ -38,6 +38,7 @@ from openprogram.providers.builtins.reply_assembly import (
 )
 from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, VendorRequest
 from openprogram.providers.events import AssistantMessageEvent
+from openprogram.providers.key_variables import DEFAULT_API_KEY_VARIABLES
 from openprogram.providers.types import Context, Model, ReasoningLevel, StreamOptions, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -66,7 +67,7 @@ class AnthropicMessagesProvider(HttpVendorProvider):
 
     api = "anthropic-messages"
     default_base_url = "https://api.anthropic.com"
-    default_api_key_env = "ANTHROPIC_API_KEY"
+    default_api_key_env = DEFAULT_API_KEY_VARIABLES[api]
 
     def build_request(
         self,

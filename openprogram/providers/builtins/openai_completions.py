@@ -45,6 +45,7 @@ from openprogram.providers.builtins.reply_assembly import (
 )
 from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, VendorRequest
 from openprogram.providers.events import AssistantMessageEvent
+from openprogram.providers.key_variables import DEFAULT_API_KEY_VARIABLES
 from openprogram.providers.types import Context, Model, ReasoningLevel, StreamOptions, Usage
 
 
@@ -54,7 +55,7 @@ class OpenAICompletionsProvider(HttpVendorProvider):
 
     api = "openai-completions"
     default_base_url = "https://api.openai.com/v1"
-    default_api_key_env = "OPENAI_API_KEY"
+    default_api_key_env = DEFAULT_API_KEY_VARIABLES[api]
 
     def build_request(
         self,
