@@ -37,13 +37,6 @@ def make_private_dirs(directory: Path) -> None:
         os.chmod(folder, PRIVATE_DIR_MODE)  # mkdir's mode is narrowed by the umask only
 
 
-def open_private_append(path: Path) -> int:
-    """Open ``path`` for reading and appending, creating it ``0600``; returns the descriptor."""
-    make_private_dirs(path.parent)
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-    return os.open(path, flags, PRIVATE_FILE_MODE)
-
-
 def replace_file(path: Path, data: bytes, *, mode: int) -> None:
     """Make ``path`` hold exactly ``data`` with permission bits ``mode``, atomically."""
     folder = path.parent

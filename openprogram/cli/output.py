@@ -24,7 +24,6 @@ from openprogram.plural import plural as plural  # the CLI's commands write coun
 if TYPE_CHECKING:
     from rich.console import Console
 
-EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 

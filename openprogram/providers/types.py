@@ -173,6 +173,3 @@ class SimpleStreamOptions(StreamOptions):
     """Options for ``stream_simple``: one portable ``reasoning`` level for every vendor."""
 
     reasoning: ReasoningLevel | None = None
-
-
-RUNTIME_ONLY_OPTION_FIELDS = frozenset({"api_key", "signal", "on_payload"})

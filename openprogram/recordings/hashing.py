@@ -33,7 +33,6 @@ TRANSCRIPT_HASH_VERSION = 1
 """Part of the hashed text: bumped only if what is hashed changes meaning."""
 SHORT_HASH_LENGTH = 12
 _INT64 = range(-(2**63), 2**64)
-_NON_DETERMINISTIC_BYTES = tuple(f'"{name}"'.encode() for name in NON_DETERMINISTIC_FIELD_NAMES)
 
 
 class CanonicalJSONError(OpenProgramError, ValueError):
