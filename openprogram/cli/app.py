@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from openprogram import __version__
+from openprogram.cli.output import EXIT_FAILURE
 
 
 def plain_params(params: list[Any]) -> list[Any]:
@@ -107,7 +108,7 @@ class OneLineErrorsGroup(PlainHelpGroup):
             )
         except typer.Abort:
             sys.stderr.write("error: aborted\n")
-            sys.exit(1)
+            sys.exit(EXIT_FAILURE)
         except Exception as error:
             message = getattr(error, "format_message", None)
             code = getattr(error, "exit_code", None)

@@ -22,7 +22,10 @@ ENV_PREFIX = "OPENPROGRAM_"
 NESTING = "__"
 NOT_SETTINGS = frozenset({"OPENPROGRAM_HOME", "OPENPROGRAM_CONFIG", "OPENPROGRAM_DEBUG"})
 MODE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY__MODE"
+FILE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY__FILE"
 RECORD_REPLAY_VARIABLE = "OPENPROGRAM_RECORD_REPLAY"
+"""The whole ``[record_replay]`` table as JSON; every variable that overrides a record/replay
+setting starts with it."""
 
 
 def variable_path(name: str) -> tuple[str, ...] | None:
@@ -60,10 +63,10 @@ def ignored_variables(environ: Mapping[str, str], settings: Mapping[str, str]) -
 
 
 SETTING_VARIABLES = (
-    "OPENPROGRAM_RECORD_REPLAY__MODE",
-    "OPENPROGRAM_RECORD_REPLAY__FILE",
+    MODE_VARIABLE,
+    FILE_VARIABLE,
     "OPENPROGRAM_RECORD_REPLAY__IGNORE_FIELDS",
-    "OPENPROGRAM_RECORD_REPLAY",
+    RECORD_REPLAY_VARIABLE,
     "OPENPROGRAM_DEFAULT_MODEL",
     "OPENPROGRAM_PROVIDERS",
     *sorted(NOT_SETTINGS),

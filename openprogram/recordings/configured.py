@@ -33,9 +33,6 @@ __all__ = [
     "protected_recordings",
 ]
 
-FILE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY__FILE"
-TABLE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY"
-
 
 class ActiveRecordingUnknownError(OpenProgramError):
     """The configuration cannot be read, so which recording is active is unknown."""
@@ -110,6 +107,7 @@ def protected_recordings(environ: Mapping[str, str] | None = None) -> list[Path]
 
 def _raw_file_settings(loaded: LoadedConfig, environ: Mapping[str, str]) -> list[str]:
     """Every ``record_replay.file`` the raw file and the variables hold."""
+    from openprogram.config.environment import FILE_VARIABLE, RECORD_REPLAY_VARIABLE
     from openprogram.config.settings import parse_config, read_config_bytes
 
     path = loaded.location.path
@@ -126,7 +124,7 @@ def _raw_file_settings(loaded: LoadedConfig, environ: Mapping[str, str]) -> list
         upper = name.upper()
         if upper == FILE_VARIABLE:
             files.append(value)
-        elif upper == TABLE_VARIABLE:
+        elif upper == RECORD_REPLAY_VARIABLE:
             try:
                 whole = json.loads(value)
             except (ValueError, RecursionError):

@@ -80,7 +80,11 @@ def configured_status() -> StatusReport:
     No secret reaches the report: the value of a variable that may hold one is
     :data:`HIDDEN`, and every other text has credentials removed.
     """
-    from openprogram.config.environment import is_secret_variable, suggest_variable
+    from openprogram.config.environment import (
+        MODE_VARIABLE,
+        is_secret_variable,
+        suggest_variable,
+    )
     from openprogram.config.settings import load_config
     from openprogram.recordings.configured import configured_recording_path, file_not_set_problem
 
@@ -121,7 +125,7 @@ def configured_status() -> StatusReport:
                 _judge_recording(mode, recording, problems, advice, notes)
     forced = loaded.mode_forced_by_env
     if forced is not None:
-        notes.append(f"OPENPROGRAM_RECORD_REPLAY__MODE={forced} forces the mode")
+        notes.append(f"{MODE_VARIABLE}={forced} forces the mode")
     ignored = {name: suggest_variable(name) for name in loaded.ignored_env}
     for name, suggestion in ignored.items():
         meant = f": did you mean {suggestion}?" if suggestion else ""

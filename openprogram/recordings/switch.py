@@ -78,7 +78,7 @@ def turn_off() -> ModeChange:
 def _overrides_of(mode: str) -> dict[str, Any]:
     """Which environment variables still override the record/replay settings just written
     (values that may hold a secret hidden, as ``status`` shows them)."""
-    from openprogram.config.environment import is_secret_variable
+    from openprogram.config.environment import RECORD_REPLAY_VARIABLE, is_secret_variable
     from openprogram.config.settings import load_config
     from openprogram.providers.redaction import SecretRedactor
     from openprogram.recordings.status import HIDDEN
@@ -89,7 +89,7 @@ def _overrides_of(mode: str) -> dict[str, Any]:
     variables = {
         name: HIDDEN if is_secret_variable(name, value) else redact(value)
         for name, value in loaded.env_overrides.items()
-        if name.upper().startswith("OPENPROGRAM_RECORD_REPLAY")
+        if name.upper().startswith(RECORD_REPLAY_VARIABLE)
     }
     if mode == "off" and (forced is None or forced == "off"):
         variables = {}  # with the mode off, a forced file does not matter
