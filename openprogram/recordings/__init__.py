@@ -1,11 +1,20 @@
-"""The recordings store: naming, creating, listing, showing, deleting and pruning recordings.
+"""The recordings store: naming, creating, listing, showing, comparing, deleting and pruning
+recordings, and the record/replay settings that point at one.
 
 Every function takes the store folder explicitly; the CLI passes the configured one. These
-modules import only the standard library, orjson and the recording format reader, never a
-provider, httpx or the pydantic event models, so ``openprogram recordings …`` starts fast.
+modules import only the standard library, orjson, the configuration and the recording format
+reader, never a provider, httpx or the agent loop, so ``openprogram recordings …`` starts
+fast; re-running a recorded session (``verify``) lives above them, in
+:mod:`openprogram.harness`.
 
-    names     what a recording may be called, and where a NAME or PATH argument points
-    summary   one line of ``list`` per recording, read fast, with a cache in the store
-    store     create, delete and prune recordings in the store
-    show      each recorded call as a person wants to read it
+    names          what a recording may be called, and where a NAME or PATH argument points
+    configured     the recording ``record_replay.file`` names, worked out in one place
+    summary        one line of ``list`` per recording, read fast
+    summary_cache  every recording in a store summarized, through a cache in the store
+    store          create, delete and prune recordings in the store
+    show           each recorded call as a person wants to read it
+    hashing        the transcript hash (and canonical JSON)
+    comparison     the first difference between two recordings (``diff``)
+    status         what record/replay is configured to do, and whether the next start works
+    switch         ``record``, ``replay`` and ``off``: switching the configured mode
 """
