@@ -5,8 +5,9 @@ in a folder of its own, one step at a time: :meth:`~Demo.record` records the ses
 recording in that folder, :meth:`~Demo.replay` replays it offline, :meth:`~Demo.drift`
 changes the file the tool reads and returns the report replay gives, and :meth:`~Demo.verify`
 puts the file back and re-runs the session under replay, computing its transcript hash. Every
-provider lookup is isolated to the demo (``isolated_api_providers``), so the user's
-configured mode is never applied and their recordings store is never written to.
+provider lookup is answered in an isolated registry scope (``provider_scope(resolve=...)``),
+so the user's configured mode is never applied and their recordings store is never written
+to.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
     from openprogram.harness.verification import VerifyResult
-    from openprogram.providers.api_registry import ApiProvider
+    from openprogram.providers.scopes import ApiProvider
 
 NOTES_FILE = "notes.txt"
 NOTES_TEXT = "hello from a file"
@@ -47,7 +48,8 @@ class Demo:
     def record(self) -> AgentRun:
         """Run the session live on ``echo``, recording every call."""
         from openprogram.providers.builtins.echo import EchoProvider
-        from openprogram.providers.recorder import RecordingProvider, forget_writer
+        from openprogram.providers.recorder import RecordingProvider
+        from openprogram.recording.call_writer import forget_writer
 
         self.notes.write_text(NOTES_TEXT)
         try:
@@ -68,8 +70,8 @@ class Demo:
     def drift(self) -> str | None:
         """Change the file the tool reads and replay: the report replay gives (None if,
         against expectations, it replayed)."""
-        from openprogram.providers.mismatch import ReplayMismatch
         from openprogram.providers.replay import ReplayProvider
+        from openprogram.recording.mismatch import ReplayMismatch
 
         self.notes.write_text(CHANGED_TEXT)
         try:
@@ -89,9 +91,9 @@ class Demo:
     def _session(self, provider: ApiProvider) -> AgentRun:
         from openprogram.agent.builtin_tools import builtin_tools
         from openprogram.agent.loop import run_agent
-        from openprogram.providers.api_registry import isolated_api_providers
+        from openprogram.providers.api_registry import provider_scope
         from openprogram.providers.builtins.echo import ECHO_MODEL
 
         tools = builtin_tools(self.folder)
-        with isolated_api_providers(lambda api: provider if api == ECHO_MODEL.api else None):
+        with provider_scope(resolve=lambda api: provider if api == ECHO_MODEL.api else None):
             return asyncio.run(run_agent(ECHO_MODEL, PROMPT, tools=tools, on_event=self.on_event))

@@ -7,8 +7,8 @@ functions come from the built-ins (``read_file``, ``list_directory``) or from th
 (``--tools module:attr``). It passes when every request matches the recording and every
 recorded call is consumed; otherwise it names the first divergence.
 
-It neither starts the configured provider runtime nor reads the configured mode: the replay
-registry is isolated to this run (see ``isolated_api_providers``).
+It neither starts the configured provider runtime nor reads the configured mode: the run's
+lookups are answered in an isolated registry scope (``provider_scope(resolve=...)``).
 """
 
 from __future__ import annotations
@@ -76,10 +76,10 @@ def verify_recording(
     """Re-run the session recorded at ``path``; ``tools`` is ``module:attr`` naming the
     session's own tools (an ``AgentTool``, a list of them, or a function returning one)."""
     from openprogram.agent.loop import run_agent
-    from openprogram.providers.api_registry import isolated_api_providers
-    from openprogram.providers.mismatch import ReplayMismatch
+    from openprogram.providers.api_registry import provider_scope
     from openprogram.providers.recording import read_recording
     from openprogram.providers.replay import ReplayProvider
+    from openprogram.recording.mismatch import ReplayMismatch
     from openprogram.recordings.hashing import transcript_hash
 
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
@@ -89,7 +89,7 @@ def verify_recording(
     session_tools = _session_tools(start.tool_names, tools, root or Path.cwd())
     provider = ReplayProvider(path, ignore_fields=_configured_ignore_fields(), recording=recording)
     divergence: str | None = None
-    with isolated_api_providers(lambda api: provider):
+    with provider_scope(resolve=lambda api: provider):
         try:
             asyncio.run(
                 run_agent(
@@ -106,7 +106,7 @@ def verify_recording(
     if divergence is None and provider.mismatches:
         divergence = str(provider.mismatches[0])  # raised, then swallowed by the session
     if divergence is None and provider.unconsumed_calls:
-        from openprogram.providers.mismatch import UnconsumedCallsError
+        from openprogram.recording.mismatch import UnconsumedCallsError
 
         divergence = str(
             UnconsumedCallsError(str(path), provider.unconsumed_calls, len(recording.calls))
@@ -175,7 +175,7 @@ def _field_path(section: str, value: Any, location: Sequence[str | int], *, miss
     """The recorded field a pydantic error location points at. Parts that name a union
     member (``user``, ``str``) rather than a key or an index of the value are skipped; a
     ``missing`` key, the location's last part, is named."""
-    from openprogram.providers.difference import join_field_path
+    from openprogram.recording.difference import join_field_path
 
     path, current = section, value
     for position, part in enumerate(location):

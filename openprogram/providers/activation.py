@@ -2,7 +2,8 @@
 
 ``initialize_provider_runtime()`` calls :func:`activate_record_replay` after registering the
 built-ins. It reads the configuration once ("next start": a change affects the next
-process) and installs a registry transform:
+process) and returns the transform the runtime installs on the registry's process scope (the
+base every scope starts from, see ``scopes.py``):
 
 * ``record`` — every current and future api is wrapped in a ``RecordingProvider``; all of
   them share one writer, so the whole process forms one call sequence in one recording;
@@ -20,19 +21,19 @@ Nothing falls through to a live provider.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
-from openprogram.providers.api_registry import ApiProvider, RegistryTransform
-from openprogram.providers.events import AssistantMessageEvent
-from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+from openprogram.providers.scopes import ApiProvider, RegistryTransform
 
 if TYPE_CHECKING:
     from openprogram.config.settings import LoadedConfig
+    from openprogram.providers.events import AssistantMessageEvent
+    from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 
 logger = logging.getLogger("openprogram")
 
@@ -83,6 +84,8 @@ class Activation:
     transform: RegistryTransform | None = None
     recording: Path | None = None
     blocked_reason: str | None = None
+    bindings: Mapping[str, object] = field(default_factory=dict)
+    """Values other boundaries look up in the process scope (``scopes.scope_binding``)."""
 
 
 def blocked(cause: str, recording: Path | None = None) -> Activation:

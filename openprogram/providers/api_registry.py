@@ -1,117 +1,110 @@
 """The provider registry: the one boundary every model call passes through.
 
-``stream()`` looks up ``model.api`` here. Record and replay are providers registered (or
-installed through the registry *transform*) at this boundary, so no vendor module knows
-about them. The transform ``(api, provider | None) -> provider | None`` wraps every current
-and future entry; it also sees apis with no registered provider, so that replay can answer
-for an api this process never registered.
+``stream()`` looks up ``model.api`` here. Record and replay are providers installed at this
+boundary, through the registry's one scoping mechanism (:mod:`openprogram.providers.scopes`:
+the process scope the runtime sets up from the configured mode, and the scopes a block
+enters for its own context), so no vendor module knows about them.
 
 Every public function makes sure the provider runtime is initialized first (built-ins
 registered, configuration read once), so a user's registration is never overwritten by a
-later built-in registration. Importing this module does nothing.
+later built-in registration — except inside an isolated scope, which never starts it.
+Importing this module does nothing.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
 
-from openprogram.errors import UnknownApiError
-from openprogram.providers.events import AssistantMessageEvent
-from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
-
-
-@runtime_checkable
-class ApiProvider(Protocol):
-    """What a provider implements. ``stream*`` return async iterators of events.
-
-    A provider may also define ``api_key_env``: the environment variable its key is read
-    from when ``options.api_key`` is not given.
-    """
-
-    @property
-    def requires_credentials(self) -> bool: ...
-
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]: ...
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]: ...
-
-
-RegistryTransform = Callable[[str, ApiProvider | None], ApiProvider | None]
-
-_isolated: ContextVar[Callable[[str], ApiProvider | None] | None] = ContextVar(
-    "openprogram_isolated_api_providers", default=None
+from openprogram.providers import scopes
+from openprogram.providers.runtime import RuntimeState, initialize_provider_runtime, runtime_state
+from openprogram.providers.scopes import (
+    INHERIT,
+    ApiProvider,
+    ProviderScope,
+    RegistryTransform,
+    current_scope,
+    scope_binding,
 )
-_lock = threading.RLock()
-_providers: dict[str, ApiProvider] = {}
-_transform: RegistryTransform | None = None
-# api -> (the registered provider, what the transform made of it): one wrapper per entry.
-_transformed: dict[str, tuple[ApiProvider | None, ApiProvider | None]] = {}
+
+__all__ = [
+    "INHERIT",
+    "ApiProvider",
+    "ProviderScope",
+    "RegistryTransform",
+    "get_api_provider",
+    "isolated_api_providers",
+    "provider_scope",
+    "register_api_provider",
+    "registered_apis",
+    "scope_binding",
+    "scoped_api_providers",
+    "set_registry_transform",
+    "unregister_api_provider",
+]
 
 
 def _ensure_runtime() -> None:
-    from openprogram.providers.runtime import initialize_provider_runtime
-
-    initialize_provider_runtime()
+    if runtime_state() is not RuntimeState.READY and current_scope().starts_runtime:
+        initialize_provider_runtime()
 
 
 def register_api_provider(api: str, provider: ApiProvider) -> None:
-    """Make ``provider`` answer for ``api``, replacing any earlier registration."""
+    """Make ``provider`` answer for ``api`` in the current scope, replacing any earlier
+    registration there."""
     _ensure_runtime()
-    register_without_runtime(api, provider)
+    current_scope().register(api, provider)
 
 
 def unregister_api_provider(api: str) -> ApiProvider | None:
-    """Remove the provider registered for ``api``; returns it, or None if there was none."""
+    """Remove the provider registered for ``api`` in the current scope; returns it, or None
+    if there was none."""
     _ensure_runtime()
-    with _lock:
-        _transformed.pop(api, None)
-        return _providers.pop(api, None)
+    return current_scope().unregister(api)
 
 
 def get_api_provider(api: str) -> ApiProvider:
-    """The provider that answers for ``api``, after the registry transform."""
-    isolated = _isolated.get()
-    if isolated is not None:
-        provider = isolated(api)
-        if provider is None:
-            raise UnknownApiError(api, [])
-        return provider
+    """The provider that answers for ``api`` in the current scope, after its transform;
+    raises :class:`~openprogram.errors.UnknownApiError`."""
     _ensure_runtime()
-    with _lock:
-        raw = _providers.get(api)
-        if _transform is None:
-            provider = raw
-        else:
-            cached = _transformed.get(api)
-            if cached is not None and cached[0] is raw:
-                provider = cached[1]
-            else:
-                provider = _transform(api, raw)
-                _transformed[api] = (raw, provider)
-        if provider is None:
-            raise UnknownApiError(api, sorted(_providers))
-        return provider
+    return current_scope().lookup(api)
 
 
 def registered_apis() -> list[str]:
-    """The apis with a registered provider, sorted."""
+    """The apis with a registered provider in the current scope, sorted."""
     _ensure_runtime()
-    with _lock:
-        return sorted(_providers)
+    return current_scope().apis()
 
 
 def set_registry_transform(transform: RegistryTransform | None) -> None:
-    """Wrap every current and future entry with ``transform`` (None removes it)."""
+    """Wrap every current and future entry of the current scope with ``transform`` (None
+    removes it). Outside any scope this replaces the process's own transform: the one the
+    runtime installed for the configured mode."""
     _ensure_runtime()
-    set_transform_without_runtime(transform)
+    current_scope().set_transform(transform)
+
+
+@contextmanager
+def provider_scope(
+    *,
+    transform: RegistryTransform | scopes.Inherit | None = INHERIT,
+    resolve: Callable[[str], ApiProvider | None] | None = None,
+    bindings: Mapping[str, object] | None = None,
+) -> Iterator[ProviderScope]:
+    """Run a block in a registry scope of its own, in the current context; yields the scope.
+
+    The one way to change what lookups answer for a block: ``transform`` replaces the
+    enclosing scope's transform inside it (the pytest fixture and ``record_replay()`` install
+    record or replay this way, over whatever mode the configuration set); ``resolve`` makes it
+    isolated (every lookup is ``resolve(api)``, the runtime is never started); ``bindings``
+    adds values other boundaries look up (``scope_binding``). Otherwise the runtime is
+    started first, so the scope starts from the built-ins. See
+    :mod:`openprogram.providers.scopes`.
+    """
+    if resolve is None:
+        _ensure_runtime()
+    with scopes.provider_scope(transform=transform, resolve=resolve, bindings=bindings) as scope:
+        yield scope
 
 
 @contextmanager
@@ -119,29 +112,11 @@ def scoped_api_providers() -> Iterator[None]:
     """Run a block with a registry it may change freely; the exact previous state returns.
 
     Registrations, removals and the transform set inside the block are undone on exit,
-    whatever happens in it.
+    whatever happens in it. They are seen by the block and the tasks it starts, not by other
+    threads (see :mod:`openprogram.providers.scopes`).
     """
-    _ensure_runtime()
-    with _lock:
-        saved = (dict(_providers), _transform, dict(_transformed))
-    try:
+    with provider_scope():
         yield
-    finally:
-        _restore(*saved)
-
-
-def _restore(
-    providers: dict[str, ApiProvider],
-    transform: RegistryTransform | None,
-    transformed: dict[str, tuple[ApiProvider | None, ApiProvider | None]],
-) -> None:
-    global _transform
-    with _lock:
-        _providers.clear()
-        _providers.update(providers)
-        _transform = transform
-        _transformed.clear()
-        _transformed.update(transformed)
 
 
 @contextmanager
@@ -152,29 +127,14 @@ def isolated_api_providers(resolve: Callable[[str], ApiProvider | None]) -> Iter
     ``openprogram recordings verify`` runs a session this way under replay, whatever mode
     the configuration sets. Other threads and contexts see the registry as before.
     """
-    token = _isolated.set(resolve)
-    try:
+    with provider_scope(resolve=resolve):
         yield
-    finally:
-        _isolated.reset(token)
 
 
-# The runtime itself registers through these, since it cannot wait for itself.
-
-
-def register_without_runtime(api: str, provider: ApiProvider) -> None:
-    with _lock:
-        _transformed.pop(api, None)
-        _providers[api] = provider
-
-
-def set_transform_without_runtime(transform: RegistryTransform | None) -> None:
-    global _transform
-    with _lock:
-        _transform = transform
-        _transformed.clear()
-
-
-def clear_registry_without_runtime() -> None:
-    """Forget every provider and the transform (the runtime's test-only reset)."""
-    _restore({}, None, {})
+def __getattr__(name: str) -> object:
+    # The registry's state under its names from before scopes, as the current scope holds it.
+    if name == "_providers":
+        return current_scope().providers
+    if name == "_transform":
+        return current_scope().transform
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,13 +2,14 @@
 
 :class:`RecordingProvider` wraps the provider it replaces and is otherwise transparent: it
 writes each event as one whole line, *then* yields it, so a crash loses at most the call in
-flight. Every ``RecordingProvider`` writing to the same path in one process shares one
-:class:`~openprogram.providers.recording_writer.RecordingWriter`, so all apis form one call
-sequence; how writers in several threads and processes share a file, survive a crashed
-writer and follow a replaced file is told in ``recording_writer``.
+flight. Every recorder writing to the same path in one process — this one, and the HTTP
+boundary's — shares one :class:`~openprogram.recording.writer.RecordingWriter`
+(:func:`writer_for`), so all apis and both boundaries form one call sequence; how writers in
+several threads and processes share a file, survive a crashed writer and follow a replaced
+file is told in :mod:`openprogram.recording.writer`.
 
 A request or event a recording cannot hold (a non-finite number, nesting deeper than the
-reader accepts) raises :class:`~openprogram.providers.recordable.UnrecordableValueError`: a
+reader accepts) raises :class:`~openprogram.recording.recordable.UnrecordableValueError`: a
 request before the call goes out, with nothing written; an event as it arrives, and the call
 then ends with outcome ``error`` holding that error.
 """
@@ -17,12 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from openprogram.providers.api_registry import ApiProvider
 from openprogram.providers.events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -32,61 +31,37 @@ from openprogram.providers.events import (
     ToolCallDeltaEvent,
 )
 from openprogram.providers.recordable import UnrecordableValueError, check_recordable
-from openprogram.providers.recording import Outcome, dump_request
-from openprogram.providers.recording_writer import OpenRecording, RecordingWriter
-from openprogram.providers.redaction import SecretRedactor
+from openprogram.providers.recording import dump_request
 from openprogram.providers.types import (
     Context,
     Model,
     SimpleStreamOptions,
     StreamOptions,
 )
+from openprogram.recording.call_writer import (
+    CallWriter,
+    close_recording_writers,
+    exception_type_name,
+    forget_writer,
+    recorded_error,
+    writer_for,
+)
+from openprogram.recording.format import Outcome
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.writer import RecordingWriter
+
+if TYPE_CHECKING:
+    from openprogram.providers.scopes import ApiProvider
 
 __all__ = [
     "RecordingProvider",
     "RecordingWriter",
     "UnrecordableValueError",
     "close_recording_writers",
+    "exception_type_name",
     "forget_writer",
     "writer_for",
 ]
-
-_writers: dict[str, RecordingWriter] = {}
-_writers_lock = threading.Lock()
-
-
-def writer_for(path: str | os.PathLike[str]) -> RecordingWriter:
-    """The one writer this process uses for ``path``."""
-    resolved = Path(path).resolve()
-    with _writers_lock:
-        writer = _writers.get(str(resolved))
-        if writer is None:
-            writer = _writers[str(resolved)] = RecordingWriter(resolved)
-        return writer
-
-
-def forget_writer(path: str | os.PathLike[str]) -> None:
-    """Close and drop the writer for ``path`` (a harness done with one recording)."""
-    resolved = str(Path(path).resolve())
-    with _writers_lock:
-        writer = _writers.pop(resolved, None)
-    if writer is not None:
-        writer.close()
-
-
-def close_recording_writers() -> None:
-    """Close every writer (tests; a process that exits needs not call it)."""
-    with _writers_lock:
-        for writer in _writers.values():
-            writer.close()
-        _writers.clear()
-
-
-def exception_type_name(error: BaseException) -> str:
-    cls = type(error)
-    return (
-        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-    )
 
 
 class RecordingProvider:
@@ -127,8 +102,7 @@ class RecordingProvider:
         check_recordable(str(self.path), {"model": model, "context": context, "options": options})
         redactor = SecretRedactor.for_request(options.api_key)
         request = redactor.redact_request(dump_request(model, context, options))
-        call_index, file = self.writer.begin_call(request, checked=True)
-        log = _CallLog(self.writer, file, call_index, redactor)
+        log = _CallLog(self.writer.open_call(request, checked=True), redactor)
         try:
             source = getattr(self.real_provider, method)(model, context, options)
             events = source.__aiter__()
@@ -176,34 +150,16 @@ class RecordingProvider:
 
 
 class _CallLog:
-    """The rows of one recorded call: its events, then exactly one ``call_end``."""
+    """The rows of one recorded provider call: its events, redacted as model output, then
+    exactly one ``call_end``."""
 
-    def __init__(
-        self,
-        writer: RecordingWriter,
-        file: OpenRecording,
-        call_index: int,
-        redactor: SecretRedactor,
-    ) -> None:
-        self.writer = writer
-        self.file: OpenRecording | None = file
-        self.call_index = call_index
+    def __init__(self, call: CallWriter, redactor: SecretRedactor) -> None:
+        self.call = call
         self.redactor = redactor
-        self.count = 0
-        self.ended = False
 
     def event(self, event: AssistantMessageEvent) -> None:
-        self.writer.write_row(
-            {
-                "type": "event",
-                "call_index": self.call_index,
-                "event_index": self.count,
-                "event": self.event_payload(event),
-            },
-            self.file,
-            checked=True,  # a delta holds one string; other events were checked as objects
-        )
-        self.count += 1
+        # A delta holds one string; other events were checked as objects.
+        self.call.write_event(self.event_payload(event), checked=True)
 
     def event_payload(self, event: AssistantMessageEvent) -> dict[str, Any]:
         """The event's JSON form, redacted as model output. Deltas — most of a stream — take
@@ -214,24 +170,15 @@ class _CallLog:
                 "content_index": event.content_index,
                 "delta": self.redactor.redact_text(event.delta),
             }
-        check_recordable(str(self.writer.path), {"event": event}, call_index=self.call_index)
+        check_recordable(
+            str(self.call.writer.path), {"event": event}, call_index=self.call.call_index
+        )
         payload: dict[str, Any] = self.redactor.redact_model_output(event.model_dump(mode="json"))
         return payload
 
     def end(self, outcome: Outcome, *, error: BaseException | None = None) -> None:
-        if self.ended:
+        """End the call (once: later ends are ignored)."""
+        if self.call.ended:
             return
-        self.ended = True
-        row: dict[str, Any] = {
-            "type": "call_end",
-            "call_index": self.call_index,
-            "event_count": self.count,
-            "outcome": outcome,
-        }
-        if error is not None:
-            row["error"] = {
-                "type": exception_type_name(error),
-                "message": self.redactor.redact_text(str(error)),
-            }
-        self.writer.write_row(row, self.file)
-        self.file = None  # the call's rows are all written: let go of its file
+        recorded = None if error is None else recorded_error(error, self.redactor)
+        self.call.end_call(outcome, error=recorded)

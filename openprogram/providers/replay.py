@@ -1,12 +1,16 @@
 """Replay: a provider that answers from a recording, offline.
 
 :class:`ReplayProvider` wraps nothing and holds no HTTP client, so an agent loop driven by it
-cannot reach the network. Each incoming request is redacted with the same rules as the
-recording (and the recorded request re-redacted with the current rules), then compared with
-the recorded request of the same ``call_index``: model, then context, then options. The
-first difference raises :class:`ReplayMismatch`; a mismatch does not consume the call.
-A matched call yields the recorded events; a recorded provider error is raised again after
-them, as an equivalent exception.
+cannot reach the network. It serves provider calls from a
+:class:`~openprogram.recording.replay_session.ReplaySession`: each incoming request is
+redacted with the same rules as the recording (and the recorded request re-redacted with the
+current rules), then compared with the recorded request of the same ``call_index``: model,
+then context, then options. The first difference raises :class:`ReplayMismatch`; a mismatch
+does not consume the call. A matched call yields the recorded events; a recorded provider
+error is raised again after them, as an equivalent exception.
+
+A session may be shared with the HTTP boundary (``ReplayProvider(path, session=session)``):
+both then take their calls, in order, from one recording.
 """
 
 from __future__ import annotations
@@ -14,30 +18,17 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
-import threading
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 from openprogram.errors import OpenProgramError
-from openprogram.plural import plural
-from openprogram.providers.difference import NON_DETERMINISTIC_FIELD_NAMES, find_first_difference
 from openprogram.providers.events import AssistantMessageEvent
-from openprogram.providers.mismatch import (
-    RecordingTruncatedError,
-    ReplayMismatch,
-    UnconsumedCallsError,
-    removed_secret_note,
-)
-from openprogram.providers.recording import (
-    REQUEST_SECTIONS,
-    RecordedCall,
-    RecordedError,
-    Recording,
-    dump_request,
-    read_recording,
-)
-from openprogram.providers.redaction import SecretRedactor
+from openprogram.providers.recording import dump_request, read_recording
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+from openprogram.recording.format import RecordedError, Recording
+from openprogram.recording.mismatch import RecordingTruncatedError, ReplayMismatch
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.replay_session import ReplaySession
 
 
 class RecordedProviderError(OpenProgramError):
@@ -64,7 +55,7 @@ def rebuild_error(recorded: RecordedError) -> BaseException:
 
 
 class ReplayProvider:
-    """Serves the calls of the recording at ``path`` in order, from call 0.
+    """Serves the provider calls of the recording at ``path`` in order, from call 0.
 
     ``ignore_fields`` adds field names (skipped at any depth) or dotted paths (``[*]`` for
     any index) to the non-deterministic fields left out of the comparison.
@@ -75,34 +66,55 @@ class ReplayProvider:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None = None,
         *,
         ignore_fields: Iterable[str] = (),
         recording: Recording | None = None,
+        session: ReplaySession | None = None,
     ) -> None:
         """``recording``: the file as the caller already read it with ``read_recording(path)``
-        (events validated), so it is not read twice."""
-        self.path = Path(path)
-        self.recording = recording if recording is not None else read_recording(self.path)
-        self.ignore_fields = frozenset(NON_DETERMINISTIC_FIELD_NAMES) | frozenset(ignore_fields)
-        self.mismatches: list[ReplayMismatch] = []
+        (events validated), so it is not read twice. ``session``: a replay session to share
+        with other boundaries (its recording read with the provider events decoded; ``path``,
+        ``recording`` and ``ignore_fields`` are then the session's)."""
+        if session is None:
+            if path is None:
+                raise TypeError("ReplayProvider needs the path of a recording, or a session")
+            if recording is None:
+                recording = read_recording(path)
+            session = ReplaySession(recording, ignore_fields=ignore_fields)
+        elif not session.recording.events_decoded:
+            raise ValueError(
+                "ReplayProvider needs a session whose recording was read with its provider "
+                "events decoded: openprogram.providers.recording.read_recording(path)"
+            )
+        self.session = session
+        self.path = Path(path) if path is not None else session.path
+
+    @property
+    def recording(self) -> Recording:
+        return self.session.recording
+
+    @property
+    def ignore_fields(self) -> frozenset[str]:
+        """What a provider request is compared without."""
+        return self.session.ignore_fields_for("provider")
+
+    @property
+    def mismatches(self) -> list[ReplayMismatch]:
         """Every mismatch raised, kept so a harness can fail a test that swallowed one."""
-        self._next_call = 0
-        self._lock = threading.Lock()
+        return self.session.mismatches
 
     @property
     def calls_consumed(self) -> int:
-        return self._next_call
+        return self.session.calls_consumed
 
     @property
     def unconsumed_calls(self) -> list[int]:
-        return list(range(self._next_call, len(self.recording.calls)))
+        return self.session.unconsumed_calls
 
     def assert_consumed(self) -> None:
         """Raise :class:`UnconsumedCallsError` if recorded calls were never requested."""
-        unconsumed = self.unconsumed_calls
-        if unconsumed:
-            raise UnconsumedCallsError(str(self.path), unconsumed, len(self.recording.calls))
+        self.session.assert_consumed()
 
     def stream(
         self, model: Model, context: Context, options: StreamOptions | None = None
@@ -118,11 +130,14 @@ class ReplayProvider:
         self, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
         __tracebackhide__ = True  # pytest: show the test's line, not replay's internals
-        call = self._take_call(model, context, options)
+        redactor = SecretRedactor.for_request(options.api_key)
+        call = self.session.take(
+            "provider", dump_request(model, context, options), redactor=redactor.redact_request
+        )
         for event in call.events:
             yield event
         if call.outcome is None:
-            raise self._kept(
+            raise self.session.keep(
                 RecordingTruncatedError(str(self.path), call.call_index, len(call.events))
             )
         if call.outcome == "error" and call.error is not None:
@@ -131,7 +146,7 @@ class ReplayProvider:
             raise asyncio.CancelledError()
         if call.outcome == "abandoned":
             # The recorded consumer stopped here; this one wants more than was recorded.
-            raise self._kept(
+            raise self.session.keep(
                 ReplayMismatch(
                     call.call_index,
                     "event_index",
@@ -144,52 +159,3 @@ class ReplayProvider:
                     ),
                 )
             )
-
-    def _take_call(self, model: Model, context: Context, options: StreamOptions) -> RecordedCall:
-        __tracebackhide__ = True
-        redactor = SecretRedactor.for_request(options.api_key)
-        incoming = redactor.redact_request(dump_request(model, context, options))
-        with self._lock:
-            index = self._next_call
-            calls = self.recording.calls
-            if index >= len(calls):
-                raise self._kept(
-                    ReplayMismatch(
-                        index,
-                        "call_index",
-                        len(calls),
-                        index,
-                        detail=(
-                            f"recorded {plural(len(calls), 'call')} (0..{len(calls) - 1}), "
-                            f"incoming call {index}: the run makes more calls than the "
-                            "recording holds"
-                            if calls
-                            else f"the recording holds no calls, incoming call {index}"
-                        ),
-                    )
-                )
-            call = calls[index]
-            recorded = redactor.redact_request(call.request)  # re-redacted: the current rules
-            for section in REQUEST_SECTIONS:
-                difference = find_first_difference(
-                    recorded[section],
-                    incoming[section],
-                    ignore_fields=self.ignore_fields,
-                    path=section,
-                )
-                if difference is not None:
-                    raise self._kept(
-                        ReplayMismatch(
-                            index,
-                            difference.field_path,
-                            difference.recorded,
-                            difference.incoming,
-                            note=removed_secret_note(incoming, calls[:index]),
-                        )
-                    )
-            self._next_call = index + 1
-            return call
-
-    def _kept(self, mismatch: ReplayMismatch) -> ReplayMismatch:
-        self.mismatches.append(mismatch)
-        return mismatch

@@ -8,8 +8,13 @@ Importing ``openprogram.providers`` does none of this. The first registry lookup
   clear error instead of a deadlock;
 * a built-in that fails to register leaves the runtime ``FAILED``: every later call raises a
   fresh :class:`ProviderRuntimeError` with the same stage and cause (its message redacted);
-* record/replay is then activated from the configuration (see ``activation.py``); if that
-  fails the runtime is still ``READY``, in mode ``blocked``.
+* record/replay is then activated from the configuration (see ``activation.py``) and
+  installed as the transform of the registry's process scope (see ``scopes.py``), the base
+  every scope starts from; if that fails the runtime is still ``READY``, in mode
+  ``blocked``.
+
+The registry (``api_registry``) starts the runtime before a lookup; the runtime itself
+registers into the process scope directly, so neither waits for the other.
 """
 
 from __future__ import annotations
@@ -21,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprogram.errors import ProviderRuntimeError
-from openprogram.providers import api_registry
 from openprogram.providers.activation import Activation, activate_record_replay
 from openprogram.providers.key_variables import remember_key_variables
+from openprogram.providers.scopes import PROCESS_SCOPE
 
 if TYPE_CHECKING:
     from openprogram.config.settings import LoadedConfig
@@ -79,7 +84,8 @@ def initialize_provider_runtime() -> RuntimeStatus:
         _register_builtins(loaded)
         activation = activate_record_replay(loaded)
         if activation.transform is not None:
-            api_registry.set_transform_without_runtime(activation.transform)
+            PROCESS_SCOPE.set_transform(activation.transform)
+        PROCESS_SCOPE.bindings.update(activation.bindings)
     except ProviderRuntimeError as error:
         _finish(RuntimeState.FAILED, failure=(error.stage, error.cause))
         raise
@@ -109,12 +115,12 @@ def _register_builtins(loaded: LoadedConfig | None) -> None:
         try:
             provider = factory(providers.get(api))
         except Exception as exc:
-            from openprogram.providers.redaction import SecretRedactor
+            from openprogram.recording.redaction import SecretRedactor
 
             # A factory's message may quote its settings (a base_url with a password in it).
             cause = SecretRedactor().redact_text(f"{type(exc).__name__}: {exc}")
             raise ProviderRuntimeError(f"built-in registration of {api!r}", cause) from exc
-        api_registry.register_without_runtime(api, provider)
+        PROCESS_SCOPE.register(api, provider)
 
 
 def _finish(
@@ -144,6 +150,12 @@ def runtime_configuration() -> LoadedConfig | None:
         return _configuration
 
 
+def runtime_state() -> RuntimeState:
+    """Where the runtime stands, read without a lock (a hint: ``READY`` never changes back
+    but by :func:`reset_provider_runtime`)."""
+    return _state
+
+
 def provider_runtime_status() -> RuntimeStatus:
     """Where the runtime stands, without initializing it."""
     with _condition:
@@ -156,7 +168,7 @@ def reset_provider_runtime() -> None:
     with _condition:
         if _state is RuntimeState.INITIALIZING:
             raise ProviderRuntimeError("reset", "cannot reset while initializing")
-        api_registry.clear_registry_without_runtime()
+        PROCESS_SCOPE.clear()
         _configuration = None
         _state, _activation, _failure, _initializing_thread = (
             RuntimeState.NEW,

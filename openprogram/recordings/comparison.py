@@ -1,9 +1,12 @@
 """The first difference between two recordings: what ``openprogram recordings diff`` shows.
 
-Calls are compared in order. Within a call the request comes first (model, then context,
-then options, each walked as replay walks it), then the events one by one, then how the
-call ended. The non-deterministic fields (``timestamp``) are skipped and an absent key equals
-an explicit null, so two recordings differ exactly when their transcript hashes differ.
+Calls are compared in order. Within a call its boundary comes first (a provider call and
+an HTTP call at one index differ at ``boundary``), then the request sections of its
+boundary in order (``model``, ``context``, ``options``; or ``method``, ``url``,
+``headers``, ``body``…), each walked as replay walks it, then the events one by one, then
+how the call ended. The non-deterministic fields (:mod:`openprogram.recording.
+nondeterministic`) are skipped and an absent key equals an explicit null, so two recordings
+differ exactly when their transcript hashes differ.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openprogram.providers.difference import MISSING, find_first_difference
-from openprogram.providers.recording import REQUEST_SECTIONS
+from openprogram.recording.difference import MISSING, find_first_difference
+from openprogram.recording.format import request_sections
+from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
 from openprogram.recordings.hashing import transcript_hash
 
 if TYPE_CHECKING:
-    from openprogram.providers.recording import RecordedCall, Recording
+    from openprogram.recording.format import RecordedCall, Recording
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,8 @@ class RecordingDifference:
 
     call_index: int
     field_path: str
-    """``model.id``, ``context.messages[2].content[0].text``, ``event.delta``, ``outcome``,
+    """``model.id``, ``context.messages[2].content[0].text``, ``body.messages[0].content``,
+    ``event.delta``, ``outcome``, ``boundary`` when the call was made at another boundary,
     or ``call_index`` when one recording has more calls."""
     a: Any
     b: Any
@@ -96,12 +101,22 @@ def first_difference(a: Recording, b: Recording) -> RecordingDifference | None:
 
 def _call_difference(a: RecordedCall, b: RecordedCall) -> RecordingDifference | None:
     index = a.call_index
-    for section in REQUEST_SECTIONS:
-        found = find_first_difference(a.request[section], b.request[section], path=section)
+    if a.boundary != b.boundary:
+        return RecordingDifference(index, "boundary", a.boundary, b.boundary)
+    ignored = request_ignore_fields(a.boundary)
+    for section in request_sections(a.boundary):
+        found = find_first_difference(
+            a.request.get(section), b.request.get(section), ignore_fields=ignored, path=section
+        )
         if found is not None:
             return RecordingDifference(index, found.field_path, found.recorded, found.incoming)
     for event_index, (event_a, event_b) in enumerate(zip(a.event_rows, b.event_rows, strict=False)):
-        found = find_first_difference(event_a, event_b, path="event")
+        found = find_first_difference(
+            deterministic_event(a.boundary, event_a),
+            deterministic_event(b.boundary, event_b),
+            ignore_fields=ignored,
+            path="event",
+        )
         if found is not None:
             return RecordingDifference(
                 index, found.field_path, event_a, event_b, event_index=event_index

@@ -7,11 +7,14 @@ dates) — with :class:`CanonicalJSONError` naming where the value sits.
 
 The *transcript hash* is a SHA-256 over a recording's calls — each request, each event and
 how the call ended — leaving out the header and the non-deterministic fields
-(``timestamp``, at any depth). Entries whose value is ``null`` are left out too, since replay
-treats an absent key and an explicit null as equal: two recordings have the same hash
-exactly when ``openprogram recordings diff`` finds no difference between them. Two
-recordings of the same session made at different times, on different machines, hash alike;
-any change to a request or an event changes the hash.
+(:mod:`openprogram.recording.nondeterministic`: ``timestamp`` at any depth in a provider
+call; in an HTTP call the response headers and the per-run ids a server sets anew each
+time). Entries whose value is ``null`` are left out too, since replay treats an absent key
+and an explicit null as equal: two recordings have the same hash exactly when
+``openprogram recordings diff`` finds no difference between them. Two recordings of the same
+session made at different times, on different machines, hash alike; any change to a request
+or an event changes the hash. An HTTP call's request line also names its boundary; a
+provider call's lines are as they always were, so a provider recording's hash never changed.
 """
 
 from __future__ import annotations
@@ -24,10 +27,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openprogram.errors import OpenProgramError
-from openprogram.providers.difference import NON_DETERMINISTIC_FIELD_NAMES, join_field_path
+from openprogram.recording.difference import join_field_path
+from openprogram.recording.nondeterministic import (
+    NON_DETERMINISTIC_FIELD_NAMES,
+    deterministic_event,
+    request_ignore_fields,
+)
 
 if TYPE_CHECKING:
-    from openprogram.providers.recording import RecordedCall, Recording
+    from openprogram.recording.format import RecordedCall, Recording
 
 TRANSCRIPT_HASH_VERSION = 1
 """Part of the hashed text: bumped only if what is hashed changes meaning."""
@@ -75,20 +83,21 @@ def _check(value: Any, path: str) -> None:
     raise CanonicalJSONError(path, f"a {type(value).__name__} is not a JSON value")
 
 
-def deterministic_part(value: Any) -> Any:
-    """``value`` without its non-deterministic fields and its null-valued entries."""
+def deterministic_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> Any:
+    """``value`` without its fields called one of ``names`` (at any depth) and its
+    null-valued entries."""
     if isinstance(value, dict):
         return {
-            key: deterministic_part(item)
+            key: deterministic_part(item, names)
             for key, item in value.items()
-            if item is not None and key not in NON_DETERMINISTIC_FIELD_NAMES
+            if item is not None and key not in names
         }
     if isinstance(value, list):
-        return [deterministic_part(item) for item in value]
+        return [deterministic_part(item, names) for item in value]
     return value
 
 
-def _canonical_part(value: Any) -> bytes:
+def _canonical_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> bytes:
     """Canonical JSON of the deterministic part of a value read from a recording.
 
     Values parsed from JSON need no checking, and most rows (text deltas) hold neither a
@@ -96,23 +105,30 @@ def _canonical_part(value: Any) -> bytes:
     something to strip.
     """
     encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    if b"null" in encoded or any(
-        name.encode() in encoded for name in NON_DETERMINISTIC_FIELD_NAMES
-    ):
-        encoded = orjson.dumps(deterministic_part(value), option=orjson.OPT_SORT_KEYS)
+    if b"null" in encoded or any(name.encode() in encoded for name in names):
+        encoded = orjson.dumps(deterministic_part(value, names), option=orjson.OPT_SORT_KEYS)
     return encoded
 
 
 def transcript_rows(calls: Iterable[RecordedCall]) -> Iterator[bytes]:
     """The lines the transcript hash is computed over, in order: a version line, then for
-    each call ``R <call> <request>``, ``E <call> <event_index> <event>`` for each event and
-    ``X <call> <ending>``, each value as canonical JSON of its deterministic part."""
+    each call ``R <call> <request>`` (an HTTP call's request with ``"boundary": "http"``),
+    ``E <call> <event_index> <event>`` for each event and ``X <call> <ending>``, each value as
+    canonical JSON of its deterministic part."""
     yield b"openprogram-transcript-%d" % TRANSCRIPT_HASH_VERSION
     for call in calls:
         index = call.call_index
-        yield b"R %d %s" % (index, _canonical_part(call.request))
-        for event_index, event in enumerate(call.event_rows):
-            yield b"E %d %d %s" % (index, event_index, _canonical_part(event))
+        if call.boundary == "provider":
+            yield b"R %d %s" % (index, _canonical_part(call.request))
+            for event_index, event in enumerate(call.event_rows):
+                yield b"E %d %d %s" % (index, event_index, _canonical_part(event))
+        else:
+            names = request_ignore_fields(call.boundary)
+            request = {"boundary": call.boundary, **call.request}
+            yield b"R %d %s" % (index, _canonical_part(request, names))
+            for event_index, event in enumerate(call.event_rows):
+                row = deterministic_event(call.boundary, event)
+                yield b"E %d %d %s" % (index, event_index, _canonical_part(row, names))
         ending: dict[str, Any] = {"outcome": call.outcome}
         if call.error is not None:
             ending["error"] = {"type": call.error.type, "message": call.error.message}

@@ -2,7 +2,8 @@
 
 :func:`summarize_recording` reads a file once and parses it with the strict reader (events
 left as plain rows), so a summary says exactly what replay would find: the calls, events and
-models, whether a call was cut short, and the transcript hash. A bad file gives
+models (an HTTP call's is its host and the ``model`` its JSON body names), whether a call was
+cut short, and the transcript hash. A bad file gives
 ``valid=False`` and a one-line ``problem``, never an error.
 
 :func:`~openprogram.recordings.summary_cache.summarize_store` summarizes a whole store and
@@ -16,14 +17,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import Recording, parse_recording, read_recording_file
+from openprogram.recording.file_door import read_recording_file
+from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.reader import parse_recording
 from openprogram.recordings.hashing import transcript_hash
 
-__all__ = ["RecordingSummary", "model_label", "summarize_recording"]
+__all__ = ["RecordingSummary", "call_label", "model_label", "summarize_recording"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,8 @@ class RecordingSummary:
     calls: int
     events: int
     models: list[str]
-    """Distinct ``api:model-id`` in call order."""
+    """Distinct :func:`call_label` in call order: ``api:model-id`` of a provider call,
+    ``host:model`` of an HTTP call."""
     format_version: int | None
     valid: bool
     truncated: bool
@@ -151,7 +156,7 @@ def summarize_recording(path: Path) -> RecordingSummary:
     try:
         # The transcript hash needs every row parsed, so the strict reader does the work
         # (from the bytes already read): the summary is exactly what replay would see.
-        recording = parse_recording(path, data, validate_events=False)
+        recording = parse_recording(path, data)
         digest = transcript_hash(recording)
     except RecordingFileError as exc:
         return found.summary(_first_row(data), problem=_one_line(exc))
@@ -202,7 +207,7 @@ def _first_row(body: bytes) -> dict[str, Any] | None:
 def _models(recording: Recording) -> list[str]:
     models: list[str] = []
     for call in recording.calls:
-        label = model_label(call.request["model"])
+        label = call_label(call)
         if label not in models:
             models.append(label)
     return models
@@ -211,6 +216,24 @@ def _models(recording: Recording) -> list[str]:
 def model_label(model: dict[str, Any]) -> str:
     """``api:model-id`` of a recorded request's model."""
     return f"{model.get('api', '?')}:{model.get('id', '?')}"
+
+
+def call_label(call: RecordedCall) -> str:
+    """What a call asked for, in a few characters: ``api:model-id`` for a provider call;
+    for an HTTP call ``host:model`` when its JSON body names a ``model``
+    (``api.openai.com:gpt-4o-mini``), else ``METHOD host/path``."""
+    if call.boundary != "http":
+        return model_label(call.request["model"])
+    try:
+        url = urlsplit(call.request["url"])
+        host = url.hostname or "?"
+    except ValueError:
+        url, host = None, "?"
+    body = call.request.get("body")
+    model = body.get("model") if isinstance(body, dict) else None
+    if isinstance(model, str):
+        return f"{host}:{model}"
+    return f"{call.request['method']} {host}{url.path if url is not None else ''}"
 
 
 def _one_line(exc: RecordingFileError) -> str:

@@ -115,7 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _check_ignore_fields(ignore_fields: tuple[str, ...]) -> None:
-    from openprogram.providers.difference import find_first_difference
+    from openprogram.recording.difference import find_first_difference
 
     try:
         find_first_difference({}, {}, ignore_fields=ignore_fields)

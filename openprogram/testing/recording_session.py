@@ -12,11 +12,13 @@ while recording leaves the previous recording, if any, as it was, and never leav
 session behind. Recording refuses to run on CI (``CI`` set to ``true``, ``1`` or ``yes``)
 unless explicitly allowed (:class:`RecordingOnCiRefusedError`).
 
-:meth:`RecordingSession.installed` puts a registry transform in place inside
-``scoped_api_providers()``, so it overrides whatever mode the user's configuration set and
-the registry is restored exactly afterwards: record wraps every registered api in a
-``RecordingProvider``; replay answers every api, registered or not, with one
-``ReplayProvider``.
+:meth:`RecordingSession.installed` enters a registry scope of its own
+(``provider_scope(transform=...)``) for the test's context, so it overrides whatever mode
+the user's configuration set and the registry is exactly as before once the test ends:
+record wraps every registered api in a ``RecordingProvider``; replay answers every api,
+registered or not, with one ``ReplayProvider``. The scope is the test's context: the test
+body, the asyncio tasks it starts and code run in a copy of its context
+(``asyncio.to_thread``); a thread started with ``threading.Thread`` is not in it.
 """
 
 from __future__ import annotations
@@ -31,14 +33,11 @@ from typing import Literal
 
 from openprogram.errors import OpenProgramError, RecordingFileError
 from openprogram.private_files import make_private_dirs
-from openprogram.providers.api_registry import (
-    ApiProvider,
-    scoped_api_providers,
-    set_registry_transform,
-)
-from openprogram.providers.mismatch import ReplayMismatch, UnconsumedCallsError
-from openprogram.providers.recorder import RecordingProvider, forget_writer, writer_for
+from openprogram.providers.api_registry import ApiProvider, provider_scope
+from openprogram.providers.recorder import RecordingProvider
 from openprogram.providers.replay import ReplayProvider
+from openprogram.recording.call_writer import forget_writer, writer_for
+from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
 
 
@@ -105,8 +104,8 @@ class RecordingSession:
     @contextmanager
     def installed(self) -> Iterator[None]:
         """Record or replay on the provider registry inside this block, and only there."""
-        with scoped_api_providers():
-            set_registry_transform(self._record_every_api if self.replay is None else self._replay)
+        transform = self._record_every_api if self.replay is None else self._replay
+        with provider_scope(transform=transform):
             yield
 
     def _record_every_api(self, api: str, registered: ApiProvider | None) -> ApiProvider | None:

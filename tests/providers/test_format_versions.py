@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import openprogram.providers.recording as recording_module
 import openprogram.providers.recording_reader as reader_module
 import openprogram.providers.recording_writer as writer_module
+import openprogram.recording.format as recording_module
 from openprogram.errors import RecordingFileError
 from openprogram.providers.recording import (
     KNOWN_FEATURES,
@@ -52,11 +52,11 @@ def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 
 
-def test_today_is_version_one_with_no_features() -> None:
+def test_today_is_version_one_with_the_http_feature() -> None:
     assert RECORDING_FORMAT_VERSION == 1
-    assert frozenset() == KNOWN_FEATURES
-    assert WRITTEN_FEATURES == ()
-    assert "features" not in new_header()
+    assert frozenset({"http"}) == KNOWN_FEATURES
+    assert WRITTEN_FEATURES == ("http",)
+    assert new_header()["features"] == ["http"]
 
 
 @pytest.mark.usefixtures("version_two")

@@ -137,7 +137,7 @@ async def test_a_non_finite_number_in_an_event_ends_the_call_with_that_error(
     assert [row["type"] for row in call.event_rows] == ["start", "toolcall_start"]
     assert call.outcome == "error"
     assert call.error is not None
-    assert call.error.type == "openprogram.providers.recordable.UnrecordableValueError"
+    assert call.error.type == "openprogram.recording.recordable.UnrecordableValueError"
     # Replay ends the call the same way: the two events, then an equivalent error.
     replayed: list[AssistantMessageEvent] = []
     with pytest.raises(RecordedProviderError) as replayed_error:

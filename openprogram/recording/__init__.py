@@ -1,0 +1,84 @@
+"""The recording core both boundaries share: it works on JSON values, and imports no provider
+type and no HTTP client.
+
+    format            the rows, the header, the format version and features; the parsed
+                      form (``Recording``, ``RecordedCall``, ``RecordedError``)
+    reader            the strict reader (``read_recording``, ``parse_recording``)
+    http_rows         the HTTP boundary's rows, checked field by field for the reader
+    file_door         the one door a recording's bytes are read through
+    writer            ``RecordingWriter``: appending calls safely (threads, processes, a
+                      crashed writer, a replaced file); ``CallWriter`` for one call's rows
+    recordable        what a row can hold (no inf/NaN, bounded nesting), checked before writing
+    redaction         credentials removed from everything written
+    difference        the first difference between two JSON values, and report formatting
+    nondeterministic  the fields that change from run to run, left out of comparisons
+    mismatch          what replay raises when a run drifts from its recording
+    replay_session    ``ReplaySession``: one replay, serving calls to any boundary in order
+
+Each boundary keeps its own codec above this package: the provider registry's
+(``openprogram.providers.recorder``, ``openprogram.providers.replay``) and HTTP's. Names are
+exported lazily, so importing this package imports nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openprogram.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from openprogram.recording.format import (
+        RECORDING_FORMAT_VERSION,
+        RecordedCall,
+        RecordedError,
+        Recording,
+        encode_row,
+        new_header,
+    )
+    from openprogram.recording.mismatch import (
+        RecordingTruncatedError,
+        ReplayMismatch,
+        UnconsumedCallsError,
+    )
+    from openprogram.recording.reader import parse_recording, read_recording
+    from openprogram.recording.redaction import SecretRedactor
+    from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.writer import CallWriter, RecordingWriter
+
+_EXPORTS: dict[str, str] = {
+    "RECORDING_FORMAT_VERSION": "openprogram.recording.format",
+    "CallWriter": "openprogram.recording.writer",
+    "RecordedCall": "openprogram.recording.format",
+    "RecordedError": "openprogram.recording.format",
+    "Recording": "openprogram.recording.format",
+    "RecordingTruncatedError": "openprogram.recording.mismatch",
+    "RecordingWriter": "openprogram.recording.writer",
+    "ReplayMismatch": "openprogram.recording.mismatch",
+    "ReplaySession": "openprogram.recording.replay_session",
+    "SecretRedactor": "openprogram.recording.redaction",
+    "UnconsumedCallsError": "openprogram.recording.mismatch",
+    "encode_row": "openprogram.recording.format",
+    "new_header": "openprogram.recording.format",
+    "parse_recording": "openprogram.recording.reader",
+    "read_recording": "openprogram.recording.reader",
+}
+
+__all__ = [
+    "RECORDING_FORMAT_VERSION",
+    "CallWriter",
+    "RecordedCall",
+    "RecordedError",
+    "Recording",
+    "RecordingTruncatedError",
+    "RecordingWriter",
+    "ReplayMismatch",
+    "ReplaySession",
+    "SecretRedactor",
+    "UnconsumedCallsError",
+    "encode_row",
+    "new_header",
+    "parse_recording",
+    "read_recording",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

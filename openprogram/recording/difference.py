@@ -1,0 +1,306 @@
+"""Find the first difference between a recorded request and an incoming one.
+
+The data compared is JSON-like: dicts with string keys, lists (tuples count as lists), str,
+int, float, bool and None. The rules:
+
+- dicts are walked by sorted key and lists by index, so one pair always reports one path;
+- ``True``, ``1`` and ``1.0`` are three different values, but NaN equals NaN;
+- an absent key equals an explicit ``None``, so an optional field added later does not break
+  old recordings; a key present on one side only reports the other side as :data:`MISSING`,
+  and so does the first extra item of a longer list;
+- any other change of type is reported where it happens, with both whole values.
+
+Field paths read ``context.messages[2].content[0].text``: ``.key`` for keys made of ASCII
+letters, digits, ``_`` and ``-``, ``["key"]`` (JSON-quoted) for any other key, ``[3]`` for a
+list index, and no leading dot on a plain key at the root. A difference at the root itself
+has the starting path, ``""`` by default.
+
+``ignore_fields`` holds field names, skipped at any depth, and field paths (entries with a
+``.`` or a ``[``), skipped where the path matches exactly; in a path ``[*]`` matches any list
+index and a ``*`` segment any key: ``context.messages[*].timestamp``, ``options.metadata.*``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any, Final, NamedTuple
+
+from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
+
+__all__ = [
+    "MISSING",
+    "NON_DETERMINISTIC_FIELD_NAMES",
+    "REPORT_LIMIT",
+    "Difference",
+    "find_first_difference",
+    "format_report_path",
+    "format_report_value",
+    "join_field_path",
+]
+
+
+class _Missing:
+    """The type of :data:`MISSING`: a key or list item that one side does not have."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        # pickle and copy look the name up in this module, so they hand back the singleton.
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+
+class Difference(NamedTuple):
+    """Where two requests first differ, and the value each side has there."""
+
+    field_path: str
+    recorded: Any
+    incoming: Any
+
+
+_PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")
+_SCALAR_TYPES: Final = frozenset({str, int, float, bool, type(None)})
+
+
+@lru_cache(maxsize=4096)
+def _key_suffix(key: str) -> str:
+    """``.key`` for a plain key, ``["key"]`` for any other; cached, keys repeat a lot."""
+    if _PLAIN_KEY.fullmatch(key) is not None:
+        return f".{key}"
+    return f"[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _key_segment(key: str, *, at_root: bool) -> str:
+    suffix = _key_suffix(key)
+    return suffix.removeprefix(".") if at_root else suffix
+
+
+def join_field_path(base: str, key: str | int) -> str:
+    """Append a dict key or a list index to a field path, in the report's path syntax."""
+    if isinstance(key, str):
+        return base + _key_segment(key, at_root=not base)
+    return f"{base}[{key:d}]"
+
+
+def find_first_difference(
+    recorded: Any,
+    incoming: Any,
+    *,
+    ignore_fields: Iterable[str] = NON_DETERMINISTIC_FIELD_NAMES,
+    path: str = "",
+) -> Difference | None:
+    """Return the first :class:`Difference` between two JSON-like values, or None.
+
+    ``path`` is the field path of the two values themselves; reported paths start with it.
+    Raises ValueError for an ignore path that cannot be read.
+    """
+    if isinstance(ignore_fields, str):
+        raise TypeError("ignore_fields must be a collection of strings, not one string")
+    names, paths = _compile_ignore_fields(frozenset(ignore_fields))
+    if recorded is incoming or (paths is not None and paths.fullmatch(path) is not None):
+        return None
+    return _Walker(names, paths).compare(recorded, incoming, path)
+
+
+class _Walker:
+    """One comparison: the ignore rules, and the recursive walk that applies them.
+
+    The loops test equal scalars inline, before any child path is built: this runs on every
+    replayed request, and most of a request is equal leaves.
+    """
+
+    __slots__ = ("_names", "_paths")
+
+    def __init__(self, names: frozenset[str], paths: re.Pattern[str] | None) -> None:
+        self._names = names
+        self._paths = paths
+
+    def compare(self, recorded: Any, incoming: Any, path: str) -> Difference | None:
+        if isinstance(recorded, dict):
+            if isinstance(incoming, dict):
+                return self._compare_dicts(recorded, incoming, path)
+        elif isinstance(recorded, list | tuple):
+            if isinstance(incoming, list | tuple):
+                return self._compare_sequences(recorded, incoming, path)
+        elif _same_scalar(recorded, incoming):
+            return None
+        return Difference(path, recorded, incoming)
+
+    def _compare_dicts(
+        self, recorded: dict[str, Any], incoming: dict[str, Any], path: str
+    ) -> Difference | None:
+        names = self._names
+        paths = self._paths
+        for key in sorted(recorded.keys() | incoming.keys()):
+            old = recorded.get(key)
+            new = incoming.get(key)
+            # The same object twice; or None beside None or an absent key.
+            if old is new or key in names:
+                continue
+            kind = type(old)
+            # Only a float NaN is unequal to itself (see _same_scalar).
+            if (
+                kind is type(new)
+                and kind in _SCALAR_TYPES
+                and (old == new or (old != old and new != new))
+            ):
+                continue
+            suffix = _key_suffix(key)
+            child = path + suffix if path else suffix.removeprefix(".")
+            if paths is not None and paths.fullmatch(child) is not None:
+                continue
+            if old is None and key not in recorded:
+                old = MISSING
+            if new is None and key not in incoming:
+                new = MISSING
+            difference = self.compare(old, new, child)
+            if difference is not None:
+                return difference
+        return None
+
+    def _compare_sequences(
+        self,
+        recorded: list[Any] | tuple[Any, ...],
+        incoming: list[Any] | tuple[Any, ...],
+        path: str,
+    ) -> Difference | None:
+        paths = self._paths
+        for index, (old, new) in enumerate(zip(recorded, incoming, strict=False)):
+            if old is new:
+                continue
+            kind = type(old)
+            if (
+                kind is type(new)
+                and kind in _SCALAR_TYPES
+                and (old == new or (old != old and new != new))
+            ):
+                continue
+            child = f"{path}[{index}]"
+            if paths is not None and paths.fullmatch(child) is not None:
+                continue
+            difference = self.compare(old, new, child)
+            if difference is not None:
+                return difference
+        if len(recorded) == len(incoming):
+            return None
+        for index in range(min(len(recorded), len(incoming)), max(len(recorded), len(incoming))):
+            child = f"{path}[{index}]"
+            if paths is not None and paths.fullmatch(child) is not None:
+                continue
+            old = recorded[index] if index < len(recorded) else MISSING
+            new = incoming[index] if index < len(incoming) else MISSING
+            return Difference(child, old, new)
+        return None
+
+
+def _same_scalar(recorded: Any, incoming: Any) -> bool:
+    """Equal values of one type; two float NaNs count as equal (x != x only for NaN)."""
+    return type(recorded) is type(incoming) and (
+        recorded == incoming or (recorded != recorded and incoming != incoming)
+    )
+
+
+# --- ignore_fields -------------------------------------------------------------------------
+
+_QUOTED: Final = r'"(?:[^"\\]|\\.)*"'
+_ANY_KEY_AT_ROOT: Final = rf"(?:[A-Za-z0-9_-]+|\[{_QUOTED}\])"
+_ANY_KEY: Final = rf"(?:\.[A-Za-z0-9_-]+|\[{_QUOTED}\])"
+_ANY_INDEX: Final = r"\[[0-9]+\]"
+_IGNORE_PATH_TOKEN: Final = re.compile(
+    rf"""
+      (?P<any_index>\[\*\])
+    | \[(?P<index>[0-9]+)\]
+    | \[(?P<quoted>{_QUOTED})\]
+    | (?P<dot>\.)?(?P<name>[^.\[]+)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+@lru_cache(maxsize=64)
+def _compile_ignore_fields(
+    entries: frozenset[str],
+) -> tuple[frozenset[str], re.Pattern[str] | None]:
+    """Split entries into field names and one pattern matching all the field paths."""
+    names = frozenset(entry for entry in entries if "." not in entry and "[" not in entry)
+    sources = sorted(_ignore_path_source(entry) for entry in entries - names)
+    if not sources:
+        return names, None
+    return names, re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
+
+
+def _ignore_path_source(entry: str) -> str:
+    """Translate one ignore path into a regular expression over report field paths."""
+    pieces: list[str] = []
+    position = 0
+    while position < len(entry):
+        at_root = position == 0
+        token = _IGNORE_PATH_TOKEN.match(entry, position)
+        if token is None or (token["name"] is not None and (token["dot"] is None) != at_root):
+            raise ValueError(
+                f"cannot read ignore path {entry!r} at character {position + 1}: "
+                'write it like context.messages[*].timestamp or options["a key"].*'
+            )
+        if token["any_index"] is not None:
+            pieces.append(_ANY_INDEX)
+        elif token["index"] is not None:
+            pieces.append(re.escape(f"[{int(token['index'])}]"))
+        elif token["name"] == "*":
+            pieces.append(_ANY_KEY_AT_ROOT if at_root else _ANY_KEY)
+        else:
+            key = token["name"] if token["quoted"] is None else json.loads(token["quoted"])
+            pieces.append(re.escape(_key_segment(key, at_root=at_root)))
+        position = token.end()
+    return "".join(pieces)
+
+
+# --- the report ----------------------------------------------------------------------------
+
+_ESCAPE_LINE_BREAKS: Final = str.maketrans(
+    {
+        "\n": "\\n",
+        "\r": "\\r",
+        "\t": "\\t",
+        "\v": "\\x0b",
+        "\f": "\\x0c",
+        "\x1c": "\\x1c",
+        "\x1d": "\\x1d",
+        "\x1e": "\\x1e",
+        "\x85": "\\x85",
+        "\u2028": "\\u2028",
+        "\u2029": "\\u2029",
+    }
+)
+
+
+REPORT_LIMIT = 200
+"""Characters of a value or a field path a report line shows before cutting it."""
+
+
+def format_report_value(value: Any, limit: int = REPORT_LIMIT) -> str:
+    """Show a value on one line of a mismatch report: its repr, cut after ``limit`` chars."""
+    text = repr(value).translate(_ESCAPE_LINE_BREAKS)
+    if len(text) > limit:
+        return text[:limit] + "…"
+    return text
+
+
+def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:
+    """Show a field path on one line of a report: whole, or, when longer than ``limit``
+    characters, its start and its end around a ``…`` (the end says which leaf it is)."""
+    if len(field_path) <= limit:
+        return field_path
+    keep = limit - 1
+    head = keep * 2 // 3
+    return field_path[:head] + "…" + field_path[len(field_path) - (keep - head) :]

@@ -1,0 +1,200 @@
+"""The recording format: its rows, its header, its version and features, and the parsed form.
+
+A recording is one JSON object a line, in the order things happened::
+
+    {"type":"header","format_version":1,"features":["http"],"created_at":…,…}
+    {"type":"request","call_index":0,"model":{…},"context":{…},"options":{…}}
+    {"type":"event","call_index":0,"event_index":0,"event":{"type":"start",…}}
+    {"type":"call_end","call_index":0,"event_count":5,"outcome":"complete"}
+    {"type":"request","call_index":1,"boundary":"http","method":"POST","url":…,"headers":{…},"body":{…}}
+    {"type":"event","call_index":1,"event_index":0,"event":{"type":"http_response","status":200,…}}
+    …
+
+Calls are made at one of two *boundaries*, in one call sequence: the provider registry
+(a request row without ``boundary``: sections ``model``, ``context``, ``options``) and HTTP
+(``"boundary": "http"``: sections ``method``, ``url``, ``headers`` and at most one body form).
+Calls recorded concurrently may interleave their event rows; each call's rows stay in order.
+``docs/recording-format.md`` is the full description.
+
+This module holds definitions only; it works on JSON values and imports neither a provider
+type nor an HTTP client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import orjson
+
+from openprogram import __version__
+from openprogram.recording.redaction import REDACTION_VERSION
+
+__all__ = [
+    "BOUNDARIES",
+    "BOUNDARY_FEATURES",
+    "HTTP_EVENT_TYPES",
+    "HTTP_REQUEST_SECTIONS",
+    "KNOWN_FEATURES",
+    "OUTCOMES",
+    "PROVIDER_EVENT_TYPES",
+    "PROVIDER_REQUEST_SECTIONS",
+    "RECORDING_FORMAT_VERSION",
+    "UPGRADE",
+    "WRITTEN_FEATURES",
+    "Boundary",
+    "Outcome",
+    "RecordedCall",
+    "RecordedError",
+    "Recording",
+    "encode_row",
+    "new_header",
+    "request_sections",
+]
+
+RECORDING_FORMAT_VERSION = 1
+"""The version this openprogram writes; it reads every version from 1 up to this one.
+
+Bumped when the meaning of a row or field changes, or a field becomes required. New row
+types and optional fields are additive: they are announced as header ``features`` instead.
+"""
+
+KNOWN_FEATURES: frozenset[str] = frozenset({"http"})
+"""The header ``features`` this openprogram reads: the row types and optional fields added
+since its format version, each by name. A recording announcing any other was written by a
+newer openprogram and is refused, with the advice to upgrade.
+
+``http``: request rows with ``"boundary": "http"`` and the HTTP event types."""
+
+WRITTEN_FEATURES: tuple[str, ...] = ("http",)
+"""The features a file created by this openprogram announces (it may write them)."""
+
+UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"
+
+Outcome = Literal["complete", "error", "cancelled", "abandoned"]
+OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
+
+Boundary = Literal["provider", "http"]
+BOUNDARIES: frozenset[str] = frozenset(get_args(Boundary))
+BOUNDARY_FEATURES: dict[str, str] = {"http": "http"}
+"""The header feature a file must announce before calls of a boundary are appended to it
+(the provider boundary predates features and needs none)."""
+
+PROVIDER_REQUEST_SECTIONS = ("model", "context", "options")
+"""A provider call's request sections, in the order replay compares them."""
+HTTP_REQUEST_SECTIONS = ("method", "url", "headers", "body", "body_text", "body_base64")
+"""An HTTP call's request sections, in the order replay compares them. ``method``, ``url``
+and ``headers`` are always present; of the three body forms at most one is (none: no body);
+an absent section equals null."""
+
+PROVIDER_EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "start",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
+        "error",
+    }
+)
+"""The event types of a provider call (``openprogram.providers.events`` models them)."""
+HTTP_EVENT_TYPES: frozenset[str] = frozenset({"http_response", "sse", "http_body"})
+"""The event types of an HTTP call: the response's status and headers, then one ``sse``
+event per dispatched server-sent event or one ``http_body`` holding the whole body."""
+
+
+def request_sections(boundary: str) -> tuple[str, ...]:
+    """The request sections of a call at ``boundary``, in comparison order."""
+    return HTTP_REQUEST_SECTIONS if boundary == "http" else PROVIDER_REQUEST_SECTIONS
+
+
+def new_header(recording_id: str | None = None) -> dict[str, Any]:
+    """The header row a new recording starts with."""
+    header: dict[str, Any] = {
+        "type": "header",
+        "format_version": RECORDING_FORMAT_VERSION,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+    }
+    if recording_id is not None:
+        header["recording_id"] = recording_id
+    header["openprogram_version"] = __version__
+    header["redaction_version"] = REDACTION_VERSION
+    if WRITTEN_FEATURES:
+        header["features"] = list(WRITTEN_FEATURES)
+    return header
+
+
+def encode_row(row: dict[str, Any]) -> bytes:
+    """One row as a complete line, ready for a single ``write``."""
+    return orjson.dumps(row) + b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedError:
+    """An exception, as recorded: its qualified type name and redacted message."""
+
+    type: str
+    message: str
+
+
+@dataclass(slots=True)
+class RecordedCall:
+    """One call: its request, the events it streamed, how it ended."""
+
+    call_index: int
+    line: int
+    """The line of its ``request`` row."""
+    request: dict[str, Any]
+    """The request sections of its boundary as stored (already redacted): ``{"model",
+    "context", "options"}`` for a provider call; ``{"method", "url", "headers"}`` and the
+    body form, if any, for an HTTP call."""
+    event_rows: list[dict[str, Any]] = field(default_factory=list)
+    """The events as stored, for hashing and diffing."""
+    events: list[Any] = field(default_factory=list)
+    """A provider call's events decoded by the provider codec (``AssistantMessageEvent``
+    models), when the recording was read with it; empty otherwise and for HTTP calls."""
+    outcome: Outcome | None = None
+    """None when the call has no ``call_end``: the recording was cut short."""
+    error: RecordedError | None = None
+    boundary: Boundary = "provider"
+    """Where the call was made: the provider registry, or HTTP."""
+
+    @property
+    def truncated(self) -> bool:
+        return self.outcome is None
+
+
+@dataclass(slots=True)
+class Recording:
+    """A parsed recording: its header and its calls in ``call_index`` order."""
+
+    path: Path
+    header: dict[str, Any]
+    calls: list[RecordedCall]
+    events_decoded: bool = False
+    """Whether the provider calls' ``events`` were decoded as the file was read."""
+
+    @property
+    def format_version(self) -> int:
+        return int(self.header["format_version"])
+
+    @property
+    def truncated_calls(self) -> list[int]:
+        return [call.call_index for call in self.calls if call.truncated]
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(call.event_rows) for call in self.calls)
+
+    @property
+    def boundaries(self) -> frozenset[str]:
+        """The boundaries its calls were made at."""
+        return frozenset(call.boundary for call in self.calls)

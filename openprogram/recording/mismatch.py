@@ -1,0 +1,159 @@
+"""What replay raises when the run drifts from the recording.
+
+They subclass :class:`AssertionError` as well as :class:`OpenProgramError`, so a test runner
+reports them as failures, not errors. The report is the one message allowed two lines::
+
+    replay mismatch at call 1, field context.messages[2].content[0].text:
+    recorded 'echo:hi', incoming 'echo:bye'
+
+A field path longer than 200 characters is shown cut in the middle (``field_path`` keeps it
+whole). When the incoming conversation holds a tool call that received the redaction
+placeholder in its arguments — the recording removed a secret-shaped value the model
+produced, so replay handed the tool the placeholder — a third line says so (``note``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from openprogram.errors import OpenProgramError
+from openprogram.recording.difference import format_report_path, format_report_value
+from openprogram.recording.redaction import PLACEHOLDER
+
+if TYPE_CHECKING:
+    from openprogram.recording.format import RecordedCall
+
+__all__ = [
+    "RecordingTruncatedError",
+    "ReplayMismatch",
+    "UnconsumedCallsError",
+    "removed_secret_note",
+]
+
+
+class ReplayMismatch(OpenProgramError, AssertionError):
+    """An incoming request (or read position) differs from the recording."""
+
+    def __init__(
+        self,
+        call_index: int,
+        field_path: str,
+        recorded: Any,
+        incoming: Any,
+        *,
+        event_index: int | None = None,
+        detail: str | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.call_index = call_index
+        self.field_path = field_path
+        self.recorded = recorded
+        self.incoming = incoming
+        self.event_index = event_index
+        self.note = note
+        where = (
+            f"field {format_report_path(field_path)}"
+            if event_index is None
+            else f"event {event_index}"
+        )
+        second = detail or (
+            f"recorded {format_report_value(recorded)}, incoming {format_report_value(incoming)}"
+        )
+        third = "" if note is None else f"\nnote: {note}"
+        super().__init__(f"replay mismatch at call {call_index}, {where}:\n{second}{third}")
+
+
+class RecordingTruncatedError(ReplayMismatch):
+    """Replay reached a call the recording cut short (the recording process stopped)."""
+
+    def __init__(self, path: str, call_index: int, event_count: int) -> None:
+        self.path = path
+        super().__init__(
+            call_index,
+            "event_index",
+            event_count,
+            event_count,
+            event_index=event_count,
+            detail=(
+                f"the recording {path} was cut short here: call {call_index} has no "
+                f"call_end after {event_count} events (the recording process stopped); "
+                "re-record the session"
+            ),
+        )
+
+
+class UnconsumedCallsError(OpenProgramError, AssertionError):
+    """Recorded calls were never requested: the run ended earlier than the recording."""
+
+    def __init__(self, path: str, unconsumed: list[int], total: int) -> None:
+        self.path = path
+        self.unconsumed = unconsumed
+        self.total = total
+        first, last = unconsumed[0], unconsumed[-1]
+        which = f"call {first}" if first == last else f"calls {first}..{last}"
+        if total == 1:
+            missed = "the 1 recorded call was never requested"
+        else:
+            missed = f"{len(unconsumed)} of {total} recorded calls never requested"
+        super().__init__(
+            f"replay incomplete: {missed} ({which}) from {path}; the run stopped before the "
+            "recorded session did"
+        )
+
+
+def removed_secret_note(
+    incoming: dict[str, Any], earlier_calls: Sequence[RecordedCall]
+) -> str | None:
+    """The note for a mismatch whose conversation holds a tool call that received the
+    redaction placeholder in its arguments (the first such call), or None.
+
+    ``earlier_calls`` are the recorded calls before the mismatched one; the one whose events
+    produced that tool call is named when found.
+    """
+    context = incoming.get("context")
+    messages = context.get("messages") if isinstance(context, dict) else None
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "toolCall"
+                and _holds_placeholder(block.get("arguments"))
+            ):
+                name, tool_call_id = block.get("name"), block.get("id")
+                producer = _producing_call(tool_call_id, earlier_calls)
+                call = "" if producer is None else f", call {producer}"
+                return (
+                    f"tool call {name} (id {tool_call_id}{call}) received {PLACEHOLDER!r} in "
+                    "its arguments: the recording removed a secret-shaped value the model "
+                    "produced"
+                )
+    return None
+
+
+def _holds_placeholder(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if PLACEHOLDER in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _producing_call(tool_call_id: Any, calls: Sequence[RecordedCall]) -> int | None:
+    """The recorded call whose ``toolcall_end`` event carries ``tool_call_id``."""
+    for call in reversed(calls):
+        for row in call.event_rows:
+            tool_call = row.get("tool_call") if row.get("type") == "toolcall_end" else None
+            if isinstance(tool_call, dict) and tool_call.get("id") == tool_call_id:
+                return call.call_index
+    return None

@@ -1,0 +1,361 @@
+"""Remove credentials from everything openprogram writes to a recording.
+
+Redaction is always on. :func:`remove_secret_values` returns a copy of a JSON-like value in
+which every secret is replaced by the fixed placeholder ``[secret removed]``. Three families
+of rules decide what a secret is:
+
+* **By field name.** A dict entry whose key is one of :data:`SECRET_FIELD_NAMES` (compared
+  case-insensitively, with ``-``, ``_`` and camelCase spellings treated as the same name) and
+  whose value is a string or a number is replaced whole. If the value is an object or a list
+  it is walked into instead, so a JSON Schema with a property called ``token`` stays a schema.
+* **By value shape**, in every remaining string (dict keys included), at word boundaries and
+  with minimum lengths so that prose survives: ``Bearer <16+ credential characters>``,
+  ``sk-<20+ key characters>``, secret-named URL query parameters (``?api_key=…``,
+  ``&access_token=…``) and the password in URL userinfo (``https://user:pass@host``).
+* **By known value.** The literal values, 8 characters or longer, of the credentials this
+  process knows are removed wherever they appear in text: the call's own ``options.api_key``,
+  the values of environment variables whose names look like credentials (ending in
+  ``API_KEY``, ``_TOKEN``, ``_SECRET``, ``_PASSWORD`` or ``ACCESS_KEY``), and of any variable
+  a provider reads its key from (:func:`remember_secret_variable`); see
+  :func:`known_secret_values`.
+
+Which rules apply depends on who wrote the value (:meth:`SecretRedactor.redact_request`):
+
+* **What the caller sends as configuration** — the ``model`` (its ``headers`` included), the
+  ``options`` (``headers`` and ``metadata`` included), the tool definitions and the system
+  prompt: all three families.
+* **Model-produced content and the conversation** — every event (text deltas, tool-call
+  arguments in ``toolcall_delta``, ``toolcall_end`` and ``done`` rows, the final message) and
+  a request's ``context.messages`` (user text, tool results, earlier assistant replies and
+  their tool-call arguments): the value-shape and known-value rules only, never the
+  field-name rule (:meth:`SecretRedactor.redact_model_output`). A tool call's arguments are
+  therefore redacted identically in its delta, end and done rows, and replay runs a tool
+  with the arguments the model produced (``{"password": "hunter2!"}`` stays), unless they
+  held a known key or a key-shaped value.
+
+An HTTP request (:meth:`SecretRedactor.redact_http_request`) follows the same rule: its
+headers and a JSON body are configuration, except the body's top-level conversation keys
+(:data:`HTTP_CONVERSATION_KEYS`: ``messages``, ``input``, ``system``, ``prompt``,
+``instructions``), redacted as conversation; its URL and a text body by value. An HTTP
+response is model output (:meth:`SecretRedactor.redact_model_output`), its headers excepted,
+which are redacted as configuration.
+
+Redaction covers credentials only: prompts, replies, tool results and personal data stay in
+the recording exactly as they were. Replay redacts both sides again before comparing, so the
+result of redaction must not change when it is redacted a second time; the text rules are
+therefore repeated until nothing more changes (one extra pass, and only for strings that held
+a secret).
+
+Bump :data:`REDACTION_VERSION` whenever a rule changes; it is stored in recording headers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "HTTP_CONVERSATION_KEYS",
+    "PLACEHOLDER",
+    "REDACTION_VERSION",
+    "SECRET_FIELD_NAMES",
+    "SecretRedactor",
+    "is_secret_field_name",
+    "known_secret_values",
+    "remember_secret_variable",
+    "remove_secret_values",
+]
+
+PLACEHOLDER = "[secret removed]"
+REDACTION_VERSION = 2
+"""2: model-produced content and the conversation are no longer redacted by field name."""
+
+SECRET_FIELD_NAMES: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "api_key",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "cookie",
+        "set-cookie",
+        "secret",
+        "client_secret",
+        "password",
+        "session_key",
+    }
+)
+
+HTTP_CONVERSATION_KEYS: frozenset[str] = frozenset(
+    {"messages", "input", "system", "prompt", "instructions"}
+)
+"""The top-level keys of a JSON request body that hold the conversation (what the user, the
+model and the tools said), redacted by value only."""
+
+# Known secret values shorter than this are ignored: too likely to be ordinary words.
+MIN_KNOWN_SECRET_LENGTH = 8
+
+_CREDENTIAL_ENV_SUFFIXES = ("API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "ACCESS_KEY")
+# Variables a provider reads its key from that do not look like credentials by name
+# (``api_key_env = "GPU_BOX_KEY"``): remembered for the life of the process.
+_remembered_variables: set[str] = set()
+
+# A rule that removed one secret can reveal the shape of another (a known key glued to
+# "Bearer …"), so the text rules repeat until the text stops changing. Two passes are the
+# norm; the bound only guards against a pathological known value.
+_MAX_PASSES = 4
+
+
+def _normalize_field_name(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+_NORMALIZED_SECRET_FIELD_NAMES = frozenset(_normalize_field_name(n) for n in SECRET_FIELD_NAMES)
+
+# Each pattern accepts an existing placeholder where a value may stand, so that redacting
+# redacted text leaves it as it is.
+_PLACEHOLDER_PATTERN = re.escape(PLACEHOLDER)
+
+_BEARER = re.compile(r"\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}", re.IGNORECASE)
+_OPENAI_STYLE_KEY = re.compile(r"(?<!\w)sk-[A-Za-z0-9_\-]{20,}")
+
+
+def _field_name_pattern(normalized_name: str) -> str:
+    """A pattern for every spelling of a name that normalizes to ``normalized_name``."""
+    return "[-_]*" + "[-_]*".join(re.escape(char) for char in normalized_name) + "[-_]*"
+
+
+# Only secret-named parameters are matched, so a credential nested in another parameter's
+# value (``?next=/login?token=…``) is still found.
+_SECRET_NAME_ALTERNATIVES = "|".join(
+    _field_name_pattern(name) for name in sorted(_NORMALIZED_SECRET_FIELD_NAMES)
+)
+_QUERY_PARAMETER = re.compile(
+    rf"([?&](?:{_SECRET_NAME_ALTERNATIVES})=)((?:{_PLACEHOLDER_PATTERN}|[^&#\s\"'])+)",
+    re.IGNORECASE,
+)
+_URL_USERINFO = re.compile(rf"(://)((?:{_PLACEHOLDER_PATTERN}|[^\s/?#@\"'])+)(@)")
+
+
+def is_secret_field_name(name: str) -> bool:
+    """Whether ``name`` is a secret field name, ignoring case, ``-``, ``_`` and camelCase."""
+    return _normalize_field_name(name) in _NORMALIZED_SECRET_FIELD_NAMES
+
+
+def remember_secret_variable(name: str) -> None:
+    """Treat the environment variable ``name`` as holding a credential from now on.
+
+    Providers call this for the variable they read their key from (``api_key_env``), so its
+    value is removed from recordings and messages even when the name does not look like a
+    credential's.
+    """
+    if name:
+        _remembered_variables.add(name.upper())
+
+
+def known_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The values (8+ characters) of environment variables that hold credentials.
+
+    A variable holds a credential when its name ends in ``API_KEY``, ``_TOKEN``, ``_SECRET``,
+    ``_PASSWORD`` or ``ACCESS_KEY`` (any case), or when a provider named it as the variable
+    it reads its key from (:func:`remember_secret_variable`). ``environ`` defaults to
+    :data:`os.environ`.
+    """
+    source = os.environ if environ is None else environ
+    values: set[str] = set()
+    remembered = _remembered_variables
+    for name in source:  # names first: only credential variables have their value read
+        upper = name.upper()
+        if upper.endswith(_CREDENTIAL_ENV_SUFFIXES) or upper in remembered:
+            value = source[name]
+            if len(value) >= MIN_KNOWN_SECRET_LENGTH:
+                values.add(value)
+    return frozenset(values)
+
+
+def remove_secret_values(value: object, *, known_secrets: Iterable[str] | None = None) -> Any:
+    """A copy of ``value`` with every secret replaced by :data:`PLACEHOLDER`, by all three
+    families of rules (as for configuration; see :meth:`SecretRedactor.redact_request`).
+
+    ``value`` is JSON-like: dicts, lists, tuples (returned as lists), strings, numbers,
+    booleans and ``None``; any other object is returned as it is. The input is never
+    modified. ``known_secrets`` are literal values to remove wherever they appear; when it is
+    ``None`` the credentials found by :func:`known_secret_values` are used.
+    """
+    return SecretRedactor(known_secrets).redact(value)
+
+
+class SecretRedactor:
+    """:func:`remove_secret_values` with the known values prepared once, for many values.
+
+    The recorder makes one per call and redacts every event of the call with it.
+    """
+
+    __slots__ = ("_known",)
+
+    def __init__(self, known_secrets: Iterable[str] | None = None) -> None:
+        if known_secrets is None:
+            known_secrets = known_secret_values()
+        self._known = _prepare_known(known_secrets)
+
+    @classmethod
+    def for_request(cls, api_key: str | None) -> SecretRedactor:
+        """A redactor knowing the credential variables' values and the call's own key."""
+        known = known_secret_values()
+        return cls(known | {api_key} if api_key else known)
+
+    def redact(self, value: object) -> Any:
+        """A copy of the JSON-like ``value`` with every secret replaced (all three rules:
+        for configuration the caller sends)."""
+        return _redact_value(value, self._known)
+
+    def redact_model_output(self, value: object) -> Any:
+        """A copy of the JSON-like ``value`` redacted as model-produced content or
+        conversation: by value shape and known value only, never by field name."""
+        return _redact_content(value, self._known)
+
+    def redact_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A request (``{"model", "context", "options"}``) redacted: its conversation,
+        ``context.messages``, as model output, everything else as configuration. Replay
+        applies it to both the recorded and the incoming request before comparing."""
+        redacted: dict[str, Any] = {}
+        for section, value in request.items():
+            if section == "context" and isinstance(value, dict):
+                redacted[section] = {
+                    key: (
+                        _redact_content(item, self._known)
+                        if key == "messages"
+                        else _redact_value(item, self._known)
+                    )
+                    for key, item in value.items()
+                }
+            else:
+                redacted[section] = _redact_value(value, self._known)
+        return redacted
+
+    def redact_http_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An HTTP request's sections (``method``, ``url``, ``headers``, a body form)
+        redacted: ``headers`` by name and value, ``url`` and ``body_text`` by value, a JSON
+        ``body`` as configuration except its conversation keys (:data:`HTTP_CONVERSATION_KEYS`,
+        by value only); ``method`` and ``body_base64`` (bytes openprogram cannot read) are
+        kept. Replay applies it to both the recorded and the incoming request."""
+        redacted: dict[str, Any] = {}
+        for section, value in request.items():
+            if section == "body" and isinstance(value, dict):
+                redacted[section] = {
+                    (_redact_text(key, self._known) if isinstance(key, str) else key): (
+                        _redact_content(item, self._known)
+                        if key in HTTP_CONVERSATION_KEYS
+                        else _redact_entry(key, item, self._known)
+                    )
+                    for key, item in value.items()
+                }
+            elif section in ("method", "body_base64"):
+                redacted[section] = value
+            else:
+                redacted[section] = _redact_value(value, self._known)
+        return redacted
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every secret replaced (the value-shape and known-value rules)."""
+        return _redact_text(text, self._known)
+
+
+def _prepare_known(known_secrets: Iterable[str]) -> tuple[str, ...]:
+    """Usable known values, longest first so a key containing another is removed whole."""
+    usable = {
+        secret
+        for secret in known_secrets
+        if len(secret) >= MIN_KNOWN_SECRET_LENGTH
+        and secret not in PLACEHOLDER
+        and PLACEHOLDER not in secret
+    }
+    return tuple(sorted(usable, key=len, reverse=True))
+
+
+def _redact_value(value: object, known: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _redact_text(value, known)
+    if isinstance(value, dict):
+        return {
+            (_redact_text(key, known) if isinstance(key, str) else key): _redact_entry(
+                key, item, known
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redact_value(item, known) for item in value]
+    return value
+
+
+def _redact_content(value: object, known: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _redact_text(value, known)
+    if isinstance(value, dict):
+        return {
+            (_redact_text(key, known) if isinstance(key, str) else key): _redact_content(
+                item, known
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redact_content(item, known) for item in value]
+    return value
+
+
+def _redact_entry(key: object, value: object, known: tuple[str, ...]) -> Any:
+    if (
+        isinstance(key, str)
+        and isinstance(value, str | int | float)
+        and not isinstance(value, bool)
+        and is_secret_field_name(key)
+    ):
+        return PLACEHOLDER
+    return _redact_value(value, known)
+
+
+def _redact_text(text: str, known: tuple[str, ...]) -> str:
+    for _ in range(_MAX_PASSES):
+        redacted = _redact_text_once(text, known)
+        if redacted == text:
+            break
+        text = redacted
+    return text
+
+
+def _redact_text_once(text: str, known: tuple[str, ...]) -> str:
+    # Each rule runs only when the text holds the substring that every match must contain;
+    # most strings (streamed deltas) hold none and cost a few substring checks.
+    if "bearer" in text.lower():
+        text = _BEARER.sub(_keep_prefix, text)
+    if "sk-" in text:
+        text = _OPENAI_STYLE_KEY.sub(PLACEHOLDER, text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _QUERY_PARAMETER.sub(_keep_prefix, text)
+    if "://" in text and "@" in text:
+        text = _URL_USERINFO.sub(_replace_userinfo_password, text)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, PLACEHOLDER)
+    return text
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    """The first group (``Bearer `` or ``?api_key=``) followed by the placeholder."""
+    # A function, not an r"\g<1>" template: templates are several times slower in re.sub.
+    return match.group(1) + PLACEHOLDER
+
+
+def _replace_userinfo_password(match: re.Match[str]) -> str:
+    userinfo = match.group(2)
+    _, colon, password = userinfo.partition(":")
+    if not colon or not password:
+        return match.group(0)
+    return match.group(1) + PLACEHOLDER + match.group(3)
