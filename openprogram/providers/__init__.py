@@ -4,8 +4,9 @@ Importing this package defines and exports only: it registers no provider, reads
 configuration, opens no recording and no socket. The first registry lookup initializes the
 provider runtime (see :func:`initialize_provider_runtime`).
 
-Exports are loaded on first use (PEP 562), so ``import openprogram.providers.recording`` —
-what the ``openprogram recordings`` commands need — does not build every pydantic model.
+Exports are loaded on first use (PEP 562), so ``import openprogram.providers.recording`` does
+not build every pydantic model. The recording core the record/replay providers stand on
+lives in :mod:`openprogram.recording`; registry scopes in :mod:`openprogram.providers.scopes`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         ApiProvider,
         get_api_provider,
         isolated_api_providers,
+        provider_scope,
         register_api_provider,
         registered_apis,
         scoped_api_providers,
@@ -48,11 +50,6 @@ if TYPE_CHECKING:
         ToolCallDeltaEvent,
         ToolCallEndEvent,
         ToolCallStartEvent,
-    )
-    from openprogram.providers.mismatch import (
-        RecordingTruncatedError,
-        ReplayMismatch,
-        UnconsumedCallsError,
     )
     from openprogram.providers.recorder import RecordingProvider
     from openprogram.providers.replay import RecordedProviderError, ReplayProvider
@@ -80,6 +77,11 @@ if TYPE_CHECKING:
         Usage,
         UserMessage,
     )
+    from openprogram.recording.mismatch import (
+        RecordingTruncatedError,
+        ReplayMismatch,
+        UnconsumedCallsError,
+    )
 
 _EXPORTS: dict[str, str] = {
     "ApiProvider": "openprogram.providers.api_registry",
@@ -100,8 +102,8 @@ _EXPORTS: dict[str, str] = {
     "RecordedProviderError": "openprogram.providers.replay",
     "RecordingFileError": "openprogram.errors",
     "RecordingProvider": "openprogram.providers.recorder",
-    "RecordingTruncatedError": "openprogram.providers.mismatch",
-    "ReplayMismatch": "openprogram.providers.mismatch",
+    "RecordingTruncatedError": "openprogram.recording.mismatch",
+    "ReplayMismatch": "openprogram.recording.mismatch",
     "ReplayProvider": "openprogram.providers.replay",
     "RuntimeState": "openprogram.providers.runtime",
     "RuntimeStatus": "openprogram.providers.runtime",
@@ -123,7 +125,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCallEndEvent": "openprogram.providers.events",
     "ToolCallStartEvent": "openprogram.providers.events",
     "ToolResultMessage": "openprogram.providers.types",
-    "UnconsumedCallsError": "openprogram.providers.mismatch",
+    "UnconsumedCallsError": "openprogram.recording.mismatch",
     "UnknownApiError": "openprogram.errors",
     "Usage": "openprogram.providers.types",
     "UserMessage": "openprogram.providers.types",
@@ -133,6 +135,7 @@ _EXPORTS: dict[str, str] = {
     "isolated_api_providers": "openprogram.providers.api_registry",
     "initialize_provider_runtime": "openprogram.providers.runtime",
     "provider_runtime_status": "openprogram.providers.runtime",
+    "provider_scope": "openprogram.providers.api_registry",
     "register_api_provider": "openprogram.providers.api_registry",
     "registered_apis": "openprogram.providers.api_registry",
     "scoped_api_providers": "openprogram.providers.api_registry",
@@ -194,6 +197,7 @@ __all__ = [
     "initialize_provider_runtime",
     "isolated_api_providers",
     "provider_runtime_status",
+    "provider_scope",
     "register_api_provider",
     "registered_apis",
     "scoped_api_providers",

@@ -1,0 +1,123 @@
+"""An HTTP request is redacted by the provider boundary's rule: configuration by name and
+value, the conversation by value only; and the per-run response fields are named once."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprogram.recording.nondeterministic import (
+    deterministic_event,
+    is_non_deterministic_header,
+    request_ignore_fields,
+)
+from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
+
+KEY = "sk-" + "Zx9" * 10
+KNOWN = "known-credential-value"
+
+
+def redact(request: dict[str, object]) -> dict[str, object]:
+    return SecretRedactor([KNOWN]).redact_http_request(request)
+
+
+def test_configuration_is_redacted_by_name_and_the_conversation_by_value_only() -> None:
+    request = {
+        "method": "POST",
+        "url": f"https://user:pa55word@example.test/v1/chat?api_key={KNOWN}&x=1",
+        "headers": {"content-type": "application/json", "x-api-key": "abc123def456"},
+        "body": {
+            "model": "gpt-4o-mini",
+            "api_key": "short-but-named",
+            "metadata": {"password": "p4ss", "note": f"Bearer {KEY}"},
+            "messages": [
+                {"role": "user", "content": f"my key is {KEY}"},
+                {"role": "assistant", "content": None, "password": "hunter2!"},
+            ],
+            "input": [{"type": "function_call", "arguments": '{"token": "visible"}'}],
+            "system": f"you know {KNOWN}",
+            "instructions": {"token": "kept-as-conversation"},
+        },
+    }
+    redacted = redact(request)
+    assert redacted == {
+        "method": "POST",
+        "url": f"https://{PLACEHOLDER}@example.test/v1/chat?api_key={PLACEHOLDER}&x=1",
+        "headers": {"content-type": "application/json", "x-api-key": PLACEHOLDER},
+        "body": {
+            "model": "gpt-4o-mini",
+            "api_key": PLACEHOLDER,
+            "metadata": {"password": PLACEHOLDER, "note": f"Bearer {PLACEHOLDER}"},
+            "messages": [
+                {"role": "user", "content": f"my key is {PLACEHOLDER}"},
+                {"role": "assistant", "content": None, "password": "hunter2!"},
+            ],
+            "input": [{"type": "function_call", "arguments": '{"token": "visible"}'}],
+            "system": f"you know {PLACEHOLDER}",
+            "instructions": {"token": "kept-as-conversation"},
+        },
+    }
+    assert redact(redacted) == redacted  # idempotent: replay redacts both sides again
+
+
+def test_text_bodies_are_redacted_by_value_and_bytes_are_kept() -> None:
+    assert redact({"body_text": f"key={KEY}"}) == {"body_text": f"key={PLACEHOLDER}"}
+    assert redact({"body_base64": "c2stc2VjcmV0"}) == {"body_base64": "c2stc2VjcmV0"}
+    assert redact({"body": [KEY]}) == {"body": [PLACEHOLDER]}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "date",
+        "x-request-id",
+        "request-id",
+        "x-amzn-requestid",
+        "openai-processing-ms",
+        "cf-ray",
+        "server-timing",
+        "x-envoy-upstream-service-time",
+        "x-ratelimit-remaining-requests",
+        "x-ratelimit-reset-tokens",
+        "anthropic-ratelimit-input-tokens-remaining",
+        "anthropic-ratelimit-requests-reset",
+        "retry-after",
+        "retry-after-ms",
+    ],
+)
+def test_per_run_response_headers(name: str) -> None:
+    assert is_non_deterministic_header(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["content-type", "x-ratelimit-limit-tokens", "openai-version", "anthropic-version"]
+)
+def test_headers_that_say_what_the_response_is(name: str) -> None:
+    assert not is_non_deterministic_header(name)
+
+
+def test_the_identity_of_the_response_object_is_left_out_and_nothing_else() -> None:
+    data = {
+        "id": "chatcmpl-1",
+        "created": 1,
+        "system_fingerprint": "fp",
+        "model": "m",
+        "choices": [{"delta": {"tool_calls": [{"id": "call_1"}]}}],
+    }
+    assert deterministic_event("http", {"type": "sse", "data": data}) == {
+        "type": "sse",
+        "data": {"model": "m", "choices": [{"delta": {"tool_calls": [{"id": "call_1"}]}}]},
+    }
+    nested = {"type": "response.completed", "response": {"id": "resp_1", "created_at": 5}}
+    assert deterministic_event("http", {"type": "http_body", "body": nested}) == {
+        "type": "http_body",
+        "body": {"type": "response.completed", "response": {}},
+    }
+    text = {"type": "sse", "data": "[DONE]"}
+    assert deterministic_event("http", text) is text
+    provider = {"type": "done", "message": {"id": "x", "timestamp": 3}}
+    assert deterministic_event("provider", provider) is provider
+
+
+def test_only_a_provider_request_leaves_out_timestamps() -> None:
+    assert request_ignore_fields("provider") == {"timestamp"}
+    assert request_ignore_fields("http") == frozenset()

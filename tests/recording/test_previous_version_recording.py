@@ -1,0 +1,94 @@
+"""A recording written by the previous openprogram (before the HTTP boundary), byte for byte,
+reads, hashes and replays as it did then; new calls of the provider boundary append to it,
+HTTP calls do not (its header does not announce them).
+
+``data/previous_version.jsonl`` was recorded by the commit before the HTTP boundary: a
+two-call tool session on ``echo``, then a call whose provider raised
+``ConnectionResetError``. The hash below is the one that openprogram computed for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+from http_call_rows import chat_request
+
+from openprogram.errors import RecordingFileError
+from openprogram.providers.recording import read_recording
+from openprogram.providers.replay import ReplayProvider
+from openprogram.providers.types import Context, Model, SimpleStreamOptions
+from openprogram.recording.writer import RecordingWriter
+from openprogram.recordings.hashing import transcript_hash
+from openprogram.recordings.summary import summarize_recording
+
+PREVIOUS = Path(__file__).parent / "data" / "previous_version.jsonl"
+PREVIOUS_SHA256 = "931fed1a72251d2beac6d119880efc7bebf3358ce8f6f53e7a0b2a027ab63a6a"
+PREVIOUS_TRANSCRIPT_HASH = "90dc355e802a75f9be01b647003d6ff4947e3d6abc182ca2b90fa4ee28109306"
+
+
+@pytest.fixture
+def previous(tmp_path: Path) -> Path:
+    assert hashlib.sha256(PREVIOUS.read_bytes()).hexdigest() == PREVIOUS_SHA256
+    return Path(shutil.copy(PREVIOUS, tmp_path / "previous.jsonl"))
+
+
+def test_it_reads_as_provider_calls_with_their_events(previous: Path) -> None:
+    recording = read_recording(previous)
+    assert "features" not in recording.header
+    assert [call.boundary for call in recording.calls] == ["provider"] * 3
+    assert [call.outcome for call in recording.calls] == ["complete", "complete", "error"]
+    assert [type(event).__name__ for event in recording.calls[0].events] == [
+        "StartEvent",
+        "ToolCallStartEvent",
+        "ToolCallDeltaEvent",
+        "ToolCallEndEvent",
+        "DoneEvent",
+    ]
+    assert recording.calls[2].error is not None
+    assert recording.calls[2].error.type == "ConnectionResetError"
+
+
+def test_its_transcript_hash_and_summary_are_what_they_were(previous: Path) -> None:
+    assert transcript_hash(read_recording(previous)) == PREVIOUS_TRANSCRIPT_HASH
+    summary = summarize_recording(previous)
+    assert summary.valid
+    assert (summary.calls, summary.events, summary.models) == (3, 10, ["echo:echo"])
+    assert summary.transcript_hash == PREVIOUS_TRANSCRIPT_HASH
+
+
+async def test_it_replays_call_by_call(previous: Path) -> None:
+    recording = read_recording(previous)
+    replay = ReplayProvider(previous)
+    for call in recording.calls:
+        model = Model.model_validate(call.request["model"])
+        context = Context.model_validate(call.request["context"])
+        options = SimpleStreamOptions.model_validate(call.request["options"])
+        events = replay.stream_simple(model, context, options)
+        if call.outcome == "error":
+            with pytest.raises(ConnectionResetError, match="the server hung up"):
+                _ = [event async for event in events]
+        else:
+            assert [event async for event in events] == call.events
+    replay.assert_consumed()
+    assert replay.mismatches == []
+
+
+def test_provider_calls_append_to_it_but_http_calls_do_not(previous: Path) -> None:
+    writer = RecordingWriter(previous)
+    before = previous.read_bytes()
+    with pytest.raises(RecordingFileError) as caught:
+        writer.open_call(chat_request())
+    assert caught.value.line == 1
+    assert "does not announce the 'http' feature" in caught.value.problem
+    assert "new recording" in str(caught.value)
+    assert previous.read_bytes() == before
+
+    call = writer.open_call({"model": {}, "context": {}, "options": {}})
+    call.end_call("complete")
+    writer.close()
+    assert call.call_index == 3
+    assert previous.read_bytes().startswith(before)
+    assert len(read_recording(previous, validate_events=False).calls) == 4
