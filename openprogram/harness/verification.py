@@ -85,6 +85,15 @@ def verify_recording(
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:
         raise VerifySetupError(f"{path} holds no calls: there is no session to verify")
+    if recording.calls[0].boundary != "provider":
+        raise VerifySetupError(
+            f"{path}: call 0 is an HTTP call, so verify cannot rebuild the session (it re-runs "
+            "sessions of openprogram's agent loop, which start with a provider call); replay it "
+            "by running the program that made it under replay",
+            path=path,
+            call_index=0,
+            field="boundary",
+        )
     start = _session_start(path, recording.calls[0].request)
     session_tools = _session_tools(start.tool_names, tools, root or Path.cwd())
     provider = ReplayProvider(path, ignore_fields=_configured_ignore_fields(), recording=recording)

@@ -22,7 +22,7 @@ import orjson
 from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
 from openprogram.providers.recording import RecordedCall, Recording, read_recording
-from openprogram.recordings.summary import model_label
+from openprogram.recordings.summary import call_label
 
 __all__ = ["CallView", "RecordingCallNotFoundError", "call_views"]
 
@@ -139,13 +139,13 @@ def _view(call: RecordedCall) -> CallView:
     # The events as replay rebuilds them (``"1"`` read as 1, unknown fields dropped).
     events = [event.model_dump(mode="json") for event in call.events]
     final = _final_message(events)
-    role, text = _input_message(call.request["context"])
+    role, text = _input_message(call.request.get("context", {}))  # none in an HTTP call
     reply = _streamed_text(events, "text") or _message_text(final, "text", "text")
     thinking = _streamed_text(events, "thinking") or _message_text(final, "thinking", "thinking")
     terminal = next((e for e in reversed(events) if e.get("type") in ("done", "error")), None)
     return CallView(
         call_index=call.call_index,
-        model=model_label(call.request["model"]),
+        model=call_label(call),
         input_role=role,
         input_text=text,
         reply_text=reply,
