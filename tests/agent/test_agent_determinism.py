@@ -1,11 +1,9 @@
-"""The same session makes the same requests, so it replays with no mismatch (SPEC §13.1)."""
+"""The same session makes the same requests, so it replays with no mismatch."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-from agent_fakes import FAKE_MODEL, ScriptedProvider, call, text
 
 from openprogram.agent import AgentRun, builtin_tools, run_agent, tool
 from openprogram.providers import (
@@ -18,6 +16,7 @@ from openprogram.providers import (
     scoped_api_providers,
 )
 from openprogram.providers.recording import find_first_difference, read_recording
+from tests.support.scripted_provider import FAKE_MODEL, ScriptedProvider, call, text
 
 
 @tool

@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from agent_fakes import (
-    FAKE_MODEL,
-    RaisingProvider,
-    ScriptedProvider,
-    UnterminatedProvider,
-    call,
-    text,
-)
 
 from openprogram.agent import (
     AgentEvent,
@@ -32,17 +22,16 @@ from openprogram.providers import (
     SimpleStreamOptions,
     ToolResultMessage,
     UserMessage,
-    register_api_provider,
-    scoped_api_providers,
 )
-
-
-@contextmanager
-def serving(provider: ScriptedProvider) -> Iterator[ScriptedProvider]:
-    """``provider`` answers for the ``fake`` api inside the block."""
-    with scoped_api_providers():
-        register_api_provider("fake", provider)
-        yield provider
+from tests.support.scripted_provider import (
+    FAKE_MODEL,
+    RaisingProvider,
+    ScriptedProvider,
+    UnterminatedProvider,
+    call,
+    serving,
+    text,
+)
 
 
 @tool

@@ -10,12 +10,11 @@ from openprogram.agent import ModelReferenceError, run_session
 from openprogram.config.paths import config_location
 from openprogram.providers import (
     ECHO_MODEL,
-    RecordingProvider,
     ReplayProvider,
-    get_api_provider,
     register_api_provider,
     scoped_api_providers,
 )
+from tests.support.tool_sessions import recording_into
 
 READ_NOTES = '/tool read_file {"path": "notes.txt"}'
 
@@ -67,8 +66,7 @@ async def test_recorded_calls_never_requested_are_reported_not_raised(
     root: Path, tmp_path: Path
 ) -> None:
     path = tmp_path / "two-sessions.jsonl"
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         await run_session(READ_NOTES, root=root)
         await run_session("and then?", root=root)
 

@@ -5,14 +5,12 @@ second may name."""
 from __future__ import annotations
 
 import pytest
-from cli_support import config_file, error_line, run, store, write_recording
 
+from openprogram.config.paths import recordings_dir
 from openprogram.config.settings import load_config
-
-
-def write_config(text: str) -> None:
-    config_file().parent.mkdir(parents=True, exist_ok=True)
-    config_file().write_text(text)
+from tests.support.cli_runner import error_line, run
+from tests.support.config_files import config_file, write_config
+from tests.support.recording_rows import write_recording
 
 
 def test_in_mode_off_an_invalid_file_setting_is_a_note() -> None:
@@ -77,7 +75,7 @@ def test_prune_keeps_what_a_broken_config_names(criteria: list[str]) -> None:
     result = run("prune", *criteria, "--yes")
 
     assert result.exit_code == 0, result.output
-    assert sorted(path.stem for path in store().glob("*.jsonl")) == ["keep-me"]
+    assert sorted(path.stem for path in recordings_dir().glob("*.jsonl")) == ["keep-me"]
 
 
 def test_prune_keeps_what_a_broken_variable_leaves_the_file_naming(
@@ -93,7 +91,7 @@ def test_prune_keeps_what_a_broken_variable_leaves_the_file_naming(
     result = run("prune", "--keep", "0", "--yes")
 
     assert result.exit_code == 0, result.output
-    assert sorted(path.stem for path in store().glob("*.jsonl")) == ["from-env", "keep-me"]
+    assert sorted(path.stem for path in recordings_dir().glob("*.jsonl")) == ["from-env", "keep-me"]
 
 
 @pytest.mark.parametrize(
@@ -112,7 +110,7 @@ def test_prune_refuses_when_the_active_recording_is_unknown(text: str) -> None:
     line = error_line(result)
     assert "the active recording is unknown" in line
     assert "fix the configuration or run `openprogram recordings off` first" in line
-    assert sorted(path.stem for path in store().glob("*.jsonl")) == ["keep-me", "other"]
+    assert sorted(path.stem for path in recordings_dir().glob("*.jsonl")) == ["keep-me", "other"]
 
 
 def test_prune_without_a_criterion_is_still_a_usage_error_with_a_broken_config() -> None:
@@ -135,7 +133,7 @@ def test_delete_keeps_what_a_broken_config_names() -> None:
     assert refused.exit_code == 1
     assert "it is the active recording" in error_line(refused)
     assert deleted.exit_code == 0, deleted.output
-    assert [path.stem for path in store().glob("*.jsonl")] == ["keep-me"]
+    assert [path.stem for path in recordings_dir().glob("*.jsonl")] == ["keep-me"]
 
 
 def test_delete_refuses_when_the_active_recording_is_unknown() -> None:
@@ -146,4 +144,4 @@ def test_delete_refuses_when_the_active_recording_is_unknown() -> None:
 
     assert result.exit_code == 1
     assert "the active recording is unknown" in error_line(result)
-    assert (store() / "other.jsonl").exists()
+    assert (recordings_dir() / "other.jsonl").exists()

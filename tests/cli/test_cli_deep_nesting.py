@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import config_file, error_line, run, store, write_recording, write_rows
 
-from openprogram.providers.recording import new_header
+from openprogram.config.paths import recordings_dir
 from openprogram.recordings.summary_cache import CACHE_FILE_NAME, load_summary_cache
+from tests.support.cli_runner import error_line, run
+from tests.support.config_files import config_file, write_config
+from tests.support.recording_rows import call_end, header, stored, write_recording, write_rows
 
 Row = dict[str, Any]
 
@@ -26,10 +28,9 @@ def deep_recording(name: str, depth: int = 300) -> Path:
     request = (
         '{"type":"request","call_index":0,"model":{"id":"m1","api":"fake","provider":"fake"},'
         '"context":{"messages":[{"role":"user","content":"hi"}],"tools":null},'
-        f'"options":{{"metadata":{{"x":{nested(depth)}}}}}}}\n'
+        f'"options":{{"metadata":{{"x":{nested(depth)}}}}}}}'
     )
-    end: Row = {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete"}
-    return write_rows(store() / f"{name}.jsonl", [new_header(name), request.encode(), end])
+    return write_rows(stored(name), [header(name), request, call_end(0)])
 
 
 @pytest.mark.parametrize("depth", [254, 300, 1000])
@@ -56,9 +57,9 @@ def test_the_summary_cache_is_not_poisoned() -> None:
     deep = deep_recording("deep")
     assert run("list").exit_code == 0
 
-    cached = load_summary_cache(store())
-    assert set(cached) == {str(store() / "good.jsonl"), str(deep)}
-    assert json.loads((store() / CACHE_FILE_NAME).read_text())["entries"]
+    cached = load_summary_cache(recordings_dir())
+    assert set(cached) == {str(recordings_dir() / "good.jsonl"), str(deep)}
+    assert json.loads((recordings_dir() / CACHE_FILE_NAME).read_text())["entries"]
 
     write_recording("deep", calls=1)  # repaired: read afresh, valid
     result = run("list", "--json")
@@ -76,7 +77,7 @@ def test_prune_keep_works_beside_a_deep_file() -> None:
     result = run("prune", "--keep", "2", "--yes")
 
     assert result.exit_code == 0, result.output
-    assert sorted(path.stem for path in store().glob("*.jsonl")) == ["deep", "new"]
+    assert sorted(path.stem for path in recordings_dir().glob("*.jsonl")) == ["deep", "new"]
 
 
 @pytest.mark.parametrize("command", [["show"], ["show", "--json"], ["verify"], ["replay"]])
@@ -109,11 +110,6 @@ def test_status_names_a_deep_replay_recording() -> None:
 
     assert result.exit_code == 1, result.output
     assert f"problem: {deep}, line 2: nested deeper than 128 levels" in result.stdout
-
-
-def write_config(text: str) -> None:
-    config_file().parent.mkdir(parents=True, exist_ok=True)
-    config_file().write_text(text)
 
 
 @pytest.mark.parametrize("depth", [200, 500, 3000])

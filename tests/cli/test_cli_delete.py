@@ -6,9 +6,11 @@ import types
 from pathlib import Path
 
 import pytest
-from cli_support import error_line, run, store, write_recording
 
 from openprogram.cli.recordings import confirming
+from openprogram.config.paths import recordings_dir
+from tests.support.cli_runner import error_line, run
+from tests.support.recording_rows import write_recording
 
 
 @pytest.fixture
@@ -59,7 +61,7 @@ def test_on_a_terminal_it_asks(on_a_terminal: None) -> None:
 
 def test_the_active_recording_is_refused() -> None:
     assert run("record", "live").exit_code == 0
-    path = store() / "live.jsonl"
+    path = recordings_dir() / "live.jsonl"
 
     result = run("delete", "live", "--yes")
 
@@ -81,7 +83,7 @@ def test_the_active_recording_is_refused_before_asking() -> None:
 
 def test_a_symlink_is_refused() -> None:
     target = write_recording("real")
-    link = store() / "link.jsonl"
+    link = recordings_dir() / "link.jsonl"
     link.symlink_to(target)
 
     result = run("delete", "link", "--yes")
@@ -115,16 +117,16 @@ def test_a_path_inside_the_store_is_refused_too() -> None:
 
 def test_dot_dot_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     write_recording("x")
-    victim = store().parent / "x.jsonl"
+    victim = recordings_dir().parent / "x.jsonl"
     victim.write_text("not mine to delete")
-    monkeypatch.chdir(store())
+    monkeypatch.chdir(recordings_dir())
 
     result = run("delete", "../x", "--yes")
 
     assert result.exit_code == 2
     assert "'../x'" in error_line(result)
     assert victim.exists()
-    assert (store() / "x.jsonl").exists()
+    assert (recordings_dir() / "x.jsonl").exists()
 
 
 @pytest.mark.parametrize("name", ["", ".hidden", "-x.y"])

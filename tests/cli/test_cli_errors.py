@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_support import error_line, openprogram, run, store, write_recording, write_rows
 
 from openprogram import __version__
+from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import encode_row, new_header
+from tests.support.cli_runner import error_line, openprogram, run
+from tests.support.recording_rows import write_recording, write_rows
 
 COMMANDS = ("status", "record", "replay", "off", "list", "show", "delete", "prune")
 
@@ -106,7 +108,7 @@ def test_an_error_message_keeps_its_brackets(bracketed_home: Path) -> None:
 
 def test_an_error_quoting_a_value_keeps_its_brackets() -> None:
     path = write_rows(
-        store() / "bad.jsonl",
+        recordings_dir() / "bad.jsonl",
         [new_header("bad"), {"type": "request", "call_index": "messages[2] [secret removed]"}],
     )
 
@@ -133,7 +135,7 @@ def test_show_keeps_brackets_in_the_recorded_text() -> None:
         "options": {},
     }
     end = {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete"}
-    write_rows(store() / "b.jsonl", [new_header("b"), request, end])
+    write_rows(recordings_dir() / "b.jsonl", [new_header("b"), request, end])
 
     result = run("show", "b")
 
@@ -169,7 +171,10 @@ def test_printed_paths_keep_their_brackets(command: str, bracketed_home: Path) -
 
 def test_list_keeps_brackets_in_models_and_problems() -> None:
     write_recording("m", calls=1, model_id=f"m{BRACKETS}")
-    write_rows(store() / "bad.jsonl", [new_header("bad"), {"type": "request", "call_index": "[x]"}])
+    write_rows(
+        recordings_dir() / "bad.jsonl",
+        [new_header("bad"), {"type": "request", "call_index": "[x]"}],
+    )
 
     result = run("list")
 

@@ -13,7 +13,11 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from cli_support import config_file, run, store, write_corrupt_recording, write_recording
+
+from openprogram.config.paths import recordings_dir
+from tests.support.cli_runner import run
+from tests.support.config_files import config_file
+from tests.support.recording_rows import write_corrupt_recording, write_recording
 
 PROBE = """
 import json, sys
@@ -67,7 +71,7 @@ def recording() -> None:
 
 def replaying_a_corrupt_file() -> None:
     replaying()
-    write_corrupt_recording(store() / "demo.jsonl")
+    write_corrupt_recording(recordings_dir() / "demo.jsonl")
 
 
 def broken_config() -> None:

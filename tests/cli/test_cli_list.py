@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from cli_support import run, store, write_corrupt_recording, write_recording
-
+from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import read_recording
 from openprogram.recordings.hashing import transcript_hash
+from tests.support.cli_runner import run
+from tests.support.recording_rows import write_corrupt_recording, write_recording
 
 
 def rows(stdout: str) -> list[list[str]]:
@@ -20,7 +21,7 @@ def test_an_empty_store_says_how_to_start() -> None:
 
     assert result.exit_code == 0, result.stderr
     assert result.stdout == (
-        f"No recordings in {store()}. Start one with `openprogram recordings record`.\n"
+        f"No recordings in {recordings_dir()}. Start one with `openprogram recordings record`.\n"
     )
 
 
@@ -42,7 +43,7 @@ def test_recordings_newest_first_with_the_active_one_marked() -> None:
 
 
 def test_an_invalid_file_shows_its_problem_and_a_truncated_one_is_marked() -> None:
-    write_corrupt_recording(store() / "broken.jsonl")
+    write_corrupt_recording(recordings_dir() / "broken.jsonl")
     write_recording("cut", calls=2, truncated=True, created_at="2026-01-01T00:00:00Z")
 
     result = run("list")
@@ -55,7 +56,7 @@ def test_an_invalid_file_shows_its_problem_and_a_truncated_one_is_marked() -> No
 
 def test_json_fields() -> None:
     path = write_recording("demo", calls=2, created_at="2026-01-01T00:00:00Z")
-    write_corrupt_recording(store() / "broken.jsonl")
+    write_corrupt_recording(recordings_dir() / "broken.jsonl")
     assert run("record", "fresh").exit_code == 0
 
     result = run("list", "--json")
@@ -94,8 +95,8 @@ def test_json_of_an_empty_store_is_an_empty_list() -> None:
 
 def test_symlinks_and_other_files_are_not_listed() -> None:
     write_recording("real", calls=1)
-    (store() / "link.jsonl").symlink_to(store() / "real.jsonl")
-    (store() / "notes.txt").write_text("hi")
+    (recordings_dir() / "link.jsonl").symlink_to(recordings_dir() / "real.jsonl")
+    (recordings_dir() / "notes.txt").write_text("hi")
 
     result = run("list", "--json")
 

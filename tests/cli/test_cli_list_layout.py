@@ -4,11 +4,13 @@ recording when it does not, an invalid file's problem shortened to one line."""
 from __future__ import annotations
 
 import pytest
-from cli_support import run, store, write_corrupt_recording, write_recording
 
 from openprogram.cli.recordings.list_layout import size_text
+from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import read_recording
 from openprogram.recordings.hashing import short_hash, transcript_hash
+from tests.support.cli_runner import run
+from tests.support.recording_rows import write_corrupt_recording, write_recording
 
 DEFAULT_NAMES = ("rec-20261130-105837", "rec-20261201-091500")
 BROKEN = "rec-20261202-080000"
@@ -20,10 +22,10 @@ def recordings() -> dict[str, str]:
     mapped to its short hash."""
     write_recording(DEFAULT_NAMES[0], calls=2, created_at="2026-11-30T10:58:37Z")
     write_recording(DEFAULT_NAMES[1], calls=1, truncated=True, created_at="2026-12-01T09:15:00Z")
-    write_corrupt_recording(store() / f"{BROKEN}.jsonl")
+    write_corrupt_recording(recordings_dir() / f"{BROKEN}.jsonl")
     assert run("replay", DEFAULT_NAMES[0]).exit_code == 0
     return {
-        name: short_hash(transcript_hash(read_recording(store() / f"{name}.jsonl")))
+        name: short_hash(transcript_hash(read_recording(recordings_dir() / f"{name}.jsonl")))
         for name in DEFAULT_NAMES
     }
 
@@ -66,7 +68,9 @@ def test_every_field_of_every_recording_is_shown(
         assert created in block
         assert "fake:m1" in block
         assert calls in block.split() or f"{calls} call" in block
-        size = (store() / f"{block.split()[1 if block.startswith('*') else 0]}.jsonl").stat()
+        size = (
+            recordings_dir() / f"{block.split()[1 if block.startswith('*') else 0]}.jsonl"
+        ).stat()
         assert size_text(size.st_size) in block
     assert active.startswith("*")
     assert not cut.startswith("*")
@@ -92,7 +96,7 @@ def test_when_the_table_does_not_fit_each_recording_takes_two_lines(
     assert len(lines) == 6
     first, second = lines_of(lines, DEFAULT_NAMES[0]).splitlines()
     assert first == f"* {DEFAULT_NAMES[0]}  valid  {recordings[DEFAULT_NAMES[0]]}"
-    size = size_text((store() / f"{DEFAULT_NAMES[0]}.jsonl").stat().st_size)
+    size = size_text((recordings_dir() / f"{DEFAULT_NAMES[0]}.jsonl").stat().st_size)
     assert second == f"    created 2026-11-30 10:58:37 · 2 calls · {size} · fake:m1"
     broken = next(line for line in lines if BROKEN in line)
     assert broken.startswith(f"  {BROKEN}  INVALID: line 3: ")
@@ -101,7 +105,7 @@ def test_when_the_table_does_not_fit_each_recording_takes_two_lines(
 
 def test_a_long_problem_is_shortened_in_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     write_recording("a", calls=1)
-    write_corrupt_recording(store() / "b.jsonl")
+    write_corrupt_recording(recordings_dir() / "b.jsonl")
 
     lines = listing(monkeypatch, 100)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_support import config_file, error_line, run, write_recording
 
 from openprogram.config.settings import load_config, read_settings
+from tests.support.cli_runner import error_line, run
+from tests.support.config_files import config_file
+from tests.support.recording_rows import write_recording
 
 
 @pytest.mark.parametrize("mode", ["record", "replay"])

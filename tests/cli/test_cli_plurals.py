@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from cli_support import Row, error_line, request, run, store, write_recording, write_rows
-
+from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import new_header
+from tests.support.cli_runner import error_line, run
+from tests.support.recording_rows import Row, request, write_recording, write_rows
 
 
 def test_prune_asks_about_one_recording() -> None:
@@ -14,7 +15,7 @@ def test_prune_asks_about_one_recording() -> None:
     result = run("prune", "--keep", "1")  # not a terminal: the question becomes the error
 
     assert result.exit_code == 2
-    assert f"Delete 1 recording from {store()}: not a terminal" in error_line(result)
+    assert f"Delete 1 recording from {recordings_dir()}: not a terminal" in error_line(result)
 
 
 def test_show_counts_one_event_of_a_call_cut_short() -> None:
@@ -24,7 +25,7 @@ def test_show_counts_one_event_of_a_call_cut_short() -> None:
         request(0),
         {"type": "event", "call_index": 0, "event_index": 0, "event": start},
     ]
-    write_rows(store() / "cut.jsonl", rows)
+    write_rows(recordings_dir() / "cut.jsonl", rows)
 
     result = run("show", "cut")
 

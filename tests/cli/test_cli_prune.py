@@ -8,7 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import error_line, run, store, write_recording
+
+from openprogram.config.paths import recordings_dir
+from tests.support.cli_runner import error_line, run
+from tests.support.recording_rows import write_recording
 
 DAY = 86_400
 
@@ -26,7 +29,7 @@ def recordings() -> dict[str, Path]:
 
 
 def remaining() -> list[str]:
-    return sorted(path.stem for path in store().glob("*.jsonl"))
+    return sorted(path.stem for path in recordings_dir().glob("*.jsonl"))
 
 
 def test_no_criterion_exits_2(recordings: dict[str, Path]) -> None:
@@ -141,7 +144,7 @@ def test_nothing_to_prune_needs_no_confirmation(recordings: dict[str, Path]) -> 
 
 
 def test_an_invalid_recording_can_be_pruned(recordings: dict[str, Path]) -> None:
-    broken = store() / "broken.jsonl"
+    broken = recordings_dir() / "broken.jsonl"
     broken.write_text("not a recording\n")
     old = time.time() - 100 * DAY
     os.utime(broken, (old, old))

@@ -11,16 +11,19 @@ from typing import Any
 
 import orjson
 import pytest
-from cli_support import config_file, error_line, run, store, write_recording
 
+from openprogram.config.paths import recordings_dir
 from openprogram.config.settings import read_settings
+from tests.support.cli_runner import error_line, run
+from tests.support.config_files import config_file
+from tests.support.recording_rows import write_recording
 
 
 def test_record_creates_the_recording_with_only_its_header_and_switches_the_mode() -> None:
     result = run("record", "demo")
 
     assert result.exit_code == 0, result.stderr
-    path = store() / "demo.jsonl"
+    path = recordings_dir() / "demo.jsonl"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     lines = path.read_bytes().splitlines()
     assert len(lines) == 1
@@ -39,7 +42,7 @@ def test_record_without_a_name_uses_the_time() -> None:
     result = run("record")
 
     assert result.exit_code == 0, result.stderr
-    [path] = store().glob("*.jsonl")
+    [path] = recordings_dir().glob("*.jsonl")
     assert re.fullmatch(r"rec-\d{8}-\d{6}\.jsonl", path.name)
     assert read_settings().record_replay.file == path.stem
     assert str(path) in result.stdout
@@ -52,7 +55,7 @@ def test_record_json_describes_the_change() -> None:
     change = json.loads(result.stdout)
     assert change["mode"] == "record"
     assert change["name"] == "demo"
-    assert change["recording"] == str(store() / "demo.jsonl")
+    assert change["recording"] == str(recordings_dir() / "demo.jsonl")
     assert change["config"] == str(config_file())
     assert change["config_created"] is True
     assert change["takes_effect"] == "at the next start of a process"
@@ -78,7 +81,7 @@ def test_an_invalid_name_exits_2_with_one_line(name: str) -> None:
     line = error_line(result)
     assert "recording name" in line
     assert result.stdout == ""
-    assert not store().exists() or not list(store().iterdir())
+    assert not recordings_dir().exists() or not list(recordings_dir().iterdir())
     assert not config_file().exists()
 
 
@@ -89,7 +92,7 @@ def test_when_the_config_cannot_be_written_the_new_recording_is_removed() -> Non
 
     assert result.exit_code == 1
     assert f"{config_file()}: is a folder, not a file" in error_line(result)
-    assert not (store() / "demo.jsonl").exists()
+    assert not (recordings_dir() / "demo.jsonl").exists()
 
 
 def test_a_broken_config_is_not_recorded_over() -> None:
@@ -103,7 +106,7 @@ def test_a_broken_config_is_not_recorded_over() -> None:
     assert f"{config_file()}, line 1" in line
     assert "run `openprogram recordings off` to repair it" in line
     assert config_file().read_text() == "[record_replay\n"
-    assert not (store() / "demo.jsonl").exists()
+    assert not (recordings_dir() / "demo.jsonl").exists()
 
 
 def test_record_warns_when_the_environment_forces_another_mode(
@@ -141,7 +144,9 @@ def test_a_name_ending_in_jsonl_is_refused_with_the_name_it_meant(
     line = error_line(result)
     assert f"record takes a name (did you mean `{meant}`?)" in line
     assert result.stdout == ""
-    assert not store().exists() or not list(store().iterdir())  # no demo.jsonl.jsonl
+    assert not recordings_dir().exists() or not list(
+        recordings_dir().iterdir()
+    )  # no demo.jsonl.jsonl
     assert not config_file().exists()
 
 
@@ -159,8 +164,8 @@ def test_a_path_is_refused_suggesting_only_a_valid_name(argument: str) -> None:
 
 
 def test_a_store_that_is_a_file_exits_2() -> None:
-    store().parent.mkdir(parents=True)
-    store().write_text("not a folder")
+    recordings_dir().parent.mkdir(parents=True)
+    recordings_dir().write_text("not a folder")
 
     result = run("record", "demo")
 
@@ -170,11 +175,11 @@ def test_a_store_that_is_a_file_exits_2() -> None:
 
 
 def test_a_store_that_refuses_writes_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
-    store().mkdir(parents=True)
+    recordings_dir().mkdir(parents=True)
     real_open = os.open
 
     def read_only_store(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        if Path(path).parent == store() and flags & os.O_CREAT:
+        if Path(path).parent == recordings_dir() and flags & os.O_CREAT:
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)
 

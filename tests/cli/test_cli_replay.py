@@ -6,17 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import (
-    config_file,
-    error_line,
-    run,
-    store,
+
+from openprogram.config.paths import recordings_dir
+from openprogram.config.settings import read_settings
+from tests.support.cli_runner import error_line, run
+from tests.support.config_files import config_file
+from tests.support.recording_rows import (
     write_corrupt_recording,
     write_other_version_recording,
     write_recording,
 )
-
-from openprogram.config.settings import read_settings
 
 COMMENTED_CONFIG = '# mine\n[record_replay]\nmode = "off"  # keep\nfile = "old"\n'
 
@@ -45,7 +44,7 @@ def test_replay_by_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     write_recording("demo", calls=1)
     outside = tmp_path / "elsewhere" / "x.jsonl"
     outside.parent.mkdir()
-    outside.write_bytes((store() / "demo.jsonl").read_bytes())
+    outside.write_bytes((recordings_dir() / "demo.jsonl").read_bytes())
     monkeypatch.chdir(outside.parent)
 
     result = run("replay", "./x.jsonl")
@@ -90,7 +89,7 @@ def test_a_missing_recording_exits_2_and_changes_nothing(
 
 
 def test_a_corrupt_recording_exits_2_naming_file_and_line(commented_config: Path) -> None:
-    path = write_corrupt_recording(store() / "bad.jsonl")
+    path = write_corrupt_recording(recordings_dir() / "bad.jsonl")
 
     result = run("replay", "bad")
 
@@ -100,7 +99,7 @@ def test_a_corrupt_recording_exits_2_naming_file_and_line(commented_config: Path
 
 
 def test_a_recording_of_another_version_exits_2(commented_config: Path) -> None:
-    write_other_version_recording(store() / "future.jsonl")
+    write_other_version_recording(recordings_dir() / "future.jsonl")
 
     result = run("replay", "future")
 

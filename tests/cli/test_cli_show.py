@@ -6,17 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import (
-    error_line,
-    record_echo_session,
-    run,
-    store,
-    write_corrupt_recording,
-    write_recording,
-)
 
+from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import read_recording
 from openprogram.recordings.hashing import transcript_hash
+from tests.support.cli_runner import error_line, run
+from tests.support.recording_rows import write_corrupt_recording, write_recording
+from tests.support.tool_sessions import record_tool_session_as_configured
 
 PRIVACY = "warning: recordings may hold personal data"
 
@@ -24,7 +20,7 @@ PRIVACY = "warning: recordings may hold personal data"
 @pytest.fixture
 def demo() -> Path:
     """Two calls: the echo model asks for ``lookup``, the tool answers, the model replies."""
-    return record_echo_session("demo")
+    return record_tool_session_as_configured("demo")
 
 
 def test_show_renders_each_call(demo: Path) -> None:
@@ -124,7 +120,7 @@ def test_an_empty_recording_says_so() -> None:
 
 
 def test_a_corrupt_recording_exits_2() -> None:
-    path = write_corrupt_recording(store() / "bad.jsonl")
+    path = write_corrupt_recording(recordings_dir() / "bad.jsonl")
 
     result = run("show", "bad")
 

@@ -8,11 +8,11 @@ import json
 from typing import Any
 
 import pytest
-from cli_support import call_rows, error_line, request, run, store, text_events, write_rows
 
+from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import new_header
-
-Row = dict[str, Any]
+from tests.support.cli_runner import error_line, run
+from tests.support.recording_rows import Row, call_rows, header, stored, text_events, write_rows
 
 CONTROLS = {
     "ESC": "\x1b",
@@ -28,15 +28,7 @@ CONTROLS = {
 
 
 def recording_with_events(name: str, events: list[Row]) -> None:
-    rows: list[Row] = [new_header(name), request(0)]
-    rows += [
-        {"type": "event", "call_index": 0, "event_index": index, "event": event}
-        for index, event in enumerate(events)
-    ]
-    rows.append(
-        {"type": "call_end", "call_index": 0, "event_count": len(events), "outcome": "complete"}
-    )
-    write_rows(store() / f"{name}.jsonl", rows)
+    write_rows(stored(name), [header(name), *call_rows(0, events)])
 
 
 @pytest.mark.parametrize("index", ["zero", [0], {"i": 0}, 1.5, None])
@@ -51,7 +43,10 @@ def test_a_content_index_that_is_not_a_whole_number_is_one_line_exit_2(index: An
         assert result.exit_code == 2, result.output
         assert isinstance(result.exception, SystemExit)
         line = error_line(result)
-        assert f"{store() / 'odd.jsonl'}, line 3: text_delta event field content_index" in line
+        assert (
+            f"{recordings_dir() / 'odd.jsonl'}, line 3: text_delta event field content_index"
+            in line
+        )
         assert result.stdout == ""
 
 
@@ -90,7 +85,7 @@ def test_show_escapes_control_characters_in_every_text(control: str) -> None:
         event = row.get("event")
         if isinstance(event, dict) and event["type"] in ("text_delta", "text_end"):
             event["delta" if "delta" in event else "content"] = text
-    write_rows(store() / "controls.jsonl", [new_header("controls"), *rows])
+    write_rows(recordings_dir() / "controls.jsonl", [new_header("controls"), *rows])
 
     result = run("show", "controls")
 
@@ -110,8 +105,8 @@ def test_show_escapes_control_characters_in_every_text(control: str) -> None:
 @pytest.mark.parametrize("control", CONTROLS.values(), ids=CONTROLS.keys())
 def test_list_escapes_control_characters(control: str) -> None:
     rows = [new_header("x"), *call_rows(0, model_id=f"m{control}")]
-    write_rows(store() / f"n{control}x.jsonl", rows)
-    write_rows(store() / "bad.jsonl", [new_header("bad"), f"{{{control}\n".encode()])
+    write_rows(recordings_dir() / f"n{control}x.jsonl", rows)
+    write_rows(recordings_dir() / "bad.jsonl", [new_header("bad"), f"{{{control}"])
 
     result = run("list")
 
@@ -125,7 +120,7 @@ def test_list_escapes_control_characters(control: str) -> None:
 
 
 def test_tabs_and_newlines_in_list_cells_cannot_break_the_layout() -> None:
-    write_rows(store() / "tab.jsonl", [new_header("t"), *call_rows(0, model_id="a\tb\nc")])
+    write_rows(recordings_dir() / "tab.jsonl", [new_header("t"), *call_rows(0, model_id="a\tb\nc")])
 
     result = run("list")
 

@@ -10,8 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from cli_support import config_file, error_line, run, store, write_recording
 from typer.testing import Result
+
+from openprogram.config.paths import recordings_dir
+from tests.support.cli_runner import error_line, run
+from tests.support.config_files import config_file, configure
+from tests.support.recording_rows import write_recording
 
 TIME_LIMIT = 10.0
 """Seconds a command may take; far more than refusing needs, far less than a hang."""
@@ -38,11 +42,6 @@ def fifo(tmp_path: Path) -> Path:
     path = tmp_path / "pipe.jsonl"
     os.mkfifo(path)
     return path
-
-
-def configure(mode: str, file: Path) -> None:
-    config_file().parent.mkdir(parents=True, exist_ok=True)
-    config_file().write_text(f'[record_replay]\nmode = "{mode}"\nfile = "{file}"\n')
 
 
 @pytest.mark.parametrize("mode", ["replay", "record"])
@@ -78,15 +77,15 @@ def test_reading_commands_refuse_a_fifo(fifo: Path, command: list[str]) -> None:
 
 def test_list_and_prune_step_over_a_fifo_in_the_store() -> None:
     write_recording("good", calls=1)
-    os.mkfifo(store() / "pipe.jsonl")
+    os.mkfifo(recordings_dir() / "pipe.jsonl")
 
-    listed = run_quickly("list", "--json", fifo=store() / "pipe.jsonl")
-    pruned = run_quickly("prune", "--keep", "0", "--yes", fifo=store() / "pipe.jsonl")
+    listed = run_quickly("list", "--json", fifo=recordings_dir() / "pipe.jsonl")
+    pruned = run_quickly("prune", "--keep", "0", "--yes", fifo=recordings_dir() / "pipe.jsonl")
 
     assert listed.exit_code == 0, listed.output
     assert '"name": "pipe"' not in listed.stdout
     assert pruned.exit_code == 0, pruned.output
-    assert (store() / "pipe.jsonl").exists()
+    assert (recordings_dir() / "pipe.jsonl").exists()
 
 
 def test_a_fifo_as_the_configuration_is_refused(
@@ -141,11 +140,11 @@ def test_dev_zero_is_refused_without_reading_it(
 
 
 def test_delete_refuses_a_fifo_in_the_store_saying_what_it_is() -> None:
-    store().mkdir(parents=True)
-    os.mkfifo(store() / "pipe.jsonl")
+    recordings_dir().mkdir(parents=True)
+    os.mkfifo(recordings_dir() / "pipe.jsonl")
 
-    result = run_quickly("delete", "pipe", "--yes", fifo=store() / "pipe.jsonl")
+    result = run_quickly("delete", "pipe", "--yes", fifo=recordings_dir() / "pipe.jsonl")
 
     assert result.exit_code == 1
     assert "it is not a regular file" in error_line(result)
-    assert (store() / "pipe.jsonl").exists()
+    assert (recordings_dir() / "pipe.jsonl").exists()

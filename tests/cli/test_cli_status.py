@@ -5,19 +5,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_support import (
+
+from openprogram.config.paths import recordings_dir
+from openprogram.providers.recording import new_header
+from tests.support.cli_runner import run
+from tests.support.config_files import config_file
+from tests.support.recording_rows import (
     Row,
     call_rows,
-    config_file,
-    run,
-    store,
     write_corrupt_recording,
     write_other_version_recording,
     write_recording,
     write_rows,
 )
-
-from openprogram.providers.recording import new_header
 
 
 def test_without_a_config_the_mode_is_off_and_the_config_path_is_named() -> None:
@@ -37,7 +37,7 @@ def test_record_mode_with_a_valid_recording() -> None:
 
     assert result.exit_code == 0, result.stdout
     assert "mode:    record" in result.stdout
-    assert f"file:    {store() / 'demo.jsonl'} (valid, 0 calls, format 1)" in result.stdout
+    assert f"file:    {recordings_dir() / 'demo.jsonl'} (valid, 0 calls, format 1)" in result.stdout
     assert "changes take effect at the next start of a process" in result.stdout
     assert "problem:" not in result.stdout
 
@@ -61,19 +61,19 @@ def test_replay_mode_with_a_valid_recording() -> None:
 
     assert result.exit_code == 0, result.stdout
     assert "mode:    replay" in result.stdout
-    assert f"{store() / 'demo.jsonl'} (valid, 3 calls, format 1)" in result.stdout
+    assert f"{recordings_dir() / 'demo.jsonl'} (valid, 3 calls, format 1)" in result.stdout
 
 
 def test_replay_mode_with_a_missing_recording_exits_1_and_says_how_to_recover() -> None:
     write_recording("demo")
     assert run("replay", "demo").exit_code == 0
-    (store() / "demo.jsonl").unlink()
+    (recordings_dir() / "demo.jsonl").unlink()
 
     result = run("status")
 
     assert result.exit_code == 1
     assert "(missing)" in result.stdout
-    assert f"problem: the replay recording {store() / 'demo.jsonl'} does not exist" in (
+    assert f"problem: the replay recording {recordings_dir() / 'demo.jsonl'} does not exist" in (
         result.stdout
     )
     assert "`openprogram recordings off`" in result.stdout
@@ -83,20 +83,20 @@ def test_replay_mode_with_a_missing_recording_exits_1_and_says_how_to_recover() 
 def test_replay_mode_with_a_corrupt_recording_names_the_file_and_line() -> None:
     write_recording("demo")
     assert run("replay", "demo").exit_code == 0
-    write_corrupt_recording(store() / "demo.jsonl")
+    write_corrupt_recording(recordings_dir() / "demo.jsonl")
 
     result = run("status")
 
     assert result.exit_code == 1
     assert "(INVALID)" in result.stdout
-    assert f"problem: {store() / 'demo.jsonl'}, line 3: not valid JSON" in result.stdout
+    assert f"problem: {recordings_dir() / 'demo.jsonl'}, line 3: not valid JSON" in result.stdout
     assert "run `openprogram recordings off`" in result.stdout
 
 
 def test_replay_mode_with_a_recording_of_another_format_version() -> None:
     write_recording("demo")
     assert run("replay", "demo").exit_code == 0
-    write_other_version_recording(store() / "demo.jsonl")
+    write_other_version_recording(recordings_dir() / "demo.jsonl")
 
     result = run("status")
 
@@ -193,7 +193,7 @@ def test_json_output_parses_and_has_the_mode_broken_flag_and_recording() -> None
     assert report["config_path"] == str(config_file())
     assert report["config_source"] == "OPENPROGRAM_HOME"
     assert report["recording"] == {
-        "path": str(store() / "demo.jsonl"),
+        "path": str(recordings_dir() / "demo.jsonl"),
         "exists": True,
         "valid": True,
         "calls": 2,
@@ -232,8 +232,8 @@ def write_crashed_then_appended(name: str, *, cut: tuple[int, ...] = (3,), calls
     """A session cut short at call ``cut`` (a crash), then another session appended after it."""
     rows: list[Row] = [new_header(name)]
     for index in range(calls):
-        rows += call_rows(index, ended=index not in cut)
-    write_rows(store() / f"{name}.jsonl", rows)
+        rows += call_rows(index, outcome=None if index in cut else "complete")
+    write_rows(recordings_dir() / f"{name}.jsonl", rows)
 
 
 @pytest.mark.parametrize("mode", ["replay", "record"])

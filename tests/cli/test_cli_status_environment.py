@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_support import run, write_recording
 
 from openprogram.recordings.status import HIDDEN
+from tests.support.cli_runner import run
+from tests.support.recording_rows import write_recording
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 

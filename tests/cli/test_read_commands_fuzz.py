@@ -7,7 +7,9 @@ values nested hundreds of levels deep; a FIFO and ``/dev/zero`` are named as the
 Each result goes through ``recordings status`` (the configuration pointing at the file, in
 mode replay and in mode record), ``list`` (the file in the store beside a good recording),
 ``show``, ``verify``, ``diff`` (against a good copy) and ``replay``. The exit code each must
-give follows from what the strict reader makes of the file (see ``fuzz_recordings.judge``).
+give follows from what the strict reader makes of the file (see
+``tests.support.read_commands.judge``): ``show`` builds and validates every event as replay
+does, so it refuses what replay refuses.
 """
 
 from __future__ import annotations
@@ -25,32 +27,34 @@ from pathlib import Path
 import pytest
 import typer.main
 import typer.testing
-from fuzz_recordings import (
-    COMMANDS,
-    OTHER_TYPE_VALUES,
-    Mutant,
-    Verdict,
-    changed_below,
-    config_text,
-    deep_nestings,
-    failure_class,
-    failures,
-    judge,
-    judge_result,
-    nested_field_paths,
-    record_tool_session,
-    report,
-    rows_of,
-    store,
-    truncations,
-    type_confusions,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openprogram.cli.app import app
+from openprogram.config.paths import recordings_dir
+from tests.support.config_files import record_replay_config
+from tests.support.read_commands import (
+    COMMANDS,
+    VERIFY_TOOLS,
+    Verdict,
+    failure_class,
+    failures,
+    judge,
+    judge_result,
+    report,
+)
+from tests.support.recording_mutations import (
+    OTHER_TYPE_VALUES,
+    Mutant,
+    changed_below,
+    deep_nestings,
+    fixed_tool_session,
+    nested_field_paths,
+    rows_of,
+    truncations,
+    type_confusions,
+)
 
-CLI_TESTS = Path(__file__).parent
 _names = itertools.count()
 
 
@@ -64,13 +68,13 @@ def _click_command_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    return record_tool_session(tmp_path_factory.mktemp("session") / "session.jsonl")
+    return fixed_tool_session(tmp_path_factory.mktemp("session") / "session.jsonl")
 
 
 @pytest.fixture
 def good(recording: bytes) -> Path:
     """The undamaged recording in the store, as ``good``."""
-    path = store() / "good.jsonl"
+    path = recordings_dir() / "good.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(recording)
     return path
@@ -79,7 +83,7 @@ def good(recording: bytes) -> Path:
 def write_mutant(data: bytes) -> Path:
     """A new file in the store for each mutant: ``list`` caches summaries by path, size and
     mtime, and two mutants of one size written within a clock tick look the same to it."""
-    path = store() / f"mutant-{next(_names)}.jsonl"
+    path = recordings_dir() / f"mutant-{next(_names)}.jsonl"
     path.write_bytes(data)
     return path
 
@@ -214,13 +218,13 @@ def test_a_file_that_is_not_a_regular_file(kind: str, good: Path, tmp_path: Path
     """Run in child processes: a hung read of a FIFO, or a read of /dev/zero that never
     ends, must fail this test, not block or exhaust the test run."""
     if kind == "fifo":
-        special = store() / "fifo.jsonl"  # in the store too, so `list` meets it
+        special = recordings_dir() / "fifo.jsonl"  # in the store too, so `list` meets it
         os.mkfifo(special, 0o600)
     else:
         special = Path("/dev/zero")
     commands = {
         "show": ["show", str(special)],
-        "verify": ["verify", str(special), "--tools", "fuzz_recordings:LOOKUP_TOOLS"],
+        "verify": ["verify", str(special), "--tools", VERIFY_TOOLS],
         "diff": ["diff", str(good), str(special)],
         "replay": ["replay", str(special)],
         "status-replay": ["status"],
@@ -230,10 +234,10 @@ def test_a_file_that_is_not_a_regular_file(kind: str, good: Path, tmp_path: Path
         commands["list"] = ["list"]
     processes: dict[str, subprocess.Popen[str]] = {}
     for name, arguments in commands.items():
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(CLI_TESTS), *sys.path]))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         if name.startswith("status-"):
             config = tmp_path / f"{name}.toml"
-            config.write_text(config_text(name.removeprefix("status-"), special))
+            config.write_text(record_replay_config(name.removeprefix("status-"), special))
             env["OPENPROGRAM_CONFIG"] = str(config)
         processes[name] = subprocess.Popen(
             [sys.executable, "-m", "openprogram", "recordings", *arguments],

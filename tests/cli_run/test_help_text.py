@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import typer
-from run_support import openprogram
 
 from openprogram.cli.app import app
+from tests.support.cli_runner import openprogram
 
 
 def every_command_path() -> list[list[str]]:

@@ -7,15 +7,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from run_support import (
-    KeyedProvider,
-    ScriptedProvider,
-    error_lines,
-    openprogram,
-    serving,
-    text,
-    write_config,
-)
 
 from openprogram.agent.loop import AgentRun
 from openprogram.cli.run import stop_message
@@ -30,6 +21,9 @@ from openprogram.providers import (
     StartEvent,
     UserMessage,
 )
+from tests.support.cli_runner import error_lines, openprogram
+from tests.support.config_files import write_config
+from tests.support.scripted_provider import KeyedProvider, ScriptedProvider, serving, text
 
 KNOWN = "anthropic-messages, echo, openai-completions"
 
@@ -79,7 +73,7 @@ def test_a_mistyped_api_in_the_configured_default_model_exits_1_naming_the_file(
 
 
 def test_a_missing_key_names_the_variable_and_where_to_name_another() -> None:
-    with serving("fake", KeyedProvider([text("hi")])):
+    with serving(KeyedProvider([text("hi")])):
         result = openprogram("run", "hi", "--model", "fake:m1")
 
     assert result.exit_code == 1
@@ -133,7 +127,7 @@ class LeakyErrorReplyProvider(ScriptedProvider):
     "provider", [LeakyRaisingProvider(), LeakyErrorReplyProvider()], ids=["raises", "error-reply"]
 )
 def test_a_provider_failure_is_shown_without_credentials(provider: ScriptedProvider) -> None:
-    with serving("fake", provider):
+    with serving(provider):
         result = openprogram("run", "hi", "--model", "fake:m1")
 
     assert result.exit_code == 1

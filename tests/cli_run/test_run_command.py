@@ -6,19 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from run_support import (
-    RaisingProvider,
-    ScriptedProvider,
-    call,
-    error_lines,
-    next_start,
-    openprogram,
-    serving,
-    text,
-    write_config,
-)
 
 from openprogram.config.paths import recordings_dir
+from tests.support.cli_runner import error_lines, next_start, openprogram
+from tests.support.config_files import write_config
+from tests.support.scripted_provider import RaisingProvider, ScriptedProvider, call, serving, text
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +73,7 @@ def test_json_prints_the_transcript_without_timestamps() -> None:
 
 
 def test_the_request_holds_the_sorted_built_in_tools_and_the_system_prompt() -> None:
-    with serving("fake", ScriptedProvider([text("hi")])) as provider:
+    with serving(ScriptedProvider([text("hi")])) as provider:
         result = openprogram("run", "go", "--model", "fake:m1", "--system", "You are terse.")
 
     assert result.exit_code == 0, result.stderr
@@ -92,7 +84,7 @@ def test_the_request_holds_the_sorted_built_in_tools_and_the_system_prompt() -> 
 
 
 def test_no_tools_offers_none() -> None:
-    with serving("fake", ScriptedProvider([text("hi")])) as provider:
+    with serving(ScriptedProvider([text("hi")])) as provider:
         result = openprogram("run", "go", "--model", "fake:m1", "--no-tools")
 
     assert result.exit_code == 0, result.stderr
@@ -108,7 +100,7 @@ def test_default_model_and_base_url_come_from_the_config() -> None:
         'default_model = "fake:llama3:8b"\n\n'
         '[providers.fake]\nbase_url = "http://localhost:11434/v1"\n'
     )
-    with serving("fake", ScriptedProvider([text("hi")])) as provider:
+    with serving(ScriptedProvider([text("hi")])) as provider:
         result = openprogram("run", "go")
 
     assert result.exit_code == 0, result.stderr
@@ -127,7 +119,7 @@ def test_each_reply_s_text_is_on_lines_of_its_own_and_whole_texts_are_shown() ->
         [text("found x.txt")],
         deltas=False,
     )
-    with serving("fake", script):
+    with serving(script):
         result = openprogram("run", "go", "--model", "fake:m1")
 
     assert result.exit_code == 0, result.stderr
@@ -159,7 +151,7 @@ def test_an_error_reply_exits_1_and_json_still_prints_the_transcript() -> None:
 
 
 def test_the_iteration_limit_exits_1() -> None:
-    with serving("fake", ScriptedProvider([call("c", "list_directory")])) as provider:
+    with serving(ScriptedProvider([call("c", "list_directory")])) as provider:
         result = openprogram("run", "go", "--model", "fake:m1")
 
     assert result.exit_code == 1
@@ -169,7 +161,7 @@ def test_the_iteration_limit_exits_1() -> None:
 
 
 def test_a_provider_exception_exits_1_with_one_line() -> None:
-    with serving("fake", RaisingProvider([text("hi")])):
+    with serving(RaisingProvider([text("hi")])):
         result = openprogram("run", "hi", "--model", "fake:m1")
 
     assert result.exit_code == 1

@@ -1,14 +1,15 @@
-"""The record → replay → off cycle, as a user runs it: separate processes (issue 3)."""
+"""The record → replay → off cycle, as a user runs it: separate processes."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.child_processes import openprogram_process, python_process, user_environment
 
 ECHO_SESSION = """
 import asyncio, json, sys
@@ -26,37 +27,21 @@ async def main():
 asyncio.run(main())
 """
 
-SOCKETS_DISABLED = """
-import socket
-def refuse(*args, **kwargs):
-    raise OSError("sockets are disabled")
-socket.socket.connect = refuse
-socket.create_connection = refuse
-"""
-
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "OPENPROGRAM_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    return user_environment(tmp_path / "home")
 
 
 def openprogram(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "openprogram", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return openprogram_process(*args, env=env)
 
 
 def session(
     env: dict[str, str], *texts: str, offline: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    code = (SOCKETS_DISABLED if offline else "") + ECHO_SESSION
-    return subprocess.run(
-        [sys.executable, "-c", code, *texts], env=env, capture_output=True, text=True, timeout=60
-    )
+    """The echo calls of a program that uses the library, in a new process."""
+    return python_process(ECHO_SESSION, *texts, env=env, offline=offline)
 
 
 def test_record_replay_off_cycle(env: dict[str, str]) -> None:

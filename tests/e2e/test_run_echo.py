@@ -1,31 +1,14 @@
 """``openprogram run`` on the echo default, recorded then replayed offline: separate processes
-as a user runs them (issue 4)."""
+as a user runs them."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-SOCKETS_DISABLED = """
-import socket
-def refuse(*args, **kwargs):
-    raise OSError("sockets are disabled")
-socket.socket.connect = refuse
-socket.socket.connect_ex = refuse
-socket.create_connection = refuse
-socket.getaddrinfo = refuse
-"""
-
-CLI = """
-import sys
-from openprogram.cli import main
-sys.argv = ["openprogram", *sys.argv[1:]]
-main()
-"""
+from tests.support.child_processes import openprogram_process, user_environment
 
 README = "# Demo project\n\nA tool-using session reads this file.\n"
 NEWLINE = "\n"
@@ -42,19 +25,14 @@ def workdir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "OPENPROGRAM_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    return user_environment(tmp_path / "home")
 
 
 def openprogram(
     env: dict[str, str], cwd: Path, *args: str, offline: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """``openprogram ARGS`` in a new process; ``offline`` makes every socket connect fail."""
-    command = (
-        [sys.executable, "-c", SOCKETS_DISABLED + CLI, *args]
-        if offline
-        else [sys.executable, "-m", "openprogram", *args]
-    )
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return openprogram_process(*args, env=env, cwd=cwd, offline=offline)
 
 
 def test_record_replay_offline_then_drift(env: dict[str, str], workdir: Path) -> None:

@@ -7,11 +7,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from openprogram.cli.app import app
 from openprogram.config.paths import config_location, recordings_dir
 from openprogram.harness.demo import CHANGED_TEXT, NOTES_TEXT, Demo
+from tests.support.cli_runner import openprogram
 
 
 def test_each_step_does_what_it_says(tmp_path: Path) -> None:
@@ -37,7 +36,7 @@ def test_the_demo_passes_and_cleans_up(tmp_path: Path, monkeypatch: pytest.Monke
     temporary.mkdir()
     monkeypatch.chdir(temporary)
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))
-    result = CliRunner().invoke(app, ["demo"])
+    result = openprogram("demo")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "1. Record a tool-using session on the offline echo model:"
@@ -58,7 +57,7 @@ def test_the_demo_ignores_and_keeps_the_configured_state(tmp_path: Path) -> None
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text('[record_replay]\nmode = "record"\nfile = "mine"\n')
     before = config.read_bytes()
-    result = CliRunner().invoke(app, ["demo"])
+    result = openprogram("demo")
     assert result.exit_code == 0, result.output
     assert config.read_bytes() == before
     assert not recordings_dir().exists()
@@ -66,7 +65,7 @@ def test_the_demo_ignores_and_keeps_the_configured_state(tmp_path: Path) -> None
 
 def test_keep_leaves_the_files_in_the_folder_given(tmp_path: Path) -> None:
     folder = tmp_path / "kept"
-    result = CliRunner().invoke(app, ["demo", "--keep", str(folder)])
+    result = openprogram("demo", "--keep", str(folder))
     assert result.exit_code == 0, result.output
     assert sorted(path.name for path in folder.iterdir()) == ["demo.jsonl", "notes.txt"]
     assert result.stdout.splitlines()[-1].startswith(f"The demo's files are kept in {folder};")
@@ -74,7 +73,7 @@ def test_keep_leaves_the_files_in_the_folder_given(tmp_path: Path) -> None:
 
 def test_keep_refuses_a_folder_that_holds_files(tmp_path: Path) -> None:
     (tmp_path / "x").write_text("mine")
-    result = CliRunner().invoke(app, ["demo", "--keep", str(tmp_path)])
+    result = openprogram("demo", "--keep", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --keep ")
     assert (tmp_path / "x").read_text() == "mine"

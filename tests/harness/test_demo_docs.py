@@ -8,9 +8,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from openprogram.cli.app import app
+from tests.support.cli_runner import openprogram
 
 CLI_DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 TOOL_LINES = ("→ ", "← ")
@@ -29,7 +28,7 @@ def test_the_documented_run_is_what_the_demo_prints(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    result = CliRunner().invoke(app, ["demo"])
+    result = openprogram("demo")
     assert result.exit_code == 0, result.output
 
     documented = documented_run()

@@ -1,4 +1,4 @@
-"""``first_difference`` and ``openprogram recordings diff`` (§11)."""
+"""``first_difference`` and ``openprogram recordings diff``."""
 
 from __future__ import annotations
 
@@ -6,47 +6,25 @@ import json
 from pathlib import Path
 from typing import Any
 
-import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from openprogram.cli.app import app
 from openprogram.providers.difference import MISSING
 from openprogram.providers.recording import read_recording
 from openprogram.recordings.comparison import compare_recordings, first_difference
 from openprogram.recordings.hashing import transcript_hash
+from tests.support.cli_runner import run
+from tests.support.recording_rows import Row, call_rows, header, text_events, write_rows
 
 
-def call_rows(index: int, text: str, reply: str, *, outcome: str | None = "complete") -> list[Any]:
-    events = [
-        {"type": "start"},
-        {"type": "text_delta", "content_index": 0, "delta": reply},
-    ]
-    rows: list[Any] = [
-        {
-            "type": "request",
-            "call_index": index,
-            "model": {"id": "echo", "api": "echo", "provider": "echo"},
-            "context": {"messages": [{"role": "user", "content": text, "timestamp": index}]},
-            "options": {},
-        },
-        *(
-            {"type": "event", "call_index": index, "event_index": n, "event": event}
-            for n, event in enumerate(events)
-        ),
-    ]
-    if outcome is not None:
-        rows.append({"type": "call_end", "call_index": index, "event_count": 2, "outcome": outcome})
-    return rows
-
-
-def write(path: Path, calls: list[tuple[str, str]], **kwargs: Any) -> Path:
-    rows: list[Any] = [{"type": "header", "format_version": 1}]
+def write(path: Path, calls: list[tuple[str, str]], *, outcome: str | None = "complete") -> Path:
+    """A recording of ``calls``, each a user text and the reply to it; the last call ends with
+    ``outcome`` (None: cut short)."""
+    rows: list[Row] = [header()]
     for index, (text, reply) in enumerate(calls):
-        rows += call_rows(index, text, reply, **(kwargs if index == len(calls) - 1 else {}))
-    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
-    return path
+        end = outcome if index == len(calls) - 1 else "complete"
+        rows += call_rows(index, text_events(reply), text=text, outcome=end)
+    return write_rows(path, rows)
 
 
 def test_a_request_difference_names_the_call_and_the_field(tmp_path: Path) -> None:
@@ -68,7 +46,7 @@ def test_an_event_difference_names_the_event_and_gives_both_events(tmp_path: Pat
     b = write(tmp_path / "b.jsonl", [("hi", "echo:ho")])
     found = first_difference(read_recording(a), read_recording(b))
     assert found is not None
-    assert (found.call_index, found.event_index, found.field_path) == (0, 1, "event.delta")
+    assert (found.call_index, found.event_index, found.field_path) == (0, 2, "event.delta")
     assert found.a == {"type": "text_delta", "content_index": 0, "delta": "echo:hi"}
     assert found.b["delta"] == "echo:ho"
 
@@ -93,7 +71,7 @@ def test_a_truncated_call_differs_from_a_complete_one(tmp_path: Path) -> None:
 
 def test_timestamps_do_not_count(tmp_path: Path) -> None:
     a = write(tmp_path / "a.jsonl", [("hi", "echo:hi")])
-    text = a.read_text().replace('"timestamp":0', '"timestamp":12345')
+    text = a.read_text().replace('"timestamp":1', '"timestamp":12345')
     b = tmp_path / "b.jsonl"
     b.write_text(text)
     assert first_difference(read_recording(a), read_recording(b)) is None
@@ -114,29 +92,26 @@ def test_same_hash_exactly_when_no_difference(
     assert (first_difference(a, b) is None) == (first == second)
 
 
-runner = CliRunner()
-
-
 def test_diff_command_exit_codes_and_output(tmp_path: Path) -> None:
     a = write(tmp_path / "a.jsonl", [("hi", "echo:hi")])
     same = write(tmp_path / "same.jsonl", [("hi", "echo:hi")])
     other = write(tmp_path / "other.jsonl", [("hi", "echo:ho")])
 
-    result = runner.invoke(app, ["recordings", "diff", str(a), str(same)])
+    result = run("diff", str(a), str(same))
     assert result.exit_code == 0, result.output
     assert "the recordings are the same" in result.stdout
     assert "calls: A 1, B 1" in result.stdout
 
-    result = runner.invoke(app, ["recordings", "diff", str(a), str(other)])
+    result = run("diff", str(a), str(other))
     assert result.exit_code == 1
-    assert "first difference at call 0, event 1, field event.delta" in result.stdout
+    assert "first difference at call 0, event 2, field event.delta" in result.stdout
     assert "'echo:hi'" in result.stdout
     assert transcript_hash(read_recording(a)) in result.stdout
 
-    result = runner.invoke(app, ["recordings", "diff", str(a), str(other), "--json"])
+    result = run("diff", str(a), str(other), "--json")
     data = json.loads(result.stdout)
     assert data["same"] is False
-    assert data["difference"]["event_index"] == 1
+    assert data["difference"]["event_index"] == 2
     assert data["hash"]["a"] == transcript_hash(read_recording(a))
 
 
@@ -144,10 +119,10 @@ def test_diff_of_an_unreadable_recording_exits_2(tmp_path: Path) -> None:
     a = write(tmp_path / "a.jsonl", [("hi", "echo:hi")])
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"type":"header","format_version":1}\n{oops\n{"type":"x"}\n')
-    result = runner.invoke(app, ["recordings", "diff", str(a), str(broken)])
+    result = run("diff", str(a), str(broken))
     assert result.exit_code == 2
     assert "broken.jsonl, line 2" in result.stderr
-    result = runner.invoke(app, ["recordings", "diff", str(a), str(tmp_path / "gone.jsonl")])
+    result = run("diff", str(a), str(tmp_path / "gone.jsonl"))
     assert result.exit_code == 2
-    result = runner.invoke(app, ["recordings", "diff", "../bad", str(a)])
+    result = run("diff", "../bad", str(a))
     assert result.exit_code == 2

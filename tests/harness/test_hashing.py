@@ -1,4 +1,4 @@
-"""Canonical JSON and the transcript hash (§11)."""
+"""Canonical JSON and the transcript hash."""
 
 from __future__ import annotations
 
@@ -15,12 +15,8 @@ from hypothesis import strategies as st
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
-    RecordingProvider,
     UserMessage,
     complete_simple,
-    get_api_provider,
-    register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.providers.recording import read_recording
 from openprogram.recordings.comparison import first_difference
@@ -30,6 +26,7 @@ from openprogram.recordings.hashing import (
     short_hash,
     transcript_hash,
 )
+from tests.support.tool_sessions import recording_into
 
 
 def test_canonical_json_sorts_keys_at_every_level_and_is_compact() -> None:
@@ -83,8 +80,7 @@ def test_canonical_json_round_trips(value: Any) -> None:
 
 
 async def record(path: Path, *texts: str) -> None:
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         for text in texts:
             await complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content=text)]))
 

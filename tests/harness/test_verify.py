@@ -1,31 +1,21 @@
-"""``openprogram recordings verify``: re-run a recorded session under replay (§11)."""
+"""``openprogram recordings verify``: re-run a recorded session under replay."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import Result
 
 from openprogram.agent.builtin_tools import builtin_tools
-from openprogram.agent.loop import run_agent
-from openprogram.cli.app import app
-from openprogram.providers import (
-    ECHO_MODEL,
-    RecordingProvider,
-    get_api_provider,
-    register_api_provider,
-    scoped_api_providers,
-)
-from openprogram.providers.recorder import close_recording_writers
 from openprogram.providers.recording import read_recording
 from openprogram.providers.runtime import RuntimeState, provider_runtime_status
 from openprogram.recordings.hashing import transcript_hash
+from tests.support.cli_runner import run
+from tests.support.tool_sessions import record_agent_session
 
-runner = CliRunner()
 READ_README = '/tool read_file {"path": "README.md"}'
 
 
@@ -39,22 +29,13 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def record_session(path: Path, prompt: str = READ_README, *, tools: list | None = None) -> None:
-    async def session() -> None:
-        with scoped_api_providers():
-            register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
-            await run_agent(
-                ECHO_MODEL,
-                prompt,
-                system_prompt="You read files.",
-                tools=builtin_tools(Path.cwd()) if tools is None else tools,
-            )
-
-    asyncio.run(session())
-    close_recording_writers()
+    """The session a user records: ``prompt`` with the built-in tools (unless given)."""
+    tools = builtin_tools(Path.cwd()) if tools is None else tools
+    record_agent_session(path, prompt, system_prompt="You read files.", tools=tools)
 
 
-def verify(*args: str) -> object:
-    return runner.invoke(app, ["recordings", "verify", *args])
+def verify(*args: str) -> Result:
+    return run("verify", *args)
 
 
 def test_an_unchanged_session_verifies_with_its_hash(workdir: Path) -> None:

@@ -4,26 +4,18 @@ redactor wherever the configuration is loaded for a run: the provider runtime's 
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from openprogram.agent.builtin_tools import builtin_tools
-from openprogram.agent.loop import run_agent
-from openprogram.cli.app import app
 from openprogram.providers import (
-    ECHO_MODEL,
-    RecordingProvider,
-    get_api_provider,
     initialize_provider_runtime,
     redaction,
-    register_api_provider,
-    scoped_api_providers,
 )
-from openprogram.providers.recorder import close_recording_writers
+from tests.support.cli_runner import run
+from tests.support.tool_sessions import record_agent_session
 
 KEY = "gpu-box-key-0123456789abcdef"
 CONFIG = '[providers.gpu-box]\napi_key_env = "GPU_BOX_KEY"\n'
@@ -65,20 +57,12 @@ def test_verify_redacts_a_key_from_a_configured_variable_as_the_recording_did(
     monkeypatch.chdir(work)
     path = work / "session.jsonl"
 
-    async def record() -> None:  # as the recording process did: it knew GPU_BOX_KEY
-        redaction.remember_secret_variable("GPU_BOX_KEY")
-        with scoped_api_providers():
-            register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
-            await run_agent(
-                ECHO_MODEL, '/tool read_file {"path": "key.txt"}', tools=builtin_tools(work)
-            )
-
-    asyncio.run(record())
-    close_recording_writers()
+    redaction.remember_secret_variable("GPU_BOX_KEY")  # the recording process knew it
+    record_agent_session(path, '/tool read_file {"path": "key.txt"}', tools=builtin_tools(work))
     assert KEY not in path.read_text()
     monkeypatch.setattr(redaction, "_remembered_variables", set())  # verify: a new process
 
-    result = CliRunner().invoke(app, ["recordings", "verify", str(path)])
+    result = run("verify", str(path))
 
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("✔ ")

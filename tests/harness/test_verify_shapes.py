@@ -3,26 +3,17 @@ the file, the call and the field, exit 2, never a traceback."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from openprogram.agent.builtin_tools import builtin_tools
-from openprogram.agent.loop import run_agent
-from openprogram.cli.app import app
-from openprogram.providers import (
-    ECHO_MODEL,
-    RecordingProvider,
-    get_api_provider,
-    register_api_provider,
-    scoped_api_providers,
-)
-from openprogram.providers.recorder import close_recording_writers
+from tests.support.cli_runner import run
+from tests.support.tool_sessions import record_agent_session
 
 Row = dict[str, Any]
 
@@ -35,19 +26,12 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (folder / "README.md").write_text("hello\n")
     monkeypatch.chdir(folder)
     path = folder / "session.jsonl"
-
-    async def session() -> None:
-        with scoped_api_providers():
-            register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
-            await run_agent(
-                ECHO_MODEL,
-                '/tool read_file {"path": "README.md"}',
-                system_prompt="You read files.",
-                tools=builtin_tools(folder),
-            )
-
-    asyncio.run(session())
-    close_recording_writers()
+    record_agent_session(
+        path,
+        '/tool read_file {"path": "README.md"}',
+        system_prompt="You read files.",
+        tools=builtin_tools(folder),
+    )
     return path
 
 
@@ -66,7 +50,7 @@ def with_call_0(path: Path, change: Callable[[Row], None], *, raw: bytes | None 
 
 
 def verify(*args: str) -> Result:
-    return CliRunner().invoke(app, ["recordings", "verify", *args])
+    return run("verify", *args)
 
 
 def rename_model_id(row: Row) -> None:
@@ -157,14 +141,7 @@ def test_the_error_carries_the_facts(recorded: Path) -> None:
 def test_one_call_is_one_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "one.jsonl"
-
-    async def session() -> None:
-        with scoped_api_providers():
-            register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
-            await run_agent(ECHO_MODEL, "hi")
-
-    asyncio.run(session())
-    close_recording_writers()
+    record_agent_session(path, "hi")
 
     result = verify(str(path))
 

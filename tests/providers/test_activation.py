@@ -1,14 +1,12 @@
-"""Record/replay activated from the configuration at runtime start (§5)."""
+"""Record/replay activated from the configuration at runtime start."""
 
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 
 import pytest
-from tool_session import tool_session
 
+from openprogram.config.paths import recordings_dir
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
@@ -24,24 +22,10 @@ from openprogram.providers import (
 )
 from openprogram.providers.activation import BlockedProvider, RecordReplayBlockedError
 from openprogram.providers.recording import read_recording
+from tests.support.config_files import write_config
+from tests.support.tool_sessions import tool_session
 
 HELLO = Context(messages=[UserMessage(content="hello")])
-
-
-@pytest.fixture
-def home() -> Path:
-    return Path(os.environ["OPENPROGRAM_HOME"])
-
-
-def configure(home: Path, text: str) -> Path:
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / "config.toml"
-    path.write_text(text)
-    return path
-
-
-def store(home: Path) -> Path:
-    return home / "recordings"
 
 
 async def test_no_configuration_means_off() -> None:
@@ -51,23 +35,23 @@ async def test_no_configuration_means_off() -> None:
     assert (status.state, status.mode) == (RuntimeState.READY, "off")
 
 
-async def test_record_mode_wraps_every_current_and_future_api(home: Path) -> None:
-    configure(home, '[record_replay]\nmode = "record"\nfile = "demo"\n')
+async def test_record_mode_wraps_every_current_and_future_api() -> None:
+    write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await tool_session()
     register_api_provider("later", EchoProvider())  # registered after activation
     await complete_simple(Model(id="m", api="later", provider="later"), HELLO)
 
-    recording = read_recording(store(home) / "demo.jsonl")
+    recording = read_recording(recordings_dir() / "demo.jsonl")
     assert [call.request["model"]["api"] for call in recording.calls] == ["echo", "echo", "later"]
     status = provider_runtime_status()
     assert status.mode == "record"
-    assert status.recording == store(home) / "demo.jsonl"
+    assert status.recording == recordings_dir() / "demo.jsonl"
 
 
 async def test_recording_into_a_recording_with_calls_appends_and_says_so(
-    home: Path, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    configure(home, '[record_replay]\nmode = "record"\nfile = "demo"\n')
+    write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
     from openprogram.providers.recorder import close_recording_writers
     from openprogram.providers.runtime import reset_provider_runtime
@@ -77,18 +61,18 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
     with caplog.at_level(logging.WARNING, logger="openprogram"):
         await complete_simple(ECHO_MODEL, HELLO)
     assert "already holds 1 call;" in caplog.text
-    assert len(read_recording(store(home) / "demo.jsonl").calls) == 2
+    assert len(read_recording(recordings_dir() / "demo.jsonl").calls) == 2
 
 
-async def test_replay_mode_answers_for_every_api(home: Path) -> None:
-    configure(home, '[record_replay]\nmode = "record"\nfile = "demo"\n')
+async def test_replay_mode_answers_for_every_api() -> None:
+    write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     _, recorded = await tool_session()
     from openprogram.providers.recorder import close_recording_writers
     from openprogram.providers.runtime import reset_provider_runtime
 
     close_recording_writers()
     reset_provider_runtime()
-    configure(home, '[record_replay]\nmode = "replay"\nfile = "demo"\n')
+    write_config('[record_replay]\nmode = "replay"\nfile = "demo"\n')
     _, replayed = await tool_session()
     assert [r.text for r in replayed] == [r.text for r in recorded]
     provider = get_api_provider("echo")
@@ -97,16 +81,15 @@ async def test_replay_mode_answers_for_every_api(home: Path) -> None:
     provider.assert_consumed()
 
 
-async def test_replay_ignores_the_configured_fields(home: Path) -> None:
-    configure(home, '[record_replay]\nmode = "record"\nfile = "demo"\n')
+async def test_replay_ignores_the_configured_fields() -> None:
+    write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
     from openprogram.providers.recorder import close_recording_writers
     from openprogram.providers.runtime import reset_provider_runtime
 
     close_recording_writers()
     reset_provider_runtime()
-    configure(
-        home,
+    write_config(
         '[record_replay]\nmode = "replay"\nfile = "demo"\n'
         'ignore_fields = ["context.messages[*].content"]\n',
     )
@@ -123,9 +106,9 @@ BROKEN_CONFIGS = {
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN_CONFIGS))
-async def test_a_broken_configuration_blocks_every_api(home: Path, case: str) -> None:
+async def test_a_broken_configuration_blocks_every_api(case: str) -> None:
     text, named = BROKEN_CONFIGS[case]
-    configure(home, text)
+    write_config(text)
     with pytest.raises(RecordReplayBlockedError) as caught:
         await complete_simple(ECHO_MODEL, HELLO)
     message = str(caught.value)
@@ -145,10 +128,10 @@ async def test_a_broken_configuration_blocks_every_api(home: Path, case: str) ->
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "other version"])
-async def test_a_bad_replay_file_blocks(home: Path, damage: str) -> None:
-    configure(home, '[record_replay]\nmode = "replay"\nfile = "demo"\n')
-    store(home).mkdir(parents=True)
-    recording = store(home) / "demo.jsonl"
+async def test_a_bad_replay_file_blocks(damage: str) -> None:
+    write_config('[record_replay]\nmode = "replay"\nfile = "demo"\n')
+    recordings_dir().mkdir(parents=True)
+    recording = recordings_dir() / "demo.jsonl"
     if damage == "corrupt":
         recording.write_text('{"type":"header","format_version":1}\n{oops\n{"type":"x"}\n')
     else:
@@ -157,23 +140,21 @@ async def test_a_bad_replay_file_blocks(home: Path, damage: str) -> None:
         await complete_simple(ECHO_MODEL, HELLO)
 
 
-async def test_an_unwritable_record_target_blocks(home: Path) -> None:
-    configure(home, '[record_replay]\nmode = "record"\nfile = "demo"\n')
+async def test_an_unwritable_record_target_blocks() -> None:
+    write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     # A file where the store folder should be: no user, root included, can create in it.
-    store(home).write_text("not a folder")
+    recordings_dir().write_text("not a folder")
     with pytest.raises(RecordReplayBlockedError, match="cannot write the recording"):
         await complete_simple(ECHO_MODEL, HELLO)
-    assert store(home).read_text() == "not a folder"
+    assert recordings_dir().read_text() == "not a folder"
 
 
-async def test_an_environment_override_is_honoured(
-    home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    configure(home, '[record_replay]\nmode = "off"\nfile = "demo"\n')
+async def test_an_environment_override_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config('[record_replay]\nmode = "off"\nfile = "demo"\n')
     monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "record")
     await complete_simple(ECHO_MODEL, HELLO)
     assert provider_runtime_status().mode == "record"
-    assert len(read_recording(store(home) / "demo.jsonl").calls) == 1
+    assert len(read_recording(recordings_dir() / "demo.jsonl").calls) == 1
 
 
 async def test_an_unexpected_activation_failure_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,13 +168,11 @@ async def test_an_unexpected_activation_failure_blocks(monkeypatch: pytest.Monke
         await complete_simple(ECHO_MODEL, HELLO)
 
 
-def test_the_runtime_configuration_is_read_once(
-    home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_runtime_configuration_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from openprogram.config import settings
     from openprogram.providers.runtime import runtime_configuration
 
-    configure(home, 'default_model = "echo:echo"\n')
+    write_config('default_model = "echo:echo"\n')
     reads: list[int] = []
     real = settings.load_config
     monkeypatch.setattr(settings, "load_config", lambda *a, **k: reads.append(1) or real(*a, **k))

@@ -21,20 +21,17 @@ from openprogram.providers.recording import (
     read_recording,
 )
 from openprogram.providers.recording_writer import RecordingWriter
+from tests.support.recording_rows import Row, call_end, write_rows
 
 EMPTY_REQUEST: dict[str, Any] = {"model": {}, "context": {}, "options": {}}
 
 
-def write(path: Path, header: dict[str, Any], *rows: dict[str, Any]) -> Path:
-    path.write_bytes(b"".join(encode_row(row) for row in (header, *rows)))
-    return path
+def write(path: Path, header: Row, *rows: Row) -> Path:
+    return write_rows(path, [header, *rows])
 
 
-def one_call() -> list[dict[str, Any]]:
-    return [
-        {"type": "request", "call_index": 0, **EMPTY_REQUEST},
-        {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete"},
-    ]
+def one_call() -> list[Row]:
+    return [{"type": "request", "call_index": 0, **EMPTY_REQUEST}, call_end(0)]
 
 
 @pytest.fixture

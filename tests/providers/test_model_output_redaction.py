@@ -22,11 +22,12 @@ from openprogram.providers import (
     ToolResultMessage,
     UserMessage,
     complete_simple,
-    get_api_provider,
     register_api_provider,
     scoped_api_providers,
 )
 from openprogram.providers.redaction import PLACEHOLDER, SecretRedactor
+from tests.support.recording_rows import read_rows
+from tests.support.tool_sessions import recording_into
 
 KNOWN = "opk-known-key-0123456789"
 SHAPED = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123"
@@ -40,10 +41,6 @@ READ_FILE = Tool(
         "properties": {"path": {"type": "string"}, "token": {"type": "string"}},
     },
 )
-
-
-def rows(path: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
 
 def redactor() -> SecretRedactor:
@@ -140,7 +137,7 @@ async def test_delta_end_and_done_rows_carry_identical_redacted_arguments(
     path = tmp_path / "r.jsonl"
     arguments = {"password": "hunter2hunter2", "path": "/etc/x", "auth": BEARER, "k": KNOWN}
     await record_tool_call(path, arguments)
-    events = [row["event"] for row in rows(path) if row["type"] == "event"]
+    events = [row["event"] for row in read_rows(path) if row["type"] == "event"]
     delta = orjson.loads("".join(e["delta"] for e in events if e["type"] == "toolcall_delta"))
     (end,) = [e["tool_call"]["arguments"] for e in events if e["type"] == "toolcall_end"]
     (done,) = [e["message"]["content"][0]["arguments"] for e in events if e["type"] == "done"]
@@ -158,8 +155,7 @@ async def test_replay_hands_the_tool_the_arguments_the_model_produced(tmp_path: 
     """A secret-named argument is not a secret the recording removes: the tool replays
     with the value the model gave, and the session matches to the end."""
     path = tmp_path / "r.jsonl"
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         recorded = await run_tool_session({"password": "hunter2hunter2"})
     replay = ReplayProvider(path)
     with scoped_api_providers():
@@ -191,8 +187,7 @@ async def run_tool_session(arguments: dict[str, Any], *, suffix: str = "") -> st
 
 async def test_a_mismatch_after_a_removed_secret_says_so_on_a_third_line(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         await run_tool_session({"key": SHAPED})
     replay = ReplayProvider(path)
     with scoped_api_providers():
@@ -212,8 +207,7 @@ async def test_a_mismatch_after_a_removed_secret_says_so_on_a_third_line(tmp_pat
 
 async def test_an_ordinary_mismatch_has_no_note(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         await run_tool_session({"password": "one-password"})
     replay = ReplayProvider(path)
     with scoped_api_providers():

@@ -1,18 +1,16 @@
-"""Recording at the registry boundary and replaying offline: the §6/§8 contract."""
+"""Recording at the registry boundary and replaying offline: what a recording holds, what replay
+gives back, and how either fails."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from tool_session import tool_session
 
 from openprogram.providers import (
     ECHO_MODEL,
@@ -31,35 +29,19 @@ from openprogram.providers import (
     TextStartEvent,
     UnconsumedCallsError,
     UserMessage,
-    get_api_provider,
     register_api_provider,
     scoped_api_providers,
     stream_simple,
 )
 from openprogram.providers.recording import RECORDING_FORMAT_VERSION, read_recording
-
-
-def rows(path: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+from tests.support.offline import offline
+from tests.support.recording_rows import read_rows
+from tests.support.tool_sessions import recording_into, tool_session
 
 
 async def record_session(path: Path, **kwargs: Any) -> Any:
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         return await tool_session(**kwargs)
-
-
-@pytest.fixture
-def no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every attempt to open a connection fails, loopback included."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise OSError("sockets are disabled in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
 
 
 async def test_tool_loop_records_the_documented_shape(tmp_path: Path) -> None:
@@ -67,7 +49,7 @@ async def test_tool_loop_records_the_documented_shape(tmp_path: Path) -> None:
     _, replies = await record_session(path)
     assert replies[1].text == "echo:result-x"
 
-    written = rows(path)
+    written = read_rows(path)
     assert written[0]["type"] == "header"
     assert written[0]["format_version"] == RECORDING_FORMAT_VERSION == 1
     for key in ("created_at", "recording_id", "openprogram_version", "redaction_version"):
@@ -102,19 +84,17 @@ async def test_tool_loop_records_the_documented_shape(tmp_path: Path) -> None:
 async def test_events_are_deltas_not_the_growing_message(tmp_path: Path) -> None:
     path = tmp_path / "loop.jsonl"
     await record_session(path)
-    for row in rows(path):
+    for row in read_rows(path):
         if row["type"] == "event" and row["event"]["type"] != "done":
             assert "message" not in row["event"]
 
 
-async def test_replay_yields_the_same_events_with_sockets_disabled(
-    tmp_path: Path, no_sockets: None
-) -> None:
+async def test_replay_yields_the_same_events_with_sockets_disabled(tmp_path: Path) -> None:
     path = tmp_path / "loop.jsonl"
     recorded_context, recorded_replies = await record_session(path)
 
     provider = ReplayProvider(path)
-    with scoped_api_providers():
+    with offline(), scoped_api_providers():
         register_api_provider("echo", provider)
         context, replies = await tool_session()
     provider.assert_consumed()
@@ -190,7 +170,7 @@ async def test_no_secret_reaches_disk_and_the_recording_still_matches(tmp_path: 
     assert "[secret removed]" in text
     for kept in ("keep-me", "basic math", "token limit reached", "press any key", "X-Trace"):
         assert kept in text
-    request = rows(path)[1]
+    request = read_rows(path)[1]
     assert request["model"]["headers"]["Authorization"] == "[secret removed]"
     assert request["options"]["headers"]["Cookie"] == "[secret removed]"
 
@@ -335,7 +315,7 @@ async def test_a_provider_error_is_recorded_and_replayed(
             seen.append(event)
     assert len(seen) == 2
 
-    end = rows(path)[-1]
+    end = read_rows(path)[-1]
     assert end["outcome"] == "error"
     assert end["event_count"] == 2
     assert "sk-live-ABCDEFGHIJKLMNOPQRSTUV" not in path.read_text()
@@ -359,7 +339,7 @@ async def test_a_consumer_that_stops_early_records_abandoned(tmp_path: Path) -> 
     first = await anext(events)
     assert isinstance(first, StartEvent)
     await events.aclose()
-    end = rows(path)[-1]
+    end = read_rows(path)[-1]
     assert end == {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "abandoned"}
 
     # Replay gives the one recorded event, then says the recorded consumer stopped there.
@@ -459,8 +439,7 @@ async def test_recording_into_a_non_recording_is_refused(tmp_path: Path) -> None
 
 async def test_the_stream_helpers_pass_through_the_registry(tmp_path: Path) -> None:
     path = tmp_path / "registry.jsonl"
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         events = [e async for e in stream_simple(ECHO_MODEL, HELLO)]
     assert events[-1].type == "done"
     assert len(read_recording(path).calls) == 1

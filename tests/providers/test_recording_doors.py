@@ -34,6 +34,7 @@ from openprogram.providers.recording import (
     read_recording_bytes,
     read_recording_file,
 )
+from tests.support.recording_rows import write_rows
 
 
 def run_with_timeout(function: Any, seconds: float = 10.0) -> Any:
@@ -74,11 +75,6 @@ def valid_request_row(call_index: int, parameters: Any) -> dict[str, Any]:
         },
         "options": {},
     }
-
-
-def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_bytes(b"".join(encode_row(row) for row in rows))
-    return path
 
 
 # --- only regular files ----------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,7 @@ from openprogram.providers import (
     AssistantMessageEvent,
     Context,
     DoneEvent,
-    EchoProvider,
     ErrorEvent,
-    RecordingProvider,
     RecordingTruncatedError,
     ReplayMismatch,
     ReplayProvider,
@@ -43,8 +41,6 @@ from openprogram.providers import (
     ToolCallStartEvent,
     UserMessage,
     complete_simple,
-    register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.providers.recording import (
     RECORDING_FORMAT_VERSION,
@@ -54,142 +50,21 @@ from openprogram.providers.recording import (
     new_header,
     read_recording,
 )
-
-Row = dict[str, Any]
-Line = Row | str | bytes
-"""A row to encode, or the raw text of a line (for lines that are not valid rows)."""
-
-# --- builders ------------------------------------------------------------------------------
-
-
-def header(**overrides: Any) -> Row:
-    row: Row = {
-        "type": "header",
-        "format_version": 1,
-        "created_at": "2024-01-01T00:00:00Z",
-        "recording_id": "test",
-    }
-    row.update(overrides)
-    return row
-
-
-def request(call_index: Any, *, text: str = "hi") -> Row:
-    return {
-        "type": "request",
-        "call_index": call_index,
-        "model": {"id": "echo", "api": "echo", "provider": "echo", "max_tokens": 4096},
-        "context": {
-            "system_prompt": None,
-            "messages": [{"role": "user", "content": text, "timestamp": 1}],
-            "tools": None,
-        },
-        "options": {"temperature": None, "max_tokens": None},
-    }
-
-
-def event(call_index: Any, event_index: Any, payload: Any) -> Row:
-    return {"type": "event", "call_index": call_index, "event_index": event_index, "event": payload}
-
-
-def call_end(
-    call_index: Any, event_count: Any, outcome: Any = "complete", error: Any = None
-) -> Row:
-    row: Row = {
-        "type": "call_end",
-        "call_index": call_index,
-        "event_count": event_count,
-        "outcome": outcome,
-    }
-    if error is not None:
-        row["error"] = error
-    return row
-
-
-def assistant_message(content: list[Row], stop_reason: str = "stop") -> Row:
-    return {
-        "role": "assistant",
-        "content": content,
-        "api": "echo",
-        "provider": "echo",
-        "model": "echo",
-        "usage": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 0, "total_tokens": 3},
-        "stop_reason": stop_reason,
-        "timestamp": 1,
-    }
-
-
-def done(text: str = "hi") -> Row:
-    return {
-        "type": "done",
-        "reason": "stop",
-        "message": assistant_message([{"type": "text", "text": text}]),
-    }
-
-
-def text_events(text: str = "hi") -> list[Row]:
-    """The events of a plain text reply, as the echo provider streams them."""
-    return [
-        {"type": "start", "api": "echo", "provider": "echo", "model": "echo"},
-        {"type": "text_start", "content_index": 0},
-        {"type": "text_delta", "content_index": 0, "delta": text},
-        {"type": "text_end", "content_index": 0, "content": text},
-        done(text),
-    ]
-
-
-def tool_events() -> list[Row]:
-    """A reply that thinks, then calls a tool."""
-    tool_call = {"type": "toolCall", "id": "call_1", "name": "add", "arguments": {"a": 1}}
-    return [
-        {"type": "start"},
-        {"type": "thinking_start", "content_index": 0},
-        {"type": "thinking_delta", "content_index": 0, "delta": "hmm"},
-        {"type": "thinking_end", "content_index": 0, "content": "hmm", "signature": None},
-        {"type": "toolcall_start", "content_index": 1, "id": "call_1", "name": "add"},
-        {"type": "toolcall_delta", "content_index": 1, "delta": '{"a": 1}'},
-        {"type": "toolcall_end", "content_index": 1, "tool_call": tool_call},
-        {
-            "type": "done",
-            "reason": "toolUse",
-            "message": assistant_message(
-                [{"type": "thinking", "thinking": "hmm", "signature": None}, tool_call],
-                "toolUse",
-            ),
-        },
-    ]
-
-
-def call_rows(
-    call_index: int,
-    payloads: list[Row],
-    *,
-    outcome: str | None = "complete",
-    error: Row | None = None,
-    text: str = "hi",
-) -> list[Row]:
-    """A whole call: request, its events, and (unless ``outcome`` is None) its call_end."""
-    rows = [request(call_index, text=text)]
-    rows += [event(call_index, index, payload) for index, payload in enumerate(payloads)]
-    if outcome is not None:
-        rows.append(call_end(call_index, len(payloads), outcome, error))
-    return rows
-
-
-def encode_line(line: Line) -> bytes:
-    if isinstance(line, bytes):
-        return line
-    if isinstance(line, str):
-        return line.encode()
-    return orjson.dumps(line)
-
-
-def write_lines(
-    path: Path, lines: Sequence[Line], *, newline: str = "\n", tail: bytes = b""
-) -> Path:
-    """Write one line per entry, each ended by ``newline``, then ``tail`` (no newline)."""
-    end = newline.encode()
-    path.write_bytes(b"".join(encode_line(line) + end for line in lines) + tail)
-    return path
+from tests.support.recording_rows import (
+    Line,
+    Row,
+    assistant_message,
+    call_end,
+    call_rows,
+    done,
+    event,
+    header,
+    request,
+    text_events,
+    tool_events,
+    write_rows,
+)
+from tests.support.tool_sessions import recording_into
 
 
 def two_call_lines() -> list[Line]:
@@ -229,7 +104,7 @@ def assert_refused(
 
 
 def test_valid_two_call_recording_parses(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "session.jsonl", two_call_lines())
+    path = write_rows(tmp_path / "session.jsonl", two_call_lines())
 
     recording = read_recording(path)
 
@@ -273,7 +148,7 @@ def test_valid_two_call_recording_parses(tmp_path: Path) -> None:
 
 
 def test_header_alone_is_a_recording_with_no_calls(tmp_path: Path) -> None:
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", [header()]))
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", [header()]))
     assert recording.calls == []
     assert recording.truncated_calls == []
     assert recording.event_count == 0
@@ -281,7 +156,7 @@ def test_header_alone_is_a_recording_with_no_calls(tmp_path: Path) -> None:
 
 def test_header_written_by_new_header_and_encode_row_reads_back(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    rows = [new_header("r1"), *call_rows(0, text_events())]
+    rows = [new_header("r1"), *call_rows(0, text_events("hi"))]
     path.write_bytes(b"".join(encode_row(row) for row in rows))
     recording = read_recording(path)
     assert recording.header["recording_id"] == "r1"
@@ -290,16 +165,16 @@ def test_header_written_by_new_header_and_encode_row_reads_back(tmp_path: Path) 
 
 
 def test_unknown_header_metadata_is_kept_and_tolerated(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", [header(session_command="pytest -k x", extra=[1])])
+    path = write_rows(tmp_path / "r.jsonl", [header(session_command="pytest -k x", extra=[1])])
     assert read_recording(path).header["session_command"] == "pytest -k x"
 
 
 @pytest.mark.parametrize("outcome", ["complete", "error", "cancelled", "abandoned"])
 def test_each_outcome_parses(tmp_path: Path, outcome: str) -> None:
     error = {"type": "RuntimeError", "message": "boom"} if outcome == "error" else None
-    payloads = text_events()[:3]
+    payloads = text_events("hi")[:3]
     lines: list[Line] = [header(), *call_rows(0, payloads, outcome=outcome, error=error)]
-    call = read_recording(write_lines(tmp_path / "r.jsonl", lines)).calls[0]
+    call = read_recording(write_rows(tmp_path / "r.jsonl", lines)).calls[0]
     assert call.outcome == outcome
     assert call.error == (RecordedError("RuntimeError", "boom") if error else None)
     assert not call.truncated
@@ -309,7 +184,7 @@ def test_error_event_parses_as_error_event(tmp_path: Path) -> None:
     failed = assistant_message([], "error") | {"error_message": "overloaded"}
     payloads: list[Row] = [{"type": "start"}, {"type": "error", "reason": "error", "error": failed}]
     lines: list[Line] = [header(), *call_rows(0, payloads)]
-    events = read_recording(write_lines(tmp_path / "r.jsonl", lines)).calls[0].events
+    events = read_recording(write_rows(tmp_path / "r.jsonl", lines)).calls[0].events
     assert isinstance(events[1], ErrorEvent)
     assert events[1].error.error_message == "overloaded"
 
@@ -317,7 +192,7 @@ def test_error_event_parses_as_error_event(tmp_path: Path) -> None:
 def test_unknown_fields_in_an_event_are_ignored(tmp_path: Path) -> None:
     payload = {"type": "text_delta", "content_index": 0, "delta": "hi", "added_later": 1}
     lines: list[Line] = [header(), *call_rows(0, [payload])]
-    call = read_recording(write_lines(tmp_path / "r.jsonl", lines)).calls[0]
+    call = read_recording(write_rows(tmp_path / "r.jsonl", lines)).calls[0]
     assert call.event_rows == [payload]  # stored as written
     assert isinstance(call.events[0], TextDeltaEvent)
 
@@ -332,7 +207,7 @@ def test_a_format_version_that_is_not_one_is_refused_naming_both(
     row = header() if version is None else header(format_version=version)
     if version is None:
         del row["format_version"]
-    path = write_lines(tmp_path / "r.jsonl", [row, *call_rows(0, text_events())])
+    path = write_rows(tmp_path / "r.jsonl", [row, *call_rows(0, text_events("hi"))])
     error = assert_refused(path, line=1, call_index=None, says="format_version")
     assert f"format_version {version!r}" in error.problem
     assert f"reads format_version {RECORDING_FORMAT_VERSION}" in error.problem
@@ -340,12 +215,12 @@ def test_a_format_version_that_is_not_one_is_refused_naming_both(
 
 @pytest.mark.parametrize("version", [True, 1.0])
 def test_format_version_that_only_equals_one_is_refused(tmp_path: Path, version: Any) -> None:
-    path = write_lines(tmp_path / "r.jsonl", [header(format_version=version)])
+    path = write_rows(tmp_path / "r.jsonl", [header(format_version=version)])
     assert_refused(path, line=1, call_index=None, says="format_version")
 
 
 def test_missing_header_is_refused(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", call_rows(0, text_events()))
+    path = write_rows(tmp_path / "r.jsonl", call_rows(0, text_events("hi")))
     error = assert_refused(
         path, line=1, call_index=None, says=["first row must be the header", "'request'"]
     )
@@ -353,7 +228,7 @@ def test_missing_header_is_refused(tmp_path: Path) -> None:
 
 
 def test_missing_header_after_blank_lines_names_the_first_row(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", ["", "  ", event(0, 0, {"type": "start"})])
+    path = write_rows(tmp_path / "r.jsonl", ["", "  ", event(0, 0, {"type": "start"})])
     assert_refused(path, line=3, call_index=None, says="first row must be the header")
 
 
@@ -366,8 +241,8 @@ def test_empty_file_is_refused(tmp_path: Path, content: bytes) -> None:
 
 
 def test_second_header_is_refused(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), header()]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), header()]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=9, call_index=None, says="second header")
 
 
@@ -377,14 +252,14 @@ def test_second_header_is_refused(tmp_path: Path) -> None:
 def test_bad_json_on_a_middle_line_names_that_line(tmp_path: Path) -> None:
     lines = two_call_lines()
     lines[4] = '{"type": "event", "call_index": 0, "event_index": 2, '
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=5, call_index=None, says="not valid JSON")
 
 
 def test_invalid_utf8_is_bad_json(tmp_path: Path) -> None:
     lines = two_call_lines()
     lines[3] = b'{"type": "event", "\xff\xfe": 1}'
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=4, call_index=None, says="not valid JSON")
 
 
@@ -392,12 +267,12 @@ def test_invalid_utf8_is_bad_json(tmp_path: Path) -> None:
 def test_row_that_is_not_an_object_is_refused(tmp_path: Path, text: str) -> None:
     lines = two_call_lines()
     lines.insert(3, text)
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=4, call_index=None, says="must be a JSON object")
 
 
 def test_header_that_is_an_array_is_refused(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", ['[{"type": "header", "format_version": 1}]'])
+    path = write_rows(tmp_path / "r.jsonl", ['[{"type": "header", "format_version": 1}]'])
     assert_refused(path, line=1, call_index=None, says="must be a JSON object")
 
 
@@ -405,21 +280,21 @@ def test_header_that_is_an_array_is_refused(tmp_path: Path) -> None:
 def test_unknown_row_type_is_refused(tmp_path: Path, kind: Any) -> None:
     lines = two_call_lines()
     lines.insert(2, {"type": kind, "call_index": 0})
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=None, says=f"unknown row type {kind!r}")
 
 
 def test_row_without_type_is_refused(tmp_path: Path) -> None:
     lines = two_call_lines()
     lines.insert(2, {"call_index": 0, "event_index": 0, "event": {"type": "start"}})
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=None, says="unknown row type None")
 
 
 def test_row_type_that_is_a_list_is_refused(tmp_path: Path) -> None:
     lines = two_call_lines()
     lines.insert(2, {"type": ["event"]})
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=None, says="unknown row type")
 
 
@@ -429,14 +304,14 @@ def test_row_type_that_is_a_list_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("event_type", ["text", "tool_call", "", None, 3])
 def test_unknown_event_type_is_refused(tmp_path: Path, event_type: Any) -> None:
     lines: list[Line] = [header(), request(0), event(0, 0, {"type": event_type})]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=0, says=f"unknown event type {event_type!r}")
 
 
 @pytest.mark.parametrize("event_type", [["start"], {"t": 1}])
 def test_unhashable_event_type_is_refused(tmp_path: Path, event_type: Any) -> None:
     lines: list[Line] = [header(), request(0), event(0, 0, {"type": event_type})]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=0, says="unknown event type")
 
 
@@ -460,20 +335,20 @@ def test_event_with_bad_fields_names_the_field(
     tmp_path: Path, payload: Row, names: list[str]
 ) -> None:
     lines: list[Line] = [header(), request(0), event(0, 0, {"type": "start"}), event(0, 1, payload)]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=4, call_index=0, says=names)
 
 
 @pytest.mark.parametrize("payload", [None, "start", ["start"], 1])
 def test_event_field_that_is_not_an_object_is_refused(tmp_path: Path, payload: Any) -> None:
     lines: list[Line] = [header(), request(0), event(0, 0, payload)]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=0, says="event field must be an object")
 
 
 def test_event_row_without_event_field_is_refused(tmp_path: Path) -> None:
     lines: list[Line] = [header(), request(0), {"type": "event", "call_index": 0, "event_index": 0}]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=0, says="event field must be an object")
 
 
@@ -481,25 +356,25 @@ def test_event_row_without_event_field_is_refused(tmp_path: Path) -> None:
 
 
 def test_duplicate_request_call_index_is_refused(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), request(0)]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), request(0)]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=9, call_index=0, says="duplicate request row for call 0")
 
 
 def test_skipped_call_index_is_refused(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), request(2)]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), request(2)]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=9, call_index=2, says=["call_index 2 skips ahead", "expected 1"])
 
 
 def test_first_call_index_must_be_zero(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", [header(), request(1)])
+    path = write_rows(tmp_path / "r.jsonl", [header(), request(1)])
     assert_refused(path, line=2, call_index=1, says="expected 0")
 
 
 @pytest.mark.parametrize("value", [-1, True, False, 0.0, 1.5, "0", None, [0]])
 def test_request_call_index_must_be_a_whole_number(tmp_path: Path, value: Any) -> None:
-    path = write_lines(tmp_path / "r.jsonl", [header(), request(value)])
+    path = write_rows(tmp_path / "r.jsonl", [header(), request(value)])
     assert_refused(
         path,
         line=2,
@@ -511,21 +386,21 @@ def test_request_call_index_must_be_a_whole_number(tmp_path: Path, value: Any) -
 def test_request_without_call_index_is_refused(tmp_path: Path) -> None:
     row = request(0)
     del row["call_index"]
-    path = write_lines(tmp_path / "r.jsonl", [header(), row])
+    path = write_rows(tmp_path / "r.jsonl", [header(), row])
     assert_refused(path, line=2, call_index=None, says="call_index must be a whole number")
 
 
 @pytest.mark.parametrize("value", [-1, True, "1", None])
 def test_event_call_index_must_be_a_whole_number(tmp_path: Path, value: Any) -> None:
     lines: list[Line] = [header(), request(0), request(1), event(value, 0, {"type": "start"})]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=4, call_index=None, says="call_index must be a whole number")
 
 
 @pytest.mark.parametrize("value", [-1, True, 1.0, "0", None])
 def test_event_index_must_be_a_whole_number(tmp_path: Path, value: Any) -> None:
     lines: list[Line] = [header(), request(0), event(0, value, {"type": "start"})]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(
         path,
         line=3,
@@ -542,7 +417,7 @@ def test_request_sections_must_be_objects(tmp_path: Path, section: str, value: A
         del row[section]
     else:
         row[section] = value
-    path = write_lines(tmp_path / "r.jsonl", [header(), row])
+    path = write_rows(tmp_path / "r.jsonl", [header(), row])
     assert_refused(path, line=2, call_index=0, says=f"request field {section!r} must be an object")
 
 
@@ -554,7 +429,7 @@ def test_duplicate_event_index_is_refused(tmp_path: Path) -> None:
         event(0, 1, {"type": "text_start", "content_index": 0}),
         event(0, 1, {"type": "text_start", "content_index": 0}),
     ]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=5, call_index=0, says=["event_index 1 out of order", "expected 2"])
 
 
@@ -565,13 +440,13 @@ def test_non_contiguous_event_index_is_refused(tmp_path: Path) -> None:
         event(0, 0, {"type": "start"}),
         event(0, 2, {"type": "text_start", "content_index": 0}),
     ]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=4, call_index=0, says=["event_index 2 out of order", "expected 1"])
 
 
 def test_first_event_index_must_be_zero(tmp_path: Path) -> None:
     lines: list[Line] = [header(), request(0), event(0, 1, {"type": "start"})]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=3, call_index=0, says="expected 0")
 
 
@@ -579,39 +454,39 @@ def test_event_indexes_count_per_call(tmp_path: Path) -> None:
     """Call 1 starts again at event 0; continuing call 0's count is an error."""
     lines: list[Line] = [
         header(),
-        *call_rows(0, text_events()),
+        *call_rows(0, text_events("hi")),
         request(1),
         event(1, 5, {"type": "start"}),
     ]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=10, call_index=1, says=["event_index 5", "expected 0"])
 
 
 def test_orphan_event_is_refused(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), event(1, 0, {"type": "start"})]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), event(1, 0, {"type": "start"})]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=9, call_index=1, says="event row for a call with no request row")
 
 
 def test_orphan_event_before_any_request_is_refused(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", [header(), event(0, 0, {"type": "start"})])
+    path = write_rows(tmp_path / "r.jsonl", [header(), event(0, 0, {"type": "start"})])
     assert_refused(path, line=2, call_index=0, says="event row for a call with no request row")
 
 
 def test_orphan_call_end_is_refused(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", [header(), call_end(0, 0)])
+    path = write_rows(tmp_path / "r.jsonl", [header(), call_end(0, 0)])
     assert_refused(path, line=2, call_index=0, says="call_end row for a call with no request row")
 
 
 def test_event_after_call_end_is_refused(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), event(0, 5, {"type": "start"})]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), event(0, 5, {"type": "start"})]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=9, call_index=0, says="event row after the call's call_end")
 
 
 def test_call_end_twice_is_refused(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), call_end(0, 5)]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), call_end(0, 5)]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=9, call_index=0, says="call_end row after the call's call_end")
 
 
@@ -620,8 +495,12 @@ def test_call_end_twice_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("count", [4, 6, 0])
 def test_call_end_event_count_mismatch_is_refused(tmp_path: Path, count: int) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events(), outcome=None), call_end(0, count)]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [
+        header(),
+        *call_rows(0, text_events("hi"), outcome=None),
+        call_end(0, count),
+    ]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(
         path, line=8, call_index=0, says=f"event_count {count} but 5 event rows were recorded"
     )
@@ -629,8 +508,12 @@ def test_call_end_event_count_mismatch_is_refused(tmp_path: Path, count: int) ->
 
 @pytest.mark.parametrize("count", [True, -1, "5", None, 5.0])
 def test_call_end_event_count_must_be_a_whole_number(tmp_path: Path, count: Any) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events(), outcome=None), call_end(0, count)]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    lines: list[Line] = [
+        header(),
+        *call_rows(0, text_events("hi"), outcome=None),
+        call_end(0, count),
+    ]
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=8, call_index=None, says="event_count must be a whole number")
 
 
@@ -638,10 +521,10 @@ def test_call_end_event_count_must_be_a_whole_number(tmp_path: Path, count: Any)
 def test_unknown_outcome_is_refused(tmp_path: Path, outcome: Any) -> None:
     lines: list[Line] = [
         header(),
-        *call_rows(0, text_events(), outcome=None),
+        *call_rows(0, text_events("hi"), outcome=None),
         call_end(0, 5, outcome),
     ]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     error = assert_refused(path, line=8, call_index=0, says=f"outcome {outcome!r} is not one of")
     for known in ("abandoned", "cancelled", "complete", "error"):
         assert known in error.problem
@@ -651,10 +534,10 @@ def test_unknown_outcome_is_refused(tmp_path: Path, outcome: Any) -> None:
 def test_unhashable_outcome_is_refused(tmp_path: Path, outcome: Any) -> None:
     lines: list[Line] = [
         header(),
-        *call_rows(0, text_events(), outcome=None),
+        *call_rows(0, text_events("hi"), outcome=None),
         call_end(0, 5, outcome),
     ]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=8, call_index=0, says="is not one of")
 
 
@@ -667,7 +550,7 @@ def test_error_outcome_needs_an_error_object(tmp_path: Path, error: Any) -> None
     if error is not None:
         end["error"] = error
     lines: list[Line] = [header(), request(0), event(0, 0, {"type": "start"}), end]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=4, call_index=0, says="an error outcome needs error")
 
 
@@ -675,8 +558,8 @@ def test_error_outcome_needs_an_error_object(tmp_path: Path, error: Any) -> None
 
 
 def test_crlf_line_ends_parse(tmp_path: Path) -> None:
-    crlf = write_lines(tmp_path / "crlf.jsonl", two_call_lines(), newline="\r\n")
-    lf = write_lines(tmp_path / "lf.jsonl", two_call_lines())
+    crlf = write_rows(tmp_path / "crlf.jsonl", two_call_lines(), newline=b"\r\n")
+    lf = write_rows(tmp_path / "lf.jsonl", two_call_lines())
     assert b"\r\n" in crlf.read_bytes()
     from_crlf, from_lf = read_recording(crlf), read_recording(lf)
     assert from_crlf.header == from_lf.header
@@ -688,7 +571,7 @@ def test_crlf_line_ends_parse(tmp_path: Path) -> None:
 def test_crlf_line_numbers_in_errors(tmp_path: Path) -> None:
     lines = two_call_lines()
     lines[5] = "{oops"
-    path = write_lines(tmp_path / "r.jsonl", lines, newline="\r\n")
+    path = write_rows(tmp_path / "r.jsonl", lines, newline=b"\r\n")
     assert_refused(path, line=6, call_index=None, says="not valid JSON")
 
 
@@ -698,10 +581,10 @@ def test_blank_lines_are_tolerated_and_counted(tmp_path: Path) -> None:
         lines.insert(position, "")
     lines.insert(0, "   ")
     lines.append("\t")
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     recording = read_recording(path)
     assert [c.line for c in recording.calls] == [4, 13]
-    assert recording.calls[0].event_rows == text_events()
+    assert recording.calls[0].event_rows == text_events("hi")
     assert recording.truncated_calls == []
 
 
@@ -710,13 +593,13 @@ def test_blank_lines_do_not_shift_error_line_numbers(tmp_path: Path) -> None:
     lines.insert(2, "")
     lines.insert(2, "")
     lines[6] = {"type": "mystery"}
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=7, call_index=None, says="unknown row type 'mystery'")
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o400, 0o600, 0o444])
 def test_any_readable_mode_reads(tmp_path: Path, mode: int) -> None:
-    path = write_lines(tmp_path / "r.jsonl", two_call_lines())
+    path = write_rows(tmp_path / "r.jsonl", two_call_lines())
     path.chmod(mode)
     try:
         assert stat.S_IMODE(path.stat().st_mode) == mode
@@ -732,16 +615,16 @@ def test_missing_file_is_refused_clearly(tmp_path: Path) -> None:
 
 
 def test_str_path_is_accepted_and_reported_as_given(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", [header(), request(-1)])
+    path = write_rows(tmp_path / "r.jsonl", [header(), request(-1)])
     with pytest.raises(RecordingFileError) as info:
         read_recording(str(path))
     assert info.value.path == str(path)
-    assert read_recording(str(write_lines(tmp_path / "ok.jsonl", [header()]))).calls == []
+    assert read_recording(str(write_rows(tmp_path / "ok.jsonl", [header()]))).calls == []
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read a file of any mode")
 def test_unreadable_file_is_refused_clearly(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "r.jsonl", two_call_lines())
+    path = write_rows(tmp_path / "r.jsonl", two_call_lines())
     path.chmod(0)
     try:
         error = assert_refused(path, line=None, call_index=None, says="cannot read it")
@@ -767,7 +650,7 @@ def test_interleaved_calls_parse_into_the_right_calls(tmp_path: Path) -> None:
     for index in range(5):
         lines += [event(1, index, second[index]), event(0, index, first[index])]
     lines += [call_end(1, 5), call_end(0, 5, "abandoned")]
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", lines))
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", lines))
     zero, one = recording.calls
     assert zero.event_rows == first
     assert one.event_rows == second
@@ -779,12 +662,12 @@ def test_interleaved_calls_parse_into_the_right_calls(tmp_path: Path) -> None:
 
 
 def test_final_call_cut_short_is_truncated(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), request(1)]
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), request(1)]
     lines += [
         event(1, 0, {"type": "start"}),
         event(1, 1, {"type": "text_start", "content_index": 0}),
     ]
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", lines))
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", lines))
     assert recording.truncated_calls == [1]
     complete, cut = recording.calls
     assert complete.outcome == "complete"
@@ -797,8 +680,8 @@ def test_final_call_cut_short_is_truncated(tmp_path: Path) -> None:
 
 
 def test_request_with_no_events_is_truncated(tmp_path: Path) -> None:
-    lines: list[Line] = [header(), *call_rows(0, text_events()), request(1)]
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", lines))
+    lines: list[Line] = [header(), *call_rows(0, text_events("hi")), request(1)]
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", lines))
     assert recording.truncated_calls == [1]
     assert recording.calls[1].event_rows == []
 
@@ -808,28 +691,28 @@ def test_concurrent_calls_in_flight_at_a_crash_are_all_truncated(tmp_path: Path)
     lines: list[Line] = [header(), request(0), request(1), request(2)]
     lines += [event(0, 0, {"type": "start"}), event(2, 0, {"type": "start"})]
     lines += [event(1, 0, {"type": "start"}), call_end(1, 1, "complete")]
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", lines))
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", lines))
     assert recording.truncated_calls == [0, 2]
     assert [c.outcome for c in recording.calls] == [None, "complete", None]
 
 
 @pytest.mark.parametrize("cut_at", [1, 10, 30, -1])
 def test_final_line_cut_mid_json_without_newline_is_ignored(tmp_path: Path, cut_at: int) -> None:
-    events = text_events()
+    events = text_events("hi")
     lines: list[Line] = [header(), *call_rows(0, events), request(1)]
     lines += [event(1, 0, events[0]), event(1, 1, events[1])]
     tail = orjson.dumps(call_end(1, 2))[:cut_at]
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", lines, tail=tail))
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", lines, tail=tail))
     assert recording.truncated_calls == [1]
     assert recording.calls[0].outcome == "complete"
     assert recording.calls[1].event_rows == events[:2]
 
 
 def test_final_event_line_cut_mid_json_drops_that_event(tmp_path: Path) -> None:
-    events = text_events()
+    events = text_events("hi")
     lines: list[Line] = [header(), request(0), event(0, 0, events[0])]
     tail = orjson.dumps(event(0, 1, events[1]))[:-5]
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", lines, tail=tail))
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", lines, tail=tail))
     assert recording.truncated_calls == [0]
     assert recording.calls[0].event_rows == events[:1]
 
@@ -837,24 +720,24 @@ def test_final_event_line_cut_mid_json_drops_that_event(tmp_path: Path) -> None:
 def test_final_line_cut_in_a_crlf_file_is_ignored(tmp_path: Path) -> None:
     lines: list[Line] = [header(), request(0), event(0, 0, {"type": "start"})]
     tail = orjson.dumps(call_end(0, 1))[:12]
-    path = write_lines(tmp_path / "r.jsonl", lines, newline="\r\n", tail=tail)
+    path = write_rows(tmp_path / "r.jsonl", lines, newline=b"\r\n", tail=tail)
     assert read_recording(path).truncated_calls == [0]
 
 
 def test_complete_final_line_without_newline_is_read(tmp_path: Path) -> None:
     lines: list[Line] = [header(), request(0), event(0, 0, {"type": "start"})]
     tail = orjson.dumps(call_end(0, 1))
-    recording = read_recording(write_lines(tmp_path / "r.jsonl", lines, tail=tail))
+    recording = read_recording(write_rows(tmp_path / "r.jsonl", lines, tail=tail))
     assert recording.truncated_calls == []
     assert recording.calls[0].outcome == "complete"
 
 
 def test_broken_line_with_newline_followed_by_more_lines_is_an_error(tmp_path: Path) -> None:
-    events = text_events()
+    events = text_events("hi")
     broken = orjson.dumps(call_end(1, 2))[:10].decode()
     lines: list[Line] = [header(), *call_rows(0, events), request(1)]
     lines += [event(1, 0, events[0]), broken, event(1, 1, events[1])]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=11, call_index=None, says="not valid JSON")
 
 
@@ -862,7 +745,7 @@ def test_broken_last_line_that_has_its_newline_is_an_error(tmp_path: Path) -> No
     """A line written whole ends with its newline, so a broken one is damage, not a crash."""
     broken = orjson.dumps(call_end(0, 1))[:10].decode()
     lines: list[Line] = [header(), request(0), event(0, 0, {"type": "start"}), broken]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=4, call_index=None, says="not valid JSON")
 
 
@@ -875,7 +758,7 @@ def test_header_cut_short_is_an_empty_recording(tmp_path: Path) -> None:
 def test_cut_final_line_does_not_hide_earlier_errors(tmp_path: Path) -> None:
     lines: list[Line] = [header(), request(0), event(0, 1, {"type": "start"})]
     tail = orjson.dumps(call_end(0, 1))[:12]
-    path = write_lines(tmp_path / "r.jsonl", lines, tail=tail)
+    path = write_rows(tmp_path / "r.jsonl", lines, tail=tail)
     assert_refused(path, line=3, call_index=0, says="out of order")
 
 
@@ -894,8 +777,7 @@ async def test_replay_serves_complete_calls_then_raises_at_the_truncated_one(
     path = tmp_path / "session.jsonl"
     first = Context(messages=[UserMessage(content="hi")])
     second = Context(messages=[UserMessage(content="again")])
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(EchoProvider(), path))
+    with recording_into(path):
         assert (await complete_simple(ECHO_MODEL, first)).text == "echo:hi"
         assert (await complete_simple(ECHO_MODEL, second)).text == "echo:again"
     lines = path.read_bytes().splitlines(keepends=True)
@@ -931,8 +813,7 @@ async def test_replay_serves_complete_calls_then_raises_at_the_truncated_one(
 async def test_replay_of_a_file_cut_mid_line_still_constructs(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     context = Context(messages=[UserMessage(content="hi")])
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(EchoProvider(), path))
+    with recording_into(path):
         await complete_simple(ECHO_MODEL, context)
     data = path.read_bytes()
     path.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1 + 20])  # cut in the call_end
@@ -946,7 +827,7 @@ async def test_replay_of_a_file_cut_mid_line_still_constructs(tmp_path: Path) ->
 def test_replay_provider_refuses_a_broken_file_when_constructed(tmp_path: Path) -> None:
     lines = two_call_lines()
     lines[3] = "{not json"
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     with pytest.raises(RecordingFileError) as info:
         ReplayProvider(path)
     assert info.value.line == 4
@@ -957,18 +838,18 @@ def test_replay_provider_refuses_a_broken_file_when_constructed(tmp_path: Path) 
 
 def test_validate_events_false_reads_rows_without_models(tmp_path: Path) -> None:
     recording = read_recording(
-        write_lines(tmp_path / "r.jsonl", two_call_lines()), validate_events=False
+        write_rows(tmp_path / "r.jsonl", two_call_lines()), validate_events=False
     )
     assert [len(c.event_rows) for c in recording.calls] == [5, 8]
     assert all(c.events == [] for c in recording.calls)
-    assert recording.calls[0].event_rows == text_events()
+    assert recording.calls[0].event_rows == text_events("hi")
     assert recording.event_count == 13
 
 
 def test_validate_events_false_skips_field_checks(tmp_path: Path) -> None:
     bad = {"type": "text_delta", "content_index": 0}
     lines: list[Line] = [header(), *call_rows(0, [{"type": "start"}, bad])]
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert read_recording(path, validate_events=False).calls[0].event_rows[1] == bad
     assert_refused(path, line=4, call_index=0, says="delta")
 
@@ -990,7 +871,7 @@ def test_validate_events_false_skips_field_checks(tmp_path: Path) -> None:
 def test_validate_events_false_still_checks_structure(
     tmp_path: Path, lines: list[Line], line: int, call_index: int | None, says: str
 ) -> None:
-    path = write_lines(tmp_path / "r.jsonl", lines)
+    path = write_rows(tmp_path / "r.jsonl", lines)
     assert_refused(path, line=line, call_index=call_index, says=says, validate_events=False)
 
 

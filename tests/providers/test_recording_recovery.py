@@ -28,6 +28,7 @@ from openprogram.providers import (
 from openprogram.providers.recorder import writer_for
 from openprogram.providers.recording import encode_row, new_header, read_recording
 from openprogram.providers.recording_writer import OpenRecording, RecordingWriter
+from tests.support.recording_rows import call_end
 
 RECORD_CALLS = textwrap.dedent(
     """
@@ -102,15 +103,6 @@ async def record(path: Path, *texts: str) -> None:
     for text in texts:
         async for _ in recorder.stream_simple(ECHO_MODEL, context(text)):
             pass
-
-
-def call_end(call_index: int, event_count: int = 0) -> dict[str, Any]:
-    return {
-        "type": "call_end",
-        "call_index": call_index,
-        "event_count": event_count,
-        "outcome": "complete",
-    }
 
 
 def request_row(call_index: int) -> dict[str, Any]:

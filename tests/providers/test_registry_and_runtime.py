@@ -1,4 +1,4 @@
-"""The registry boundary and the runtime lifecycle (§4, §5)."""
+"""The registry boundary and the runtime lifecycle."""
 
 from __future__ import annotations
 

@@ -9,23 +9,19 @@ import pytest
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
-    RecordingProvider,
     ReplayProvider,
     UnconsumedCallsError,
     UserMessage,
     complete_simple,
-    get_api_provider,
-    register_api_provider,
-    scoped_api_providers,
 )
+from tests.support.tool_sessions import recording_into
 
 
 async def test_a_one_call_recording_never_requested_is_the_1_recorded_call(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "one.jsonl"
-    with scoped_api_providers():
-        register_api_provider("echo", RecordingProvider(get_api_provider("echo"), path))
+    with recording_into(path):
         await complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content="hi")]))
 
     with pytest.raises(UnconsumedCallsError) as caught:

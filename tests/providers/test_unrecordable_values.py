@@ -31,6 +31,7 @@ from openprogram.providers import (
 )
 from openprogram.providers.recordable import UnrecordableValueError
 from openprogram.providers.recording import read_recording
+from tests.support.provider_events import collect
 
 HELLO = Context(messages=[UserMessage(content="hello")])
 
@@ -42,10 +43,6 @@ class CountingEcho(EchoProvider):
     def stream(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
         return super().stream(*args, **kwargs)
-
-
-async def drain(events: AsyncIterator[AssistantMessageEvent]) -> list[AssistantMessageEvent]:
-    return [event async for event in events]
 
 
 @pytest.mark.parametrize(
@@ -69,7 +66,7 @@ async def test_a_non_finite_number_in_a_request_is_refused_before_the_call(
     recorder.writer.open()
     before = path.read_bytes()
     with pytest.raises(UnrecordableValueError) as info:
-        await drain(recorder.stream(ECHO_MODEL, HELLO, options))
+        await collect(recorder.stream(ECHO_MODEL, HELLO, options))
     error = info.value
     assert isinstance(error, OpenProgramError)
     assert isinstance(error, ValueError)
@@ -82,9 +79,9 @@ async def test_a_non_finite_number_in_a_request_is_refused_before_the_call(
     assert path.read_bytes() == before  # nothing written for that call
     assert provider.calls == 0  # and it never went out
     # The same run with a finite value records, and replays from its own recording.
-    await drain(recorder.stream(ECHO_MODEL, HELLO, StreamOptions(temperature=0.5)))
+    await collect(recorder.stream(ECHO_MODEL, HELLO, StreamOptions(temperature=0.5)))
     replay = ReplayProvider(path)
-    await drain(replay.stream(ECHO_MODEL, HELLO, StreamOptions(temperature=0.5)))
+    await collect(replay.stream(ECHO_MODEL, HELLO, StreamOptions(temperature=0.5)))
 
 
 def test_a_non_finite_model_field_is_named() -> None:

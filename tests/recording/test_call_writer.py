@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from http_call_rows import chat_request, chunk
 
 from openprogram.providers import ECHO_MODEL, Context, EchoProvider, RecordingProvider, UserMessage
 from openprogram.recording.call_writer import writer_for
@@ -17,6 +16,7 @@ from openprogram.recording.format import RecordedError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.recordable import UnrecordableValueError
 from openprogram.recording.writer import RecordingWriter
+from tests.support.http_call_rows import chat_request, chunk
 
 SSE = {"content-type": "text/event-stream"}
 RESPONSE = {"type": "http_response", "status": 200, "headers": SSE}

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from http_call_rows import provider_call, sse_call, write_recording
 
 import openprogram.recording
+from tests.support.http_call_rows import provider_call, sse_call, write_calls
 
 CORE = sorted(Path(openprogram.recording.__file__).parent.glob("*.py"))
 FORBIDDEN = ("openprogram.providers", "httpx", "httpx2", "pydantic", "openai", "anthropic")
@@ -86,7 +86,7 @@ print(json.dumps({
 
 
 def test_the_core_reads_writes_and_replays_without_them(tmp_path: Path) -> None:
-    path = write_recording(tmp_path / "r.jsonl", provider_call(0), sse_call(1))
+    path = write_calls(tmp_path / "r.jsonl", provider_call(0), sse_call(1))
     result = subprocess.run(
         [sys.executable, "-c", WORK, str(path), str(tmp_path / "new.jsonl")],
         capture_output=True,

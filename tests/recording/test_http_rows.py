@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_call_rows import chat_request, provider_call, sse_call, write_recording
 
 from openprogram.errors import RecordingFileError
 from openprogram.providers.recording import read_recording as read_with_provider_events
 from openprogram.recording.reader import read_recording
+from tests.support.http_call_rows import chat_request, provider_call, sse_call, write_calls
 
 Row = dict[str, Any]
 
@@ -27,7 +27,7 @@ def test_one_recording_holds_both_boundaries_in_one_call_sequence(tmp_path: Path
         },
         {"type": "call_end", "call_index": 2, "event_count": 2, "outcome": "complete"},
     ]
-    path = write_recording(tmp_path / "mixed.jsonl", provider_call(0), sse_call(1), body_call)
+    path = write_calls(tmp_path / "mixed.jsonl", provider_call(0), sse_call(1), body_call)
 
     recording = read_with_provider_events(path)
 
@@ -59,7 +59,7 @@ def test_one_recording_holds_both_boundaries_in_one_call_sequence(tmp_path: Path
 )
 def test_a_request_holds_at_most_one_body_form(tmp_path: Path, body: Row, expected: Row) -> None:
     request = {k: v for k, v in chat_request().items() if k != "body"} | body
-    path = write_recording(tmp_path / "r.jsonl", sse_call(0, request))
+    path = write_calls(tmp_path / "r.jsonl", sse_call(0, request))
     [call] = read_recording(path).calls
     assert {k: v for k, v in call.request.items() if k.startswith("body")} == expected
 
@@ -78,7 +78,7 @@ OK_RESPONSE: Row = {"type": "http_response", "status": 200, "headers": {}}
 
 def test_sse_events_keep_their_fields_and_retry(tmp_path: Path) -> None:
     sse: Row = {"type": "sse", "event": "message_start", "data": {"a": 1}, "id": "7", "retry": 3}
-    path = write_recording(tmp_path / "r.jsonl", events_call(OK_RESPONSE, sse))
+    path = write_calls(tmp_path / "r.jsonl", events_call(OK_RESPONSE, sse))
     [call] = read_recording(path).calls
     assert call.event_rows == [OK_RESPONSE, sse]
     assert call.truncated  # no call_end: cut short, still read
@@ -102,7 +102,7 @@ REQUEST_PROBLEMS = [
 def test_a_malformed_request_row_is_refused_naming_line_and_call(
     tmp_path: Path, fields: Row, problem: str
 ) -> None:
-    path = write_recording(tmp_path / "r.jsonl", events_call(request={**chat_request(), **fields}))
+    path = write_calls(tmp_path / "r.jsonl", events_call(request={**chat_request(), **fields}))
     with pytest.raises(RecordingFileError) as caught:
         read_recording(path)
     error = caught.value
@@ -116,7 +116,7 @@ def test_a_body_form_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
         ({"body_text": 3}, "HTTP request field 'body_text' must be a string, found 3"),
         ({"body_base64": "not base64!"}, "HTTP request field 'body_base64' must be base64 text"),
     ]:
-        path = write_recording(tmp_path / "r.jsonl", events_call(request={**request, **fields}))
+        path = write_calls(tmp_path / "r.jsonl", events_call(request={**request, **fields}))
         with pytest.raises(RecordingFileError) as caught:
             read_recording(path)
         assert caught.value.problem == problem
@@ -194,7 +194,7 @@ EVENT_PROBLEMS: list[tuple[list[Row], str]] = [
 def test_a_malformed_http_event_is_refused_naming_line_and_call(
     tmp_path: Path, events: list[Row], problem: str
 ) -> None:
-    path = write_recording(tmp_path / "r.jsonl", events_call(*events))
+    path = write_calls(tmp_path / "r.jsonl", events_call(*events))
     with pytest.raises(RecordingFileError) as caught:
         read_recording(path)
     error = caught.value
@@ -206,12 +206,12 @@ def test_an_http_event_in_a_provider_call_is_refused(tmp_path: Path) -> None:
     rows = provider_call(0)
     rows[1]["event"] = {"type": "sse", "data": "x"}
     with pytest.raises(RecordingFileError) as caught:
-        read_recording(write_recording(tmp_path / "r.jsonl", rows))
+        read_recording(write_calls(tmp_path / "r.jsonl", rows))
     assert (caught.value.line, caught.value.problem) == (3, "sse event in a provider call")
 
 
 def test_an_unknown_boundary_says_to_upgrade(tmp_path: Path) -> None:
-    path = write_recording(tmp_path / "r.jsonl", events_call(request={"boundary": "grpc"}))
+    path = write_calls(tmp_path / "r.jsonl", events_call(request={"boundary": "grpc"}))
     with pytest.raises(RecordingFileError, match="upgrade openprogram"):
         read_recording(path)
 
@@ -219,7 +219,7 @@ def test_an_unknown_boundary_says_to_upgrade(tmp_path: Path) -> None:
 def test_provider_event_validation_still_names_the_field(tmp_path: Path) -> None:
     rows = provider_call(0)
     rows[3]["event"] = {"type": "text_delta", "content_index": "zero", "delta": "x"}
-    path = write_recording(tmp_path / "r.jsonl", rows)
+    path = write_calls(tmp_path / "r.jsonl", rows)
     read_recording(path)  # the core alone checks rows, not the provider's models
     with pytest.raises(RecordingFileError) as caught:
         read_with_provider_events(path)

@@ -7,13 +7,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from http_call_rows import (
-    chat_request,
-    provider_call,
-    response_headers,
-    sse_call,
-    write_recording,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -23,6 +16,13 @@ from openprogram.recording.reader import read_recording
 from openprogram.recordings.comparison import first_difference
 from openprogram.recordings.hashing import transcript_hash
 from openprogram.recordings.summary import summarize_recording
+from tests.support.http_call_rows import (
+    chat_request,
+    provider_call,
+    response_headers,
+    sse_call,
+    write_calls,
+)
 
 runner = CliRunner()
 Row = dict[str, Any]
@@ -93,7 +93,7 @@ def responses_body_call(index: int, *, run: str) -> list[Row]:
 
 def session(folder: Path, name: str, *, run: str) -> Path:
     """The same SDK session, as recorded on run ``run``."""
-    return write_recording(
+    return write_calls(
         folder / f"{name}.jsonl",
         provider_call(0),
         sse_call(1, run=run),
@@ -180,8 +180,8 @@ def test_a_limit_header_and_a_tool_call_id_are_not_left_out(tmp_path: Path) -> N
 
 
 def test_a_call_at_another_boundary_is_a_difference(tmp_path: Path) -> None:
-    a = write_recording(tmp_path / "a.jsonl", provider_call(0))
-    b = write_recording(tmp_path / "b.jsonl", sse_call(0))
+    a = write_calls(tmp_path / "a.jsonl", provider_call(0))
+    b = write_calls(tmp_path / "b.jsonl", sse_call(0))
     found = first_difference(read_recording(a), read_recording(b))
     assert found is not None
     assert (found.field_path, found.a, found.b) == ("boundary", "provider", "http")
@@ -191,7 +191,7 @@ def test_a_call_at_another_boundary_is_a_difference(tmp_path: Path) -> None:
 def test_the_summary_names_each_http_call_by_host_and_model(tmp_path: Path) -> None:
     files_call = {**chat_request(), "method": "GET", "url": "https://api.openai.com/v1/files"}
     del files_call["body"]
-    path = write_recording(
+    path = write_calls(
         tmp_path / "mixed.jsonl",
         provider_call(0),
         sse_call(1),
@@ -228,7 +228,7 @@ def test_same_hash_exactly_when_diff_finds_no_difference(
             sse_call(index, chat_request(content), texts=(content,), run=run)
             for index, (run, content) in enumerate(calls)
         ]
-        return write_recording(folder / f"{name}.jsonl", *copy.deepcopy(rows))
+        return write_calls(folder / f"{name}.jsonl", *copy.deepcopy(rows))
 
     a = read_recording(recording("a", first))
     b = read_recording(recording("b", second))

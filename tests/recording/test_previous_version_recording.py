@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from http_call_rows import chat_request
 
 from openprogram.errors import RecordingFileError
 from openprogram.providers.recording import read_recording
@@ -23,6 +22,7 @@ from openprogram.providers.types import Context, Model, SimpleStreamOptions
 from openprogram.recording.writer import RecordingWriter
 from openprogram.recordings.hashing import transcript_hash
 from openprogram.recordings.summary import summarize_recording
+from tests.support.http_call_rows import chat_request
 
 PREVIOUS = Path(__file__).parent / "data" / "previous_version.jsonl"
 PREVIOUS_SHA256 = "931fed1a72251d2beac6d119880efc7bebf3358ce8f6f53e7a0b2a027ab63a6a"

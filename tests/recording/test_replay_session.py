@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_call_rows import chat_request, provider_call, sse_call, write_recording
 
 from openprogram.providers import (
     ECHO_MODEL,
@@ -21,6 +20,7 @@ from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
+from tests.support.http_call_rows import chat_request, provider_call, sse_call, write_calls
 
 CONVERSATION = [
     {"role": "system", "content": "be brief"},
@@ -44,7 +44,7 @@ def session_on(path: Path, **kwargs: Any) -> ReplaySession:
 
 def test_http_calls_are_served_in_order(tmp_path: Path) -> None:
     first, second = chat_request("one"), chat_request("two")
-    path = write_recording(tmp_path / "r.jsonl", sse_call(0, first), sse_call(1, second))
+    path = write_calls(tmp_path / "r.jsonl", sse_call(0, first), sse_call(1, second))
     session = session_on(path)
 
     served = [session.take("http", http_sections(r), redactor=redact) for r in (first, second)]
@@ -56,7 +56,7 @@ def test_http_calls_are_served_in_order(tmp_path: Path) -> None:
 
 def test_a_drifted_body_names_the_path_into_the_json(tmp_path: Path) -> None:
     recorded = chat_request(messages=CONVERSATION)
-    path = write_recording(tmp_path / "r.jsonl", sse_call(0), sse_call(1, recorded))
+    path = write_calls(tmp_path / "r.jsonl", sse_call(0), sse_call(1, recorded))
     session = session_on(path)
     session.take("http", http_sections(chat_request()), redactor=redact)
     drifted = [*CONVERSATION[:2], {**CONVERSATION[2], "content": "hello, changed"}]
@@ -83,7 +83,7 @@ def test_a_drifted_body_names_the_path_into_the_json(tmp_path: Path) -> None:
     ],
 )
 def test_each_section_is_compared(tmp_path: Path, change: dict[str, Any], field: str) -> None:
-    session = session_on(write_recording(tmp_path / "r.jsonl", sse_call(0)))
+    session = session_on(write_calls(tmp_path / "r.jsonl", sse_call(0)))
     incoming = http_sections(chat_request()) | change
     if "body_text" in change:
         del incoming["body"]
@@ -93,7 +93,7 @@ def test_each_section_is_compared(tmp_path: Path, change: dict[str, Any], field:
 
 
 def test_a_call_recorded_at_the_other_boundary_names_both(tmp_path: Path) -> None:
-    path = write_recording(tmp_path / "r.jsonl", provider_call(0), sse_call(1))
+    path = write_calls(tmp_path / "r.jsonl", provider_call(0), sse_call(1))
     session = session_on(path)
 
     with pytest.raises(ReplayMismatch) as caught:
@@ -112,7 +112,7 @@ def test_a_call_recorded_at_the_other_boundary_names_both(tmp_path: Path) -> Non
 
 
 def test_more_calls_than_recorded_and_calls_never_made(tmp_path: Path) -> None:
-    session = session_on(write_recording(tmp_path / "r.jsonl", sse_call(0), sse_call(1)))
+    session = session_on(write_calls(tmp_path / "r.jsonl", sse_call(0), sse_call(1)))
     with pytest.raises(UnconsumedCallsError, match=r"2 of 2 recorded calls never requested"):
         session.assert_consumed()
     session.take("http", http_sections(chat_request()), redactor=redact)
@@ -128,7 +128,7 @@ def test_both_sides_are_redacted_before_they_are_compared(tmp_path: Path) -> Non
     key = "sk-" + "a1b2c3d4" * 4
     recorded = chat_request(api_key=key)
     path = tmp_path / "r.jsonl"
-    write_recording(path, sse_call(0, {**recorded, **redact(http_sections(recorded))}))
+    write_calls(path, sse_call(0, {**recorded, **redact(http_sections(recorded))}))
     assert key not in path.read_text()
     session = session_on(path)
     assert session.take("http", http_sections(recorded), redactor=redact).call_index == 0
@@ -139,7 +139,7 @@ def test_http_requests_compare_every_field_but_the_ones_the_caller_ignores(
 ) -> None:
     recorded = chat_request(metadata={"timestamp": 1, "run": "a"})
     incoming = http_sections(chat_request(metadata={"timestamp": 2, "run": "b"}))
-    path = write_recording(tmp_path / "r.jsonl", sse_call(0, recorded))
+    path = write_calls(tmp_path / "r.jsonl", sse_call(0, recorded))
 
     with pytest.raises(ReplayMismatch) as caught:  # nothing of a request is left out
         session_on(path).take("http", incoming, redactor=redact)
@@ -154,13 +154,13 @@ def test_the_matching_step_is_one_method_a_subclass_replaces(tmp_path: Path) -> 
         def match(self, call: RecordedCall, *args: Any) -> ReplayMismatch | None:
             return None
 
-    session = AnyCall(read_recording(write_recording(tmp_path / "r.jsonl", sse_call(0))))
+    session = AnyCall(read_recording(write_calls(tmp_path / "r.jsonl", sse_call(0))))
     drifted = http_sections(chat_request("something else"))
     assert session.take("http", drifted, redactor=redact).call_index == 0
 
 
 async def test_replay_provider_and_the_http_boundary_share_one_session(tmp_path: Path) -> None:
-    path = write_recording(tmp_path / "r.jsonl", provider_call(0, "hi"), sse_call(1))
+    path = write_calls(tmp_path / "r.jsonl", provider_call(0, "hi"), sse_call(1))
     session = ReplaySession(read_with_provider_events(path))
     provider = ReplayProvider(session=session)
 
@@ -179,7 +179,7 @@ async def test_replay_provider_and_the_http_boundary_share_one_session(tmp_path:
 async def test_replay_provider_reports_the_boundary_when_http_was_recorded(
     tmp_path: Path,
 ) -> None:
-    provider = ReplayProvider(write_recording(tmp_path / "r.jsonl", sse_call(0)))
+    provider = ReplayProvider(write_calls(tmp_path / "r.jsonl", sse_call(0)))
     context = Context(messages=[UserMessage(content="hi")])
     with pytest.raises(ReplayMismatch) as caught:
         _ = [event async for event in provider.stream_simple(ECHO_MODEL, context)]
@@ -192,7 +192,7 @@ async def test_replay_provider_reports_the_boundary_when_http_was_recorded(
 
 
 def test_replay_provider_needs_a_session_with_decoded_events(tmp_path: Path) -> None:
-    session = session_on(write_recording(tmp_path / "r.jsonl", provider_call(0)))
+    session = session_on(write_calls(tmp_path / "r.jsonl", provider_call(0)))
     with pytest.raises(ValueError, match="provider events decoded"):
         ReplayProvider(session=session)
     with pytest.raises(TypeError, match="path of a recording, or a session"):

@@ -7,28 +7,18 @@ from pathlib import Path
 
 import orjson
 import pytest
-from sample_recordings import (
-    Row,
-    call_rows,
-    header,
-    record_echo_tool_session,
-    text_events,
-    write_rows,
-)
 
 from openprogram.errors import RecordingFileError
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
-    EchoProvider,
-    RecordingProvider,
     SimpleStreamOptions,
     UserMessage,
     complete_simple,
-    register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.recordings.show import CallView, RecordingCallNotFoundError, call_views
+from tests.support.recording_rows import Row, call_rows, header, text_events, write_rows
+from tests.support.tool_sessions import record_tool_session, recording_into
 
 SENDER = {"api": "fake", "provider": "fake", "model": "m1"}
 """The fields every recorded assistant message has."""
@@ -36,7 +26,7 @@ SENDER = {"api": "fake", "provider": "fake", "model": "m1"}
 
 async def test_a_two_call_echo_tool_session(tmp_path: Path) -> None:
     path = tmp_path / "tool.jsonl"
-    await record_echo_tool_session(path)
+    await record_tool_session(path)
     first, second = call_views(path)
     assert first == CallView(
         call_index=0,
@@ -64,14 +54,14 @@ async def test_a_two_call_echo_tool_session(tmp_path: Path) -> None:
 
 async def test_one_call_by_index(tmp_path: Path) -> None:
     path = tmp_path / "tool.jsonl"
-    await record_echo_tool_session(path)
+    await record_tool_session(path)
     [view] = call_views(path, call=1)
     assert view.call_index == 1
 
 
 async def test_a_call_out_of_range_names_how_many_there_are(tmp_path: Path) -> None:
     path = tmp_path / "tool.jsonl"
-    await record_echo_tool_session(path)
+    await record_tool_session(path)
     with pytest.raises(
         RecordingCallNotFoundError, match="no call 2; it holds 2 calls: choose 0 to 1"
     ):
@@ -111,8 +101,7 @@ def test_an_error_event_shows_reason_message_and_usage(tmp_path: Path) -> None:
     signal.set()
 
     async def record() -> None:
-        with scoped_api_providers():
-            register_api_provider("echo", RecordingProvider(EchoProvider(), path))
+        with recording_into(path):
             await complete_simple(
                 ECHO_MODEL,
                 Context(messages=[UserMessage(content="hi")]),
@@ -131,8 +120,8 @@ def test_an_error_event_shows_reason_message_and_usage(tmp_path: Path) -> None:
 def test_a_truncated_call_has_no_outcome(tmp_path: Path) -> None:
     rows = [
         header(),
-        *call_rows(0, text_events(["a"])),
-        *call_rows(1, text_events(["Hel", "lo"])[:4], outcome=None),
+        *call_rows(0, text_events("a")),
+        *call_rows(1, text_events("Hel", "lo")[:4], outcome=None),
     ]
     first, second = call_views(write_rows(tmp_path / "cut.jsonl", rows))
     assert first.outcome == "complete"
@@ -259,7 +248,7 @@ def test_a_corrupt_file_raises_the_reader_error(tmp_path: Path) -> None:
 
 async def test_to_json_is_plain(tmp_path: Path) -> None:
     path = tmp_path / "tool.jsonl"
-    await record_echo_tool_session(path)
+    await record_tool_session(path)
     data = [view.to_json() for view in call_views(path)]
     assert orjson.loads(orjson.dumps(data)) == data
     assert data[0]["tool_calls"] == [{"name": "lookup", "arguments": {"q": "x"}}]

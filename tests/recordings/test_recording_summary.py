@@ -13,32 +13,28 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sample_recordings import (
-    Row,
-    call_rows,
-    hand_formatted,
-    header,
-    record_echo_tool_session,
-    simple_recording,
-    text_events,
-    write_rows,
-)
 
 from openprogram.errors import RecordingFileError
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
-    EchoProvider,
-    RecordingProvider,
     UserMessage,
     complete_simple,
-    register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.providers.recording import encode_row, parse_recording, read_recording
 from openprogram.recordings import summary as summary_module
 from openprogram.recordings.hashing import transcript_hash
 from openprogram.recordings.summary import RecordingSummary, summarize_recording
+from tests.support.recording_rows import (
+    Row,
+    call_rows,
+    hand_formatted,
+    header,
+    text_events,
+    write_recording,
+    write_rows,
+)
+from tests.support.tool_sessions import record_tool_session, recording_into
 
 CREATED = "2026-01-02T03:04:05Z"
 
@@ -55,9 +51,9 @@ strict_reader = no_strict_reader
 
 def two_models(path: Path) -> Path:
     rows: list[Row] = [header(created_at=CREATED)]
-    rows += call_rows(0, text_events(["a", "b", "c"]), model_id="m1")
-    rows += call_rows(1, text_events(["d"]), model_id="m2", api="other")
-    rows += call_rows(2, text_events([]), model_id="m1")
+    rows += call_rows(0, text_events("a", "b", "c"), model_id="m1")
+    rows += call_rows(1, text_events("d"), model_id="m2", api="other")
+    rows += call_rows(2, text_events(), model_id="m1")
     return write_rows(path, rows)
 
 
@@ -87,7 +83,7 @@ def test_a_header_only_recording_has_no_calls(tmp_path: Path, no_strict_reader: 
 
 
 def test_crlf_line_ends_stay_on_the_fast_path(tmp_path: Path, no_strict_reader: mock.Mock) -> None:
-    rows = [header(), *call_rows(0, text_events(["x", "y"]))]
+    rows = [header(), *call_rows(0, text_events("x", "y"))]
     summary = summarize_recording(write_rows(tmp_path / "crlf.jsonl", rows, newline=b"\r\n"))
     assert (summary.valid, summary.calls, summary.events) == (True, 1, 6)
 
@@ -95,7 +91,7 @@ def test_crlf_line_ends_stay_on_the_fast_path(tmp_path: Path, no_strict_reader: 
 def test_a_call_without_call_end_is_truncated(tmp_path: Path, no_strict_reader: mock.Mock) -> None:
     rows = [
         header(),
-        *call_rows(0, text_events(["x"])),
+        *call_rows(0, text_events("x")),
         *call_rows(1, [{"type": "start"}], outcome=None),
     ]
     summary = summarize_recording(write_rows(tmp_path / "t.jsonl", rows))
@@ -106,7 +102,7 @@ def test_a_call_without_call_end_is_truncated(tmp_path: Path, no_strict_reader: 
 def test_a_line_cut_off_mid_write_is_truncated_not_invalid(
     tmp_path: Path, no_strict_reader: mock.Mock
 ) -> None:
-    rows = [header(), *call_rows(0, text_events(["x"]))]
+    rows = [header(), *call_rows(0, text_events("x"))]
     cut = encode_row({"type": "request", "call_index": 1, "model": {}})[:25]
     summary = summarize_recording(write_rows(tmp_path / "cut.jsonl", rows, tail=cut))
     assert (summary.valid, summary.truncated, summary.calls, summary.events) == (True, True, 1, 5)
@@ -115,14 +111,14 @@ def test_a_line_cut_off_mid_write_is_truncated_not_invalid(
 def test_a_whole_last_row_without_its_newline_counts(
     tmp_path: Path, no_strict_reader: mock.Mock
 ) -> None:
-    rows = [header(), *call_rows(0, text_events(["x"]))]
+    rows = [header(), *call_rows(0, text_events("x"))]
     path = write_rows(tmp_path / "nonl.jsonl", rows[:-1], tail=encode_row(rows[-1])[:-1])
     summary = summarize_recording(path)
     assert (summary.valid, summary.truncated, summary.calls, summary.events) == (True, False, 1, 5)
 
 
 def test_another_format_version_is_invalid_naming_both(tmp_path: Path) -> None:
-    rows = [header(format_version=2, created_at=CREATED), *call_rows(0, text_events(["x"]))]
+    rows = [header(format_version=2, created_at=CREATED), *call_rows(0, text_events("x"))]
     summary = summarize_recording(write_rows(tmp_path / "v2.jsonl", rows))
     assert not summary.valid
     assert summary.problem is not None
@@ -158,7 +154,7 @@ def test_garbage_is_invalid_with_a_one_line_problem(
 def test_a_bad_line_in_the_middle_is_found_by_the_strict_reader(
     tmp_path: Path, strict_reader: mock.Mock
 ) -> None:
-    rows: list[Row | bytes] = [header(), *call_rows(0, text_events(["x"]))]
+    rows: list[Row | bytes] = [header(), *call_rows(0, text_events("x"))]
     rows.insert(3, b"oops, hand edited")
     summary = summarize_recording(write_rows(tmp_path / "bad.jsonl", rows))
     assert not summary.valid
@@ -167,7 +163,7 @@ def test_a_bad_line_in_the_middle_is_found_by_the_strict_reader(
 
 
 def test_a_wrong_event_count_is_found(tmp_path: Path) -> None:
-    rows = [header(), *call_rows(0, text_events(["x"]))]
+    rows = [header(), *call_rows(0, text_events("x"))]
     rows[-1]["event_count"] = 3
     summary = summarize_recording(write_rows(tmp_path / "count.jsonl", rows))
     assert not summary.valid
@@ -175,7 +171,7 @@ def test_a_wrong_event_count_is_found(tmp_path: Path) -> None:
 
 
 def test_a_skipped_call_index_is_found(tmp_path: Path) -> None:
-    rows = [header(), *call_rows(1, text_events(["x"]))]
+    rows = [header(), *call_rows(1, text_events("x"))]
     summary = summarize_recording(write_rows(tmp_path / "skip.jsonl", rows))
     assert not summary.valid
     assert "skips ahead" in (summary.problem or "")
@@ -184,7 +180,7 @@ def test_a_skipped_call_index_is_found(tmp_path: Path) -> None:
 def test_interleaved_calls_stay_on_the_fast_path(
     tmp_path: Path, no_strict_reader: mock.Mock
 ) -> None:
-    first, second = call_rows(0, text_events(["a"])), call_rows(1, text_events(["b", "c"]))
+    first, second = call_rows(0, text_events("a")), call_rows(1, text_events("b", "c"))
     rows = [
         header(),
         first[0],
@@ -207,7 +203,7 @@ def test_interleaved_calls_stay_on_the_fast_path(
 def test_misplaced_rows_are_found_by_the_strict_reader(
     tmp_path: Path, edit: str, problem: str
 ) -> None:
-    first, second = call_rows(0, text_events(["a"])), call_rows(1, text_events(["b"]))
+    first, second = call_rows(0, text_events("a")), call_rows(1, text_events("b"))
     rows = [header(), *first, *second]
     if edit == "duplicate call_end":
         rows.insert(len(first) + 1, first[-1])
@@ -224,8 +220,8 @@ def test_hand_formatted_rows_are_read_by_the_strict_reader(
     tmp_path: Path, strict_reader: mock.Mock
 ) -> None:
     rows: list[Row] = [header(created_at=CREATED)]
-    rows += call_rows(0, text_events(["a", "b"]), model_id="m1")
-    rows += call_rows(1, text_events(["c"]), model_id="m2", outcome=None)
+    rows += call_rows(0, text_events("a", "b"), model_id="m1")
+    rows += call_rows(1, text_events("c"), model_id="m2", outcome=None)
     fast = summarize_recording(write_rows(tmp_path / "fast.jsonl", rows))
     hand = summarize_recording(write_rows(tmp_path / "hand.jsonl", hand_formatted(rows)))
     fields = ("calls", "events", "models", "truncated", "valid", "created_at", "format_version")
@@ -235,7 +231,7 @@ def test_hand_formatted_rows_are_read_by_the_strict_reader(
 
 
 def test_blank_lines_are_tolerated(tmp_path: Path) -> None:
-    rows: list[Row | bytes] = [header(), b"", *call_rows(0, text_events(["x"])), b"   "]
+    rows: list[Row | bytes] = [header(), b"", *call_rows(0, text_events("x")), b"   "]
     summary = summarize_recording(write_rows(tmp_path / "blank.jsonl", rows))
     assert (summary.valid, summary.calls, summary.events) == (True, 1, 5)
 
@@ -244,7 +240,7 @@ def test_a_context_key_inside_the_model_does_not_confuse_the_model_reader(
     tmp_path: Path, no_strict_reader: mock.Mock
 ) -> None:
     headers = {"a": "b", "context": "x", "z": '","context":{'}
-    rows = [header(), *call_rows(0, text_events(["x"]), model_id="m9", headers=headers)]
+    rows = [header(), *call_rows(0, text_events("x"), model_id="m9", headers=headers)]
     summary = summarize_recording(write_rows(tmp_path / "ctx.jsonl", rows))
     assert summary.models == ["fake:m9"]
 
@@ -253,7 +249,7 @@ def test_text_that_looks_like_rows_does_not_count(
     tmp_path: Path, no_strict_reader: mock.Mock
 ) -> None:
     sneaky = '\n{"type":"event","call_index":0}\n{"type":"request",'
-    rows = [header(), *call_rows(0, text_events([sneaky, "}\n"]), text=sneaky)]
+    rows = [header(), *call_rows(0, text_events(sneaky, "}\n"), text=sneaky)]
     summary = summarize_recording(write_rows(tmp_path / "sneaky.jsonl", rows))
     assert (summary.valid, summary.calls, summary.events) == (True, 1, 6)
 
@@ -302,9 +298,9 @@ def test_from_json_refuses_a_wrong_field() -> None:
 
 
 def test_created_time_falls_back_to_mtime(tmp_path: Path) -> None:
-    summary = summarize_recording(simple_recording(tmp_path / "a.jsonl", created_at=CREATED))
+    summary = summarize_recording(write_recording(tmp_path / "a.jsonl", created_at=CREATED))
     assert summary.created_time == 1767323045.0
-    bad = summarize_recording(simple_recording(tmp_path / "b.jsonl", created_at="yesterday"))
+    bad = summarize_recording(write_recording(tmp_path / "b.jsonl", created_at="yesterday"))
     assert bad.created_time == bad.mtime
 
 
@@ -312,7 +308,7 @@ async def test_an_echo_tool_session_agrees_with_the_reader(
     tmp_path: Path, no_strict_reader: mock.Mock
 ) -> None:
     path = tmp_path / "echo.jsonl"
-    await record_echo_tool_session(path)
+    await record_tool_session(path)
     summary = summarize_recording(path)
     assert (summary.valid, summary.calls, summary.events, summary.truncated) == (True, 2, 10, False)
     assert summary.models == ["echo:echo"]
@@ -326,7 +322,7 @@ def recordings(draw: st.DrawFn) -> tuple[list[Row], bytes, bytes, bool]:
     """Rows of random calls, interleaved as concurrent writers may; line end; tail; cut-off."""
     calls: list[list[Row]] = []
     for index in range(draw(st.integers(0, 4))):
-        events = text_events(draw(st.lists(st.text(max_size=12), max_size=5)))
+        events = text_events(*draw(st.lists(st.text(max_size=12), max_size=5)))
         outcome = draw(st.sampled_from(["complete", "error", "cancelled", "abandoned", None]))
         if outcome is None:
             events = events[: draw(st.integers(0, len(events)))]
@@ -429,8 +425,7 @@ def test_random_bytes_never_raise(content: bytes) -> None:
 @given(prompts=st.lists(st.text(max_size=30), max_size=4))
 def test_echo_recordings_agree_with_the_strict_reader(prompts: list[str]) -> None:
     async def record(path: Path) -> None:
-        with scoped_api_providers():
-            register_api_provider("echo", RecordingProvider(EchoProvider(), path))
+        with recording_into(path):
             for prompt in prompts:
                 await complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content=prompt)]))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sample_recordings import simple_recording
 
 from openprogram.recordings.names import RecordingNameError
 from openprogram.recordings.store import (
@@ -14,14 +13,15 @@ from openprogram.recordings.store import (
     RecordingRefusedError,
     delete_recording,
 )
+from tests.support.recording_rows import write_recording
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     folder = tmp_path / "store"
     folder.mkdir()
-    simple_recording(folder / "demo.jsonl")
-    simple_recording(folder / "other.jsonl")
+    write_recording(folder / "demo.jsonl")
+    write_recording(folder / "other.jsonl")
     return folder
 
 
@@ -77,7 +77,7 @@ def test_refuses_a_symlink_into_the_store(store: Path) -> None:
 
 
 def test_refuses_a_symlink_pointing_outside(store: Path, tmp_path: Path) -> None:
-    outside = simple_recording(tmp_path / "outside.jsonl")
+    outside = write_recording(tmp_path / "outside.jsonl")
     (store / "escape.jsonl").symlink_to(outside)
     assert "symbolic link" in refusal(store, "escape").reason
     assert outside.exists()
@@ -88,7 +88,7 @@ def test_refuses_a_symlink_pointing_outside(store: Path, tmp_path: Path) -> None
 def test_refuses_a_relative_path_out_of_the_store(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outside = simple_recording(tmp_path / "outside.jsonl")
+    outside = write_recording(tmp_path / "outside.jsonl")
     monkeypatch.chdir(store)
     with pytest.raises(RecordingNameError, match="not a path"):
         delete_recording(store, "../outside.jsonl", active=None)
@@ -96,7 +96,7 @@ def test_refuses_a_relative_path_out_of_the_store(
 
 
 def test_refuses_an_absolute_path(store: Path, tmp_path: Path) -> None:
-    outside = simple_recording(tmp_path / "outside.jsonl")
+    outside = write_recording(tmp_path / "outside.jsonl")
     with pytest.raises(RecordingNameError, match="not a path"):
         delete_recording(store, str(outside), active=None)
     assert outside.exists()

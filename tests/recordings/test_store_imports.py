@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sample_recordings import record_echo_tool_session
+from tests.support.tool_sessions import record_tool_session
 
 FOR_SHOW_ONLY = ("openprogram.providers.events", "openprogram.providers.types")
 FORBIDDEN = (
@@ -53,7 +53,7 @@ print(json.dumps({"forbidden": before_show + imported(forbidden), "listed": len(
 async def test_list_show_and_summary_import_nothing_heavy(tmp_path: Path) -> None:
     store = tmp_path / "store"
     echo = store / "echo.jsonl"
-    await record_echo_tool_session(echo)
+    await record_tool_session(echo)
     result = subprocess.run(
         [
             sys.executable,

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sample_recordings import simple_recording
 
 from openprogram.recordings.store import (
     PruneCriteriaError,
@@ -15,6 +14,7 @@ from openprogram.recordings.store import (
     prune_recordings,
     select_for_prune,
 )
+from tests.support.recording_rows import write_recording
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -22,7 +22,7 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 def make(store: Path, name: str, *, days_old: float, created_days_ago: float | None = None) -> Path:
     """A recording last modified ``days_old`` days before NOW (created then, unless told)."""
     created = NOW - timedelta(days=days_old if created_days_ago is None else created_days_ago)
-    path = simple_recording(
+    path = write_recording(
         store / f"{name}.jsonl", created_at=created.isoformat().replace("+00:00", "Z")
     )
     mtime = (NOW - timedelta(days=days_old)).timestamp()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from sample_recordings import call_rows, header, simple_recording, text_events, write_rows
 
 from openprogram.providers.recording import encode_row
 from openprogram.recordings import summary as summary_module
@@ -20,6 +19,7 @@ from openprogram.recordings.summary_cache import (
     load_summary_cache,
     summarize_store,
 )
+from tests.support.recording_rows import call_rows, header, text_events, write_recording, write_rows
 
 
 class CountingSummaries:
@@ -45,9 +45,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> CountingSummaries:
 def store(tmp_path: Path) -> Path:
     folder = tmp_path / "store"
     folder.mkdir(mode=0o700)
-    simple_recording(folder / "old.jsonl", created_at="2026-01-01T00:00:00Z")
-    simple_recording(folder / "new.jsonl", 3, created_at="2026-02-01T00:00:00Z")
-    simple_recording(folder / "mid.jsonl", 1, created_at="2026-01-15T00:00:00Z")
+    write_recording(folder / "old.jsonl", created_at="2026-01-01T00:00:00Z")
+    write_recording(folder / "new.jsonl", calls=3, created_at="2026-02-01T00:00:00Z")
+    write_recording(folder / "mid.jsonl", calls=1, created_at="2026-01-15T00:00:00Z")
     return folder
 
 
@@ -65,7 +65,7 @@ def test_lists_newest_first(store: Path) -> None:
 def test_files_without_a_created_at_sort_by_mtime_and_ties_by_name(tmp_path: Path) -> None:
     store = tmp_path / "store"
     store.mkdir()
-    simple_recording(store / "dated.jsonl", created_at="2026-01-01T00:00:00Z")
+    write_recording(store / "dated.jsonl", created_at="2026-01-01T00:00:00Z")
     dated = summarize_store(store)[0].created_time
     for name in ("b", "a"):
         write_rows(store / f"{name}.jsonl", [header(created_at=None)], mtime=dated + 60)
@@ -116,7 +116,7 @@ def test_a_changed_file_is_read_again(store: Path, reads: CountingSummaries) -> 
     summarize_store(store)
     reads.read.clear()
     with (store / "old.jsonl").open("ab") as file:
-        for row in call_rows(2, text_events(["more"])):
+        for row in call_rows(2, text_events("more")):
             file.write(encode_row(row))
     summaries = {s.name: s for s in summarize_store(store)}
     assert reads.read == ["old.jsonl"]

@@ -8,10 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from sample_recordings import simple_recording
-from typer.testing import CliRunner
 
-from openprogram.cli.app import app
 from openprogram.recordings import store as store_module
 from openprogram.recordings.names import recording_files, resolve_store
 from openprogram.recordings.store import (
@@ -21,6 +18,8 @@ from openprogram.recordings.store import (
     prune_recordings,
 )
 from openprogram.recordings.summary_cache import summarize_store
+from tests.support.cli_runner import run
+from tests.support.recording_rows import write_recording
 
 
 @pytest.fixture
@@ -29,7 +28,7 @@ def target(tmp_path: Path) -> Path:
     folder = tmp_path / "disk" / "recordings"
     folder.mkdir(parents=True)
     for name in ("a", "b", "c"):
-        simple_recording(folder / f"{name}.jsonl")
+        write_recording(folder / f"{name}.jsonl")
     return folder
 
 
@@ -48,7 +47,7 @@ def elsewhere(tmp_path: Path) -> Path:
     folder = tmp_path / "elsewhere"
     folder.mkdir()
     for name in ("a", "b", "c"):
-        simple_recording(folder / f"{name}.jsonl")
+        write_recording(folder / f"{name}.jsonl")
     return folder
 
 
@@ -129,21 +128,20 @@ def test_the_commands_agree_through_a_symlinked_store(
     home.mkdir()
     (home / "recordings").symlink_to(target)
     monkeypatch.setenv("OPENPROGRAM_HOME", str(home))
-    runner = CliRunner()
     (home / "config.toml").write_text('[record_replay]\nmode = "replay"\nfile = "c"\n')
 
-    listed = json.loads(runner.invoke(app, ["recordings", "list", "--json"]).stdout)
+    listed = json.loads(run("list", "--json").stdout)
     assert {item["path"] for item in listed} == {
         str(target.resolve() / f"{name}.jsonl") for name in ("a", "b", "c")
     }
     assert [item["name"] for item in listed if item["active"]] == ["c"]
 
-    deleted = runner.invoke(app, ["recordings", "delete", "a", "--yes"])
+    deleted = run("delete", "a", "--yes")
     assert deleted.stdout == f"Deleted {target.resolve() / 'a.jsonl'}\n"
-    refused = runner.invoke(app, ["recordings", "delete", "c", "--yes"])
+    refused = run("delete", "c", "--yes")
     assert refused.exit_code == 1
 
-    pruned = runner.invoke(app, ["recordings", "prune", "--keep", "0", "--yes"])
+    pruned = run("prune", "--keep", "0", "--yes")
     assert pruned.exit_code == 0, pruned.output
     assert f"Deleted {target.resolve() / 'b.jsonl'}" in pruned.stdout
     assert names(target) == ["c"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from inner_project import InnerProject
+
+from tests.support.inner_project import InnerProject
 
 
 @pytest.fixture

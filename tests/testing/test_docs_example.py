@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from inner_project import InnerProject, literal
+from tests.support.inner_project import InnerProject, literal
 
 pytest_plugins = ["pytester"]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from inner_project import InnerProject, literal
+
+from tests.support.inner_project import InnerProject, literal
 
 pytest_plugins = ["pytester"]
 

@@ -4,7 +4,8 @@ parametrized and class-based tests, tests without the fixture, the user's config
 from __future__ import annotations
 
 import pytest
-from inner_project import InnerProject
+
+from tests.support.inner_project import InnerProject
 
 pytest_plugins = ["pytester"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from inner_project import InnerProject, file_mode
+
+from tests.support.inner_project import InnerProject, file_mode
 
 pytest_plugins = ["pytester"]
 

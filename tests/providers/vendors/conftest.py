@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sse_server import ScriptedServer
+
+from tests.support.sse_server import ScriptedServer
 
 
 @pytest.fixture

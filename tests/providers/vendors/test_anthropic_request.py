@@ -6,8 +6,6 @@ from typing import Any
 
 import orjson
 import pytest
-from sse_server import Script, ScriptedServer
-from vendor_streams import ANTHROPIC_MODEL, HELLO, an_text_reply, collect, last_done
 
 from openprogram.providers import (
     AssistantMessage,
@@ -24,6 +22,10 @@ from openprogram.providers import (
 )
 from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
 from openprogram.providers.builtins.anthropic_request import messages_body
+from tests.support.provider_events import collect, last_done
+from tests.support.sse_server import Script, ScriptedServer
+from tests.support.vendor_wire import an_text_reply
+from tests.support.vendors import ANTHROPIC, HELLO
 
 LOOKUP = Tool(
     name="lookup",
@@ -129,7 +131,7 @@ async def test_the_whole_request_body(server: ScriptedServer) -> None:
     options = StreamOptions(
         temperature=0.5, max_tokens=500, tool_choice="required", metadata={"user_id": "u-1"}
     )
-    last_done(await collect(provider(server).stream(ANTHROPIC_MODEL, CONVERSATION, options)))
+    last_done(await collect(provider(server).stream(ANTHROPIC.model, CONVERSATION, options)))
 
     received = server.received[0]
     assert received.request_line == "POST /v1/messages HTTP/1.1"
@@ -160,10 +162,10 @@ async def test_the_whole_request_body(server: ScriptedServer) -> None:
 
 async def test_reasoning_turns_on_thinking_for_a_reasoning_model(server: ScriptedServer) -> None:
     server.serve(Script([an_text_reply("ok")]), Script([an_text_reply("ok")]))
-    thinker = ANTHROPIC_MODEL.model_copy(update={"reasoning": True, "max_tokens": 2000})
+    thinker = ANTHROPIC.model.model_copy(update={"reasoning": True, "max_tokens": 2000})
     options = SimpleStreamOptions(reasoning="medium")
     await collect(provider(server).stream_simple(thinker, HELLO, options))
-    await collect(provider(server).stream_simple(ANTHROPIC_MODEL, HELLO, options))
+    await collect(provider(server).stream_simple(ANTHROPIC.model, HELLO, options))
 
     assert server.received[0].json() == {
         "model": "claude-test",
@@ -174,14 +176,14 @@ async def test_reasoning_turns_on_thinking_for_a_reasoning_model(server: Scripte
     }
     plain = server.received[1].json()
     assert "thinking" not in plain
-    assert plain["max_tokens"] == ANTHROPIC_MODEL.max_tokens
+    assert plain["max_tokens"] == ANTHROPIC.model.max_tokens
 
 
 @pytest.mark.parametrize(
     ("level", "budget"), [("minimal", 1024), ("low", 2048), ("medium", 8192), ("high", 16384)]
 )
 def test_thinking_budgets(level: Any, budget: int) -> None:
-    thinker = ANTHROPIC_MODEL.model_copy(update={"reasoning": True})
+    thinker = ANTHROPIC.model.model_copy(update={"reasoning": True})
     body = messages_body(thinker, HELLO, StreamOptions(max_tokens=100), reasoning=level)
     assert body["thinking"] == {"type": "enabled", "budget_tokens": budget}
     assert body["max_tokens"] == 100 + budget
@@ -190,7 +192,7 @@ def test_thinking_budgets(level: Any, budget: int) -> None:
 def test_tool_choice_forms() -> None:
     def choice(value: str) -> Any:
         return messages_body(
-            ANTHROPIC_MODEL, HELLO, StreamOptions(tool_choice=value), reasoning=None
+            ANTHROPIC.model, HELLO, StreamOptions(tool_choice=value), reasoning=None
         )["tool_choice"]
 
     assert choice("auto") == {"type": "auto"}
@@ -201,7 +203,7 @@ def test_tool_choice_forms() -> None:
 
 async def test_headers_with_a_key(server: ScriptedServer) -> None:
     server.serve(Script([an_text_reply("ok")]))
-    model = ANTHROPIC_MODEL.model_copy(update={"headers": {"anthropic-beta": "x-2025"}})
+    model = ANTHROPIC.model.model_copy(update={"headers": {"anthropic-beta": "x-2025"}})
     options = StreamOptions(api_key="sk-ant-xyz", headers={"X-Call": "c"})
     await collect(provider(server).stream(model, HELLO, options))
 
@@ -217,7 +219,7 @@ async def test_headers_with_a_key(server: ScriptedServer) -> None:
 async def test_no_key_header_without_a_key_on_loopback(server: ScriptedServer) -> None:
     server.serve(Script([an_text_reply("ok")]))
     assert provider(server).requires_credentials is False
-    last_done(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    last_done(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     headers = server.received[0].headers
     assert "x-api-key" not in headers
     assert headers["anthropic-version"] == "2023-06-01"
@@ -226,5 +228,5 @@ async def test_no_key_header_without_a_key_on_loopback(server: ScriptedServer) -
 async def test_the_same_input_sends_the_same_bytes(server: ScriptedServer) -> None:
     server.serve(Script([an_text_reply("ok")]), Script([an_text_reply("ok")]))
     for _ in range(2):
-        await collect(provider(server).stream(ANTHROPIC_MODEL, CONVERSATION))
+        await collect(provider(server).stream(ANTHROPIC.model, CONVERSATION))
     assert server.received[0].body == server.received[1].body

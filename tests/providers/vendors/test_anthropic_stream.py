@@ -3,24 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from sse_server import Script, ScriptedServer, cut, sse_event
-from vendor_streams import (
-    ANTHROPIC_MODEL,
-    HELLO,
-    PING,
-    an_block_start,
-    an_block_stop,
-    an_delta,
-    an_event,
-    an_message_delta,
-    an_message_start,
-    an_message_stop,
-    an_text_reply,
-    collect,
-    last_done,
-    last_error,
-    types,
-)
 
 from openprogram.providers import (
     TextContent,
@@ -33,6 +15,20 @@ from openprogram.providers import (
     Usage,
 )
 from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
+from tests.support.provider_events import collect, last_done, last_error, types
+from tests.support.sse_server import Script, ScriptedServer, cut, sse_event
+from tests.support.vendor_wire import (
+    PING,
+    an_block_start,
+    an_block_stop,
+    an_delta,
+    an_event,
+    an_message_delta,
+    an_message_start,
+    an_message_stop,
+    an_text_reply,
+)
+from tests.support.vendors import ANTHROPIC, HELLO
 
 
 def provider(server: ScriptedServer) -> AnthropicMessagesProvider:
@@ -67,7 +63,7 @@ async def test_text_split_inside_json_and_utf8_characters(server: ScriptedServer
     stream = an_text_reply("Caf", "é au ", "漢字", " 🙂 done")
     server.serve(Script(cut(stream, every=13, inside="é漢🙂")))
 
-    events = await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO))
+    events = await collect(provider(server).stream(ANTHROPIC.model, HELLO))
 
     assert types(events) == [
         "start",
@@ -102,7 +98,7 @@ async def test_usage_from_message_start_and_message_delta(server: ScriptedServer
         ]
     )
     server.serve(Script([stream]))
-    done = last_done(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     assert done.message.usage == Usage(
         input=30, output=12, cache_read=200, cache_write=50, total_tokens=292
     )
@@ -119,7 +115,7 @@ async def test_thinking_with_its_signature_then_text(server: ScriptedServer) -> 
     )
     server.serve(Script(cut(stream, every=31, inside="…漢")))
 
-    events = await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO))
+    events = await collect(provider(server).stream(ANTHROPIC.model, HELLO))
 
     assert types(events) == [
         "start",
@@ -148,7 +144,7 @@ async def test_a_tool_call_split_across_many_deltas(server: ScriptedServer) -> N
     )
     server.serve(Script(cut(stream, every=17, inside="é漢")))
 
-    events = await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO))
+    events = await collect(provider(server).stream(ANTHROPIC.model, HELLO))
 
     assert types(events) == [
         "start",
@@ -183,7 +179,7 @@ async def test_text_and_two_tool_calls(server: ScriptedServer) -> None:
     )
     server.serve(Script(cut(stream, every=40)))
 
-    events = await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO))
+    events = await collect(provider(server).stream(ANTHROPIC.model, HELLO))
 
     starts = [e for e in events if isinstance(e, ToolCallStartEvent)]
     assert [(e.content_index, e.id) for e in starts] == [(1, "toolu_a"), (2, "toolu_b")]
@@ -205,14 +201,14 @@ async def test_text_and_two_tool_calls(server: ScriptedServer) -> None:
 )
 async def test_stop_reasons(server: ScriptedServer, stop_reason: str, reason: str) -> None:
     server.serve(Script([reply(text_block(0, "x"), stop_reason=stop_reason)]))
-    done = last_done(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     assert done.reason == reason
     assert done.message.stop_reason == reason
 
 
 async def test_a_refusal_is_an_error_keeping_the_text(server: ScriptedServer) -> None:
     server.serve(Script([reply(text_block(0, "I can't"), stop_reason="refusal")]))
-    error = last_error(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     assert error.error.error_message is not None
     assert "refusal" in error.error.error_message
     assert error.error.text == "I can't"
@@ -230,7 +226,7 @@ async def test_an_error_event_carries_the_server_type_and_message(server: Script
         ]
     )
     server.serve(Script([stream]))
-    error = last_error(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     assert error.reason == "error"
     assert error.error.error_message == (
         "anthropic-messages: the server sent an error: overloaded_error: Overloaded"
@@ -244,7 +240,7 @@ async def test_invalid_tool_input_is_an_error_naming_the_tool(server: ScriptedSe
             [reply(tool_block(0, "toolu_9", "write_file", '{"path": "a'), stop_reason="tool_use")]
         )
     )
-    error = last_error(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     assert error.error.error_message is not None
     assert "invalid JSON arguments for tool 'write_file'" in error.error.error_message
     assert "toolu_9" in error.error.error_message
@@ -258,7 +254,7 @@ async def test_unknown_blocks_and_events_are_skipped(server: ScriptedServer) -> 
         text_block(1, "visible"),
     )
     server.serve(Script([stream]))
-    events = await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO))
+    events = await collect(provider(server).stream(ANTHROPIC.model, HELLO))
     assert types(events) == ["start", "text_start", "text_delta", "text_end", "done"]
     assert events[1].content_index == 0  # type: ignore[union-attr]
     assert last_done(events).message.content == [TextContent(text="visible")]
@@ -267,7 +263,7 @@ async def test_unknown_blocks_and_events_are_skipped(server: ScriptedServer) -> 
 async def test_a_delta_for_a_block_that_never_started_is_an_error(server: ScriptedServer) -> None:
     stream = b"".join([an_message_start(), an_delta(3, {"type": "text_delta", "text": "x"})])
     server.serve(Script([stream]))
-    error = last_error(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     assert error.error.error_message is not None
     assert "content block 3 was never started" in error.error.error_message
 
@@ -275,7 +271,7 @@ async def test_a_delta_for_a_block_that_never_started_is_an_error(server: Script
 async def test_no_message_stop_is_an_error(server: ScriptedServer) -> None:
     stream = b"".join([an_message_start(), text_block(0, "cut"), an_message_delta("end_turn")])
     server.serve(Script([stream]))
-    error = last_error(await collect(provider(server).stream(ANTHROPIC_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
     assert error.error.error_message is not None
     assert "stream ended before the reply finished" in error.error.error_message
     assert error.error.text == "cut"

@@ -7,12 +7,13 @@ import asyncio
 import socket
 
 import pytest
-from sse_server import Script, ScriptedServer, cut, error_script, sse_event
-from vendor_streams import HELLO, VENDORS, Vendor, collect, last_error, types
 
 from openprogram.providers import StreamOptions, TextDeltaEvent
+from tests.support.provider_events import collect, last_error, types
+from tests.support.sse_server import Script, ScriptedServer, cut, error_script, sse_event
+from tests.support.vendors import HELLO, VENDORS, Vendor, vendor_id
 
-pytestmark = pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+pytestmark = pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 
 KEY = "sk-test-0123456789abcdefghijklmnop"
 
@@ -33,7 +34,7 @@ KEY = "sk-test-0123456789abcdefghijklmnop"
 async def test_an_http_error_carries_the_status_and_the_server_message(
     server: ScriptedServer, vendor: Vendor, status: int, phrase: str
 ) -> None:
-    server.serve(error_script(status, vendor.error_body(f"problem number {status}")))
+    server.serve(error_script(status, vendor.wire.error_body(f"problem number {status}")))
     events = await collect(
         vendor.provider(server.base_url).stream(vendor.model, HELLO, StreamOptions(api_key=KEY))
     )
@@ -49,7 +50,9 @@ async def test_an_http_error_carries_the_status_and_the_server_message(
 
 
 async def test_429_names_the_retry_after_value(server: ScriptedServer, vendor: Vendor) -> None:
-    server.serve(error_script(429, vendor.error_body("Rate limit reached"), {"Retry-After": "3"}))
+    server.serve(
+        error_script(429, vendor.wire.error_body("Rate limit reached"), {"Retry-After": "3"})
+    )
     error = last_error(await collect(vendor.provider(server.base_url).stream(vendor.model, HELLO)))
     assert error.error.error_message == (
         f"{vendor.api}: HTTP 429 Too Many Requests: Rate limit reached (retry after 3 s)"
@@ -57,7 +60,7 @@ async def test_429_names_the_retry_after_value(server: ScriptedServer, vendor: V
 
 
 async def test_401_hints_at_the_key(server: ScriptedServer, vendor: Vendor) -> None:
-    server.serve(error_script(401, vendor.error_body("invalid x-api-key")))
+    server.serve(error_script(401, vendor.wire.error_body("invalid x-api-key")))
     provider = vendor.provider(server.base_url, api_key_env="MY_KEY")
     events = await collect(provider.stream(vendor.model, HELLO))  # loopback: no key needed
     message = last_error(events).error.error_message
@@ -68,7 +71,7 @@ async def test_401_hints_at_the_key(server: ScriptedServer, vendor: Vendor) -> N
 
 
 async def test_404_names_the_url(server: ScriptedServer, vendor: Vendor) -> None:
-    server.serve(error_script(404, vendor.error_body("model: nope")))
+    server.serve(error_script(404, vendor.wire.error_body("model: nope")))
     message = last_error(
         await collect(vendor.provider(server.base_url).stream(vendor.model, HELLO))
     ).error.error_message
@@ -91,7 +94,7 @@ async def test_an_error_body_that_is_not_json_is_quoted(
 
 
 async def test_the_key_is_never_quoted_in_an_error(server: ScriptedServer, vendor: Vendor) -> None:
-    server.serve(error_script(401, vendor.error_body(f"Incorrect API key provided: {KEY}.")))
+    server.serve(error_script(401, vendor.wire.error_body(f"Incorrect API key provided: {KEY}.")))
     events = await collect(
         vendor.provider(server.base_url).stream(vendor.model, HELLO, StreamOptions(api_key=KEY))
     )
@@ -117,7 +120,7 @@ async def test_connection_refused(vendor: Vendor) -> None:
 async def test_a_connection_dropped_mid_stream_keeps_the_partial_text(
     server: ScriptedServer, vendor: Vendor
 ) -> None:
-    stream = vendor.text_beginning("Hello, ", "wor")
+    stream = vendor.wire.text_beginning("Hello, ", "wor")
     server.serve(Script(cut(stream, every=50), ending="drop"))
     events = await collect(vendor.provider(server.base_url).stream(vendor.model, HELLO))
     error = last_error(events)
@@ -131,7 +134,7 @@ async def test_a_connection_dropped_mid_stream_keeps_the_partial_text(
 async def test_a_read_timeout_keeps_the_partial_text(
     server: ScriptedServer, vendor: Vendor
 ) -> None:
-    server.serve(Script([vendor.text_beginning("slow")], ending="hold"))
+    server.serve(Script([vendor.wire.text_beginning("slow")], ending="hold"))
     provider = vendor.provider(server.base_url, timeout=0.2)
     events = await asyncio.wait_for(collect(provider.stream(vendor.model, HELLO)), 5)
     error = last_error(events)
@@ -165,7 +168,7 @@ async def test_a_server_that_closes_without_replying(
 
 
 async def test_data_that_is_not_json(server: ScriptedServer, vendor: Vendor) -> None:
-    stream = vendor.text_beginning("ok") + b"data: {this is not json\n\n"
+    stream = vendor.wire.text_beginning("ok") + b"data: {this is not json\n\n"
     server.serve(Script([stream]))
     error = last_error(await collect(vendor.provider(server.base_url).stream(vendor.model, HELLO)))
     assert error.error.error_message == (
@@ -203,7 +206,7 @@ async def test_a_reply_that_is_not_an_event_stream(server: ScriptedServer, vendo
 
 
 async def test_a_stream_that_ends_early(server: ScriptedServer, vendor: Vendor) -> None:
-    server.serve(Script([vendor.text_beginning("Hel", "lo")]))
+    server.serve(Script([vendor.wire.text_beginning("Hel", "lo")]))
     events = await collect(vendor.provider(server.base_url).stream(vendor.model, HELLO))
     error = last_error(events)
     assert error.error.error_message is not None
@@ -214,7 +217,7 @@ async def test_a_stream_that_ends_early(server: ScriptedServer, vendor: Vendor) 
 
 
 async def test_the_signal_aborts_mid_stream(server: ScriptedServer, vendor: Vendor) -> None:
-    server.serve(Script([vendor.text_beginning("Hel", "lo")], ending="hold"))
+    server.serve(Script([vendor.wire.text_beginning("Hel", "lo")], ending="hold"))
     signal = asyncio.Event()
     events = []
     stream = vendor.provider(server.base_url).stream(
@@ -263,7 +266,7 @@ async def test_a_signal_set_before_the_call_sends_nothing(
 async def test_a_consumer_that_stops_early_closes_the_response(
     server: ScriptedServer, vendor: Vendor
 ) -> None:
-    server.serve(Script([vendor.text_beginning("one", "two")], ending="hold"))
+    server.serve(Script([vendor.wire.text_beginning("one", "two")], ending="hold"))
     stream = vendor.provider(server.base_url).stream(vendor.model, HELLO)
     async with asyncio.timeout(5):
         async for event in stream:

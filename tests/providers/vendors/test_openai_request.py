@@ -6,8 +6,6 @@ from typing import Any
 
 import orjson
 import pytest
-from sse_server import Script, ScriptedServer
-from vendor_streams import HELLO, OPENAI_MODEL, collect, last_done, oa_text_reply
 
 from openprogram.providers import (
     AssistantMessage,
@@ -24,6 +22,10 @@ from openprogram.providers import (
 )
 from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
 from openprogram.providers.builtins.openai_request import chat_completions_body
+from tests.support.provider_events import collect, last_done
+from tests.support.sse_server import Script, ScriptedServer
+from tests.support.vendor_wire import oa_text_reply
+from tests.support.vendors import HELLO, OPENAI
 
 LOOKUP = Tool(
     name="lookup",
@@ -126,7 +128,7 @@ async def test_the_whole_request_body(server: ScriptedServer) -> None:
         session_id="s1",
         reasoning="high",
     )
-    last_done(await collect(provider(server).stream_simple(OPENAI_MODEL, CONVERSATION, options)))
+    last_done(await collect(provider(server).stream_simple(OPENAI.model, CONVERSATION, options)))
 
     received = server.received[0]
     assert received.request_line == "POST /v1/chat/completions HTTP/1.1"
@@ -149,10 +151,10 @@ async def test_max_tokens_defaults_to_the_model_and_reasoning_needs_a_reasoning_
     server: ScriptedServer,
 ) -> None:
     server.serve(Script([oa_text_reply("ok")]), Script([oa_text_reply("ok")]))
-    thinker = OPENAI_MODEL.model_copy(update={"reasoning": True, "max_tokens": 999})
+    thinker = OPENAI.model.model_copy(update={"reasoning": True, "max_tokens": 999})
     options = SimpleStreamOptions(reasoning="low")
     await collect(provider(server).stream_simple(thinker, HELLO, options))
-    await collect(provider(server).stream_simple(OPENAI_MODEL, HELLO, options))
+    await collect(provider(server).stream_simple(OPENAI.model, HELLO, options))
 
     assert server.received[0].json() == {
         "model": "gpt-test",
@@ -168,13 +170,13 @@ async def test_max_tokens_defaults_to_the_model_and_reasoning_needs_a_reasoning_
 async def test_the_same_input_sends_the_same_bytes(server: ScriptedServer) -> None:
     server.serve(Script([oa_text_reply("ok")]), Script([oa_text_reply("ok")]))
     for _ in range(2):
-        await collect(provider(server).stream(OPENAI_MODEL, CONVERSATION, StreamOptions()))
+        await collect(provider(server).stream(OPENAI.model, CONVERSATION, StreamOptions()))
     assert server.received[0].body == server.received[1].body
 
 
 async def test_headers_with_a_key_and_extra_headers(server: ScriptedServer) -> None:
     server.serve(Script([oa_text_reply("ok")]))
-    model = OPENAI_MODEL.model_copy(update={"headers": {"X-Model": "m", "X-Both": "model"}})
+    model = OPENAI.model.model_copy(update={"headers": {"X-Model": "m", "X-Both": "model"}})
     options = StreamOptions(api_key="sk-abc", headers={"X-Call": "c", "x-both": "options"})
     await collect(provider(server).stream(model, HELLO, options))
 
@@ -188,7 +190,7 @@ async def test_headers_with_a_key_and_extra_headers(server: ScriptedServer) -> N
 async def test_no_authorization_header_without_a_key_on_loopback(server: ScriptedServer) -> None:
     server.serve(Script([oa_text_reply("ok")]))
     assert provider(server).requires_credentials is False
-    last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert "authorization" not in server.received[0].headers
 
 
@@ -201,7 +203,7 @@ async def test_on_payload_sees_the_body_before_it_is_sent(server: ScriptedServer
         seen.append(body)
 
     await collect(
-        provider(server).stream(OPENAI_MODEL, HELLO, StreamOptions(on_payload=on_payload))
+        provider(server).stream(OPENAI.model, HELLO, StreamOptions(on_payload=on_payload))
     )
     assert seen == [server.received[0].json()]
 
@@ -209,7 +211,7 @@ async def test_on_payload_sees_the_body_before_it_is_sent(server: ScriptedServer
 async def test_model_base_url_wins_over_the_provider_setting(server: ScriptedServer) -> None:
     server.serve(Script([oa_text_reply("ok")]))
     elsewhere = OpenAICompletionsProvider(base_url="http://127.0.0.1:9/v1")
-    model = OPENAI_MODEL.model_copy(update={"base_url": f"{server.base_url}/v1/"})
+    model = OPENAI.model.model_copy(update={"base_url": f"{server.base_url}/v1/"})
     last_done(await collect(elsewhere.stream(model, HELLO)))
     assert server.received[0].path == "/v1/chat/completions"
 
@@ -217,7 +219,7 @@ async def test_model_base_url_wins_over_the_provider_setting(server: ScriptedSer
 def test_tool_choice_forms() -> None:
     def choice(value: str) -> Any:
         body = chat_completions_body(
-            OPENAI_MODEL, HELLO, StreamOptions(tool_choice=value), base_url="", reasoning=None
+            OPENAI.model, HELLO, StreamOptions(tool_choice=value), base_url="", reasoning=None
         )
         return body["tool_choice"]
 
@@ -235,9 +237,9 @@ def test_tool_choice_forms() -> None:
 )
 def test_openai_itself_gets_max_completion_tokens(base_url: str, field: str) -> None:
     body = chat_completions_body(
-        OPENAI_MODEL, HELLO, StreamOptions(), base_url=base_url, reasoning=None
+        OPENAI.model, HELLO, StreamOptions(), base_url=base_url, reasoning=None
     )
-    assert body[field] == OPENAI_MODEL.max_tokens
+    assert body[field] == OPENAI.model.max_tokens
     assert {"max_tokens", "max_completion_tokens"} & set(body) == {field}
 
 
@@ -265,7 +267,7 @@ def test_images_from_tool_results_follow_the_tool_messages() -> None:
         ]
     )
     body = chat_completions_body(
-        OPENAI_MODEL, context, StreamOptions(), base_url="", reasoning=None
+        OPENAI.model, context, StreamOptions(), base_url="", reasoning=None
     )
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool", "user", "user"]
     assert body["messages"][1] == {
@@ -292,6 +294,6 @@ def test_an_empty_assistant_reply_is_left_out() -> None:
     )
     context = Context(messages=[UserMessage(content="a", timestamp=1), failed])
     body = chat_completions_body(
-        OPENAI_MODEL, context, StreamOptions(), base_url="", reasoning=None
+        OPENAI.model, context, StreamOptions(), base_url="", reasoning=None
     )
     assert body["messages"] == [{"role": "user", "content": "a"}]

@@ -3,20 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from sse_server import Script, ScriptedServer, cut
-from vendor_streams import (
-    HELLO,
-    OPENAI_MODEL,
-    collect,
-    last_done,
-    last_error,
-    oa_chunk,
-    oa_stream,
-    oa_text_reply,
-    oa_tool_piece,
-    oa_usage,
-    types,
-)
 
 from openprogram.providers import (
     TextContent,
@@ -29,6 +15,10 @@ from openprogram.providers import (
     Usage,
 )
 from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
+from tests.support.provider_events import collect, last_done, last_error, types
+from tests.support.sse_server import Script, ScriptedServer, cut
+from tests.support.vendor_wire import oa_chunk, oa_stream, oa_text_reply, oa_tool_piece, oa_usage
+from tests.support.vendors import HELLO, OPENAI
 
 
 def provider(server: ScriptedServer) -> OpenAICompletionsProvider:
@@ -39,7 +29,7 @@ async def test_text_split_inside_json_and_utf8_characters(server: ScriptedServer
     stream = oa_text_reply("Caf", "é au ", "漢字", " 🙂 done")
     server.serve(Script(cut(stream, every=9, inside="é漢🙂")))
 
-    events = await collect(provider(server).stream(OPENAI_MODEL, HELLO))
+    events = await collect(provider(server).stream(OPENAI.model, HELLO))
 
     assert types(events) == [
         "start",
@@ -82,7 +72,7 @@ async def test_a_tool_call_split_across_many_chunks(server: ScriptedServer) -> N
     )
     server.serve(Script(cut(stream, every=11, inside="é漢")))
 
-    events = await collect(provider(server).stream(OPENAI_MODEL, HELLO))
+    events = await collect(provider(server).stream(OPENAI.model, HELLO))
 
     assert types(events) == [
         "start",
@@ -124,7 +114,7 @@ async def test_an_id_and_name_repeated_in_every_chunk_are_kept_once(
             ]
         )
     )
-    done = last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert done.message.content == [ToolCall(id="call_1", name="lookup", arguments={"q": "x"})]
 
 
@@ -143,7 +133,7 @@ async def test_text_then_two_tool_calls_take_contiguous_content_indexes(
     )
     server.serve(Script(cut(stream, every=23)))
 
-    events = await collect(provider(server).stream(OPENAI_MODEL, HELLO))
+    events = await collect(provider(server).stream(OPENAI.model, HELLO))
 
     starts = [e for e in events if isinstance(e, ToolCallStartEvent)]
     assert [(e.content_index, e.id, e.name) for e in starts] == [
@@ -174,7 +164,7 @@ async def test_usage_with_cached_tokens(server: ScriptedServer) -> None:
             ]
         )
     )
-    done = last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert done.message.usage == Usage(input=40, output=9, cache_read=60, total_tokens=109)
 
 
@@ -182,7 +172,7 @@ async def test_a_usage_chunk_with_null_choices_and_no_done_line(server: Scripted
     # Some compatible servers send "choices": null in the usage chunk, or close without [DONE].
     usage = oa_usage(prompt=3, completion=2) | {"choices": None}
     server.serve(Script([oa_stream(oa_chunk({"content": "hi"}, finish="stop"), usage, done=False)]))
-    done = last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert done.message.usage == Usage(input=3, output=2, total_tokens=5)
     assert done.message.text == "hi"
 
@@ -203,7 +193,7 @@ async def test_finish_reasons(
     server.serve(
         Script([oa_stream(oa_chunk({"content": "x"}), *tool, oa_chunk(finish=finish_reason))])
     )
-    done = last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert done.reason == reason
     assert done.message.stop_reason == reason
 
@@ -212,7 +202,7 @@ async def test_content_filter_ends_with_an_error_keeping_the_text(server: Script
     server.serve(
         Script([oa_stream(oa_chunk({"content": "Once upon"}), oa_chunk(finish="content_filter"))])
     )
-    error = last_error(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert error.reason == "error"
     assert error.error.stop_reason == "error"
     assert error.error.error_message is not None
@@ -230,7 +220,7 @@ async def test_reasoning_content_becomes_thinking(server: ScriptedServer) -> Non
     )
     server.serve(Script(cut(stream, inside="…漢")))
 
-    events = await collect(provider(server).stream(OPENAI_MODEL, HELLO))
+    events = await collect(provider(server).stream(OPENAI.model, HELLO))
 
     assert types(events) == [
         "start",
@@ -258,7 +248,7 @@ async def test_the_reasoning_field_of_other_servers_becomes_thinking(
             [oa_stream(oa_chunk({"reasoning": "hmm"}), oa_chunk({"content": "ok"}, finish="stop"))]
         )
     )
-    done = last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert done.message.content == [ThinkingContent(thinking="hmm"), TextContent(text="ok")]
 
 
@@ -274,7 +264,7 @@ async def test_invalid_tool_arguments_are_an_error_naming_the_tool(server: Scrip
             ]
         )
     )
-    error = last_error(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(OPENAI.model, HELLO)))
     message = error.error.error_message
     assert message is not None
     assert message.startswith("openai-completions: the model sent invalid JSON arguments")
@@ -294,7 +284,7 @@ async def test_arguments_cut_by_max_tokens_say_so(server: ScriptedServer) -> Non
             ]
         )
     )
-    error = last_error(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert error.error.error_message is not None
     assert "'write'" in error.error.error_message
     assert "max_tokens" in error.error.error_message
@@ -311,7 +301,7 @@ async def test_arguments_that_are_not_an_object_are_an_error(server: ScriptedSer
             ]
         )
     )
-    error = last_error(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert error.error.error_message is not None
     assert "not a JSON object" in error.error.error_message
 
@@ -320,7 +310,7 @@ async def test_arguments_sent_as_an_object_are_accepted(server: ScriptedServer) 
     piece = oa_tool_piece(0, call_id="call_1", name="t")
     piece["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = {"a": 1}
     server.serve(Script([oa_stream(piece, oa_chunk(finish="tool_calls"))]))
-    done = last_done(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    done = last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert done.message.content == [ToolCall(id="call_1", name="t", arguments={"a": 1})]
 
 
@@ -336,7 +326,7 @@ async def test_an_error_chunk_mid_stream_is_an_error_event(server: ScriptedServe
             ]
         )
     )
-    error = last_error(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert error.error.error_message == (
         "openai-completions: the server sent an error mid-stream: "
         "server_error: The server had an error"
@@ -346,7 +336,7 @@ async def test_an_error_chunk_mid_stream_is_an_error_event(server: ScriptedServe
 
 async def test_done_without_a_finish_reason_is_an_error(server: ScriptedServer) -> None:
     server.serve(Script([oa_stream(oa_chunk({"content": "cut"}))]))
-    error = last_error(await collect(provider(server).stream(OPENAI_MODEL, HELLO)))
+    error = last_error(await collect(provider(server).stream(OPENAI.model, HELLO)))
     assert error.error.error_message is not None
     assert "stream ended before the reply finished" in error.error.error_message
     assert error.error.text == "cut"
@@ -366,7 +356,7 @@ async def test_a_call_ended_before_an_invalid_one_is_still_streamed(
             ]
         )
     )
-    events = await collect(provider(server).stream(OPENAI_MODEL, HELLO))
+    events = await collect(provider(server).stream(OPENAI.model, HELLO))
     assert types(events)[-2:] == ["toolcall_end", "error"]
     error = last_error(events)
     assert error.error.content[0] == ToolCall(id="call_1", name="good", arguments={"a": 1})

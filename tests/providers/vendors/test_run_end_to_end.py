@@ -1,60 +1,43 @@
-"""Issue 4, end to end: record a real-provider session with the server up, replay it with the
-server stopped, as separate processes — the way a user would run it."""
+"""End to end: record a vendor session with the server up, replay it with the server stopped,
+as separate processes — the way a user would run it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from sse_server import Script, ScriptedServer, cut
-from vendor_streams import VENDORS, Vendor
 
-SOCKETS_DISABLED = (
-    "import socket\n"
-    "def refuse(*args, **kwargs):\n"
-    "    raise OSError('sockets are disabled')\n"
-    "socket.socket.connect = refuse\n"
-    "socket.create_connection = refuse\n"
-)
-RUN_CLI = (
-    "import sys\n"
-    "from openprogram.cli import main\n"
-    "sys.argv = ['openprogram', *sys.argv[1:]]\n"
-    "main()\n"
-)
+from tests.support.child_processes import openprogram_process, user_environment
+from tests.support.sse_server import Script, ScriptedServer, cut
+from tests.support.vendor_wire import ToolUse
+from tests.support.vendors import VENDORS, Vendor, vendor_id
 
 
 def cli(
     folder: Path, env: dict[str, str], *args: str, offline: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    code = (SOCKETS_DISABLED if offline else "") + RUN_CLI
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return openprogram_process(*args, env=env, cwd=folder, offline=offline)
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=[vendor.api for vendor in VENDORS])
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 def test_record_with_the_server_up_replay_with_it_stopped(tmp_path: Path, vendor: Vendor) -> None:
     folder = tmp_path / "work"
     folder.mkdir()
     (folder / "README.md").write_text("# Demo project\n")
     home = tmp_path / "openprogram-home"
-    env = {**os.environ, "OPENPROGRAM_HOME": str(home), "NO_COLOR": "1"}
+    env = user_environment(home)
     server = ScriptedServer()
-    base_url = f"{server.base_url}/v1" if vendor.api == "openai-completions" else server.base_url
+    base_url = vendor.base_url(server.base_url)
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text(f'[providers.{vendor.api}]\nbase_url = "{base_url}"\n')
     server.serve(
-        Script(pieces=cut(vendor.tool_reply("call_1", "read_file", '{"path": "README.md"}'))),
-        Script(pieces=cut(vendor.text_reply("The README says: ", "# Demo project"), every=7)),
+        Script(
+            pieces=cut(
+                vendor.wire.reply(ToolUse("call_1", "read_file", ('{"path": ', '"README.md"}')))
+            )
+        ),
+        Script(pieces=cut(vendor.wire.text_reply("The README says: ", "# Demo project"), every=7)),
     )
     model = f"--model={vendor.api}:test-model"
     try:

@@ -9,15 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from sse_server import Script, ScriptedServer
-from vendor_streams import ANTHROPIC, OPENAI, VENDORS, Vendor, collect, last_done
 
 from openprogram.providers import (
-    Context,
     MissingApiKeyError,
     Model,
     SimpleStreamOptions,
-    UserMessage,
     get_api_provider,
     register_api_provider,
     scoped_api_providers,
@@ -27,18 +23,12 @@ from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesP
 from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
 from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, is_loopback_url
 from openprogram.providers.runtime import reset_provider_runtime
+from tests.support.provider_events import collect, last_done
+from tests.support.sse_server import Script, ScriptedServer
+from tests.support.vendors import ANTHROPIC, HELLO, OPENAI, VENDORS, Vendor, vendor_id
 
-HELLO = Context(messages=[UserMessage(content="hi", timestamp=1)])
 REMOTE = "https://api.example.test"
 """A server that needs a key; the calls below never reach it (``model.base_url`` wins)."""
-
-
-def sent_key(vendor: Vendor, server: ScriptedServer) -> str | None:
-    headers = server.received[-1].headers
-    if vendor is OPENAI:
-        value = headers.get("authorization")
-        return value.removeprefix("Bearer ") if value else None
-    return headers.get("x-api-key")
 
 
 def remote_provider(vendor: Vendor, **settings: str) -> HttpVendorProvider:
@@ -47,12 +37,7 @@ def remote_provider(vendor: Vendor, **settings: str) -> HttpVendorProvider:
     return provider
 
 
-def model_at(vendor: Vendor, server: ScriptedServer) -> Model:
-    base_url = f"{server.base_url}/v1" if vendor is OPENAI else server.base_url
-    return vendor.model.model_copy(update={"base_url": base_url})
-
-
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 @pytest.mark.parametrize(
     ("configured", "option", "expected"),
     [
@@ -69,16 +54,15 @@ async def test_key_lookup_order(
     option: str | None,
     expected: str,
 ) -> None:
-    default_env = "OPENAI_API_KEY" if vendor is OPENAI else "ANTHROPIC_API_KEY"
-    monkeypatch.setenv(default_env, "default-key")
+    monkeypatch.setenv(vendor.key_variable, "default-key")
     monkeypatch.setenv("MY_KEY", "configured-key")
-    server.serve(Script([vendor.text_reply("ok")]))
+    server.serve(Script([vendor.wire.text_reply("ok")]))
     settings = {"api_key_env": configured} if configured else {}
     with scoped_api_providers():
         register_api_provider(vendor.api, remote_provider(vendor, **settings))
         options = SimpleStreamOptions(api_key=option)
-        last_done(await collect(stream_simple(model_at(vendor, server), HELLO, options)))
-    assert sent_key(vendor, server) == expected
+        last_done(await collect(stream_simple(vendor.model_at(server.base_url), HELLO, options)))
+    assert vendor.sent_key(server) == expected
 
 
 @pytest.mark.parametrize(
@@ -103,7 +87,7 @@ def test_a_missing_key_names_the_variable(
     assert f"set {variable}" in str(caught.value)
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_calling_the_provider_directly_also_needs_the_key(vendor: Vendor) -> None:
     # Raised by the first __anext__, before any event: a recorder records it as the error.
     events = remote_provider(vendor, api_key_env="MY_KEY").stream(vendor.model, HELLO)
@@ -111,16 +95,16 @@ async def test_calling_the_provider_directly_also_needs_the_key(vendor: Vendor) 
         await anext(events)
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_loopback_server_gets_the_key_when_there_is_one(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, vendor: Vendor
 ) -> None:
     monkeypatch.setenv("LOCAL_KEY", "local-key")
-    server.serve(Script([vendor.text_reply("ok")]))
+    server.serve(Script([vendor.wire.text_reply("ok")]))
     provider = vendor.provider(server.base_url, api_key_env="LOCAL_KEY")
     assert not provider.requires_credentials
     last_done(await collect(provider.stream(vendor.model, HELLO)))
-    assert sent_key(vendor, server) == "local-key"
+    assert vendor.sent_key(server) == "local-key"
 
 
 @pytest.mark.parametrize(
@@ -179,13 +163,13 @@ base_url = "{server.base_url}"
     )
 
     monkeypatch.setenv("MY_KEY", "from-my-key")
-    server.serve(Script([OPENAI.text_reply("hello")]))
+    server.serve(Script([OPENAI.wire.text_reply("hello")]))
     model = Model(id="llama3:8b", api="openai-completions", provider="openai")
     done = last_done(await collect(stream_simple(model, HELLO)))
     assert done.message.text == "hello"
     assert server.received[0].request_line == "POST /v1/chat/completions HTTP/1.1"
     assert server.received[0].json()["model"] == "llama3:8b"
-    assert sent_key(OPENAI, server) == "from-my-key"
+    assert OPENAI.sent_key(server) == "from-my-key"
 
 
 def test_without_config_the_vendor_defaults_apply() -> None:

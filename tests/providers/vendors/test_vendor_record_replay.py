@@ -3,16 +3,10 @@ the same events, and no key in the recording."""
 
 from __future__ import annotations
 
-import json
-import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sse_server import Script, ScriptedServer, error_script
-from vendor_streams import VENDORS, Vendor, collect, last_done, last_error
 
 from openprogram.providers import (
     AssistantMessageEvent,
@@ -21,37 +15,23 @@ from openprogram.providers import (
     RecordingProvider,
     ReplayProvider,
     SimpleStreamOptions,
-    Tool,
     ToolResultMessage,
     UserMessage,
     register_api_provider,
     scoped_api_providers,
     stream_simple,
 )
+from tests.support.offline import offline
+from tests.support.provider_events import collect, last_done, last_error
+from tests.support.recording_rows import read_rows
+from tests.support.sse_server import Script, ScriptedServer, error_script
+from tests.support.tool_sessions import LOOKUP_TOOL
+from tests.support.vendor_wire import ToolUse
+from tests.support.vendors import VENDORS, Vendor, vendor_id
 
-pytestmark = pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+pytestmark = pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 
 KEY = "sk-live-recorded-key-0123456789abcdef"
-LOOKUP = Tool(
-    name="lookup",
-    description="Look a word up.",
-    parameters={"type": "object", "properties": {"q": {"type": "string"}}},
-)
-
-
-@contextmanager
-def offline() -> Iterator[None]:
-    """Every attempt to open a connection fails, loopback included."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise OSError("sockets are disabled for replay")
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(socket.socket, "connect", refuse)
-        patch.setattr(socket.socket, "connect_ex", refuse)
-        patch.setattr(socket, "create_connection", refuse)
-        patch.setattr(socket, "getaddrinfo", refuse)
-        yield
 
 
 def without_timestamps(value: Any) -> Any:
@@ -71,7 +51,7 @@ async def tool_session(vendor: Vendor, options: SimpleStreamOptions) -> list[lis
     context = Context(
         system_prompt="Answer briefly.",
         messages=[UserMessage(content="What does 'café' mean?", timestamp=1)],
-        tools=[LOOKUP],
+        tools=[LOOKUP_TOOL],
     )
     first = await collect(stream_simple(vendor.model, context, options))
     reply = last_done(first).message
@@ -88,8 +68,8 @@ async def test_record_then_replay_offline(
     server: ScriptedServer, vendor: Vendor, tmp_path: Path
 ) -> None:
     server.serve(
-        Script([vendor.tool_reply("call_1", "lookup", '{"q": "café"}')]),
-        Script([vendor.text_reply("A ", "drink ☕.")]),
+        Script([vendor.wire.reply(ToolUse("call_1", "lookup", ('{"q": ', '"café"}')))]),
+        Script([vendor.wire.text_reply("A ", "drink ☕.")]),
     )
     path = tmp_path / "session.jsonl"
     with scoped_api_providers():
@@ -114,7 +94,9 @@ async def test_an_http_error_replays_as_the_same_error_event(
 ) -> None:
     path = tmp_path / "error.jsonl"
     context = Context(messages=[UserMessage(content="hi", timestamp=1)])
-    server.serve(error_script(429, vendor.error_body("Rate limit reached"), {"Retry-After": "7"}))
+    server.serve(
+        error_script(429, vendor.wire.error_body("Rate limit reached"), {"Retry-After": "7"})
+    )
     with scoped_api_providers():
         register_api_provider(vendor.api, RecordingProvider(vendor.provider(server.base_url), path))
         recorded = await collect(stream_simple(vendor.model, context))
@@ -135,7 +117,7 @@ async def test_a_missing_key_is_recorded_as_the_call_error(vendor: Vendor, tmp_p
     events = RecordingProvider(remote, path).stream(vendor.model, Context(messages=[]))
     with pytest.raises(MissingApiKeyError):
         await anext(events)
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = read_rows(path)
     assert rows[-1]["type"] == "call_end"
     assert rows[-1]["outcome"] == "error"
     assert rows[-1]["error"]["type"] == "openprogram.errors.MissingApiKeyError"

@@ -8,11 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from sse_server import Script, ScriptedServer, error_script
-from typer.testing import CliRunner
-from vendor_streams import HELLO, OPENAI, VENDORS, Vendor, collect, last_done, last_error
 
-from openprogram.cli.app import app
 from openprogram.config.paths import recordings_dir
 from openprogram.providers import (
     MissingApiKeyError,
@@ -30,6 +26,10 @@ from openprogram.providers.builtins.vendor_provider import HttpVendorProvider
 from openprogram.providers.recorder import close_recording_writers
 from openprogram.providers.runtime import reset_provider_runtime
 from openprogram.providers.streaming import with_api_key
+from tests.support.cli_runner import openprogram, run
+from tests.support.provider_events import collect, last_done, last_error
+from tests.support.sse_server import Script, ScriptedServer, error_script
+from tests.support.vendors import HELLO, VENDORS, Vendor, vendor_id
 
 GPU_KEY = "gpu-box-secret-value-0123"
 """A key whose shape no redaction rule knows, held by a variable whose name looks like none."""
@@ -42,47 +42,34 @@ def no_remembered_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(redaction, "_remembered_variables", set())
 
 
-def base_url_of(vendor: Vendor, server_url: str) -> str:
-    return f"{server_url}/v1" if vendor is OPENAI else server_url
-
-
-def sent_key(vendor: Vendor, server: ScriptedServer) -> str | None:
-    headers = server.received[-1].headers
-    if vendor is OPENAI:
-        value = headers.get("authorization")
-        return value.removeprefix("Bearer ") if value else None
-    return headers.get("x-api-key")
-
-
 # -- a key read through a configured api_key_env ---------------------------------------------
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 def test_a_key_from_a_configured_variable_never_reaches_the_recording(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, vendor: Vendor
 ) -> None:
     home = Path(os.environ["OPENPROGRAM_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f'[providers.{vendor.api}]\nbase_url = "{base_url_of(vendor, server.base_url)}"\n'
+        f'[providers.{vendor.api}]\nbase_url = "{vendor.base_url(server.base_url)}"\n'
         'api_key_env = "GPU_BOX_KEY"\n'
     )
     monkeypatch.setenv("GPU_BOX_KEY", GPU_KEY)
     server.serve(
-        Script([vendor.text_reply(f"you sent {GPU_KEY}, thanks")]),
-        error_script(401, vendor.error_body(f"key {GPU_KEY} is revoked")),
+        Script([vendor.wire.text_reply(f"you sent {GPU_KEY}, thanks")]),
+        error_script(401, vendor.wire.error_body(f"key {GPU_KEY} is revoked")),
     )
-    runner = CliRunner()
     model = f"--model={vendor.api}:m"
 
-    assert runner.invoke(app, ["recordings", "record", "gpu"]).exit_code == 0
+    assert run("record", "gpu").exit_code == 0
     reset_provider_runtime()  # the next start records
-    answered = runner.invoke(app, ["run", "--no-tools", model, "hi"])
-    failed = runner.invoke(app, ["run", "--no-tools", model, "again"])
+    answered = openprogram("run", "--no-tools", model, "hi")
+    failed = openprogram("run", "--no-tools", model, "again")
     close_recording_writers()
 
     assert answered.exit_code == 0, answered.stderr
-    assert sent_key(vendor, server) == GPU_KEY  # the server did get the key
+    assert vendor.sent_key(server) == GPU_KEY  # the server did get the key
     assert failed.exit_code == 1
     assert "HTTP 401" in failed.stderr
     assert GPU_KEY not in failed.stderr
@@ -122,7 +109,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_connection_error_hides_the_password_in_the_base_url(vendor: Vendor) -> None:
     port = free_port()
     provider = vendor.provider(f"http://admin:hunter2-password@127.0.0.1:{port}")
@@ -135,12 +122,12 @@ async def test_a_connection_error_hides_the_password_in_the_base_url(vendor: Ven
     assert "hunter2-password" not in repr(provider)
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_404_hides_a_key_in_the_query_of_the_url(
     server: ScriptedServer, vendor: Vendor
 ) -> None:
-    server.serve(error_script(404, vendor.error_body("no such route")))
-    base_url = base_url_of(vendor, server.base_url)
+    server.serve(error_script(404, vendor.wire.error_body("no such route")))
+    base_url = vendor.base_url(server.base_url)
     model = vendor.model.model_copy(update={"base_url": f"{base_url}?api_key=query-key-98765"})
     events = await collect(vendor.provider(server.base_url).stream(model, HELLO))
 
@@ -150,13 +137,13 @@ async def test_a_404_hides_a_key_in_the_query_of_the_url(
     assert "query-key-98765" not in message
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_server_message_quoting_a_known_credential_is_redacted(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, vendor: Vendor
 ) -> None:
     monkeypatch.setenv("BILLING_SERVICE_TOKEN", "billing-token-value-4242")
     server.serve(
-        error_script(500, vendor.error_body("upstream said billing-token-value-4242 expired"))
+        error_script(500, vendor.wire.error_body("upstream said billing-token-value-4242 expired"))
     )
     events = await collect(vendor.provider(server.base_url).stream(vendor.model, HELLO))
 
@@ -168,33 +155,32 @@ async def test_a_server_message_quoting_a_known_credential_is_redacted(
 # -- a model served on this machine ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_model_on_a_loopback_server_needs_no_key(
     server: ScriptedServer, vendor: Vendor
 ) -> None:
     # The built-in provider points at the vendor's remote server; the model at this machine.
     assert get_api_provider(vendor.api).requires_credentials
-    model = vendor.model.model_copy(update={"base_url": base_url_of(vendor, server.base_url)})
-    server.serve(Script([vendor.text_reply("local answer")]))
+    model = vendor.model_at(server.base_url)
+    server.serve(Script([vendor.wire.text_reply("local answer")]))
 
     done = last_done(await collect(stream_simple(model, HELLO)))
 
     assert done.message.text == "local answer"
-    assert sent_key(vendor, server) is None
+    assert vendor.sent_key(server) is None
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_model_on_a_loopback_server_still_gets_a_key_when_there_is_one(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, vendor: Vendor
 ) -> None:
-    variable = "OPENAI_API_KEY" if vendor is OPENAI else "ANTHROPIC_API_KEY"
-    monkeypatch.setenv(variable, "the-default-key-value")
-    model = vendor.model.model_copy(update={"base_url": base_url_of(vendor, server.base_url)})
-    server.serve(Script([vendor.text_reply("ok")]))
+    monkeypatch.setenv(vendor.key_variable, "the-default-key-value")
+    model = vendor.model_at(server.base_url)
+    server.serve(Script([vendor.wire.text_reply("ok")]))
 
     last_done(await collect(stream_simple(model, HELLO)))
 
-    assert sent_key(vendor, server) == "the-default-key-value"
+    assert vendor.sent_key(server) == "the-default-key-value"
 
 
 class NeedsKey:
@@ -217,13 +203,13 @@ def test_a_remote_model_still_needs_its_key() -> None:
         with_api_key(NeedsKey(), model, SimpleStreamOptions())  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("vendor", VENDORS, ids=lambda v: v.api)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_401_names_the_variable_the_key_came_from(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, vendor: Vendor
 ) -> None:
     monkeypatch.setenv("TEAM_KEY", "team-key-value-1234")
-    server.serve(error_script(401, vendor.error_body("invalid key")))
-    model = vendor.model.model_copy(update={"base_url": base_url_of(vendor, server.base_url)})
+    server.serve(error_script(401, vendor.wire.error_body("invalid key")))
+    model = vendor.model_at(server.base_url)
     with scoped_api_providers():
         register_api_provider(
             vendor.api, vendor.provider("https://api.example.test", api_key_env="TEAM_KEY")

@@ -1,4 +1,6 @@
-"""Rows of recordings holding HTTP calls (and provider calls), written as the format says."""
+"""Rows of recordings holding HTTP calls (and provider calls), written as the format says:
+OpenAI Chat Completions calls recorded at the HTTP boundary, with the fields that change from
+one run to the next (ids, dates, rate limits) set for run ``a`` or ``b``."""
 
 from __future__ import annotations
 
@@ -8,9 +10,8 @@ from typing import Any
 
 from openprogram.providers import ECHO_MODEL, Context, SimpleStreamOptions, UserMessage
 from openprogram.providers.recording import dump_request
-from openprogram.recording.format import encode_row, new_header
-
-Row = dict[str, Any]
+from openprogram.recording.format import new_header
+from tests.support.recording_rows import Row, call_end, event, write_rows
 
 CHAT_URL = "https://api.openai.com/v1/chat/completions"
 
@@ -73,20 +74,16 @@ def sse_call(
     events += [{"type": "sse", "data": chunk(text, run=run)} for text in texts]
     events.append({"type": "sse", "data": "[DONE]"})
     rows: list[Row] = [{"type": "request", "call_index": index, **(request or chat_request())}]
-    rows += [
-        {"type": "event", "call_index": index, "event_index": n, "event": event}
-        for n, event in enumerate(events)
-    ]
+    rows += [event(index, n, payload) for n, payload in enumerate(events)]
     if outcome is not None:
-        end = {"type": "call_end", "call_index": index, "event_count": len(events)}
-        rows.append({**end, "outcome": outcome})
+        rows.append(call_end(index, len(events), outcome))
     return rows
 
 
 def provider_call(index: int, text: str = "hi") -> list[Row]:
     """A complete provider call of the echo model, as ``stream_simple`` records it."""
     reply = f"echo:{text}"
-    events: list[Row] = [
+    events = [
         {"type": "start", "api": "echo", "provider": "echo", "model": "echo"},
         {"type": "text_start", "content_index": 0},
         {"type": "text_delta", "content_index": 0, "delta": reply},
@@ -95,21 +92,17 @@ def provider_call(index: int, text: str = "hi") -> list[Row]:
     context = Context(messages=[UserMessage(content=text)])
     request = dump_request(ECHO_MODEL, context, SimpleStreamOptions())
     rows: list[Row] = [{"type": "request", "call_index": index, **request}]
-    rows += [
-        {"type": "event", "call_index": index, "event_index": n, "event": event}
-        for n, event in enumerate(events)
-    ]
-    rows.append({"type": "call_end", "call_index": index, "event_count": 4, "outcome": "complete"})
+    rows += [event(index, n, payload) for n, payload in enumerate(events)]
+    rows.append(call_end(index, len(events)))
     return rows
 
 
-def write_recording(path: Path, *calls: list[Row], header: Row | None = None) -> Path:
+def write_calls(path: Path, *calls: list[Row], header: Row | None = None) -> Path:
     """A recording file of ``calls`` (each a list of rows) after ``header``."""
     rows = [header or new_header(path.stem)]
     for call in calls:
         rows.extend(call)
-    path.write_bytes(b"".join(encode_row(row) for row in rows))
-    return path
+    return write_rows(path, rows)
 
 
 def changed(rows: list[Row], line: int, **fields: Any) -> list[Row]:
