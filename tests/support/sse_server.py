@@ -71,6 +71,13 @@ class Received:
         return json.loads(self.body)
 
 
+def unused_port() -> int:
+    """A port on 127.0.0.1 nobody listens on: connecting to it is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def error_script(status: int, body: Any, headers: dict[str, str] | None = None) -> Script:
     """An HTTP error answer; a non-string ``body`` is sent as JSON."""
     raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()

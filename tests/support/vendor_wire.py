@@ -293,6 +293,8 @@ class AnthropicWire:
     def _blocks(self, blocks: tuple[Block, ...]) -> list[bytes]:
         encoded = []
         for index, block in enumerate(blocks):
+            if index:
+                encoded.append(PING)  # the server may send one between any two events
             if isinstance(block, Text):
                 encoded.append(an_text_block(index, *block.pieces))
             elif isinstance(block, Thinking):

@@ -6,11 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram.providers import Context, Model, UserMessage
+from openprogram.providers import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
 from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
 from openprogram.providers.builtins.vendor_provider import HttpVendorProvider
 from tests.support.sse_server import ScriptedServer
+from tests.support.tool_sessions import LOOKUP_TOOL
 from tests.support.vendor_wire import AnthropicWire, OpenAIWire, Wire
 
 HELLO = Context(messages=[UserMessage(content="hi", timestamp=1)])
@@ -108,3 +119,50 @@ VENDORS = [OPENAI, ANTHROPIC]
 
 def vendor_id(vendor: Vendor) -> str:
     return vendor.api
+
+
+def conversation(vendor: Vendor) -> Context:
+    """A conversation with every kind of content a request carries, the model's turn made by
+    ``vendor``: thinking (signed and not), text, two tool calls, their results (one an error
+    holding an image), and a user turn with an image."""
+    return Context(
+        system_prompt="You are terse.",
+        messages=[
+            UserMessage(content="Look up 'café' twice.", timestamp=1),
+            AssistantMessage(
+                content=[
+                    ThinkingContent(thinking="Two lookups.", signature="sig-1"),
+                    ThinkingContent(thinking="unsigned, from elsewhere"),
+                    TextContent(text="Looking."),
+                    ToolCall(id="toolu_1", name="lookup", arguments={"q": "café"}),
+                    ToolCall(id="toolu_2", name="lookup", arguments={"q": "cafe"}),
+                ],
+                api=vendor.api,
+                provider=vendor.model.provider,
+                model=vendor.model.id,
+                stop_reason="toolUse",
+                timestamp=2,
+            ),
+            ToolResultMessage(
+                tool_call_id="toolu_1", tool_name="lookup", content="a drink", timestamp=3
+            ),
+            ToolResultMessage(
+                tool_call_id="toolu_2",
+                tool_name="lookup",
+                content=[
+                    TextContent(text="see image"),
+                    ImageContent(data="AAAA", mime_type="image/png"),
+                ],
+                is_error=True,
+                timestamp=4,
+            ),
+            UserMessage(
+                content=[
+                    TextContent(text="And this?"),
+                    ImageContent(data="QkJC", mime_type="image/jpeg"),
+                ],
+                timestamp=5,
+            ),
+        ],
+        tools=[LOOKUP_TOOL],
+    )

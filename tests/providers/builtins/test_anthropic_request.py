@@ -1,4 +1,6 @@
-"""anthropic-messages: the exact request the server receives (body, path, headers)."""
+"""anthropic-messages: the exact body and path of the request the server receives. What every
+vendor's request does (headers, keys, the same bytes for the same input) is tested in
+``test_vendor_requests.py``."""
 
 from __future__ import annotations
 
@@ -8,72 +10,17 @@ import orjson
 import pytest
 
 from openprogram.providers import (
-    AssistantMessage,
-    Context,
-    ImageContent,
     SimpleStreamOptions,
     StreamOptions,
-    TextContent,
-    ThinkingContent,
-    Tool,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
 )
-from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
 from openprogram.providers.builtins.anthropic_request import messages_body
+from openprogram.providers.builtins.vendor_provider import HttpVendorProvider
 from tests.support.provider_events import collect, last_done
 from tests.support.sse_server import Script, ScriptedServer
 from tests.support.vendor_wire import an_text_reply
-from tests.support.vendors import ANTHROPIC, HELLO
+from tests.support.vendors import ANTHROPIC, HELLO, conversation
 
-LOOKUP = Tool(
-    name="lookup",
-    description="Look a word up.",
-    parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
-)
-
-CONVERSATION = Context(
-    system_prompt="You are terse.",
-    messages=[
-        UserMessage(content="Look up 'café' twice.", timestamp=1),
-        AssistantMessage(
-            content=[
-                ThinkingContent(thinking="Two lookups.", signature="sig-1"),
-                ThinkingContent(thinking="unsigned, from elsewhere"),
-                TextContent(text="Looking."),
-                ToolCall(id="toolu_1", name="lookup", arguments={"q": "café"}),
-                ToolCall(id="toolu_2", name="lookup", arguments={"q": "cafe"}),
-            ],
-            api="anthropic-messages",
-            provider="anthropic",
-            model="claude-test",
-            stop_reason="toolUse",
-            timestamp=2,
-        ),
-        ToolResultMessage(
-            tool_call_id="toolu_1", tool_name="lookup", content="a drink", timestamp=3
-        ),
-        ToolResultMessage(
-            tool_call_id="toolu_2",
-            tool_name="lookup",
-            content=[
-                TextContent(text="see image"),
-                ImageContent(data="AAAA", mime_type="image/png"),
-            ],
-            is_error=True,
-            timestamp=4,
-        ),
-        UserMessage(
-            content=[
-                TextContent(text="And this?"),
-                ImageContent(data="QkJC", mime_type="image/jpeg"),
-            ],
-            timestamp=5,
-        ),
-    ],
-    tools=[LOOKUP],
-)
+CONVERSATION = conversation(ANTHROPIC)
 
 EXPECTED_MESSAGES: list[dict[str, Any]] = [
     {"role": "user", "content": "Look up 'café' twice."},
@@ -122,8 +69,8 @@ EXPECTED_MESSAGES: list[dict[str, Any]] = [
 ]
 
 
-def provider(server: ScriptedServer) -> AnthropicMessagesProvider:
-    return AnthropicMessagesProvider(base_url=server.base_url)
+def provider(server: ScriptedServer) -> HttpVendorProvider:
+    return ANTHROPIC.provider(server.base_url)
 
 
 async def test_the_whole_request_body(server: ScriptedServer) -> None:
@@ -199,34 +146,3 @@ def test_tool_choice_forms() -> None:
     assert choice("none") == {"type": "none"}
     assert choice("required") == {"type": "any"}
     assert choice("lookup") == {"type": "tool", "name": "lookup"}
-
-
-async def test_headers_with_a_key(server: ScriptedServer) -> None:
-    server.serve(Script([an_text_reply("ok")]))
-    model = ANTHROPIC.model.model_copy(update={"headers": {"anthropic-beta": "x-2025"}})
-    options = StreamOptions(api_key="sk-ant-xyz", headers={"X-Call": "c"})
-    await collect(provider(server).stream(model, HELLO, options))
-
-    headers = server.received[0].headers
-    assert headers["x-api-key"] == "sk-ant-xyz"
-    assert headers["anthropic-version"] == "2023-06-01"
-    assert headers["content-type"] == "application/json"
-    assert headers["anthropic-beta"] == "x-2025"
-    assert headers["x-call"] == "c"
-    assert "authorization" not in headers
-
-
-async def test_no_key_header_without_a_key_on_loopback(server: ScriptedServer) -> None:
-    server.serve(Script([an_text_reply("ok")]))
-    assert provider(server).requires_credentials is False
-    last_done(await collect(provider(server).stream(ANTHROPIC.model, HELLO)))
-    headers = server.received[0].headers
-    assert "x-api-key" not in headers
-    assert headers["anthropic-version"] == "2023-06-01"
-
-
-async def test_the_same_input_sends_the_same_bytes(server: ScriptedServer) -> None:
-    server.serve(Script([an_text_reply("ok")]), Script([an_text_reply("ok")]))
-    for _ in range(2):
-        await collect(provider(server).stream(ANTHROPIC.model, CONVERSATION))
-    assert server.received[0].body == server.received[1].body

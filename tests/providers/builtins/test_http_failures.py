@@ -4,13 +4,19 @@ bare traceback. Each test runs for both vendors against a real loopback server."
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
 from openprogram.providers import StreamOptions, TextDeltaEvent
 from tests.support.provider_events import collect, last_error, types
-from tests.support.sse_server import Script, ScriptedServer, cut, error_script, sse_event
+from tests.support.sse_server import (
+    Script,
+    ScriptedServer,
+    cut,
+    error_script,
+    sse_event,
+    unused_port,
+)
 from tests.support.vendors import HELLO, VENDORS, Vendor, vendor_id
 
 pytestmark = pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
@@ -106,9 +112,7 @@ async def test_the_key_is_never_quoted_in_an_error(server: ScriptedServer, vendo
 
 
 async def test_connection_refused(vendor: Vendor) -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = unused_port()
     events = await collect(vendor.provider(f"http://127.0.0.1:{port}").stream(vendor.model, HELLO))
     assert types(events) == ["start", "error"]
     message = last_error(events).error.error_message

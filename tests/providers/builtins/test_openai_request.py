@@ -1,4 +1,6 @@
-"""openai-completions: the exact request the server receives (body, path, headers)."""
+"""openai-completions: the exact body and path of the request the server receives. What every
+vendor's request does (headers, keys, the same bytes for the same input) is tested in
+``test_vendor_requests.py``."""
 
 from __future__ import annotations
 
@@ -20,18 +22,14 @@ from openprogram.providers import (
     ToolResultMessage,
     UserMessage,
 )
-from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
 from openprogram.providers.builtins.openai_request import chat_completions_body
+from openprogram.providers.builtins.vendor_provider import HttpVendorProvider
 from tests.support.provider_events import collect, last_done
 from tests.support.sse_server import Script, ScriptedServer
+from tests.support.tool_sessions import LOOKUP_TOOL
 from tests.support.vendor_wire import oa_text_reply
 from tests.support.vendors import HELLO, OPENAI
 
-LOOKUP = Tool(
-    name="lookup",
-    description="Look a word up.",
-    parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
-)
 NOW = Tool(name="now", description="The time.", parameters={"type": "object"})
 
 CONVERSATION = Context(
@@ -65,7 +63,7 @@ CONVERSATION = Context(
             timestamp=5,
         ),
     ],
-    tools=[LOOKUP, NOW],
+    tools=[LOOKUP_TOOL, NOW],
 )
 
 EXPECTED_MESSAGES: list[dict[str, Any]] = [
@@ -114,8 +112,8 @@ EXPECTED_TOOLS = [
 ]
 
 
-def provider(server: ScriptedServer, **settings: Any) -> OpenAICompletionsProvider:
-    return OpenAICompletionsProvider(base_url=f"{server.base_url}/v1", **settings)
+def provider(server: ScriptedServer) -> HttpVendorProvider:
+    return OPENAI.provider(server.base_url)
 
 
 async def test_the_whole_request_body(server: ScriptedServer) -> None:
@@ -165,55 +163,6 @@ async def test_max_tokens_defaults_to_the_model_and_reasoning_needs_a_reasoning_
         "reasoning_effort": "low",
     }
     assert "reasoning_effort" not in server.received[1].json()
-
-
-async def test_the_same_input_sends_the_same_bytes(server: ScriptedServer) -> None:
-    server.serve(Script([oa_text_reply("ok")]), Script([oa_text_reply("ok")]))
-    for _ in range(2):
-        await collect(provider(server).stream(OPENAI.model, CONVERSATION, StreamOptions()))
-    assert server.received[0].body == server.received[1].body
-
-
-async def test_headers_with_a_key_and_extra_headers(server: ScriptedServer) -> None:
-    server.serve(Script([oa_text_reply("ok")]))
-    model = OPENAI.model.model_copy(update={"headers": {"X-Model": "m", "X-Both": "model"}})
-    options = StreamOptions(api_key="sk-abc", headers={"X-Call": "c", "x-both": "options"})
-    await collect(provider(server).stream(model, HELLO, options))
-
-    headers = server.received[0].headers
-    assert headers["authorization"] == "Bearer sk-abc"
-    assert headers["content-type"] == "application/json"
-    assert headers["accept"] == "text/event-stream"
-    assert (headers["x-model"], headers["x-call"], headers["x-both"]) == ("m", "c", "options")
-
-
-async def test_no_authorization_header_without_a_key_on_loopback(server: ScriptedServer) -> None:
-    server.serve(Script([oa_text_reply("ok")]))
-    assert provider(server).requires_credentials is False
-    last_done(await collect(provider(server).stream(OPENAI.model, HELLO)))
-    assert "authorization" not in server.received[0].headers
-
-
-async def test_on_payload_sees_the_body_before_it_is_sent(server: ScriptedServer) -> None:
-    server.serve(Script([oa_text_reply("ok")]))
-    seen: list[dict[str, Any]] = []
-
-    def on_payload(body: dict[str, Any]) -> None:
-        assert server.received == []
-        seen.append(body)
-
-    await collect(
-        provider(server).stream(OPENAI.model, HELLO, StreamOptions(on_payload=on_payload))
-    )
-    assert seen == [server.received[0].json()]
-
-
-async def test_model_base_url_wins_over_the_provider_setting(server: ScriptedServer) -> None:
-    server.serve(Script([oa_text_reply("ok")]))
-    elsewhere = OpenAICompletionsProvider(base_url="http://127.0.0.1:9/v1")
-    model = OPENAI.model.model_copy(update={"base_url": f"{server.base_url}/v1/"})
-    last_done(await collect(elsewhere.stream(model, HELLO)))
-    assert server.received[0].path == "/v1/chat/completions"
 
 
 def test_tool_choice_forms() -> None:

@@ -4,7 +4,6 @@ machine needs no key: each case against the real loopback server."""
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,12 @@ from openprogram.providers import (
     scoped_api_providers,
     stream_simple,
 )
-from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
-from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
-from openprogram.providers.builtins.vendor_provider import HttpVendorProvider
 from openprogram.providers.recorder import close_recording_writers
 from openprogram.providers.runtime import reset_provider_runtime
 from openprogram.providers.streaming import with_api_key
 from tests.support.cli_runner import openprogram, run
 from tests.support.provider_events import collect, last_done, last_error
-from tests.support.sse_server import Script, ScriptedServer, error_script
+from tests.support.sse_server import Script, ScriptedServer, error_script, unused_port
 from tests.support.vendors import HELLO, VENDORS, Vendor, vendor_id
 
 GPU_KEY = "gpu-box-secret-value-0123"
@@ -80,12 +76,11 @@ def test_a_key_from_a_configured_variable_never_reaches_the_recording(
     assert recording.count(PLACEHOLDER) >= 2
 
 
-@pytest.mark.parametrize(
-    "provider_class", [OpenAICompletionsProvider, AnthropicMessagesProvider], ids=lambda c: c.api
-)
+@pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 def test_constructing_a_vendor_provider_makes_its_variable_known(
-    monkeypatch: pytest.MonkeyPatch, provider_class: type[HttpVendorProvider]
+    monkeypatch: pytest.MonkeyPatch, vendor: Vendor
 ) -> None:
+    provider_class = vendor.provider_class
     monkeypatch.setenv("GPU_BOX_KEY", GPU_KEY)
     monkeypatch.setenv("PLAIN_NAME", "a-default-variable-value")
     assert GPU_KEY not in redaction.known_secret_values()
@@ -103,15 +98,9 @@ def test_constructing_a_vendor_provider_makes_its_variable_known(
 # -- messages built from a URL or a server's text ----------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.parametrize("vendor", VENDORS, ids=vendor_id)
 async def test_a_connection_error_hides_the_password_in_the_base_url(vendor: Vendor) -> None:
-    port = free_port()
+    port = unused_port()
     provider = vendor.provider(f"http://admin:hunter2-password@127.0.0.1:{port}")
     events = await collect(provider.stream(vendor.model, HELLO))
 
