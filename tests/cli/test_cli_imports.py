@@ -6,15 +6,13 @@ Each case runs ``openprogram.cli.main()`` in a fresh interpreter, then reports w
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 
 import pytest
 
 from openprogram.config.paths import recordings_dir
+from tests.support.child_processes import python_process, reported
 from tests.support.cli_runner import run
 from tests.support.config_files import config_file
 from tests.support.recording_rows import write_corrupt_recording, write_recording
@@ -43,15 +41,7 @@ only checking a replay recording's events needs the event models."""
 
 
 def probe(*argv: str) -> dict[str, object]:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
-    report: dict[str, object] = json.loads(line.removeprefix("PROBE "))
+    report: dict[str, object] = reported(python_process(PROBE, *argv, env=dict(os.environ)))
     return report
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
+
+from tests.support.child_processes import python_process, reported
 
 PROBE = """
 import json, sys
@@ -24,13 +23,6 @@ print("PROBE " + json.dumps(sorted(m for m in sys.modules if m.startswith(heavy)
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]], ids=" ".join)
 def test_help_imports_no_provider_agent_or_httpx(argv: list[str]) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
-    assert json.loads(line.removeprefix("PROBE ")) == []
+    result = python_process(PROBE, *argv, env=dict(os.environ))
+    assert reported(result) == []
     assert "run" in result.stdout

@@ -3,7 +3,6 @@ no HTTP client — read from its source, and checked in a fresh interpreter doin
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -14,30 +13,15 @@ import pytest
 
 import openprogram.recording
 from tests.support.http_call_rows import provider_call, sse_call, write_calls
+from tests.support.import_rules import imported_modules, inside
 
 CORE = sorted(Path(openprogram.recording.__file__).parent.glob("*.py"))
 FORBIDDEN = ("openprogram.providers", "httpx", "httpx2", "pydantic", "openai", "anthropic")
 
 
-def imported_modules(source: Path) -> list[str]:
-    """Every module an import in ``source`` names, inside functions and ``TYPE_CHECKING``
-    blocks too."""
-    names: list[str] = []
-    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
-            names.append(node.module)
-    return names
-
-
-def forbidden(module: str) -> bool:
-    return any(module == name or module.startswith(name + ".") for name in FORBIDDEN)
-
-
 @pytest.mark.parametrize("module", CORE, ids=lambda path: path.stem)
 def test_no_core_module_imports_a_provider_pydantic_or_an_http_client(module: Path) -> None:
-    assert [name for name in imported_modules(module) if forbidden(name)] == []
+    assert [name for name in imported_modules(module) if inside(name, FORBIDDEN)] == []
 
 
 def test_every_core_module_is_checked() -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openprogram.providers.difference import (
+from openprogram.recording.difference import (
     MISSING,
     NON_DETERMINISTIC_FIELD_NAMES,
     Difference,
@@ -21,7 +21,7 @@ from openprogram.providers.difference import (
     format_report_value,
     join_field_path,
 )
-from openprogram.providers.mismatch import ReplayMismatch
+from openprogram.recording.mismatch import ReplayMismatch
 
 # --- the rules, one by one -----------------------------------------------------------------
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import openprogram.providers.recording_reader as reader_module
-import openprogram.providers.recording_writer as writer_module
 import openprogram.recording.format as recording_module
+import openprogram.recording.reader as reader_module
+import openprogram.recording.writer as writer_module
 from openprogram.errors import RecordingFileError
 from openprogram.providers.recording import (
     KNOWN_FEATURES,
@@ -20,7 +20,7 @@ from openprogram.providers.recording import (
     new_header,
     read_recording,
 )
-from openprogram.providers.recording_writer import RecordingWriter
+from openprogram.recording.writer import RecordingWriter
 from tests.support.recording_rows import Row, call_end, write_rows
 
 EMPTY_REQUEST: dict[str, Any] = {"model": {}, "context": {}, "options": {}}

@@ -25,7 +25,7 @@ from openprogram.providers import (
     register_api_provider,
     scoped_api_providers,
 )
-from openprogram.providers.redaction import PLACEHOLDER, SecretRedactor
+from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
 from tests.support.recording_rows import read_rows
 from tests.support.tool_sessions import recording_into
 

@@ -25,7 +25,6 @@ from openprogram.providers import (
     Tool,
     UserMessage,
 )
-from openprogram.providers.recordable import UnrecordableValueError
 from openprogram.providers.recorder import RecordingWriter
 from openprogram.providers.recording import (
     encode_row,
@@ -34,6 +33,7 @@ from openprogram.providers.recording import (
     read_recording_bytes,
     read_recording_file,
 )
+from openprogram.recording.recordable import UnrecordableValueError
 from tests.support.recording_rows import write_rows
 
 
@@ -165,7 +165,7 @@ def test_only_rows_with_more_brackets_than_the_limit_are_walked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bracket count decides which rows are walked: ordinary rows never are."""
-    import openprogram.providers.recording_reader as reader_module
+    import openprogram.recording.reader as reader_module
 
     walked: list[object] = []
     monkeypatch.setattr(

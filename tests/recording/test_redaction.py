@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openprogram.providers.redaction import (
+from openprogram.recording.redaction import (
     PLACEHOLDER,
     REDACTION_VERSION,
     SECRET_FIELD_NAMES,
@@ -530,7 +530,7 @@ def test_a_remembered_variable_counts_as_a_credential_whatever_its_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from openprogram.providers import redaction
-    from openprogram.providers.redaction import known_secret_values, remember_secret_variable
+    from openprogram.recording.redaction import known_secret_values, remember_secret_variable
 
     monkeypatch.setattr(redaction, "_remembered_variables", set())
 

@@ -29,8 +29,8 @@ from openprogram.providers import (
     ToolCallStartEvent,
     UserMessage,
 )
-from openprogram.providers.recordable import UnrecordableValueError
 from openprogram.providers.recording import read_recording
+from openprogram.recording.recordable import UnrecordableValueError
 from tests.support.provider_events import collect
 
 HELLO = Context(messages=[UserMessage(content="hello")])
@@ -85,14 +85,14 @@ async def test_a_non_finite_number_in_a_request_is_refused_before_the_call(
 
 
 def test_a_non_finite_model_field_is_named() -> None:
-    from openprogram.providers.recordable import encode_recordable_row
+    from openprogram.recording.recordable import encode_recordable_row
 
     with pytest.raises(UnrecordableValueError, match=r"field model\.x is nan"):
         encode_recordable_row("r.jsonl", {"model": {"x": math.nan}})
 
 
 def test_finite_numbers_and_nulls_pass() -> None:
-    from openprogram.providers.recordable import encode_recordable_row
+    from openprogram.recording.recordable import encode_recordable_row
 
     row = {"options": {"temperature": None, "top_p": 0.0, "big": 1e308, "small": -1e-308}}
     assert encode_recordable_row("r.jsonl", row).endswith(b"\n")

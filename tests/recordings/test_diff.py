@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.providers.difference import MISSING
 from openprogram.providers.recording import read_recording
+from openprogram.recording.difference import MISSING
 from openprogram.recordings.comparison import compare_recordings, first_difference
 from openprogram.recordings.hashing import transcript_hash
 from tests.support.cli_runner import run

@@ -8,12 +8,12 @@ a session (registry, streaming, runtime, record/replay providers, vendor provide
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
 import openprogram.recordings
+from tests.support.import_rules import imported_modules, inside
 
 FORBIDDEN = (
     "openprogram.agent",
@@ -32,21 +32,10 @@ FORBIDDEN = (
 MODULES = sorted(Path(openprogram.recordings.__file__).parent.glob("*.py"))
 
 
-def imported_modules(source: Path) -> list[str]:
-    """Every module an ``import`` or ``from … import`` in ``source`` names, with
-    ``from package import module`` counted as ``package.module`` too."""
-    names: list[str] = []
-    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
-            names.append(node.module)
-            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
-def is_forbidden(module: str) -> bool:
-    return any(module == name or module.startswith(name + ".") for name in FORBIDDEN)
+def forbidden_imports(source: Path) -> list[str]:
+    return [
+        name for name in imported_modules(source, imported_names=True) if inside(name, FORBIDDEN)
+    ]
 
 
 def test_the_rule_sees_an_import_inside_a_function(tmp_path: Path) -> None:
@@ -57,7 +46,7 @@ def test_the_rule_sees_an_import_inside_a_function(tmp_path: Path) -> None:
         "    from openprogram import harness\n"
         "    import openprogram.providers.replay\n"
     )
-    assert [name for name in imported_modules(source) if is_forbidden(name)] == [
+    assert forbidden_imports(source) == [
         "openprogram.agent.loop",
         "openprogram.agent.loop.run_agent",
         "openprogram.harness",
@@ -67,7 +56,7 @@ def test_the_rule_sees_an_import_inside_a_function(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda path: path.stem)
 def test_no_store_module_imports_what_runs_a_session(module: Path) -> None:
-    assert [name for name in imported_modules(module) if is_forbidden(name)] == []
+    assert forbidden_imports(module) == []
 
 
 def test_every_store_module_is_checked() -> None:

@@ -1,14 +1,18 @@
-"""What the tests share, one module an idea; every test imports it as ``tests.support.<module>``.
+"""What the tests share, one module an idea; every test imports it as ``tests.support.<module>``
+(``tests`` is a package, so pytest puts the repository root on ``sys.path``).
 
 - ``recording_rows``: recording rows built by hand (header, request, event, call_end) and
   written to a file, for tests that state the exact lines a reader sees.
-- ``tool_sessions``: the two-call echo tool session (``lookup``), run and recorded.
+- ``http_call_rows``: the rows of calls recorded at the HTTP boundary.
+- ``tool_sessions``: the two-call echo tool session (``lookup``), run and recorded; any agent
+  session recorded.
 - ``scripted_provider``: a provider that answers from a script, and its variants.
+- ``provider_events``: reading what a provider streamed.
 - ``cli_runner``: ``openprogram ...`` in this process, its error lines, the next start.
 - ``config_files``: the configuration file the tests write.
 - ``offline`` and ``child_processes``: no sockets, in this process or in a child process
   that runs ``openprogram`` as a user would.
-- ``provider_events``: reading what a provider streamed.
+- ``import_rules``: what a module imports, read from its source.
 - ``sse_server``, ``vendor_wire`` and ``vendors``: the loopback server the vendor providers
   talk to, the bytes each vendor sends, and the one table of vendors.
 - ``recording_mutations`` and ``read_commands``: damaged recordings, and what each read

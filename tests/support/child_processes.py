@@ -3,10 +3,12 @@ subject is the process boundary (a new process reads the configuration, replays 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.support.offline import SOCKETS_REFUSED
 
@@ -53,3 +55,9 @@ def openprogram_process(
     """``openprogram ARGS`` in a new process; with ``offline``, every socket connection in it
     fails."""
     return python_process(CLI_MAIN, *args, env=env, cwd=cwd, offline=offline, timeout=timeout)
+
+
+def reported(result: subprocess.CompletedProcess[str], tag: str = "PROBE") -> Any:
+    """The JSON a child process printed after ``tag`` on a line of its own stdout."""
+    [line] = [line for line in result.stdout.splitlines() if line.startswith(f"{tag} ")]
+    return json.loads(line.removeprefix(f"{tag} "))
