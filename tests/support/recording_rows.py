@@ -136,6 +136,11 @@ def tool_events() -> list[Row]:
     ]
 
 
+def two_calls() -> list[Line]:
+    """A header and two calls: a text reply, then a reply that thinks and calls a tool."""
+    return [header(), *call_rows(0, text_events("hi")), *call_rows(1, tool_events())]
+
+
 def call_rows(
     call_index: int,
     events: Sequence[Row] | None = None,
