@@ -10,6 +10,10 @@ A field path longer than 200 characters is shown cut in the middle (``field_path
 whole). When the incoming conversation holds a tool call that received the redaction
 placeholder in its arguments — the recording removed a secret-shaped value the model
 produced, so replay handed the tool the placeholder — a third line says so (``note``).
+
+At the HTTP boundary these errors travel inside a :class:`RecordReplayEscape`, which derives
+from :class:`BaseException` only: an SDK's retry loop (``except Exception``) would otherwise
+catch the mismatch, retry the request and finally raise its own "Connection error.".
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall
 
 __all__ = [
+    "RecordReplayEscape",
     "RecordingTruncatedError",
     "ReplayMismatch",
     "UnconsumedCallsError",
@@ -62,6 +67,29 @@ class ReplayMismatch(OpenProgramError, AssertionError):
         )
         third = "" if note is None else f"\nnote: {note}"
         super().__init__(f"replay mismatch at call {call_index}, {where}:\n{second}{third}")
+
+
+class RecordReplayEscape(BaseException):
+    """Carries an openprogram error (``error``) out of code that catches :class:`Exception`.
+
+    The HTTP boundary raises it from inside the HTTP client, where the SDKs' retry loops
+    catch every ``Exception``, retry the request with back-off and wrap what they caught in
+    their own connection error. Deriving from :class:`BaseException` only, this carrier
+    passes every such loop at once and unchanged; its message is ``error``'s. ``error`` is a
+    :class:`ReplayMismatch` (the run drifted), a ``RecordReplayBlockedError`` (record/replay
+    is configured but could not start: no request may leave the machine) or a
+    ``RecordingFileError`` (the recording cannot be written). Whoever activated the boundary
+    turns it back into ``error`` (the ``record_replay()`` block re-raises it, the pytest
+    fixture fails the test with it). It is deliberately not an ``OpenProgramError``: that
+    would make it an ``Exception``.
+    """
+
+    def __init__(self, error: OpenProgramError) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.error,))
 
 
 class RecordingTruncatedError(ReplayMismatch):

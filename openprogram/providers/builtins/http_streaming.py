@@ -37,6 +37,7 @@ import httpx
 import orjson
 from httpx_sse import EventSource, ServerSentEvent
 
+from openprogram.http.boundary import PROVIDER_CLIENT_MARK
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
     VendorStreamError,
@@ -89,6 +90,7 @@ async def stream_reply(
             # A server on this machine is never reached through an HTTP(S)_PROXY.
             trust_env=not is_loopback_url(request.url),
         ) as client:
+            setattr(client, PROVIDER_CLIENT_MARK, True)  # recorded at the registry, not at HTTP
             outgoing = client.build_request(
                 "POST", request.url, content=content, headers=request.headers
             )

@@ -1,0 +1,137 @@
+"""Server-sent events: the parser the recorder tees a stream through, and the encoder replay
+serves recorded events with.
+
+:class:`SseParser` follows the WHATWG event-stream parsing rules, fed text as it arrives:
+
+* lines end with ``\\r\\n``, ``\\r`` or ``\\n`` (a ``\\r`` at the end of one piece waits for
+  the next, which may start with its ``\\n``); a byte order mark opening the stream is
+  dropped;
+* a line starting with ``:`` is a comment; ``field: value`` loses one space after the colon;
+  a line without a colon is a field with an empty value; fields other than ``event``,
+  ``data``, ``id`` and ``retry`` are ignored; an ``id`` holding NUL and a ``retry`` that is
+  not all ASCII digits are ignored;
+* a blank line dispatches the event: its ``data`` lines joined with ``\\n``. A block without
+  any ``data`` line dispatches nothing (nor does a comment-only block), and its ``event``
+  is forgotten; a final block that the stream ends before its blank line is never dispatched.
+
+Each dispatched event is a dict: ``data`` (text), plus ``event`` when an ``event`` field set a
+non-empty type, and ``id`` / ``retry`` when such a field came since the previous dispatched
+event (an ``id`` is the stream's "last event id": a client keeps it for later events, so
+it is carried by the event it first reaches). :func:`encode_sse_event` writes such an event
+back so that parsing it gives the same event again: its fields, one ``data`` line for each
+line of its data, then a blank line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["SseParser", "encode_sse_event"]
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_BOM = "\ufeff"
+
+
+class SseParser:
+    """Parses one event stream, fed text in pieces; returns the events each piece
+    dispatched."""
+
+    __slots__ = ("_data", "_event", "_id", "_pending", "_retry", "_started")
+
+    def __init__(self) -> None:
+        self._pending: list[str] = []
+        """The start of a line whose end has not arrived yet (or ends in a lone ``\\r``)."""
+        self._started = False
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        """The events dispatched by the lines ``text`` completes."""
+        if not self._started and text:
+            self._started = True
+            if text.startswith(_BOM):
+                text = text[1:]
+        events: list[dict[str, Any]] = []
+        pending = self._pending
+        if "\n" not in text and "\r" not in text and not (pending and pending[-1][-1:] == "\r"):
+            pending.append(text)  # part of a long line: nothing to split yet
+            return events
+        if pending:
+            self._pending.append(text)
+            buffer = "".join(self._pending)
+        else:
+            buffer = text
+        start = 0
+        end = len(buffer)
+        for match in _LINE_END.finditer(buffer):
+            if match.end() == end and match.group() == "\r":
+                break  # perhaps the first half of a \r\n split across pieces
+            self._line(buffer[start : match.start()], events)
+            start = match.end()
+        self._pending = [buffer[start:]] if start < end else []
+        return events
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The events dispatched at the end of the stream: only by a blank line that ended in
+        a lone ``\\r`` (an unfinished line and an undispatched block are dropped)."""
+        events: list[dict[str, Any]] = []
+        pending = "".join(self._pending)
+        self._pending = []
+        if pending.endswith("\r"):
+            self._line(pending[:-1], events)
+        return events
+
+    def _line(self, line: str, events: list[dict[str, Any]]) -> None:
+        if not line:
+            self._dispatch(events)
+            return
+        if line[0] == ":":
+            return
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+
+    def _dispatch(self, events: list[dict[str, Any]]) -> None:
+        event_type, self._event = self._event, ""
+        if not self._data:
+            return
+        event: dict[str, Any] = {}
+        if event_type:
+            event["event"] = event_type
+        event["data"] = "\n".join(self._data)
+        self._data = []
+        if self._id is not None:
+            event["id"] = self._id
+            self._id = None
+        if self._retry is not None:
+            event["retry"] = self._retry
+            self._retry = None
+        events.append(event)
+
+
+def encode_sse_event(event: str | None, data: str, id: str | None, retry: int | None) -> bytes:
+    """One event as a stream carries it: its fields, a ``data`` line for each line of
+    ``data``, and the blank line that dispatches it."""
+    parts: list[str] = []
+    if event:
+        parts.append(f"event: {event}\n")
+    if id is not None:
+        parts.append(f"id: {id}\n")
+    if retry is not None:
+        parts.append(f"retry: {retry}\n")
+    for line in _LINE_END.split(data):
+        parts.append(f"data: {line}\n")
+    parts.append("\n")
+    return "".join(parts).encode()

@@ -1,0 +1,201 @@
+"""The capturing transport: what a patched client sends a captured request through.
+
+:func:`capture_transport` decides, for each request while a boundary is active, whether
+the client's real transport is wrapped: not for a transport that never touches the network
+(``MockTransport``, ``ASGITransport``, ``WSGITransport`` of either library), not for a client
+of openprogram's own vendor providers (their calls are recorded at the provider registry),
+not for a passthrough host. :class:`CapturingTransport` then records the exchange through
+the real transport, answers it from the recording, or refuses it, by the boundary's mode.
+
+A WebSocket handshake (a request with ``Upgrade: websocket``, as ``httpx2.websockets`` sends
+to open an OpenAI Realtime session) is not an exchange a recording can hold: it is sent
+uncaptured when recording (and logged), and refused under replay as a mismatch.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from openprogram.errors import OpenProgramError
+from openprogram.http.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
+from openprogram.http.codec import request_sections
+from openprogram.http.recording import HttpCallRecorder
+from openprogram.http.replay import replayed_response
+from openprogram.recording.mismatch import RecordReplayEscape, ReplayMismatch
+from openprogram.recording.redaction import (
+    SecretRedactor,
+    is_secret_field_name,
+    known_secret_values,
+)
+
+if TYPE_CHECKING:
+    from openprogram.http.library import HttpLibrary
+
+__all__ = ["CapturingTransport", "capture_transport"]
+
+logger = logging.getLogger("openprogram")
+
+
+def capture_transport(
+    client: Any, transport: Any, url: Any, boundary: HttpBoundary, library: HttpLibrary
+) -> Any:
+    """The transport ``client`` sends a request for ``url`` through while ``boundary`` is
+    active: ``transport`` itself when the request is left alone, else a capturing one."""
+    if isinstance(transport, library.in_process_transports) or getattr(
+        client, PROVIDER_CLIENT_MARK, False
+    ):
+        return transport
+    hosts = boundary.passthrough_hosts
+    if hosts:
+        host = url.host.lower()
+        if host in hosts or f"{host}:{url.port}" in hosts:
+            return transport
+    return CapturingTransport(transport, boundary, library)
+
+
+class CapturingTransport:
+    """Records, replays or refuses one request by ``boundary``'s mode; ``transport`` is the
+    one the client would have used."""
+
+    __slots__ = ("boundary", "library", "transport")
+
+    def __init__(self, transport: Any, boundary: HttpBoundary, library: HttpLibrary) -> None:
+        self.transport = transport
+        self.boundary = boundary
+        self.library = library
+
+    def handle_request(self, request: Any) -> Any:
+        __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
+        if self._sent_uncaptured(request):
+            return self.transport.handle_request(request)
+        request.read()
+        sections, redactor = self._sections(request)
+        if self.boundary.mode == "replay":
+            return self._replay(sections, redactor, request, asynchronous=False)
+        recorder = self._start(sections, redactor)
+        try:
+            response = self.transport.handle_request(request)
+        except BaseException as exc:
+            recorder.stop(exc)
+            raise
+        try:
+            recorder.respond(response)
+        except BaseException:
+            response.close()
+            raise
+        response.stream = self.library.recording_sync(response.stream, recorder)
+        return response
+
+    async def handle_async_request(self, request: Any) -> Any:
+        __tracebackhide__ = True
+        if self._sent_uncaptured(request):
+            return await self.transport.handle_async_request(request)
+        await request.aread()
+        sections, redactor = self._sections(request)
+        if self.boundary.mode == "replay":
+            return self._replay(sections, redactor, request, asynchronous=True)
+        recorder = self._start(sections, redactor)
+        try:
+            response = await self.transport.handle_async_request(request)
+        except BaseException as exc:
+            recorder.stop(exc)
+            raise
+        try:
+            recorder.respond(response)
+        except BaseException:
+            await response.aclose()
+            raise
+        response.stream = self.library.recording_async(response.stream, recorder)
+        return response
+
+    def _sent_uncaptured(self, request: Any) -> bool:
+        """Refuse every request of a blocked boundary, and a WebSocket handshake under
+        replay; whether this request is a handshake to send uncaptured (recording)."""
+        boundary = self.boundary
+        if boundary.mode == "blocked":
+            from openprogram.errors import RecordReplayBlockedError
+
+            raise RecordReplayEscape(RecordReplayBlockedError(boundary.blocked_reason or ""))
+        if request.headers.get("upgrade", "").lower() != "websocket":
+            return False
+        if boundary.session is not None and boundary.mode == "replay":
+            session = boundary.session
+            index = session.calls_consumed
+            raise RecordReplayEscape(
+                session.keep(
+                    ReplayMismatch(
+                        index,
+                        "boundary",
+                        "http",
+                        "websocket",
+                        detail=(
+                            f"incoming a WebSocket connection ({redact_url(request)}): "
+                            "WebSocket APIs such as OpenAI Realtime are not recorded, so "
+                            "replay cannot serve them"
+                        ),
+                    )
+                )
+            )
+        logger.warning(
+            "openprogram: the WebSocket connection to %s is not recorded (WebSocket APIs "
+            "are not captured); replaying this session will refuse it",
+            redact_url(request),
+        )
+        return True
+
+    def _sections(self, request: Any) -> tuple[dict[str, Any], SecretRedactor]:
+        sections = request_sections(
+            request.method,
+            str(request.url),
+            request.headers.multi_items(),
+            request.content,
+            self.boundary.extra_headers,
+        )
+        return sections, call_redactor(request.headers)
+
+    def _replay(
+        self,
+        sections: dict[str, Any],
+        redactor: SecretRedactor,
+        request: Any,
+        *,
+        asynchronous: bool,
+    ) -> Any:
+        session = self.boundary.session
+        assert session is not None  # HttpBoundary checks a replay boundary has one
+        response = replayed_response(
+            session, sections, redactor, self.library, request, asynchronous=asynchronous
+        )
+        response.request = request
+        return response
+
+    def _start(self, sections: dict[str, Any], redactor: SecretRedactor) -> HttpCallRecorder:
+        writer = self.boundary.writer
+        assert writer is not None  # HttpBoundary checks a record boundary has one
+        row = {"boundary": "http", **redactor.redact_http_request(sections)}
+        try:
+            call = writer.open_call(row, checked=True)  # JSON parsed by orjson (the codec)
+        except OpenProgramError as exc:
+            raise RecordReplayEscape(exc) from None
+        return HttpCallRecorder(call, redactor, self.library)
+
+
+def call_redactor(headers: Any) -> SecretRedactor:
+    """The redactor of one call: the known credentials of the process, and the values of
+    the request's own credential headers (``Authorization``, ``x-api-key``, …), so a key the
+    program passed to its SDK is removed wherever it appears."""
+    known = known_secret_values()
+    sent: set[str] = set()
+    for name, value in headers.multi_items():
+        if is_secret_field_name(name):
+            sent.add(value)
+            _, _, credential = value.partition(" ")  # "Bearer <token>"
+            if credential:
+                sent.add(credential.strip())
+    return SecretRedactor(known | sent if sent else known)
+
+
+def redact_url(request: Any) -> str:
+    """The request's URL as a log line or report may show it."""
+    return call_redactor(request.headers).redact_text(str(request.url))
