@@ -51,6 +51,9 @@ UNSTORED_HEADERS = frozenset(
 """Response headers a recording never holds (wire encoding, hop-by-hop, cookies)."""
 
 
+SDK_PACKAGES = ("openai.", "anthropic.")
+
+
 def major_version(package: str) -> int:
     """The installed major version of ``package``."""
     return int(version(package).split(".")[0])
@@ -90,11 +93,15 @@ async def settle(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-async def each(stream: Any) -> list[Any]:
-    """Every item of a sync or async stream."""
+async def each(stream: Any) -> AsyncIterator[Any]:
+    """The items of a sync or async stream, one by one (so that a scenario keeps what came
+    before a failure part-way)."""
     if hasattr(stream, "__aiter__"):
-        return [item async for item in stream]
-    return list(stream)
+        async for item in stream:
+            yield item
+    else:
+        for item in stream:
+            yield item
 
 
 @asynccontextmanager
@@ -125,11 +132,13 @@ class Raised:
     status: int | None
     body: Any
     cause: str | None
-    """The type of the exception it wraps (``httpx2.ReadTimeout``), if any."""
+    """For an SDK exception, the type of the exception it wraps (``httpx2.ReadTimeout``),
+    if any. (An httpx exception's own cause is the connection library's exception, which a
+    replayed exchange never reaches: it is not part of what the program sees.)"""
 
     @classmethod
     def of(cls, error: BaseException) -> Raised:
-        cause = error.__cause__
+        cause = error.__cause__ if _type_name(error).startswith(SDK_PACKAGES) else None
         return cls(
             type=_type_name(error),
             message=str(error),

@@ -76,7 +76,8 @@ async def chat_stream(client: Any, seen: list[Any]) -> None:
             stream_options={"include_usage": True},
         )
     )
-    seen += [chunk.model_dump() for chunk in await each(stream)]
+    async for chunk in each(stream):
+        seen.append(chunk.model_dump())
 
 
 async def chat_tool_turns(client: Any, seen: list[Any]) -> None:
@@ -87,8 +88,10 @@ async def chat_tool_turns(client: Any, seen: list[Any]) -> None:
             model="gpt-4o-mini", messages=QUESTION, tools=tools, stream=True
         )
     )
-    chunks = await each(stream)
-    seen += [chunk.model_dump() for chunk in chunks]
+    chunks = []
+    async for chunk in each(stream):
+        chunks.append(chunk)
+        seen.append(chunk.model_dump())
     call = next(c.choices[0].delta.tool_calls[0] for c in chunks if c.choices[0].delta.tool_calls)
     arguments = "".join(
         (c.choices[0].delta.tool_calls[0].function.arguments or "")
@@ -121,7 +124,8 @@ async def chat_stream_helper(client: Any, seen: list[Any]) -> None:
         model="gpt-4o-mini", messages=QUESTION, tools=[chat_tool(strict=True)]
     )
     async with entered(manager) as stream:
-        seen += [event.model_dump() for event in await each(stream)]
+        async for event in each(stream):
+            seen.append(event.model_dump())
         seen.append((await settle(stream.get_final_completion())).model_dump())
 
 
@@ -139,7 +143,8 @@ async def responses_create(client: Any, seen: list[Any]) -> None:
 
 async def responses_stream(client: Any, seen: list[Any]) -> None:
     stream = await settle(client.responses.create(model="gpt-4o", input="Say hello.", stream=True))
-    seen += [event.model_dump() for event in await each(stream)]
+    async for event in each(stream):
+        seen.append(event.model_dump())
 
 
 async def responses_stream_tools(client: Any, seen: list[Any]) -> None:
@@ -148,7 +153,8 @@ async def responses_stream_tools(client: Any, seen: list[Any]) -> None:
             model="gpt-4o", input=QUESTION, tools=[responses_tool()], stream=True
         )
     )
-    seen += [event.model_dump() for event in await each(stream)]
+    async for event in each(stream):
+        seen.append(event.model_dump())
 
 
 OPENAI_SCENARIOS: dict[str, Scenario] = {
@@ -188,7 +194,8 @@ async def messages_stream(client: Any, seen: list[Any]) -> None:
             stream=True,
         )
     )
-    seen += [event.model_dump() for event in await each(stream)]
+    async for event in each(stream):
+        seen.append(event.model_dump())
 
 
 async def messages_stream_helper(client: Any, seen: list[Any]) -> None:
@@ -200,7 +207,8 @@ async def messages_stream_helper(client: Any, seen: list[Any]) -> None:
         thinking=THINKING,
     )
     async with entered(manager) as stream:
-        seen += [event.model_dump() for event in await each(stream)]
+        async for event in each(stream):
+            seen.append(event.model_dump())
         seen.append((await settle(stream.get_final_message())).model_dump())
 
 

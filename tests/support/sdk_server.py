@@ -53,6 +53,7 @@ from tests.support.sse_server import unused_port
 __all__ = [
     "CutAfter",
     "ErrorReply",
+    "Fault",
     "Received",
     "SdkServer",
     "Sent",
@@ -96,6 +97,7 @@ class StallAfter:
 
 
 Fault = ErrorReply | CutAfter | StallAfter
+"""What the server does to one request instead of answering it."""
 
 
 @dataclass
