@@ -2,8 +2,25 @@
 
 Importing this package (or :mod:`openprogram.providers`) has no side effects: it registers
 no provider, reads no configuration and opens no file. See ``docs/`` for the guides.
+
+:func:`record_replay` (from :mod:`openprogram.activation`) records or replays a block of
+code at both boundaries: the provider registry and every httpx / httpx2 client, so the
+official ``openai`` and ``anthropic`` SDKs too. It is imported on first use.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from openprogram.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from openprogram.activation.context_manager import record_replay
+
 __version__ = "0.1.0"
+
+__all__ = ["__version__", "record_replay"]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), {"record_replay": "openprogram.activation.context_manager"}
+)

@@ -16,12 +16,19 @@ corrupt or of another version, the record target is not writable — the runtime
 fail: a fail-closed :class:`BlockedProvider` answers for every api, and every stream call
 raises :class:`RecordReplayBlockedError`, naming the cause and the recovery commands.
 Nothing falls through to a live provider.
+
+The configured mode covers the provider registry only. ``openprogram exec`` starts a program
+with both boundaries active from its first line: its ``sitecustomize`` decides the activation
+before anything starts the runtime (:func:`preset_activation`), so the runtime installs that
+one instead of reading the mode from the configuration. :func:`record_transform`,
+:func:`replay_transform` and :func:`blocked_transform` are the three transforms, for
+whoever installs record, replay or a refusal on a scope of the registry.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +40,7 @@ from openprogram.providers.scopes import ApiProvider, RegistryTransform
 if TYPE_CHECKING:
     from openprogram.config.settings import LoadedConfig
     from openprogram.providers.events import AssistantMessageEvent
+    from openprogram.providers.replay import ReplayProvider
     from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 
 logger = logging.getLogger("openprogram")
@@ -88,20 +96,58 @@ class Activation:
     """Values other boundaries look up in the process scope (``scopes.scope_binding``)."""
 
 
-def blocked(cause: str, recording: Path | None = None) -> Activation:
+def blocked_transform(cause: str) -> RegistryTransform:
+    """Every api, registered or not, answered by one :class:`BlockedProvider`."""
     provider = BlockedProvider(cause)
 
     def answer_for_every_api(api: str, registered: ApiProvider | None) -> ApiProvider:
         return provider
 
-    return Activation("blocked", answer_for_every_api, recording, cause)
+    return answer_for_every_api
+
+
+def record_transform(path: Path) -> RegistryTransform:
+    """Every registered api wrapped in a ``RecordingProvider`` writing to ``path`` (all of
+    them share the path's one writer, so they form one call sequence)."""
+
+    def record_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:
+        from openprogram.providers.recorder import RecordingProvider
+
+        # The registry keeps one wrapper per entry; every wrapper shares the path's writer.
+        return None if registered is None else RecordingProvider(registered, path)
+
+    return record_every_api
+
+
+def replay_transform(provider: ReplayProvider) -> RegistryTransform:
+    """Every api, registered in this process or not, answered by ``provider``."""
+
+    def replay_every_api(api: str, registered: ApiProvider | None) -> ApiProvider:
+        return provider
+
+    return replay_every_api
+
+
+def blocked(cause: str, recording: Path | None = None) -> Activation:
+    return Activation("blocked", blocked_transform(cause), recording, cause)
+
+
+_preset: Callable[[], Activation] | None = None
+
+
+def preset_activation(make: Callable[[], Activation] | None) -> None:
+    """Have the runtime's start install ``make()`` instead of the configured mode (None: back
+    to the configuration). ``openprogram exec``'s ``sitecustomize`` calls it, before the
+    program's first line, with the activation exec decided for the whole process."""
+    global _preset
+    _preset = make
 
 
 def activate_record_replay(loaded: LoadedConfig | None = None) -> Activation:
-    """Build the activation the configuration asks for (read now unless given); never
-    raises."""
+    """Build the activation the configuration asks for (read now unless given), or the
+    preset one (:func:`preset_activation`); never raises."""
     try:
-        return _activate(loaded)
+        return _preset() if _preset is not None else _activate(loaded)
     except Exception as exc:  # fail closed whatever went wrong
         cause = str(exc) if isinstance(exc, OpenProgramError) else f"{type(exc).__name__}: {exc}"
         return blocked(cause)
@@ -128,7 +174,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
 
 
 def _activate_record(path: Path) -> Activation:
-    from openprogram.providers.recorder import RecordingProvider, writer_for
+    from openprogram.recording.call_writer import writer_for
 
     existing = writer_for(path).open()  # creates the file, or checks it can be appended to
     if existing:
@@ -138,20 +184,11 @@ def _activate_record(path: Path) -> Activation:
             path,
             plural(existing, "call"),
         )
-
-    def record_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:
-        # The registry keeps one wrapper per entry; every wrapper shares the path's writer.
-        return None if registered is None else RecordingProvider(registered, path)
-
-    return Activation("record", record_every_api, path)
+    return Activation("record", record_transform(path), path)
 
 
 def _activate_replay(path: Path, ignore_fields: list[str]) -> Activation:
     from openprogram.providers.replay import ReplayProvider
 
     provider = ReplayProvider(path, ignore_fields=ignore_fields)
-
-    def replay_every_api(api: str, registered: ApiProvider | None) -> ApiProvider:
-        return provider
-
-    return Activation("replay", replay_every_api, path)
+    return Activation("replay", replay_transform(provider), path)

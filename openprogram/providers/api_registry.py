@@ -23,6 +23,7 @@ from openprogram.providers.scopes import (
     ApiProvider,
     ProviderScope,
     RegistryTransform,
+    ScopeOrderError,
     current_scope,
     scope_binding,
 )
@@ -32,8 +33,10 @@ __all__ = [
     "ApiProvider",
     "ProviderScope",
     "RegistryTransform",
+    "ScopeOrderError",
     "get_api_provider",
     "isolated_api_providers",
+    "process_wide_scope",
     "provider_scope",
     "register_api_provider",
     "registered_apis",
@@ -104,6 +107,26 @@ def provider_scope(
     if resolve is None:
         _ensure_runtime()
     with scopes.provider_scope(transform=transform, resolve=resolve, bindings=bindings) as scope:
+        yield scope
+
+
+@contextmanager
+def process_wide_scope(
+    *,
+    transform: RegistryTransform | scopes.Inherit | None = INHERIT,
+    bindings: Mapping[str, object] | None = None,
+) -> Iterator[ProviderScope]:
+    """Run a block in a registry scope that every thread and task of the process sees;
+    yields the scope.
+
+    What the pytest fixture and ``record_replay()`` install record or replay with: a thread
+    or an executor's worker started by the code under test cannot reach past it to a live
+    provider. Process-wide scopes nest and must be left in the reverse order they were
+    entered (:class:`ScopeOrderError` otherwise). The runtime is started first, so the scope
+    starts from the built-ins. See :mod:`openprogram.providers.scopes`.
+    """
+    _ensure_runtime()
+    with scopes.process_wide_scope(transform=transform, bindings=bindings) as scope:
         yield scope
 
 

@@ -18,6 +18,14 @@ provider | None`` that wraps each of them (and may answer for an api with no reg
 * an **isolated** scope (``provider_scope(resolve=...)``) answers every lookup with
   ``resolve(api)`` alone, and never starts the provider runtime (``recordings verify`` and the
   demo run this way).
+* :func:`process_wide_scope` enters a scope **for the whole process**: every thread and every
+  task sees it for the length of the block, including threads started before it and worker
+  threads of an executor (the pytest fixture and ``record_replay()`` install record or replay
+  this way, so that no thread of the code under test can reach past them to a live provider).
+  Process-wide scopes nest: the one entered last is in force, and they must be left in the
+  reverse order (leaving another one first raises :class:`ScopeOrderError`). The context that
+  entered one sees it even from inside a per-context scope it had entered before; a
+  per-context scope entered in any thread while one is active starts from it.
 
 A scope also carries *bindings*: values other boundaries look up by name in the same context
 (:func:`scope_binding`), so that one scope can switch record or replay on for the provider
@@ -181,16 +189,36 @@ transform the runtime installed from the configured mode."""
 _current: ContextVar[ProviderScope | None] = ContextVar("openprogram_provider_scope", default=None)
 
 
+class ScopeOrderError(RuntimeError):
+    """A process-wide scope was left while one entered after it was still active."""
+
+
+class _ProcessWideScopes:
+    """The process-wide scopes entered and not yet left, innermost last; ``top`` is read on
+    every lookup without a lock (one attribute read)."""
+
+    __slots__ = ("lock", "stack", "top")
+
+    def __init__(self) -> None:
+        self.top: ProviderScope = PROCESS_SCOPE
+        self.stack: list[ProviderScope] = []
+        self.lock = threading.Lock()
+
+
+_PROCESS_WIDE = _ProcessWideScopes()
+
+
 def current_scope() -> ProviderScope:
-    """The innermost scope active in this context (the process scope outside any)."""
-    return _current.get() or PROCESS_SCOPE
+    """The innermost scope active in this context: its own per-context scope, else the
+    innermost process-wide scope, else the process scope."""
+    return _current.get() or _PROCESS_WIDE.top
 
 
 def scope_binding(name: str) -> object | None:
     """The value bound to ``name`` by the innermost scope of this context (or the process
     scope), or None. One ``ContextVar`` read and one dict lookup: cheap enough for every
     request a boundary sees."""
-    return (_current.get() or PROCESS_SCOPE).bindings.get(name)
+    return (_current.get() or _PROCESS_WIDE.top).bindings.get(name)
 
 
 @contextmanager
@@ -226,3 +254,52 @@ def provider_scope(
             _current.reset(token)
         except ValueError:  # left in another context than it was entered in
             _current.set(scope.parent if scope.parent is not PROCESS_SCOPE else None)
+
+
+@contextmanager
+def process_wide_scope(
+    *,
+    transform: RegistryTransform | Inherit | None = INHERIT,
+    bindings: Mapping[str, object] | None = None,
+) -> Iterator[ProviderScope]:
+    """Run a block in a scope that every thread and task of the process sees (see the
+    module's docstring); yields the scope.
+
+    It starts from the scope of the context entering it. ``transform`` and ``bindings`` are
+    as for :func:`provider_scope`. Leaving it while a process-wide scope entered after it is
+    still active raises :class:`ScopeOrderError` (the scope is removed all the same, so the
+    registry does not keep answering from it).
+    """
+    previous = _current.get()
+    with _PROCESS_WIDE.lock:
+        scope = current_scope().child(transform, bindings)
+        _PROCESS_WIDE.stack.append(scope)
+        _PROCESS_WIDE.top = scope
+    # A context already inside a per-context scope would not see the new one otherwise.
+    token = _current.set(scope) if previous is not None else None
+    try:
+        yield scope
+    finally:
+        if token is not None:
+            try:
+                _current.reset(token)
+            except ValueError:  # left in another context than it was entered in
+                _current.set(previous)
+        _leave_process_wide(scope)
+
+
+def _leave_process_wide(scope: ProviderScope) -> None:
+    with _PROCESS_WIDE.lock:
+        stack = _PROCESS_WIDE.stack
+        position = next((i for i, entered in enumerate(stack) if entered is scope), None)
+        if position is None:
+            return
+        later = len(stack) - 1 - position
+        del stack[position]
+        _PROCESS_WIDE.top = stack[-1] if stack else PROCESS_SCOPE
+    if later:
+        raise ScopeOrderError(
+            "process-wide provider scopes must be left in the reverse order they were "
+            f"entered: {later} entered after this one {'is' if later == 1 else 'are'} still "
+            "active (leave the inner record/replay block first)"
+        )

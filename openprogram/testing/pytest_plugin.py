@@ -12,19 +12,31 @@ Options (command line, or the ini file):
   even though ``CI`` is set;
 * ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
   ``tests/recordings``; the layout is described in ``recording_paths.py``);
-* ``openprogram_ignore_fields`` — more request fields replay leaves out of the comparison.
+* ``openprogram_ignore_fields`` — more request fields replay leaves out of the comparison;
+* ``openprogram_http_passthrough_hosts`` — hosts whose HTTP requests are sent live and never
+  recorded (telemetry), one a line;
+* ``openprogram_http_headers`` — request headers to store and compare besides the semantic
+  ones, one a line.
 
-A test fails when replay mismatches (the :class:`ReplayMismatch` is an ``AssertionError``),
-and also — right after its body returns — when the code under test caught a mismatch and
-carried on, or left recorded calls unmade. A test that fails while recording keeps the
-previous recording.
+The fixture covers both boundaries: the provider registry and every httpx / httpx2 client
+(so the official ``openai`` and ``anthropic`` SDKs), in every thread of the process. When
+the record mode only replays (``none``), ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are
+set to a placeholder at start-up when unset, so SDK clients built when a test module is
+imported build without a key.
+
+A test fails when replay mismatches (the :class:`ReplayMismatch` is an ``AssertionError``;
+at the HTTP boundary it leaves the SDK inside a ``RecordReplayEscape``, which the test's
+failure shows as the mismatch it carries), and also — right after its body returns — when
+the code under test caught a mismatch and carried on (even with ``except BaseException``),
+or left recorded calls unmade. A test that fails while recording keeps the previous
+recording.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,9 +63,12 @@ class PluginSettings:
     recordings_dir: Path
     allow_record_on_ci: bool
     ignore_fields: tuple[str, ...]
+    passthrough_hosts: tuple[str, ...] = ()
+    http_headers: tuple[str, ...] = ()
 
 
 _SETTINGS = pytest.StashKey[PluginSettings]()
+_RESTORE_KEYS = pytest.StashKey[Callable[[], None]]()
 _ACTIVE = pytest.StashKey["RecordingSession"]()
 _BODY_PASSED = pytest.StashKey[bool]()
 
@@ -92,6 +107,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="request field names or dotted paths replay leaves out of the comparison",
         default=[],
     )
+    parser.addini(
+        "openprogram_http_passthrough_hosts",
+        type="linelist",
+        help="hosts (host or host:port) whose HTTP requests are sent live, never recorded",
+        default=[],
+    )
+    parser.addini(
+        "openprogram_http_headers",
+        type="linelist",
+        help="HTTP request headers to store and compare besides the semantic ones",
+        default=[],
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -111,7 +138,24 @@ def pytest_configure(config: pytest.Config) -> None:
         recordings_dir=config.rootpath / recordings_dir,
         allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
         ignore_fields=ignore_fields,
+        passthrough_hosts=_entries(config, "openprogram_http_passthrough_hosts"),
+        http_headers=_entries(config, "openprogram_http_headers"),
     )
+    if record_mode == "none":
+        from openprogram.activation.placeholders import set_placeholder_keys
+
+        config.stash[_RESTORE_KEYS] = set_placeholder_keys()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    restore_keys = config.stash.get(_RESTORE_KEYS, None)
+    if restore_keys is not None:
+        restore_keys()
+
+
+def _entries(config: pytest.Config, name: str) -> tuple[str, ...]:
+    """The non-empty lines of a ``linelist`` ini option, stripped."""
+    return tuple(entry.strip() for entry in config.getini(name) if entry.strip())
 
 
 def _check_ignore_fields(ignore_fields: tuple[str, ...]) -> None:
@@ -147,6 +191,8 @@ def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingS
             test_argument=argument,
             allow_record_on_ci=settings.allow_record_on_ci,
             ignore_fields=settings.ignore_fields,
+            passthrough_hosts=settings.passthrough_hosts,
+            http_headers=settings.http_headers,
         )
     except RecordingFileError as error:
         refusal = f"{error}\nto replace it, re-record: {record_command('all', argument)}"
@@ -175,17 +221,55 @@ def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingS
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """Fail a test whose body passed but left replay unsatisfied; annotate one that failed."""
-    session = item.stash.get(_ACTIVE, None)
-    if session is None:
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    """A fixture stopped by the HTTP boundary errors with the error it carries."""
+    return (yield from _carried_errors_unwrapped())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _carried_errors_unwrapped())
+
+
+def _carried_errors_unwrapped() -> Generator[None, object, object]:
+    try:
         return (yield)
+    except BaseException as error:
+        carried = _carried_error(error)
+        if carried is None:
+            raise
+        raise carried from None
+
+
+def _carried_error(error: BaseException) -> BaseException | None:
+    """The error a ``RecordReplayEscape`` carries (with its traceback), or None for any
+    other exception. Imports nothing until a test fails."""
+    from openprogram.recording.mismatch import RecordReplayEscape
+
+    if not isinstance(error, RecordReplayEscape):
+        return None
+    return error.error.with_traceback(error.__traceback__)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Fail a test whose body passed but left replay unsatisfied; annotate one that failed.
+
+    A ``RecordReplayEscape`` (how the HTTP boundary stops a run past the SDKs' retry loops)
+    fails the test with the error it carries: the mismatch report, not the carrier."""
+    session = item.stash.get(_ACTIVE, None)
     try:
         result = yield
     except BaseException as error:
-        if isinstance(error, Exception | pytest.fail.Exception):
-            session.explain_failure(error)
-        raise
+        carried = _carried_error(error)
+        failure = error if carried is None else carried
+        if session is not None and isinstance(failure, Exception | pytest.fail.Exception):
+            session.explain_failure(failure)
+        if carried is None:
+            raise
+        raise carried from None
+    if session is None:
+        return result
     problem = session.problem_after_call()
     if problem is not None:
         pytest.fail(problem, pytrace=False)

@@ -1,4 +1,4 @@
-"""One test's recording: record or replay it, installed on the registry for that test only.
+"""One test's recording: record or replay it at both boundaries, for that test only.
 
 :func:`open_recording_session` decides from the record mode and whether the file exists:
 
@@ -12,13 +12,16 @@ while recording leaves the previous recording, if any, as it was, and never leav
 session behind. Recording refuses to run on CI (``CI`` set to ``true``, ``1`` or ``yes``)
 unless explicitly allowed (:class:`RecordingOnCiRefusedError`).
 
-:meth:`RecordingSession.installed` enters a registry scope of its own
-(``provider_scope(transform=...)``) for the test's context, so it overrides whatever mode
-the user's configuration set and the registry is exactly as before once the test ends:
-record wraps every registered api in a ``RecordingProvider``; replay answers every api,
-registered or not, with one ``ReplayProvider``. The scope is the test's context: the test
-body, the asyncio tasks it starts and code run in a copy of its context
-(``asyncio.to_thread``); a thread started with ``threading.Thread`` is not in it.
+:meth:`RecordingSession.installed` installs record or replay on both boundaries — the
+provider registry (a process-wide registry scope of its own, so it overrides whatever mode
+the user's configuration set, and the registry is exactly as before once the test ends) and
+every httpx / httpx2 client (the official SDKs stand on them) — for every thread and task
+of the process while the test runs: its body, the fixtures it uses, the asyncio tasks they
+start, and threads and executor workers too. Record wraps every registered api in a
+``RecordingProvider`` and records every HTTP exchange, all into the test's one file; replay
+answers every api, registered or not, with one ``ReplayProvider`` and every HTTP request
+from the same replay session, in recorded order. Under replay ``OPENAI_API_KEY`` and
+``ANTHROPIC_API_KEY`` are set to a placeholder while the test runs, when unset.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
+from openprogram.activation.boundaries import both_boundaries_active
+from openprogram.activation.placeholders import set_placeholder_keys
 from openprogram.errors import OpenProgramError, RecordingFileError
+from openprogram.http.boundary import HttpBoundary
 from openprogram.private_files import make_private_dirs
-from openprogram.providers.api_registry import ApiProvider, provider_scope
-from openprogram.providers.recorder import RecordingProvider
+from openprogram.providers.activation import record_transform, replay_transform
 from openprogram.providers.replay import ReplayProvider
 from openprogram.recording.call_writer import forget_writer, writer_for
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
@@ -84,6 +89,8 @@ class RecordingSession:
         test_argument: str,
         replay: ReplayProvider | None = None,
         write_path: Path | None = None,
+        passthrough_hosts: Iterable[str] = (),
+        http_headers: Iterable[str] = (),
     ) -> None:
         self.path = path
         self.record_mode: RecordMode = record_mode
@@ -92,6 +99,10 @@ class RecordingSession:
         self.display_path = display_path
         self.test_argument = test_argument
         self._write_path = write_path
+        self.passthrough_hosts = frozenset(passthrough_hosts)
+        """Hosts whose HTTP requests are sent live and never recorded."""
+        self.http_headers = frozenset(http_headers)
+        """Request headers stored and compared besides the semantic ones."""
         self._mismatches_reported = 0
 
     def __repr__(self) -> str:
@@ -103,18 +114,28 @@ class RecordingSession:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        """Record or replay on the provider registry inside this block, and only there."""
-        transform = self._record_every_api if self.replay is None else self._replay
-        with provider_scope(transform=transform):
-            yield
-
-    def _record_every_api(self, api: str, registered: ApiProvider | None) -> ApiProvider | None:
-        assert self._write_path is not None
-        return None if registered is None else RecordingProvider(registered, self._write_path)
-
-    def _replay(self, api: str, registered: ApiProvider | None) -> ApiProvider:
-        assert self.replay is not None
-        return self.replay
+        """Record or replay at both boundaries, in every thread and task, inside this block
+        (see the module's docstring)."""
+        hosts, headers = self.passthrough_hosts, self.http_headers
+        if self.replay is None:
+            assert self._write_path is not None
+            transform = record_transform(self._write_path)
+            writer = writer_for(self._write_path)
+            http = HttpBoundary(
+                "record", writer=writer, passthrough_hosts=hosts, extra_headers=headers
+            )
+            with both_boundaries_active(transform, http):
+                yield
+            return
+        http = HttpBoundary(
+            "replay", session=self.replay.session, passthrough_hosts=hosts, extra_headers=headers
+        )
+        restore_keys = set_placeholder_keys()
+        try:
+            with both_boundaries_active(replay_transform(self.replay), http):
+                yield
+        finally:
+            restore_keys()
 
     def problem_after_call(self) -> str | None:
         """Why a test whose body passed fails after all: a replay mismatch the code under
@@ -218,6 +239,8 @@ def open_recording_session(
     test_argument: str,
     allow_record_on_ci: bool = False,
     ignore_fields: Iterable[str] = (),
+    passthrough_hosts: Iterable[str] = (),
+    http_headers: Iterable[str] = (),
     environ: Mapping[str, str] = os.environ,
 ) -> RecordingSession:
     """Prepare the recording at ``path``: validate it for replay, or open a temporary file
@@ -234,6 +257,8 @@ def open_recording_session(
             display_path=display_path,
             test_argument=test_argument,
             replay=ReplayProvider(path, ignore_fields=ignore_fields),
+            passthrough_hosts=passthrough_hosts,
+            http_headers=http_headers,
         )
     if record_mode == "none":
         raise RecordingMissingError(display_path, record_command("once", test_argument))
@@ -262,4 +287,6 @@ def open_recording_session(
         display_path=display_path,
         test_argument=test_argument,
         write_path=write_path,
+        passthrough_hosts=passthrough_hosts,
+        http_headers=http_headers,
     )

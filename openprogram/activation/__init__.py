@@ -1,0 +1,37 @@
+"""Record/replay above both boundaries: the provider registry and HTTP (httpx, httpx2).
+
+- ``plan``: :class:`RecordReplayPlan`, what to activate (mode, recording, settings), and its
+  JSON form for the processes of ``openprogram exec``.
+- ``boundaries``: one plan made into both boundaries' parts (one writer, or one replay
+  session, shared), installed process-wide for a block.
+- ``context_manager``: :func:`record_replay`, the library's way in for a block of code.
+- ``placeholders``: the placeholder API keys set under replay.
+- ``configured``: the configuration (and ``exec``'s flags) resolved into one plan.
+- ``exec_environment``, ``interpreter_check``, ``exec_run``: ``openprogram exec`` — the child
+  environment with its ``sitecustomize``, the checks made before running, the run itself.
+- ``exec_child``: what the ``sitecustomize`` does in each Python process of the command.
+
+The configured mode a plain process starts with (the provider registry only) is
+:mod:`openprogram.providers.activation`. Importing this package imports nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openprogram.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from openprogram.activation.context_manager import RecordReplay, record_replay
+    from openprogram.activation.placeholders import PLACEHOLDER_API_KEY
+    from openprogram.activation.plan import RecordReplayPlan
+
+__all__ = ["PLACEHOLDER_API_KEY", "RecordReplay", "RecordReplayPlan", "record_replay"]
+
+_EXPORTS = {
+    "PLACEHOLDER_API_KEY": "openprogram.activation.placeholders",
+    "RecordReplay": "openprogram.activation.context_manager",
+    "RecordReplayPlan": "openprogram.activation.plan",
+    "record_replay": "openprogram.activation.context_manager",
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

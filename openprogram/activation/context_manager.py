@@ -1,0 +1,144 @@
+"""``record_replay()``: record or replay both boundaries for a block of code.
+
+::
+
+    import openprogram
+
+    with openprogram.record_replay("agent.jsonl", mode="record"):
+        run_my_agent()  # openai / anthropic SDK calls and openprogram provider calls
+
+    with openprogram.record_replay("agent.jsonl", mode="replay"):
+        run_my_agent()  # answered from agent.jsonl, offline
+
+For the length of the block, in every thread and task of the process, the provider
+registry and every httpx / httpx2 client (the official SDKs stand on them) record into, or
+replay from, the one recording: one writer under record, one replay session under replay,
+so calls of both boundaries form one call sequence.
+
+Under replay the block is checked when it ends: the first replay mismatch is raised — also
+when the code in the block caught it and carried on — or, if every request matched,
+:class:`~openprogram.recording.mismatch.UnconsumedCallsError` when recorded calls were never
+requested. A mismatch at the HTTP boundary travels out of the SDK as a
+:class:`~openprogram.recording.mismatch.RecordReplayEscape` (no SDK retry loop can catch
+it); leaving the block it becomes the :class:`ReplayMismatch` it carries. While the block
+runs, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are set to a placeholder when unset (see
+:mod:`openprogram.activation.placeholders`), so SDK clients build without a key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from openprogram.activation.plan import RecordReplayPlan, check_match
+
+if TYPE_CHECKING:
+    from openprogram.recording.mismatch import ReplayMismatch
+    from openprogram.recording.replay_session import ReplaySession
+
+__all__ = ["RecordReplay", "record_replay"]
+
+
+@dataclass(frozen=True)
+class RecordReplay:
+    """What ``with record_replay(...) as active:`` gives: the recording, the mode, and under
+    replay the session serving the block's calls."""
+
+    path: Path
+    mode: Literal["record", "replay"]
+    session: ReplaySession | None = None
+    """replay: ``calls_consumed``, ``unconsumed_calls``, ``mismatches``."""
+
+    @property
+    def mismatches(self) -> list[ReplayMismatch]:
+        """Every mismatch raised so far (none under record). A block that expects one on
+        purpose clears it once checked: ``active.mismatches.clear()``."""
+        return [] if self.session is None else self.session.mismatches
+
+
+@contextmanager
+def record_replay(
+    path: str | os.PathLike[str],
+    *,
+    mode: Literal["record", "replay"] = "record",
+    ignore_fields: Iterable[str] = (),
+    match: str | None = None,
+    passthrough_hosts: Iterable[str] = (),
+    http_headers: Iterable[str] = (),
+) -> Iterator[RecordReplay]:
+    """Record the block's calls into ``path``, or replay them from it (see the module's
+    docstring).
+
+    ``ignore_fields``: request fields replay leaves out of the comparison (names, or dotted
+    paths with ``[*]`` and ``*``). ``match``: how calls are matched (``"order"``, the
+    default). ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests
+    are sent live and never recorded (telemetry). ``http_headers``: request headers to store
+    and compare besides ``content-type``, ``anthropic-version``, ``anthropic-beta`` and
+    ``openai-beta``.
+
+    Recording into an existing recording appends to it. Raises
+    :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
+    be read (replay) or written (record); ``ValueError`` for an unknown ``mode`` or
+    ``match``.
+    """
+    from openprogram.activation.boundaries import both_boundaries_active, prepare_boundaries
+    from openprogram.activation.placeholders import set_placeholder_keys
+    from openprogram.recording.mismatch import RecordReplayEscape
+
+    if mode not in ("record", "replay"):
+        raise ValueError(f"record_replay() mode must be 'record' or 'replay', not {mode!r}")
+    recording = Path(os.path.abspath(path))
+    plan = RecordReplayPlan(
+        mode,
+        recording,
+        ignore_fields=tuple(ignore_fields),
+        match=check_match(match),
+        passthrough_hosts=frozenset(passthrough_hosts),
+        http_headers=frozenset(http_headers),
+    )
+    prepared = prepare_boundaries(plan)
+    session = prepared.session
+    active = RecordReplay(recording, mode, session)
+    restore_keys = set_placeholder_keys() if mode == "replay" else None
+    try:
+        with both_boundaries_active(prepared.transform, prepared.http):
+            try:
+                yield active
+            except RecordReplayEscape as escape:
+                raise escape.error.with_traceback(escape.__traceback__) from None
+            except BaseException as error:
+                if session is not None and session.mismatches:
+                    _raise_first_mismatch(session, error)
+                raise
+        if session is not None:
+            if session.mismatches:
+                _raise_first_mismatch(session, None)
+            session.assert_consumed()
+    finally:
+        if restore_keys is not None:
+            restore_keys()
+        if mode == "record":
+            from openprogram.recording.call_writer import forget_writer
+
+            forget_writer(recording)
+
+
+def _raise_first_mismatch(session: ReplaySession, error: BaseException | None) -> None:
+    """Raise the session's first mismatch, unless ``error`` (what the block raised) is that
+    mismatch or was caused by it; a ``KeyboardInterrupt`` or ``SystemExit`` passes."""
+    first = session.mismatches[0]
+    if error is not None:
+        if not isinstance(error, Exception):
+            return
+        seen: set[int] = set()
+        current: BaseException | None = error
+        while current is not None and id(current) not in seen:
+            if current is first:
+                return
+            seen.add(id(current))
+            current = current.__cause__ or current.__context__
+    raise first

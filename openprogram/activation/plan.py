@@ -1,0 +1,115 @@
+"""What to activate for both boundaries: a :class:`RecordReplayPlan`, decided once.
+
+A plan says the mode (``record``, ``replay`` or ``blocked``), the recording, and the
+settings both boundaries apply: the request fields replay leaves out of the comparison, how
+calls are matched, the hosts the HTTP boundary always sends live, and the request headers
+it stores besides the semantic ones. ``openprogram exec`` resolves the configuration (and its
+flags) into one plan and hands it to every Python process of the command as JSON
+(:meth:`RecordReplayPlan.to_json`), so that no process reads the configuration again.
+
+Calls are matched by order: the next request must equal the next recorded call (``match``
+``"order"``, the only matching there is yet).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+__all__ = ["MATCHES", "PLAN_FORMAT", "PlanMode", "RecordReplayPlan", "check_match"]
+
+PlanMode = Literal["record", "replay", "blocked"]
+MATCHES = ("order",)
+"""How replay matches an incoming request with a recorded call: ``order``, the next one."""
+PLAN_FORMAT = 1
+"""The version of a plan's JSON form; a process given another one refuses to guess."""
+
+
+def check_match(match: str | None) -> str:
+    """``match`` if it names a matching (None: the default, ``order``); else ``ValueError``."""
+    if match is None:
+        return MATCHES[0]
+    if match not in MATCHES:
+        raise ValueError(f"unknown matching {match!r}: replay matches calls by {MATCHES[0]!r}")
+    return match
+
+
+@dataclass(frozen=True)
+class RecordReplayPlan:
+    """Record, replay or refuse, at both boundaries, with these settings."""
+
+    mode: PlanMode
+    path: Path | None = None
+    """The recording (None only when blocked before one was found)."""
+    ignore_fields: tuple[str, ...] = ()
+    match: str = MATCHES[0]
+    passthrough_hosts: frozenset[str] = field(default_factory=frozenset)
+    http_headers: frozenset[str] = field(default_factory=frozenset)
+    blocked_reason: str | None = None
+    """blocked: why no call may be made (it names the commands that say why and recover)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("record", "replay", "blocked"):
+            raise ValueError(f"unknown record/replay mode {self.mode!r}")
+        if self.mode == "blocked" and not self.blocked_reason:
+            raise ValueError("a blocked plan needs a blocked_reason")
+        if self.mode != "blocked" and self.path is None:
+            raise ValueError(f"a {self.mode} plan needs the recording's path")
+        check_match(self.match)
+
+    @classmethod
+    def blocked(cls, reason: str, path: Path | None = None) -> RecordReplayPlan:
+        return cls("blocked", path, blocked_reason=reason)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "format": PLAN_FORMAT,
+                "mode": self.mode,
+                "path": None if self.path is None else str(self.path),
+                "ignore_fields": list(self.ignore_fields),
+                "match": self.match,
+                "passthrough_hosts": sorted(self.passthrough_hosts),
+                "http_headers": sorted(self.http_headers),
+                "blocked_reason": self.blocked_reason,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> RecordReplayPlan:
+        """The plan :meth:`to_json` wrote; ``ValueError`` for anything else."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"not JSON ({error})") from None
+        if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
+            found = data.get("format") if isinstance(data, dict) else None
+            raise ValueError(f"a plan of format {found!r}, not {PLAN_FORMAT}")
+        try:
+            path = data["path"]
+            return cls(
+                mode=cast(PlanMode, data["mode"]),
+                path=None if path is None else Path(_text(path)),
+                ignore_fields=tuple(_texts(data["ignore_fields"])),
+                match=_text(data["match"]),
+                passthrough_hosts=frozenset(_texts(data["passthrough_hosts"])),
+                http_headers=frozenset(_texts(data["http_headers"])),
+                blocked_reason=None if data["blocked_reason"] is None else data["blocked_reason"],
+            )
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"a plan without a valid {error}") from None
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(repr(value))
+    return value
+
+
+def _texts(values: Iterable[Any]) -> list[str]:
+    if not isinstance(values, list):
+        raise TypeError(repr(values))
+    return [_text(value) for value in values]
