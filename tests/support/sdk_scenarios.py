@@ -198,6 +198,17 @@ async def messages_stream(client: Any, seen: list[Any]) -> None:
         seen.append(event.model_dump())
 
 
+async def messages_stream_text(client: Any, seen: list[Any]) -> None:
+    """Raw events of a text-only answer."""
+    stream = await settle(
+        client.messages.create(
+            model="claude-loopback-1", max_tokens=256, messages=QUESTION, stream=True
+        )
+    )
+    async for event in each(stream):
+        seen.append(event.model_dump())
+
+
 async def messages_stream_helper(client: Any, seen: list[Any]) -> None:
     manager = client.messages.stream(
         model="claude-loopback-1",
@@ -257,6 +268,7 @@ async def messages_raw(client: Any, seen: list[Any]) -> None:
 ANTHROPIC_SCENARIOS: dict[str, Scenario] = {
     "messages_create": messages_create,
     "messages_stream": messages_stream,
+    "messages_stream_text": messages_stream_text,
     "messages_stream_helper": messages_stream_helper,
     "messages_tool_turns": messages_tool_turns,
     "messages_raw": messages_raw,

@@ -132,7 +132,9 @@ def refused_base_url() -> str:
 class SdkServer:
     """The vendors' APIs on ``127.0.0.1``; a context manager (started on creation)."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        """``port``: 0 for any free one, or a given one — that of an earlier server, so that
+        a second run of a session sends its requests to the same URLs."""
         self.received: list[Received] = []
         self.sent: list[Sent] = []
         self.faults: deque[Fault] = deque()
@@ -140,7 +142,7 @@ class SdkServer:
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
         self.lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
