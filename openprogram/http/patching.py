@@ -13,6 +13,9 @@ importing httpx early would break a program that later calls ``httpx2.alias_http
 (which refuses once httpx is imported). After that call ``httpx`` *is* ``httpx2``: each
 class object is patched once (a mark in its ``__dict__`` says it is), so every request is
 captured once, whichever name imported it.
+
+The same finder has the ``websockets`` package's client modules checked when they are
+imported (:mod:`~openprogram.http.websocket_refusal`): a WebSocket is refused under replay.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ __all__ = ["CAPTURED_LIBRARIES", "install_http_capture", "patch_library"]
 
 CAPTURED_LIBRARIES = ("httpx", "httpx2")
 """The modules whose client classes are patched."""
+WEBSOCKET_MODULES = ("websockets.sync.client", "websockets.asyncio.client")
+"""The modules of the ``websockets`` package whose connections are checked (see
+:mod:`~openprogram.http.websocket_refusal`)."""
+_PATCHED_MODULES = (*CAPTURED_LIBRARIES, *WEBSOCKET_MODULES)
 
 _PATCH_MARK = "_openprogram_http_capture"
 _CLIENT_CLASSES = ("Client", "AsyncClient")
@@ -47,10 +54,22 @@ def install_http_capture() -> None:
         if not _finder_installed:
             sys.meta_path.insert(0, _PatchOnImport())
             _finder_installed = True
-        for name in CAPTURED_LIBRARIES:
+        for name in _PATCHED_MODULES:
             module = sys.modules.get(name)
             if module is not None:
-                patch_library(module)
+                _patch(module)
+
+
+def _patch(module: ModuleType) -> None:
+    if module.__name__ in WEBSOCKET_MODULES:
+        from openprogram.http import websocket_refusal
+
+        if module.__name__ == "websockets.sync.client":
+            websocket_refusal.patch_sync_websockets(module)
+        else:
+            websocket_refusal.patch_async_websockets(module)
+    else:
+        patch_library(module)
 
 
 def patch_library(module: ModuleType) -> None:
@@ -88,8 +107,8 @@ def _capturing(original: Callable[[Any, Any], Any], library: Any) -> Callable[[A
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Finds httpx and httpx2 as the other finders would, and has their module patched
-    right after it has run."""
+    """Finds httpx, httpx2 and the ``websockets`` client modules as the other finders would,
+    and has each module patched right after it has run."""
 
     def find_spec(
         self,
@@ -97,7 +116,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         path: Sequence[str] | None = None,
         target: ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in CAPTURED_LIBRARIES:
+        if fullname not in _PATCHED_MODULES:
             return None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
@@ -131,7 +150,8 @@ class _PatchAfterExec(importlib.abc.Loader):
             module.__loader__ = self._loader
             if module.__spec__ is not None:
                 module.__spec__.loader = self._loader
-        patch_library(module)
+        with _lock:
+            _patch(module)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)

@@ -7,14 +7,13 @@ of openprogram's own vendor providers (their calls are recorded at the provider 
 not for a passthrough host. :class:`CapturingTransport` then records the exchange through
 the real transport, answers it from the recording, or refuses it, by the boundary's mode.
 
-A WebSocket handshake (a request with ``Upgrade: websocket``, as ``httpx2.websockets`` sends
-to open an OpenAI Realtime session) is not an exchange a recording can hold: it is sent
-uncaptured when recording (and logged), and refused under replay as a mismatch.
+A WebSocket handshake (a request with ``Upgrade: websocket``, as ``httpx2.websockets`` sends)
+is not an exchange a recording can hold: it is sent uncaptured when recording (and logged),
+and refused under replay (:mod:`~openprogram.http.websocket_refusal`).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import OpenProgramError
@@ -22,7 +21,8 @@ from openprogram.http.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
 from openprogram.http.codec import request_sections
 from openprogram.http.recording import HttpCallRecorder
 from openprogram.http.replay import replayed_response
-from openprogram.recording.mismatch import RecordReplayEscape, ReplayMismatch
+from openprogram.http.websocket_refusal import check_websocket
+from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import (
     SecretRedactor,
     is_secret_field_name,
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from openprogram.http.library import HttpLibrary
 
 __all__ = ["CapturingTransport", "capture_transport"]
-
-logger = logging.getLogger("openprogram")
 
 
 def capture_transport(
@@ -110,8 +108,9 @@ class CapturingTransport:
         return response
 
     def _sent_uncaptured(self, request: Any) -> bool:
-        """Refuse every request of a blocked boundary, and a WebSocket handshake under
-        replay; whether this request is a handshake to send uncaptured (recording)."""
+        """Refuse every request of a blocked boundary; whether this request is a WebSocket
+        handshake, sent uncaptured (see :mod:`~openprogram.http.websocket_refusal`, which
+        refuses it under replay)."""
         boundary = self.boundary
         if boundary.mode == "blocked":
             from openprogram.errors import RecordReplayBlockedError
@@ -119,29 +118,7 @@ class CapturingTransport:
             raise RecordReplayEscape(RecordReplayBlockedError(boundary.blocked_reason or ""))
         if request.headers.get("upgrade", "").lower() != "websocket":
             return False
-        if boundary.session is not None and boundary.mode == "replay":
-            session = boundary.session
-            index = session.calls_consumed
-            raise RecordReplayEscape(
-                session.keep(
-                    ReplayMismatch(
-                        index,
-                        "boundary",
-                        "http",
-                        "websocket",
-                        detail=(
-                            f"incoming a WebSocket connection ({redact_url(request)}): "
-                            "WebSocket APIs such as OpenAI Realtime are not recorded, so "
-                            "replay cannot serve them"
-                        ),
-                    )
-                )
-            )
-        logger.warning(
-            "openprogram: the WebSocket connection to %s is not recorded (WebSocket APIs "
-            "are not captured); replaying this session will refuse it",
-            redact_url(request),
-        )
+        check_websocket(boundary, call_redactor(request.headers).redact_text(str(request.url)))
         return True
 
     def _sections(self, request: Any) -> tuple[dict[str, Any], SecretRedactor]:
@@ -194,8 +171,3 @@ def call_redactor(headers: Any) -> SecretRedactor:
             if credential:
                 sent.add(credential.strip())
     return SecretRedactor(known | sent if sent else known)
-
-
-def redact_url(request: Any) -> str:
-    """The request's URL as a log line or report may show it."""
-    return call_redactor(request.headers).redact_text(str(request.url))

@@ -109,3 +109,22 @@ def test_the_patched_library_keeps_its_own_loader_and_nothing_is_imported_early(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["[]", "SourceFileLoader", "SourceFileLoader", "True"]
+
+
+def test_the_websockets_client_modules_are_checked_once_imported_after_activation() -> None:
+    pytest.importorskip("websockets")
+    script = (
+        ACTIVATE + "assert 'websockets' not in sys.modules\n"
+        "import websockets.sync.client as sync_client, websockets.asyncio.client as async_client\n"
+        "print(getattr(sync_client.connect, '_openprogram_websocket_check', False),"
+        " '_openprogram_websocket_check' in vars(async_client.connect))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, "/dev/null"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True"]
