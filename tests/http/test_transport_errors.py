@@ -254,3 +254,51 @@ def test_a_task_cancelled_while_waiting_records_cancelled(
         asyncio.run(go())
     assert call_end(path)["outcome"] == "cancelled"
     assert events(path) == []
+
+    async def replayed() -> None:
+        async with module.AsyncClient() as client:
+            await client.get(f"{server.base_url}/slow")
+
+    with offline(), replaying(path), pytest.raises(asyncio.CancelledError):
+        asyncio.run(replayed())  # raised where the recorded task was cancelled
+
+
+def test_a_body_whose_reading_was_cancelled_replays_ending_there(tmp_path: Path) -> None:
+    # openai 3.x drains the rest of a stream for at most 0.1 s after [DONE]; a slow end of
+    # body is cancelled then, which replay, serving at once, does not repeat.
+    path = tmp_path / "r.jsonl"
+    module = library("httpx2")
+
+    class SlowEnd(module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        async def __aiter__(self) -> Any:
+            yield b"data: [DONE]\n\n"
+            await asyncio.sleep(30)
+            yield b": never\n\n"
+
+    class Network(module.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+        async def handle_async_request(self, request: Any) -> Any:
+            headers = {"content-type": "text/event-stream"}
+            return module.Response(200, headers=headers, stream=SlowEnd())
+
+    async def read(timeout: float) -> list[bytes]:
+        got: list[bytes] = []
+
+        async def drain(response: Any) -> None:
+            async for chunk in response.aiter_raw():
+                got.append(chunk)
+
+        async with (
+            module.AsyncClient(transport=Network()) as client,
+            client.stream("GET", "http://model.test/") as response,
+        ):
+            try:
+                await asyncio.wait_for(drain(response), timeout)
+            except TimeoutError:
+                got.append(b"<timed out>")
+        return got
+
+    with recording_into(path):
+        assert asyncio.run(read(0.1)) == [b"data: [DONE]\n\n", b"<timed out>"]
+    assert call_end(path)["outcome"] == "cancelled"
+    with offline(), replaying(path):
+        assert asyncio.run(read(5)) == [b"data: [DONE]\n\n"]
