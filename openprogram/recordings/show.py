@@ -8,6 +8,11 @@ would refuse — a ``content_index`` that is not a whole number, a delta that is
 refused here too, naming the line, instead of being shown wrongly. The views are built from
 the validated events, so every field has the type replay gives it; event fields it does not
 know are ignored.
+
+An HTTP call's view (:mod:`openprogram.recordings.http_views`) adds its exchange — method,
+URL, status, the body's kind, events and size — and, for the model APIs it knows, fills the
+same fields from the request body and the response: the vendor's own stop reason
+(``tool_calls``, ``end_turn``, ``completed``) and usage object, as the server sent them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import orjson
 from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
 from openprogram.providers.recording import RecordedCall, Recording, read_recording
+from openprogram.recordings.http_views import HttpExchange, http_call_parts
 from openprogram.recordings.summary import call_label
 
 __all__ = ["CallView", "RecordingCallNotFoundError", "call_views"]
@@ -54,16 +60,34 @@ class CallView:
     input_text: str
     reply_text: str
     thinking_text: str
-    tool_calls: list[tuple[str, dict[str, Any]]]
+    tool_calls: list[tuple[str, Any]]
+    """Each tool call's name and arguments: a JSON object, as a rule; an HTTP call's
+    arguments that are not JSON (a stream cut mid-way) are their text."""
     stop_reason: str | None
     usage: dict[str, Any] | None
     outcome: str | None
     error: str | None
     event_count: int
+    boundary: str = "provider"
+    http: HttpExchange | None = None
+    """An HTTP call's exchange; None for a provider call."""
 
     @property
     def truncated(self) -> bool:
         return self.outcome is None
+
+    @property
+    def tokens(self) -> tuple[int, int] | None:
+        """Tokens in and out, from the usage as the provider or the vendor counts them:
+        ``input``/``output``, ``prompt_tokens``/``completion_tokens`` or
+        ``input_tokens``/``output_tokens``; None without usage."""
+        if not self.usage:
+            return None
+        counts = []
+        for names in (_INPUT_COUNTS, _OUTPUT_COUNTS):
+            found = (self.usage.get(name) for name in names)
+            counts.append(next((value for value in found if type(value) is int), 0))
+        return counts[0], counts[1]
 
     def to_json(self) -> dict[str, Any]:
         """A plain, JSON-safe dict (``show --json``)."""
@@ -83,7 +107,13 @@ class CallView:
             "truncated": self.truncated,
             "error": self.error,
             "event_count": self.event_count,
+            "boundary": self.boundary,
+            "http": self.http.to_json() if self.http is not None else None,
         }
+
+
+_INPUT_COUNTS = ("input", "prompt_tokens", "input_tokens")
+_OUTPUT_COUNTS = ("output", "completion_tokens", "output_tokens")
 
 
 @dataclass(frozen=True)
@@ -136,6 +166,8 @@ def _views(recording: Recording, path: str | os.PathLike[str], call: int | None)
 
 
 def _view(call: RecordedCall) -> CallView:
+    if call.boundary == "http":
+        return _http_view(call)
     # The events as replay rebuilds them (``"1"`` read as 1, unknown fields dropped).
     events = [event.model_dump(mode="json") for event in call.events]
     final = _final_message(events)
@@ -156,6 +188,26 @@ def _view(call: RecordedCall) -> CallView:
         outcome=call.outcome,
         error=_error_text(call, final),
         event_count=len(events),
+    )
+
+
+def _http_view(call: RecordedCall) -> CallView:
+    exchange, reply = http_call_parts(call)
+    return CallView(
+        call_index=call.call_index,
+        model=call_label(call),
+        input_role=reply.input_role,
+        input_text=reply.input_text,
+        reply_text=reply.reply_text,
+        thinking_text=reply.thinking_text,
+        tool_calls=reply.tool_calls(),
+        stop_reason=reply.stop_reason,
+        usage=reply.usage,
+        outcome=call.outcome,
+        error=exchange.transport_error or reply.error,
+        event_count=len(call.event_rows),
+        boundary="http",
+        http=exchange,
     )
 
 

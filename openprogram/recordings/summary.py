@@ -1,9 +1,10 @@
 """What ``openprogram recordings list`` shows about each recording.
 
 :func:`summarize_recording` reads a file once and parses it with the strict reader (events
-left as plain rows), so a summary says exactly what replay would find: the calls, events and
-models (an HTTP call's is its host and the ``model`` its JSON body names), whether a call was
-cut short, and the transcript hash. A bad file gives
+left as plain rows), so a summary says exactly what replay would find: the calls (and how many
+of them are HTTP calls), events and models (an HTTP call's is its host and the ``model`` its
+JSON body names: ``api.openai.com:gpt-4o-mini``), whether a call was cut short, and the
+transcript hash. A bad file gives
 ``valid=False`` and a one-line ``problem``, never an error.
 
 :func:`~openprogram.recordings.summary_cache.summarize_store` summarizes a whole store and
@@ -51,6 +52,9 @@ class RecordingSummary:
     problem: str | None
     transcript_hash: str | None = None
     """The SHA-256 transcript hash (see :mod:`openprogram.recordings.hashing`), if valid."""
+    http_calls: int = 0
+    """How many of ``calls`` were made at the HTTP boundary (the rest at the provider
+    registry)."""
 
     @property
     def created_time(self) -> float:
@@ -81,6 +85,7 @@ class RecordingSummary:
             "truncated": self.truncated,
             "problem": self.problem,
             "transcript_hash": self.transcript_hash,
+            "http_calls": self.http_calls,
         }
 
     @classmethod
@@ -110,6 +115,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "truncated": (bool,),
     "problem": (str, _NONE),
     "transcript_hash": (str, _NONE),
+    "http_calls": (int,),
 }
 """The exact JSON types of the fields :meth:`RecordingSummary.from_json` reads back."""
 
@@ -163,6 +169,7 @@ def summarize_recording(path: Path) -> RecordingSummary:
     return found.summary(
         recording.header,
         calls=len(recording.calls),
+        http_calls=sum(call.boundary == "http" for call in recording.calls),
         events=recording.event_count,
         models=_models(recording),
         valid=True,

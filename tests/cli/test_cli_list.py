@@ -79,6 +79,7 @@ def test_json_fields() -> None:
         "truncated": False,
         "problem": None,
         "transcript_hash": transcript_hash(read_recording(path)),
+        "http_calls": 0,
         "active": False,
     }
     assert listed["fresh"]["active"] is True

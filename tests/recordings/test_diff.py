@@ -104,7 +104,7 @@ def test_diff_command_exit_codes_and_output(tmp_path: Path) -> None:
 
     result = run("diff", str(a), str(other))
     assert result.exit_code == 1
-    assert "first difference at call 0, event 2, field event.delta" in result.stdout
+    assert "first difference at call 0, event 2 (text_delta), field delta:" in result.stdout
     assert "'echo:hi'" in result.stdout
     assert transcript_hash(read_recording(a)) in result.stdout
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, stdout
+from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, stdout, visible
 
 
 def diff(
@@ -40,8 +40,9 @@ def diff(
 def _render(comparison: object) -> None:
     from rich.text import Text
 
-    from openprogram.providers.difference import format_report_value
+    from openprogram.recording.difference import format_report_path, format_report_value
     from openprogram.recordings.comparison import RecordingComparison
+    from openprogram.recordings.difference_view import difference_view
 
     assert isinstance(comparison, RecordingComparison)
     console = stdout()
@@ -49,12 +50,11 @@ def _render(comparison: object) -> None:
     if found is None:
         console.print(Text("✔ the recordings are the same"))
     else:
-        where = f"call {found.call_index}"
-        if found.event_index is not None:
-            where += f", event {found.event_index}"
-        console.print(Text(f"✘ first difference at {where}, field {found.field_path}:"))
-        console.print(Text(f"  A: {format_report_value(found.a)}"))
-        console.print(Text(f"  B: {format_report_value(found.b)}"))
+        shown = difference_view(found)
+        field = "" if shown.field is None else f", field {format_report_path(shown.field)}"
+        console.print(Text(visible(f"✘ first difference at {shown.where}{field}:")))
+        console.print(Text(visible(f"  A: {format_report_value(shown.a)}")))
+        console.print(Text(visible(f"  B: {format_report_value(shown.b)}")))
     console.print(Text(f"calls: A {comparison.calls_a}, B {comparison.calls_b}"))
     console.print(Text(f"hash:  A {comparison.hash_a}"))
     console.print(Text(f"       B {comparison.hash_b}"))

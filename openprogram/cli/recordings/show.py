@@ -18,6 +18,7 @@ from openprogram.cli.output import (
 )
 
 if TYPE_CHECKING:
+    from openprogram.recordings.http_views import HttpExchange
     from openprogram.recordings.show import CallView
 
 PRIVACY_WARNING = (
@@ -65,24 +66,55 @@ def _render(view: CallView) -> None:
     ending = _ending(view)
     heading = f"  {_clip(view.model)}  {ending}"
     console.print(Text.assemble((f"call {view.call_index}", "bold"), heading))
-    console.print(Text(f"  > {_clip(view.input_role or '?')}: {_clip(view.input_text)}"))
+    if view.http is not None:
+        console.print(Text(f"  {_clip(exchange_line(view.http), limit=600)}"))
+    if view.input_role is not None or view.http is None:
+        console.print(Text(f"  > {_clip(view.input_role or '?')}: {_clip(view.input_text)}"))
     if view.thinking_text:
         console.print(Text(f"  … thinking: {_clip(view.thinking_text)}", style="dim"))
     if view.reply_text:
         console.print(Text(f"  < {_clip(view.reply_text)}"))
     for name, arguments in view.tool_calls:
-        shown = _clip(json.dumps(arguments, ensure_ascii=False))
-        console.print(Text(f"  < tool call {_clip(name)} {shown}"))
-    if view.error:
+        text = (
+            arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        )
+        console.print(Text(f"  < tool call {_clip(name)} {_clip(text)}"))
+    said = view.http is not None and view.error == view.http.transport_error
+    if view.error and not said:
         console.print(Text(f"  ! {_clip(view.error)}", style="red"))
+
+
+def exchange_line(exchange: HttpExchange) -> str:
+    """``POST https://api.openai.com/v1/chat/completions → 200, 14 SSE events (3.1 KB)``,
+    ``→ 429, JSON body (187 B)``, ``→ connection error: httpx2.ConnectError: …``; a stream
+    cut mid-way ends ``, then httpx.ReadError: …``."""
+    from openprogram.cli.recordings.list_layout import size_text
+
+    request = f"{exchange.method} {exchange.url} →"
+    if exchange.status is None:
+        if exchange.transport_error is not None:
+            return f"{request} connection error: {exchange.transport_error}"
+        return f"{request} no response recorded"
+    if exchange.body == "sse":
+        body = f"{plural(exchange.sse_events, 'SSE event')} ({size_text(exchange.body_size)})"
+    elif exchange.body in ("json", "text", "binary"):
+        kind = "JSON" if exchange.body == "json" else exchange.body
+        body = f"{kind} body ({size_text(exchange.body_size)})"
+    else:
+        body = "no body"
+    line = f"{request} {exchange.status}, {body}"
+    if exchange.transport_error is not None:
+        line += f", then {exchange.transport_error}"
+    return line
 
 
 def _ending(view: CallView) -> str:
     if view.truncated:
         return f"TRUNCATED after {plural(view.event_count, 'event')}"
     parts = [f"stop reason: {view.stop_reason}" if view.stop_reason else f"outcome: {view.outcome}"]
-    if view.usage:
-        parts.append(f"tokens: {view.usage.get('input', 0)} in, {view.usage.get('output', 0)} out")
+    tokens = view.tokens
+    if tokens is not None:
+        parts.append(f"tokens: {tokens[0]} in, {tokens[1]} out")
     return visible(" · ".join(parts), keep_lines=False)
 
 

@@ -1,0 +1,91 @@
+"""How ``diff`` names the first difference: the event by index and type, the field inside
+it, and the two values found at that field (read back from the path the comparison gives)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openprogram.recording.difference import MISSING, find_first_difference
+from openprogram.recordings.comparison import RecordingDifference
+from openprogram.recordings.difference_view import difference_view, value_at
+
+DATA = {"choices": [{"delta": {"content": "Hel"}}], "odd key.": {"[0]": 1}, "": [None]}
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("", DATA),
+        ("choices[0].delta.content", "Hel"),
+        ('["odd key."]["[0]"]', 1),
+        ('[""][0]', None),
+        ("choices[1]", MISSING),
+        ("choices.x", MISSING),
+        ("choices[0].delta.content.more", MISSING),
+        ("choices[0]]", MISSING),
+    ],
+)
+def test_the_value_at_a_path(path: str, value: Any) -> None:
+    assert (
+        value_at(DATA, path) == value if value is not MISSING else value_at(DATA, path) is MISSING
+    )
+
+
+def test_a_request_difference_is_shown_at_its_path() -> None:
+    found = RecordingDifference(2, "body.messages[2].content", "a", "b")
+
+    shown = difference_view(found)
+
+    assert (shown.where, shown.field, shown.a, shown.b) == (
+        "call 2",
+        "body.messages[2].content",
+        "a",
+        "b",
+    )
+
+
+def test_an_event_missing_on_one_side_is_shown_whole() -> None:
+    event = {"type": "sse", "data": "[DONE]"}
+    shown = difference_view(RecordingDifference(0, "event", event, MISSING, event_index=9))
+
+    assert (shown.where, shown.field, shown.a, shown.b) == (
+        "call 0, event 9 (sse)",
+        None,
+        event,
+        MISSING,
+    )
+
+
+KEYS = st.text(max_size=3) | st.sampled_from(["type", "data", "a.b", '"', "[0]", "x y"])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(a=st.dictionaries(KEYS, JSON, max_size=3), b=st.dictionaries(KEYS, JSON, max_size=3))
+def test_the_values_shown_are_the_values_that_differ(a: dict[str, Any], b: dict[str, Any]) -> None:
+    a, b = {**a, "type": "sse"}, {**b, "type": "sse"}
+    found = find_first_difference(a, b, ignore_fields=(), path="event")
+    if found is None:
+        return
+    difference = RecordingDifference(1, found.field_path, a, b, event_index=3)
+
+    shown = difference_view(difference)
+
+    assert shown.where == "call 1, event 3 (sse)"
+    if shown.field is None:
+        assert (shown.a, shown.b) == (a, b)
+    else:
+        assert _same(shown.a, found.recorded)
+        assert _same(shown.b, found.incoming)
+
+
+def _same(shown: Any, reported: Any) -> bool:
+    return shown is reported or (shown is not MISSING and shown == reported)
