@@ -38,6 +38,13 @@ are imported on first use (PEP 562), so importing this module imports nothing el
 
 Messages say what happened and what to do next, on one line (the replay mismatch report is
 the one error allowed two lines). The facts are attributes, so callers never parse messages.
+One exception raised on purpose is deliberately outside this tree: ``RecordReplayEscape``
+(``openprogram.recording.mismatch``), a ``BaseException`` that is not an ``Exception``. It is
+a carrier, not an error of its own: the HTTP boundary raises it from inside an HTTP client
+with an ``OpenProgramError`` as ``.error`` (a ``ReplayMismatch``, a
+``RecordReplayBlockedError``, a ``RecordingFileError``) and the same message, so that SDK
+retry loops, which catch every ``Exception``, cannot catch, retry or rewrap that error. The
+ways in (``record_replay()``, the pytest fixture, ``exec``) turn it back into ``.error``.
 """
 
 from __future__ import annotations
