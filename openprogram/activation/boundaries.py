@@ -18,19 +18,30 @@ the block is covered (the pytest fixture and ``record_replay()`` run this way).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprogram.activation.plan import RecordReplayPlan
 
 if TYPE_CHECKING:
     from openprogram.http.boundary import HttpBoundary
-    from openprogram.providers.scopes import RegistryTransform
+    from openprogram.providers.scopes import ApiProvider, RegistryTransform
+    from openprogram.recording.format import Recording
     from openprogram.recording.replay_session import ReplaySession
 
-__all__ = ["PreparedBoundaries", "both_boundaries_active", "prepare_boundaries"]
+SessionFactory = Callable[["Recording", Iterable[str]], "ReplaySession"]
+"""Makes the replay session of a recording, given the fields to ignore."""
+
+__all__ = [
+    "PreparedBoundaries",
+    "both_boundaries_active",
+    "prepare_boundaries",
+    "read_for_replay",
+]
 
 
 @dataclass(frozen=True)
@@ -46,20 +57,17 @@ class PreparedBoundaries:
 
 
 def prepare_boundaries(
-    plan: RecordReplayPlan, *, session_type: type[ReplaySession] | None = None
+    plan: RecordReplayPlan, *, make_session: SessionFactory | None = None
 ) -> PreparedBoundaries:
     """Open the plan's recording and build both boundaries' parts.
 
     record: the recording is created (with its header) or checked to be appendable; replay:
-    it is read whole and strictly, as a ``session_type`` (default ``ReplaySession``). Raises
-    :class:`~openprogram.errors.RecordingFileError` when it cannot be.
+    it is read whole and strictly, and served by ``make_session(recording, ignore_fields)``
+    (default: a ``ReplaySession``). Raises :class:`~openprogram.errors.RecordingFileError`
+    when it cannot be.
     """
     from openprogram.http.boundary import HttpBoundary
-    from openprogram.providers.activation import (
-        blocked_transform,
-        record_transform,
-        replay_transform,
-    )
+    from openprogram.providers.activation import blocked_transform, record_transform
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers
     if plan.mode == "blocked":
@@ -76,15 +84,49 @@ def prepare_boundaries(
         writer.open()  # the header now, so a run that makes no call still leaves a recording
         http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
         return PreparedBoundaries(plan, record_transform(plan.path), http)
-    from openprogram.providers.recording import read_recording
-    from openprogram.providers.replay import ReplayProvider
     from openprogram.recording.replay_session import ReplaySession
 
-    recording = read_recording(plan.path)
-    session = (session_type or ReplaySession)(recording, ignore_fields=plan.ignore_fields)
-    provider = ReplayProvider(plan.path, session=session)
+    recording = read_for_replay(plan.path)
+    if make_session is None:
+        session = ReplaySession(recording, ignore_fields=plan.ignore_fields)
+    else:
+        session = make_session(recording, plan.ignore_fields)
     http = HttpBoundary("replay", session=session, passthrough_hosts=hosts, extra_headers=headers)
-    return PreparedBoundaries(plan, replay_transform(provider), http, session)
+    return PreparedBoundaries(plan, _replay_when_looked_up(session), http, session)
+
+
+def read_for_replay(path: Path) -> Recording:
+    """The recording read strictly; its provider calls' events decoded into the provider's
+    event models only if it has provider calls (those models cost ~80 ms to import, which a
+    process replaying only SDK calls need not pay at start-up)."""
+    from openprogram.recording.reader import read_recording
+
+    recording = read_recording(path)
+    if "provider" not in recording.boundaries:
+        recording.events_decoded = True  # every provider call's events (there are none)
+        return recording
+    from openprogram.providers.recording import read_recording as read_with_events
+
+    return read_with_events(path)
+
+
+def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:
+    """Every api answered by one ``ReplayProvider`` on ``session``, made at the first lookup
+    (so a process that never uses the registry never imports it)."""
+    from openprogram.providers.activation import replay_transform
+
+    made: list[RegistryTransform] = []
+    lock = threading.Lock()
+
+    def replay_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:
+        with lock:
+            if not made:
+                from openprogram.providers.replay import ReplayProvider
+
+                made.append(replay_transform(ReplayProvider(session.path, session=session)))
+        return made[0](api, registered)
+
+    return replay_every_api
 
 
 @contextmanager

@@ -156,10 +156,11 @@ def root(
 
 
 def _add_groups() -> None:
-    from openprogram.cli import demo, run
+    from openprogram.cli import demo, exec, run
     from openprogram.cli.recordings_app import recordings_app
 
     run.register(app)
+    exec.register(app)
     demo.register(app)
     app.add_typer(recordings_app, name="recordings")
 

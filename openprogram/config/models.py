@@ -25,6 +25,13 @@ from openprogram.errors import ModelReferenceError
 
 Mode = Literal["off", "record", "replay"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
+)
+"""A host name, an IPv4 address or a bracketed IPv6 address, and an optional port."""
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP header name (a token)."""
+_NEVER_STORED_HEADERS = frozenset({"cookie", "set-cookie", "proxy-authorization"})
 
 
 def split_model_reference(reference: str) -> tuple[str, str]:
@@ -54,6 +61,12 @@ class RecordReplaySettings(BaseModel):
     mode: Mode = Field("off", description="off, record or replay (from the next start)")
     file: str | None = Field(None, description="a recording id in the store, or a path")
     ignore_fields: list[str] = Field([], description="request fields replay does not compare")
+    http_passthrough_hosts: list[str] = Field(
+        [], description="hosts whose HTTP requests are always sent live, never recorded"
+    )
+    http_headers: list[str] = Field(
+        [], description="HTTP request headers stored and compared besides the semantic ones"
+    )
 
     @field_validator("file")
     @classmethod
@@ -61,6 +74,31 @@ class RecordReplaySettings(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("must not be empty")
         return value
+
+    @field_validator("http_passthrough_hosts")
+    @classmethod
+    def _are_hosts(cls, value: list[str]) -> list[str]:
+        for host in value:
+            if not _HOST.fullmatch(host):
+                raise ValueError(
+                    f"{host!r} is not a host: write a host name or address, with a port if "
+                    'it matters, like "telemetry.example.com" or "localhost:4318" (no scheme, '
+                    "no path)"
+                )
+        # As the HTTP boundary compares them: lower case, an IPv6 address without brackets.
+        return [host.lower().replace("[", "").replace("]", "") for host in value]
+
+    @field_validator("http_headers")
+    @classmethod
+    def _are_storable_headers(cls, value: list[str]) -> list[str]:
+        from openprogram.recording.redaction import is_secret_field_name
+
+        for header in value:
+            if not _HEADER_NAME.fullmatch(header):
+                raise ValueError(f"{header!r} is not an HTTP header name")
+            if is_secret_field_name(header) or header.lower() in _NEVER_STORED_HEADERS:
+                raise ValueError(f"{header!r} may carry a credential, so it is never stored")
+        return [header.lower() for header in value]
 
 
 class ProviderSettings(BaseModel):

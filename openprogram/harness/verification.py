@@ -9,6 +9,11 @@ recorded call is consumed; otherwise it names the first divergence.
 
 It neither starts the configured provider runtime nor reads the configured mode: the run's
 lookups are answered in an isolated registry scope (``provider_scope(resolve=...)``).
+
+A recording of any program — one made with ``openprogram exec``, the pytest fixture or
+``record_replay()``, whose calls may be HTTP calls of the official SDKs — is verified by
+running the program again: :func:`verify_command` runs a command as ``openprogram exec
+--replay`` does, and passes only when it exits 0 with every call matched and consumed.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from openprogram.errors import OpenProgramError
 
 if TYPE_CHECKING:
     from openprogram.agent.tools import AgentTool
+    from openprogram.config.models import RecordReplaySettings
     from openprogram.providers.types import Model, SimpleStreamOptions, UserMessage
 
 
@@ -85,13 +91,16 @@ def verify_recording(
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:
         raise VerifySetupError(f"{path} holds no calls: there is no session to verify")
-    if recording.calls[0].boundary != "provider":
+    http_call = next((call for call in recording.calls if call.boundary == "http"), None)
+    if http_call is not None:
+        index = http_call.call_index
         raise VerifySetupError(
-            f"{path}: call 0 is an HTTP call, so verify cannot rebuild the session (it re-runs "
-            "sessions of openprogram's agent loop, which start with a provider call); replay it "
-            "by running the program that made it under replay",
+            f"{path}: call {index} is an HTTP call, so verify cannot rebuild the session (it "
+            "re-runs sessions of openprogram's agent loop, made of provider calls); add "
+            "`-- COMMAND` to run the program that made it under replay: openprogram recordings "
+            "verify NAME -- python agent.py",
             path=path,
-            call_index=0,
+            call_index=index,
             field="boundary",
         )
     start = _session_start(path, recording.calls[0].request)
@@ -120,6 +129,36 @@ def verify_recording(
         divergence = str(
             UnconsumedCallsError(str(path), provider.unconsumed_calls, len(recording.calls))
         )
+    return VerifyResult(path, transcript_hash(recording), len(recording.calls), divergence)
+
+
+def verify_command(path: Path, command: Sequence[str]) -> VerifyResult:
+    """Run ``command`` with the recording at ``path`` replayed at both boundaries, in each of
+    its Python processes, as ``openprogram exec --replay`` does; it passes when the command
+    exits 0 with every call matched and consumed.
+
+    Raises :class:`~openprogram.errors.RecordingFileError` for a recording that cannot be
+    read and ``ExecSetupError`` when the command cannot run with replay active, or ran
+    without it (usage problems: exit 2).
+    """
+    from openprogram.activation.exec_run import run_with_plan
+    from openprogram.activation.plan import RecordReplayPlan
+    from openprogram.recording.reader import read_recording
+    from openprogram.recordings.hashing import transcript_hash
+
+    recording = read_recording(path)  # strict: a damaged file is refused before anything runs
+    settings = _configured_settings()
+    plan = RecordReplayPlan(
+        "replay",
+        path,
+        ignore_fields=tuple(settings.ignore_fields) if settings else (),
+        passthrough_hosts=frozenset(settings.http_passthrough_hosts) if settings else frozenset(),
+        http_headers=frozenset(settings.http_headers) if settings else frozenset(),
+    )
+    outcome = run_with_plan(command, plan)
+    divergence = outcome.problems[0] if outcome.problems else None
+    if divergence is None and outcome.status != 0:
+        divergence = f"the command exited with status {outcome.status}"
     return VerifyResult(path, transcript_hash(recording), len(recording.calls), divergence)
 
 
@@ -266,3 +305,12 @@ def _configured_ignore_fields() -> list[str]:
     settings = load_config().settings
     remember_key_variables(settings)
     return list(settings.record_replay.ignore_fields) if settings is not None else []
+
+
+def _configured_settings() -> RecordReplaySettings | None:
+    """``[record_replay]`` as configured (None when the configuration cannot be read: then
+    nothing more is ignored, and no host passes through)."""
+    from openprogram.config.settings import load_config
+
+    settings = load_config().settings
+    return settings.record_replay if settings is not None else None

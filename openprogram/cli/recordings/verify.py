@@ -1,14 +1,31 @@
-"""``openprogram recordings verify NAME|PATH``: re-run a recorded session under replay."""
+"""``openprogram recordings verify NAME|PATH [-- COMMAND...]``: re-run a recorded session
+under replay — through the agent loop, or by running the program that made it."""
 
 from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_errors, say
+from openprogram.cli.output import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    abort,
+    plural,
+    print_json,
+    reporting_errors,
+    say,
+)
+
+COMMAND = typer.Argument(
+    None,
+    metavar="COMMAND",
+    help="A program to run under replay instead (after --), e.g. -- python agent.py.",
+    show_default=False,
+)
 
 
 def verify(
     recording: str = typer.Argument(..., help="A recording name in the store, or a path."),
+    command: list[str] | None = COMMAND,
     tools: str | None = typer.Option(
         None,
         "--tools",
@@ -17,19 +34,34 @@ def verify(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Re-run the recorded session through the current agent loop, offline.
+    """Re-run the recorded session under replay, offline, and check every call.
 
-    Prints ✔ and the transcript hash when every call matches and is consumed; otherwise
-    the first divergence and exit 1. Exit 2 when the recording or --tools cannot be used.
+    Without a command, the session is rebuilt from its first call and run through the
+    current agent loop. With `-- COMMAND`, the command is run with the recording replayed
+    in each of its Python processes (as `openprogram exec --replay` does): SDK (HTTP) calls
+    included. Prints ✔ and the transcript hash when every call matches and is consumed
+    (and the command exited 0); otherwise the first divergence and exit 1. Exit 2 when the
+    recording, --tools or the command cannot be used.
     """
+    from openprogram.activation.exec_errors import ExecSetupError
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
-    from openprogram.harness.verification import VerifySetupError, verify_recording
+    from openprogram.harness.verification import (
+        VerifySetupError,
+        verify_command,
+        verify_recording,
+    )
     from openprogram.recordings.names import RecordingNameError, resolve_recording
 
-    with reporting_errors(usage_errors=(RecordingNameError, RecordingFileError, VerifySetupError)):
+    if command and tools is not None:
+        abort("--tools applies to sessions rebuilt without a command; drop it", EXIT_USAGE)
+    usage_errors = (RecordingNameError, RecordingFileError, VerifySetupError, ExecSetupError)
+    with reporting_errors(usage_errors=usage_errors):
         path = resolve_recording(recording, recordings_dir()).path
-        result = verify_recording(path, tools=tools)
+        if command:
+            result = verify_command(path, command)
+        else:
+            result = verify_recording(path, tools=tools)
     if as_json:
         print_json(result.to_json())
     elif result.ok:

@@ -1,0 +1,214 @@
+"""What ``openprogram exec``'s ``sitecustomize`` does in each Python process of the command.
+
+:func:`activate_from_environment` reads the plan exec handed down (see
+:mod:`openprogram.activation.exec_environment`) and, before the program's first line:
+
+* prepares both boundaries from it (:mod:`openprogram.activation.boundaries`): the HTTP
+  boundary is activated for the whole life of the process, and the provider runtime will
+  install the same mode at its start instead of reading the configuration
+  (:func:`~openprogram.providers.activation.preset_activation`);
+* writes its handshake, ``process-<pid>.json``, so exec knows the activation took.
+
+If the recording cannot be opened any more, or the plan cannot be read, the process is
+blocked instead: every call refused, at both boundaries. An uncaught ``RecordReplayEscape``
+(how the HTTP boundary stops a run past an SDK's retry loop) is shown as the error it
+carries.
+
+Recording from several processes appends to the one recording (the writer is safe across
+processes). Replaying is one process's: the first process of the command to ask for a call
+claims the recording (``replay-claim`` in the exchange folder); a call asked for by any
+other process — a second interpreter, or a child forked after the claim — is refused with
+:class:`~openprogram.activation.exec_errors.ReplayInAnotherProcessError`, never served out
+of turn. A process that makes no call (a wrapper such as ``poetry run``) claims nothing. At
+exit, a replaying process writes ``report-<pid>.json``: how many calls it consumed, and its
+first mismatch or, for the claiming process, the recorded calls it never requested.
+
+Importing this module is cheap; what a mode needs is imported when it is activated.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from openprogram.activation.exec_environment import EXCHANGE_VARIABLE, PLAN_VARIABLE
+from openprogram.activation.plan import RecordReplayPlan
+from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.replay_session import ReplaySession, RequestRedactor
+
+__all__ = ["CLAIM_FILE", "ClaimingReplaySession", "activate_from_environment"]
+
+CLAIM_FILE = "replay-claim"
+
+
+def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Activate what exec decided, if this process runs under exec (else do nothing)."""
+    source = os.environ if environ is None else environ
+    folder, text = source.get(EXCHANGE_VARIABLE), source.get(PLAN_VARIABLE)
+    if not folder or text is None:
+        return
+    status = "active"
+    reason: str | None = None
+    try:
+        plan = RecordReplayPlan.from_json(text)
+    except ValueError as error:
+        status, reason = "refused", f"it cannot read the plan exec handed down: {error}"
+        plan = RecordReplayPlan.blocked(f"this process {reason}")
+    exchange = Path(folder)
+    session = _activate(plan, exchange)
+    _write(exchange / f"process-{os.getpid()}.json", _handshake(plan, status, reason))
+    if session is not None:
+        atexit.register(_report, session, exchange)
+    sys.excepthook = _showing_carried_errors(sys.excepthook)
+
+
+def _showing_carried_errors(hook: Any) -> Any:
+    """``hook``, shown an uncaught ``RecordReplayEscape`` as the error it carries, so the
+    program's last words are ``ReplayMismatch: replay mismatch at …``."""
+    from openprogram.recording.mismatch import RecordReplayEscape
+
+    def excepthook(kind: Any, value: BaseException, traceback: Any) -> Any:
+        if isinstance(value, RecordReplayEscape):
+            value.error.__traceback__ = traceback
+            return hook(type(value.error), value.error, traceback)
+        return hook(kind, value, traceback)
+
+    return excepthook
+
+
+def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession | None:
+    """Install the plan for the life of the process; the replay session, under replay."""
+    from openprogram.activation.boundaries import prepare_boundaries
+    from openprogram.errors import OpenProgramError
+    from openprogram.http.boundary import activate_http_boundary
+    from openprogram.providers.activation import Activation, preset_activation
+
+    def claiming(recording: Recording, ignore_fields: Iterable[str]) -> ReplaySession:
+        return ClaimingReplaySession(recording, exchange, ignore_fields=ignore_fields)
+
+    try:
+        prepared = prepare_boundaries(plan, make_session=claiming)
+    except OpenProgramError as error:
+        plan = RecordReplayPlan.blocked(str(error), plan.path)
+        prepared = prepare_boundaries(plan)
+    activation = Activation(plan.mode, prepared.transform, plan.path, plan.blocked_reason)
+    preset_activation(lambda: activation)
+    activate_http_boundary(prepared.http)
+    session = prepared.session
+    return session if isinstance(session, ClaimingReplaySession) else None
+
+
+class ClaimingReplaySession(ReplaySession):
+    """A replay session that serves calls only in the process of the command that claimed
+    the recording first (see the module's docstring)."""
+
+    def __init__(
+        self, recording: Recording, exchange: Path, *, ignore_fields: Iterable[str] = ()
+    ) -> None:
+        super().__init__(recording, ignore_fields=ignore_fields)
+        self.exchange = exchange
+        self.claimed_by: int | None = None
+        """The process (this one, or the one it was forked from) holding the claim."""
+        self.inherited_mismatches = 0
+        """Mismatches raised before this process was forked from the one that raised them."""
+        self.pid = os.getpid()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        self.pid = os.getpid()
+        self.inherited_mismatches = len(self.mismatches)
+
+    @property
+    def claimed_here(self) -> bool:
+        return self.claimed_by == os.getpid()
+
+    def take(
+        self,
+        boundary: str,
+        incoming: dict[str, Any],
+        *,
+        redactor: RequestRedactor,
+        ignore_fields: Iterable[str] | None = None,
+    ) -> RecordedCall:
+        __tracebackhide__ = True
+        if not self.claimed_here:
+            self._claim()
+        return super().take(boundary, incoming, redactor=redactor, ignore_fields=ignore_fields)
+
+    def _claim(self) -> None:
+        from openprogram.activation.exec_errors import ReplayInAnotherProcessError
+
+        pid = os.getpid()
+        claim = self.exchange / CLAIM_FILE
+        try:
+            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            owner = _claimant(claim)
+            if owner != pid:
+                raise self.keep(
+                    ReplayInAnotherProcessError(self.calls_consumed, owner, pid)
+                ) from None
+        else:
+            with os.fdopen(fd, "w") as file:
+                file.write(str(pid))
+        self.claimed_by = pid
+
+
+def _claimant(claim: Path) -> int:
+    try:
+        return int(claim.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _handshake(plan: RecordReplayPlan, status: str, reason: str | None) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "pid": os.getpid(),
+        "status": status,
+        "mode": plan.mode,
+        "python": sys.executable,
+    }
+    if reason is not None:
+        report["reason"] = reason
+    return report
+
+
+def _report(session: ClaimingReplaySession, exchange: Path) -> None:
+    """At exit: what this process consumed, and what went wrong in it, for exec."""
+    from openprogram.recording.mismatch import UnconsumedCallsError
+
+    if session.pid != os.getpid():
+        return  # registered in a process this one was forked from, which reports for itself
+    problem: str | None = None
+    mismatches = session.mismatches[session.inherited_mismatches :]
+    if mismatches:
+        problem = str(mismatches[0])
+    elif session.claimed_here and session.unconsumed_calls:
+        problem = str(
+            UnconsumedCallsError(
+                str(session.path), session.unconsumed_calls, len(session.recording.calls)
+            )
+        )
+    report = {
+        "pid": os.getpid(),
+        "claimed": session.claimed_here,
+        "consumed": session.calls_consumed if session.claimed_here else 0,
+        "problem": problem,
+    }
+    _write(exchange / f"report-{os.getpid()}.json", report)
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON, whole or not at all (exec may be reading the folder)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        temporary.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        pass  # exec has gone, or its folder with it: nobody is left to tell

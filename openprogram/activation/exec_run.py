@@ -1,0 +1,218 @@
+"""``openprogram exec``: run a command with record/replay active in each of its Python
+processes from their first line, and tell what happened.
+
+:func:`exec_command` resolves the plan once (:mod:`openprogram.activation.configured`),
+checks the command's Python (:mod:`openprogram.activation.interpreter_check`), runs the
+command in the environment of :mod:`openprogram.activation.exec_environment` — its standard
+streams are the caller's — and, when it has exited, reads what its processes left in the
+exchange folder (:mod:`openprogram.activation.exec_child`):
+
+* no process activated (no handshake): the command ran without record/replay — it ran no
+  Python, or one that skipped the ``sitecustomize`` — :class:`ExecSetupError`;
+* a process could not activate (its interpreter cannot import openprogram):
+  :class:`ExecSetupError` naming it;
+* under replay: the first mismatch any process met (also one the program swallowed), a
+  second process refused, or recorded calls never requested;
+* blocked: why every call was refused.
+
+exec owns the exit status (an ``atexit`` handler of the program cannot change it):
+:attr:`ExecOutcome.exit_status` is the command's own when it failed, 1 when it exited 0
+but replay found a problem or record/replay was blocked, else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from openprogram.activation.exec_child import CLAIM_FILE
+from openprogram.activation.exec_environment import Exchange, child_environment, open_exchange
+from openprogram.activation.exec_errors import ExecSetupError
+from openprogram.activation.interpreter_check import check_command
+from openprogram.activation.plan import RecordReplayPlan
+
+__all__ = ["ExecOutcome", "exec_command", "run_with_plan"]
+
+NO_HANDSHAKE = (
+    "no Python process of the command activated record/replay, so it ran without it: the "
+    "command runs no Python, or runs it with -I, -E or -S, or with an interpreter that cannot "
+    "import openprogram"
+)
+
+
+@dataclass(frozen=True)
+class ExecOutcome:
+    """How a command run by ``openprogram exec`` went."""
+
+    command: tuple[str, ...]
+    status: int
+    """The command's own exit status (128 + the signal's number when a signal ended it)."""
+    plan: RecordReplayPlan | None
+    """None: record/replay was off, and the command ran as it is."""
+    processes: int = 0
+    """The Python processes of the command that activated record/replay."""
+    calls: int = 0
+    """record: the calls the command added to the recording; replay: the calls served."""
+    problems: tuple[str, ...] = ()
+    """Replay's mismatch or unconsumed report, refusals, or why it was blocked."""
+
+    @property
+    def exit_status(self) -> int:
+        if self.status != 0:
+            return self.status
+        return 1 if self.problems else 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+def exec_command(
+    command: Sequence[str], *, record: str | None = None, replay: str | None = None
+) -> ExecOutcome:
+    """Run ``command`` under ``--record``, ``--replay`` or the configured mode (see the
+    module's docstring). Raises :class:`ExecSetupError` (and, for a flag's recording,
+    ``RecordingNameError`` / ``RecordingFileError``) for what is wrong before it runs, and
+    ``ExecSetupError`` when it ran without record/replay."""
+    from openprogram.activation.configured import exec_plan
+
+    if not command:
+        raise ExecSetupError("no command given: openprogram exec -- python agent.py")
+    return run_with_plan(command, exec_plan(record=record, replay=replay))
+
+
+def run_with_plan(
+    command: Sequence[str],
+    plan: RecordReplayPlan | None,
+    environ: Mapping[str, str] | None = None,
+) -> ExecOutcome:
+    """Run ``command`` with ``plan`` active in each of its Python processes (None: as it
+    is), in ``environ`` (default: this process's)."""
+    base = dict(os.environ if environ is None else environ)
+    argv = tuple(command)
+    if not argv:
+        raise ExecSetupError("no command given: openprogram exec -- python agent.py")
+    if plan is None:
+        return ExecOutcome(argv, _run(argv, base), None)
+    check_command(argv, base)
+    before = _recorded_calls(plan) if plan.mode == "record" else 0
+    exchange = open_exchange()
+    try:
+        status = _run(argv, child_environment(base, plan, exchange))
+        return _outcome(argv, status, plan, exchange, before)
+    finally:
+        exchange.remove()
+
+
+def _run(command: tuple[str, ...], environ: dict[str, str]) -> int:
+    """Run the command to its end; Ctrl-C reaches it (from the terminal) and a SIGTERM sent
+    to exec is passed on, while exec waits to report."""
+    try:
+        process = subprocess.Popen(command, env=environ)
+    except OSError as error:
+        raise ExecSetupError(f"{command[0]}: cannot run it ({error.strerror or error})") from None
+
+    def pass_on(signum: int, frame: FrameType | None) -> None:
+        process.send_signal(signum)
+
+    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_term = signal.signal(signal.SIGTERM, pass_on)
+    try:
+        status = process.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous_int)
+        signal.signal(signal.SIGTERM, previous_term)
+    return 128 - status if status < 0 else status
+
+
+def _outcome(
+    command: tuple[str, ...], status: int, plan: RecordReplayPlan, exchange: Exchange, before: int
+) -> ExecOutcome:
+    handshakes = _read_all(exchange.folder, "process-")
+    if not handshakes:
+        raise ExecSetupError(NO_HANDSHAKE)
+    for handshake in handshakes.values():
+        if handshake.get("status") != "active":
+            raise ExecSetupError(
+                f"the Python process {handshake.get('pid')} of the command "
+                f"({handshake.get('python')}) ran without record/replay: "
+                f"{handshake.get('reason')}; run it with an interpreter that has openprogram"
+            )
+    problems: list[str] = []
+    calls = 0
+    if plan.mode == "blocked":
+        from openprogram.errors import RecordReplayBlockedError
+
+        problems.append(str(RecordReplayBlockedError(plan.blocked_reason or "")))
+    elif plan.mode == "record":
+        calls = _recorded_calls(plan) - before
+    else:
+        calls = _replay_problems(plan, exchange, problems)
+    return ExecOutcome(command, status, plan, len(handshakes), calls, tuple(problems))
+
+
+def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[str]) -> int:
+    """Collect the processes' replay problems; the calls the claiming process consumed."""
+    from openprogram.recording.mismatch import UnconsumedCallsError
+
+    reports = _read_all(exchange.folder, "report-")
+    for report in reports.values():
+        if isinstance(report.get("problem"), str):
+            problems.append(report["problem"])
+    claimant = _claimant(exchange.folder / CLAIM_FILE)
+    if claimant is None:
+        recorded = _recorded_calls(plan)
+        if recorded and not problems:
+            assert plan.path is not None
+            problems.append(str(UnconsumedCallsError(str(plan.path), [*range(recorded)], recorded)))
+        return 0
+    claimed = reports.get(claimant)
+    if claimed is None:
+        problems.append(
+            f"process {claimant}, which replayed the recording, ended without its report (was "
+            "it killed?), so whether every recorded call was requested is unknown"
+        )
+        return 0
+    consumed = claimed.get("consumed")
+    return consumed if isinstance(consumed, int) else 0
+
+
+def _read_all(folder: Path, prefix: str) -> dict[int, dict[str, Any]]:
+    """The JSON files ``<prefix><pid>.json`` of ``folder``, by pid (damaged ones skipped)."""
+    found: dict[int, dict[str, Any]] = {}
+    for path in sorted(folder.glob(f"{prefix}*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            pid = int(path.stem.removeprefix(prefix))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            found[pid] = data
+    return found
+
+
+def _claimant(claim: Path) -> int | None:
+    try:
+        return int(claim.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _recorded_calls(plan: RecordReplayPlan) -> int:
+    """The calls the plan's recording holds now (0 when it cannot be read)."""
+    from openprogram.errors import OpenProgramError
+    from openprogram.recording.reader import read_recording
+
+    if plan.path is None:
+        return 0
+    try:
+        return len(read_recording(plan.path).calls)
+    except OpenProgramError:
+        return 0

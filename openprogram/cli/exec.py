@@ -1,0 +1,80 @@
+"""``openprogram exec [--record NAME | --replay NAME] -- COMMAND [ARGS...]``: run a program
+with record/replay active in each of its Python processes from their first line.
+
+The command's standard streams are its own; what exec says — what was recorded or
+replayed, the mismatch report, why the command ran without record/replay — goes to
+stderr after it has exited. exec exits with the command's status, or 1 when the command
+exited 0 but replay found a problem or record/replay was blocked, or 2 when the command
+could not be run with record/replay active (nothing ran) or ran without it.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from openprogram.cli.output import plural, reporting_errors, stderr, visible
+
+CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True}
+
+
+COMMAND = typer.Argument(
+    ..., metavar="COMMAND", help="The program to run and its arguments, after --."
+)
+
+
+def exec_command(
+    command: list[str] = COMMAND,
+    record: str | None = typer.Option(
+        None,
+        "--record",
+        metavar="NAME",
+        help="Record into this recording (a name in the store, or a path); must hold no call.",
+    ),
+    replay: str | None = typer.Option(
+        None, "--replay", metavar="NAME", help="Replay this recording (a name, or a path)."
+    ),
+) -> None:
+    """Run a Python program with record/replay on, both boundaries, from its first line.
+
+    Records or replays every call the program makes through openprogram's providers and
+    through httpx / httpx2 (the openai and anthropic SDKs), in every Python process it
+    starts. Without --record or --replay, the configured mode applies. Exits with the
+    command's status; 1 if it exited 0 but replay diverged, left calls unrequested or was
+    blocked; 2 if the command could not run with record/replay active.
+    """
+    from openprogram.activation.exec_errors import ExecSetupError
+    from openprogram.activation.exec_run import exec_command as run
+    from openprogram.errors import RecordingFileError
+    from openprogram.recordings.names import RecordingNameError
+
+    with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
+        outcome = run(command, record=record, replay=replay)
+    _report(outcome)
+    raise typer.Exit(outcome.exit_status)
+
+
+def _report(outcome: object) -> None:
+    from rich.text import Text
+
+    from openprogram.activation.exec_run import ExecOutcome
+
+    assert isinstance(outcome, ExecOutcome)
+    console = stderr()
+
+    def line(text: str, style: str = "") -> None:
+        console.print(Text.assemble(("openprogram:", style or "bold"), " ", visible(text)))
+
+    plan = outcome.plan
+    if plan is None:
+        line("record/replay is off, so the command ran as it is (nothing recorded or replayed)")
+        return
+    for problem in outcome.problems:
+        line(problem, "bold red")
+    if plan.mode == "record":
+        line(f"recorded {plural(outcome.calls, 'call')} into {plan.path}")
+    elif plan.mode == "replay" and not outcome.problems:
+        line(f"{plural(outcome.calls, 'call')} replayed from {plan.path} and matched")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("exec", context_settings=CONTEXT)(exec_command)
