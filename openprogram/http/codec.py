@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from openprogram.http.sse import encode_sse_event
+from openprogram.http.sse import encode_sse_event, encode_sse_fields
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
     json_text_may_exceed_nesting_limit,
@@ -211,8 +211,13 @@ def body_event(
 def encode_sse_row(row: dict[str, Any]) -> bytes:
     """A recorded ``sse`` event as the bytes of a stream."""
     data = row["data"]
-    text = data if isinstance(data, str) else orjson.dumps(data).decode()
-    return encode_sse_event(row.get("event"), text, row.get("id"), row.get("retry"))
+    if isinstance(data, str):
+        return encode_sse_event(row.get("event"), data, row.get("id"), row.get("retry"))
+    # Compact JSON is one line (orjson escapes every newline): the common case, short.
+    line = b"data: " + orjson.dumps(data) + b"\n\n"
+    if len(row) == 2:  # type and data: no event, id or retry
+        return line
+    return encode_sse_fields(row.get("event"), row.get("id"), row.get("retry")).encode() + line
 
 
 def encode_body_row(row: dict[str, Any]) -> bytes:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["SseParser", "encode_sse_event"]
+__all__ = ["SseParser", "encode_sse_event", "encode_sse_fields"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _BOM = "\ufeff"
@@ -124,6 +124,15 @@ class SseParser:
 def encode_sse_event(event: str | None, data: str, id: str | None, retry: int | None) -> bytes:
     """One event as a stream carries it: its fields, a ``data`` line for each line of
     ``data``, and the blank line that dispatches it."""
+    parts = [encode_sse_fields(event, id, retry)]
+    for line in _LINE_END.split(data):
+        parts.append(f"data: {line}\n")
+    parts.append("\n")
+    return "".join(parts).encode()
+
+
+def encode_sse_fields(event: str | None, id: str | None, retry: int | None) -> str:
+    """The lines of an event before its data: ``event``, ``id`` and ``retry`` when set."""
     parts: list[str] = []
     if event:
         parts.append(f"event: {event}\n")
@@ -131,7 +140,4 @@ def encode_sse_event(event: str | None, data: str, id: str | None, retry: int | 
         parts.append(f"id: {id}\n")
     if retry is not None:
         parts.append(f"retry: {retry}\n")
-    for line in _LINE_END.split(data):
-        parts.append(f"data: {line}\n")
-    parts.append("\n")
-    return "".join(parts).encode()
+    return "".join(parts)
