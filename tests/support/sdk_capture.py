@@ -1,9 +1,11 @@
-"""Recording and replaying a block of SDK calls, and watching that replay opens no socket.
+"""Recording and replaying a block of SDK calls with ``openprogram.record_replay()``, and
+watching that replay opens no socket.
 
-:func:`recording` and :func:`replaying` put the HTTP boundary in record or replay mode for a
-block, as the ways in do: replay ends by raising what the block left behind — the first
-mismatch (also one the SDK or the program swallowed), then calls never requested.
-:func:`sockets_watched` refuses and lists every connection attempt in the block.
+:func:`recording` and :func:`replaying` are the library's context manager in record and
+replay mode (replay ends by raising what the block left behind: the first mismatch — also
+one the SDK or the program swallowed — then calls never requested); :func:`replaying`
+yields the replay session. :func:`sockets_watched` refuses and lists every connection
+attempt in the block.
 """
 
 from __future__ import annotations
@@ -16,10 +18,7 @@ from typing import Any
 
 import pytest
 
-from openprogram.http.boundary import HttpBoundary, activate_http_boundary
-from openprogram.recording.call_writer import forget_writer, writer_for
-from openprogram.recording.mismatch import RecordReplayEscape
-from openprogram.recording.reader import read_recording
+import openprogram
 from openprogram.recording.replay_session import ReplaySession
 
 __all__ = ["recording", "replaying", "sockets_watched"]
@@ -28,29 +27,16 @@ __all__ = ["recording", "replaying", "sockets_watched"]
 @contextmanager
 def recording(path: Path) -> Iterator[None]:
     """Every SDK request in the block is sent and recorded into ``path``."""
-    deactivate = activate_http_boundary(HttpBoundary("record", writer=writer_for(path)))
-    try:
+    with openprogram.record_replay(path, mode="record"):
         yield
-    finally:
-        deactivate()
-        forget_writer(path)
 
 
 @contextmanager
 def replaying(path: Path) -> Iterator[ReplaySession]:
-    """Every SDK request in the block is answered from ``path``; at the end, the first
-    mismatch is raised, else an ``UnconsumedCallsError`` if calls were left."""
-    session = ReplaySession(read_recording(path))
-    deactivate = activate_http_boundary(HttpBoundary("replay", session=session))
-    try:
-        yield session
-    except RecordReplayEscape as escape:
-        raise escape.error from None
-    finally:
-        deactivate()
-    if session.mismatches:
-        raise session.mismatches[0]
-    session.assert_consumed()
+    """Every SDK request in the block is answered from ``path``; the session is yielded."""
+    with openprogram.record_replay(path, mode="replay") as active:
+        assert active.session is not None
+        yield active.session
 
 
 @contextmanager
