@@ -1,7 +1,9 @@
 """Damaged recordings through every read command: documented exit codes, one-line errors,
 no traceback, no hang.
 
-A small real recording (a two-call echo tool session) is cut at byte offsets, has bytes
+Two small recordings — a real two-call echo tool session (provider calls), and SDK traffic at
+the HTTP boundary (``tests.support.http_fuzz_session``: an OpenAI stream with a streamed tool
+call, an Anthropic message, a refused connection) — are cut at byte offsets, have bytes
 flipped, fields of every row replaced by values of other JSON types, renamed or removed, and
 values nested hundreds of levels deep; a FIFO and ``/dev/zero`` are named as the recording.
 Each result goes through ``recordings status`` (the configuration pointing at the file, in
@@ -20,7 +22,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from hypothesis import strategies as st
 from openprogram.cli.app import app
 from openprogram.config.paths import recordings_dir
 from tests.support.config_files import record_replay_config
+from tests.support.http_fuzz_session import fixed_sdk_session, http_deep_nestings
 from tests.support.read_commands import (
     COMMANDS,
     VERIFY_TOOLS,
@@ -66,18 +69,54 @@ def _click_command_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(typer.testing, "_get_command", lambda typer_app: command)
 
 
+@dataclass(frozen=True)
+class Session:
+    """A recording to damage: its bytes, its calls, and where deep values go in it."""
+
+    data: bytes
+    calls: int
+    deep_nestings: Callable[[bytes], Iterator[Mutant]]
+    verify_exit: int
+    """What ``verify`` gives the undamaged recording: 0 for a session of openprogram's agent
+    loop; 2 for one that starts with an HTTP call (it needs ``-- COMMAND`` to re-run)."""
+
+
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    return fixed_tool_session(tmp_path_factory.mktemp("session") / "session.jsonl")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Session]:
+    folder = tmp_path_factory.mktemp("session")
+    return {
+        "tool-session": Session(
+            fixed_tool_session(folder / "session.jsonl"), 2, deep_nestings, verify_exit=0
+        ),
+        "sdk-session": Session(
+            fixed_sdk_session(folder / "sdk.jsonl"), 3, http_deep_nestings, verify_exit=2
+        ),
+    }
+
+
+@pytest.fixture(params=["tool-session", "sdk-session"])
+def session(request: pytest.FixtureRequest, sessions: dict[str, Session]) -> Session:
+    chosen: Session = sessions[request.param]
+    return chosen
+
+
+@pytest.fixture
+def recording(session: Session) -> bytes:
+    return session.data
+
+
+def in_the_store(data: bytes) -> Path:
+    """``data`` in the store, as ``good``."""
+    path = recordings_dir() / "good.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
 
 
 @pytest.fixture
 def good(recording: bytes) -> Path:
     """The undamaged recording in the store, as ``good``."""
-    path = recordings_dir() / "good.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(recording)
-    return path
+    return in_the_store(recording)
 
 
 def write_mutant(data: bytes) -> Path:
@@ -100,14 +139,15 @@ def assert_every_mutant_handled(command: str, mutants: Iterable[Mutant], good: P
 
 
 def test_the_recording_is_replayable_and_every_command_accepts_it(
-    recording: bytes, good: Path
+    session: Session, good: Path
 ) -> None:
-    path = write_mutant(recording)
+    path = write_mutant(session.data)
     verdict = judge(path)
-    assert verdict == Verdict(replayable=True, readable=True, calls=2)
+    assert verdict == Verdict(replayable=True, readable=True, calls=session.calls)
     for name, command in COMMANDS.items():
         result = command.invoke(path, good)
-        assert result.exit_code == 0, (name, result.stdout, result.stderr)
+        expected = session.verify_exit if name == "verify" else 0
+        assert result.exit_code == expected, (name, result.stdout, result.stderr)
         assert judge_result(command, result, verdict, path) == [], name
 
 
@@ -124,8 +164,8 @@ def test_a_field_of_another_type_renamed_or_removed(
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_values_nested_hundreds_of_levels_deep(command: str, recording: bytes, good: Path) -> None:
-    assert_every_mutant_handled(command, deep_nestings(recording), good)
+def test_values_nested_hundreds_of_levels_deep(command: str, session: Session, good: Path) -> None:
+    assert_every_mutant_handled(command, session.deep_nestings(session.data), good)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -214,9 +254,12 @@ def _limit_memory() -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_a_file_that_is_not_a_regular_file(kind: str, good: Path, tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_regular_file(
+    kind: str, sessions: dict[str, Session], tmp_path: Path
+) -> None:
     """Run in child processes: a hung read of a FIFO, or a read of /dev/zero that never
     ends, must fail this test, not block or exhaust the test run."""
+    good = in_the_store(sessions["tool-session"].data)
     if kind == "fifo":
         special = recordings_dir() / "fifo.jsonl"  # in the store too, so `list` meets it
         os.mkfifo(special, 0o600)

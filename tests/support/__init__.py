@@ -4,6 +4,8 @@
 - ``recording_rows``: recording rows built by hand (header, request, event, call_end) and
   written to a file, for tests that state the exact lines a reader sees.
 - ``http_call_rows``: the rows of calls recorded at the HTTP boundary.
+- ``vendor_http_rows``: HTTP calls as the vendors' servers answer them (OpenAI Chat
+  Completions and Responses, Anthropic Messages, errors), and odd shapes no vendor sends.
 - ``tool_sessions``: the two-call echo tool session (``lookup``), run and recorded; any agent
   session recorded.
 - ``scripted_provider``: a provider that answers from a script, and its variants.
@@ -15,7 +17,7 @@
 - ``import_rules``: what a module imports, read from its source.
 - ``sse_server``, ``vendor_wire`` and ``vendors``: the loopback server the vendor providers
   talk to, the bytes each vendor sends, and the one table of vendors.
-- ``recording_mutations`` and ``read_commands``: damaged recordings, and what each read
-  command must do with one.
+- ``recording_mutations``, ``http_fuzz_session`` and ``read_commands``: damaged recordings
+  (of provider calls, and of SDK traffic), and what each read command must do with one.
 - ``inner_project``: an inner pytest project for the pytest plugin's tests.
 """

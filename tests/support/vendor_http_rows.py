@@ -117,16 +117,19 @@ def _chunk(choices: list[Row], usage: Row | None = None) -> Row:
     }
 
 
-def _delta(delta: Row, finish: str | None = None) -> Row:
+def chat_chunk(delta: Row, finish: str | None = None) -> Row:
+    """A stream chunk whose choice 0 carries ``delta`` (and ``finish``, the finish reason)."""
     return _chunk([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
 
 
-def _tool_piece(arguments: str, *, first: bool = False) -> Row:
+def chat_tool_piece(arguments: str, *, first: bool = False) -> Row:
+    """A chunk holding a piece of the ``get_weather`` call's arguments (the first piece also
+    holds its id and name)."""
     call: Row = {"index": 0, "function": {"arguments": arguments}}
     if first:
         call = {"index": 0, "id": CALL_ID, "type": "function"}
         call["function"] = {"name": "get_weather", "arguments": arguments}
-    return _delta({"tool_calls": [call]})
+    return chat_chunk({"tool_calls": [call]})
 
 
 CHAT_USAGE = {
@@ -153,14 +156,14 @@ def chat_stream_call(index: int = 0) -> list[Row]:
         "stream_options": {"include_usage": True},
     }
     chunks = [
-        _delta({"role": "assistant", "content": "", "refusal": None}),
-        _delta({"content": "Let me check"}),
-        _delta({"content": " the weather."}),
-        _tool_piece("", first=True),
-        _tool_piece('{"ci'),
-        _tool_piece('ty": "Par'),
-        _tool_piece('is"}'),
-        _delta({}, finish="tool_calls"),
+        chat_chunk({"role": "assistant", "content": "", "refusal": None}),
+        chat_chunk({"content": "Let me check"}),
+        chat_chunk({"content": " the weather."}),
+        chat_tool_piece("", first=True),
+        chat_tool_piece('{"ci'),
+        chat_tool_piece('ty": "Par'),
+        chat_tool_piece('is"}'),
+        chat_chunk({}, finish="tool_calls"),
         _chunk([], usage=CHAT_USAGE),
     ]
     events = [
@@ -532,7 +535,7 @@ def other_api_call(index: int = 0) -> list[Row]:
 
 def odd_calls() -> dict[str, list[Row]]:
     """Shapes no vendor sends, each as one call at index 0, by what is odd about it."""
-    weather = _delta({"content": "Sunny"})
+    weather = chat_chunk({"content": "Sunny"})
     return {
         "request body is a list": http_call(
             0, "POST", CHAT_URL, [1, 2], [response(200, "application/json"), json_body([])]
