@@ -612,3 +612,23 @@ def mixed_session() -> list[list[Row]]:
         other_api_call(7),
         truncated_stream_call(8),
     ]
+
+
+def documented_agent() -> list[list[Row]]:
+    """The calls of ``agent.jsonl``, the SDK recording docs/cli.md shows and diffs: an OpenAI
+    stream with a tool call, the completion after the tool result, an Anthropic stream, a
+    429 and a refused connection."""
+    return [
+        chat_stream_call(0),
+        chat_completion_call(1),
+        messages_stream_call(2),
+        rate_limited_call(3),
+        connect_error_call(4),
+    ]
+
+
+def documented_agent_2() -> list[list[Row]]:
+    """``agent-2.jsonl`` of docs/cli.md: ``agent.jsonl`` with one streamed piece changed."""
+    calls = documented_agent()
+    calls[0][3]["event"]["data"]["choices"][0]["delta"]["content"] = "Let me look"
+    return calls
