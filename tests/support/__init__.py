@@ -5,7 +5,9 @@
   written to a file, for tests that state the exact lines a reader sees.
 - ``http_call_rows``: the rows of calls recorded at the HTTP boundary.
 - ``vendor_http_rows``: HTTP calls as the vendors' servers answer them (OpenAI Chat
-  Completions and Responses, Anthropic Messages, errors), and odd shapes no vendor sends.
+  Completions and Responses in ``openai_http_rows``, Anthropic Messages in
+  ``anthropic_http_rows``, built from ``http_exchange_rows``; errors), and odd shapes no
+  vendor sends.
 - ``tool_sessions``: the two-call echo tool session (``lookup``), run and recorded; any agent
   session recorded.
 - ``scripted_provider``: a provider that answers from a script, and its variants.
