@@ -32,7 +32,8 @@ def show(
     call: int | None = typer.Option(None, "--call", help="Show only call N (from 0)."),
     as_json: bool = typer.Option(False, "--json", help="Print the calls as JSON."),
 ) -> None:
-    """Show each call: model, new input, streamed reply, tool calls, stop reason, usage."""
+    """Show each call: model, new input, streamed reply, tool calls, stop reason, usage; an
+    HTTP call also shows its request and what came back (status, SSE events or body)."""
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
     from openprogram.recordings.names import RecordingNameError, resolve_recording
