@@ -8,6 +8,7 @@ pytest-asyncio in auto mode, without unrelated plugins, ``OPENPROGRAM_HOME`` ins
 from __future__ import annotations
 
 import stat
+import sys
 from pathlib import Path
 from textwrap import dedent
 
@@ -89,6 +90,35 @@ class InnerProject:
         if subprocess:
             return self.pytester.runpytest_subprocess(*arguments, timeout=300)
         return self.pytester.runpytest(*arguments)
+
+
+ENVIRONMENT_CLEARED = (
+    "CI",
+    "OPENPROGRAM_ALLOW_RECORD_ON_CI",
+    "OPENPROGRAM_CONFIG",
+    "OPENPROGRAM_RECORD_REPLAY__MODE",
+    "OPENPROGRAM_RECORD_REPLAY__FILE",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "PYTEST_XDIST_TESTRUNUID",
+)
+"""Variables the outer run may have set that would change how the inner runs behave."""
+
+
+def isolated_inner_project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> InnerProject:
+    """An inner project with ``OPENPROGRAM_HOME`` inside it, none of
+    :data:`ENVIRONMENT_CLEARED` set, and no cached bytecode standing in for test files
+    rewritten between runs (sometimes within a second at the same size)."""
+    inner = InnerProject(pytester)
+    monkeypatch.setenv("OPENPROGRAM_HOME", str(inner.home))
+    for name in ENVIRONMENT_CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    return inner
 
 
 def file_mode(path: Path) -> int:
