@@ -26,7 +26,7 @@ import orjson
 
 from openprogram.recordings.http_anthropic_views import messages_reply
 from openprogram.recordings.http_openai_views import chat_completions_reply, responses_reply
-from openprogram.recordings.http_reply import HttpReply, as_dict, as_str, error_text
+from openprogram.recordings.http_reply import HttpReply, as_dict, as_int, as_str, error_text
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall
@@ -90,7 +90,7 @@ def http_call_parts(call: RecordedCall) -> tuple[HttpExchange, HttpReply]:
     for row in call.event_rows:
         event_type = row.get("type")
         if event_type == "http_response":
-            status = row.get("status")
+            status = as_int(row.get("status"))
             headers = as_dict(row.get("headers"))
             content_type = (as_str(headers.get("content-type")) or "").lower()
             kind = "sse" if content_type.startswith("text/event-stream") else "none"
