@@ -73,11 +73,13 @@ class ClientKind:
 
     def make(self, server_base_url: str, **options: Any) -> Any:
         """A client of this class for the API at ``server_base_url`` (the server's root: the
-        OpenAI client is given its ``/v1``)."""
+        OpenAI client is given its ``/v1``), made with the vendor's key from
+        :data:`API_KEYS` unless ``options`` say otherwise (``api_key=None``: the SDK reads
+        its key variable)."""
         module = __import__(self.vendor)
         base_url = server_base_url + ("/v1" if self.vendor == "openai" else "")
         cls = getattr(module, self.name)
-        return cls(api_key=API_KEYS[self.vendor], base_url=base_url, **options)
+        return cls(**{"api_key": API_KEYS[self.vendor], "base_url": base_url, **options})
 
 
 CLIENT_KINDS = (

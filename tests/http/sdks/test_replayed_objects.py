@@ -36,3 +36,22 @@ async def test_replayed_objects_equal_the_live_ones(
 
     assert replayed == live
     assert attempts == []
+
+
+@pytest.mark.parametrize("kind", [pytest.param(kind, id=kind.name) for kind in CLIENT_KINDS])
+async def test_replay_needs_no_key(
+    kind: ClientKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "chat_stream" if kind.vendor == "openai" else "messages_stream"
+    scenario = {**OPENAI_SCENARIOS, **ANTHROPIC_SCENARIOS}[name]
+    path = tmp_path / "session.jsonl"
+    with SdkServer() as server, recording(path):
+        live = await observe(kind, server.base_url, scenario)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    with sockets_watched() as attempts, replaying(path):
+        replayed = await observe(kind, server.base_url, scenario, api_key=None)
+
+    assert replayed == live
+    assert attempts == []
