@@ -19,9 +19,11 @@ processes). Replaying is one process's: the first process of the command to ask 
 claims the recording (``replay-claim`` in the exchange folder); a call asked for by any
 other process — a second interpreter, or a child forked after the claim — is refused with
 :class:`~openprogram.activation.exec_errors.ReplayInAnotherProcessError`, never served out
-of turn. A process that makes no call (a wrapper such as ``poetry run``) claims nothing. At
-exit, a replaying process writes ``report-<pid>.json``: how many calls it consumed, and its
-first mismatch or, for the claiming process, the recorded calls it never requested.
+of turn. A process that makes no call (a wrapper such as ``poetry run``) claims nothing. A
+replaying process writes ``report-<pid>.json`` when it meets a mismatch (at once, so a
+process that ends without its exit handlers has reported it) and at exit: how many calls
+it consumed, and its first mismatch or, for the claiming process, the recorded calls it
+never requested.
 
 Importing this module is cheap; what a mode needs is imported when it is activated.
 """
@@ -39,6 +41,7 @@ from typing import Any
 from openprogram.activation.exec_environment import EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession, RequestRedactor
 
 __all__ = ["CLAIM_FILE", "ClaimingReplaySession", "activate_from_environment"]
@@ -141,6 +144,13 @@ class ClaimingReplaySession(ReplaySession):
             self._claim()
         return super().take(boundary, incoming, redactor=redactor, ignore_fields=ignore_fields)
 
+    def keep(self, mismatch: ReplayMismatch) -> ReplayMismatch:
+        """Remember ``mismatch`` and report it to exec at once: a process that ends without
+        running its exit handlers (``os._exit``, a signal) has told exec all the same."""
+        kept = super().keep(mismatch)
+        _report(self, self.exchange)
+        return kept
+
     def _claim(self) -> None:
         from openprogram.activation.exec_errors import ReplayInAnotherProcessError
 
@@ -186,20 +196,21 @@ def _report(session: ClaimingReplaySession, exchange: Path) -> None:
     if session.pid != os.getpid():
         return  # registered in a process this one was forked from, which reports for itself
     problem: str | None = None
+    kind: str | None = None
     mismatches = session.mismatches[session.inherited_mismatches :]
     if mismatches:
-        problem = str(mismatches[0])
+        problem, kind = str(mismatches[0]), "mismatch"
     elif session.claimed_here and session.unconsumed_calls:
-        problem = str(
-            UnconsumedCallsError(
-                str(session.path), session.unconsumed_calls, len(session.recording.calls)
-            )
+        unconsumed = UnconsumedCallsError(
+            str(session.path), session.unconsumed_calls, len(session.recording.calls)
         )
+        problem, kind = str(unconsumed), "unconsumed"
     report = {
         "pid": os.getpid(),
         "claimed": session.claimed_here,
         "consumed": session.calls_consumed if session.claimed_here else 0,
         "problem": problem,
+        "kind": kind,
     }
     _write(exchange / f"report-{os.getpid()}.json", report)
 

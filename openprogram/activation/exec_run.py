@@ -26,6 +26,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,13 +123,16 @@ def _run(command: tuple[str, ...], environ: dict[str, str]) -> int:
     def pass_on(signum: int, frame: FrameType | None) -> None:
         process.send_signal(signum)
 
-    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    previous_term = signal.signal(signal.SIGTERM, pass_on)
-    try:
-        status = process.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous_int)
-        signal.signal(signal.SIGTERM, previous_term)
+    if threading.current_thread() is not threading.main_thread():
+        status = process.wait()  # signal handlers can only be set in the main thread
+    else:
+        previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        previous_term = signal.signal(signal.SIGTERM, pass_on)
+        try:
+            status = process.wait()
+        finally:
+            signal.signal(signal.SIGINT, previous_int)
+            signal.signal(signal.SIGTERM, previous_term)
     return 128 - status if status < 0 else status
 
 
@@ -163,9 +167,11 @@ def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[
     from openprogram.recording.mismatch import UnconsumedCallsError
 
     reports = _read_all(exchange.folder, "report-")
-    for report in reports.values():
-        if isinstance(report.get("problem"), str):
-            problems.append(report["problem"])
+    # A mismatch (or a refused process) first: calls left unrequested are often its result.
+    for kind in ("mismatch", "unconsumed"):
+        for report in reports.values():
+            if report.get("kind") == kind and isinstance(report.get("problem"), str):
+                problems.append(report["problem"])
     claimant = _claimant(exchange.folder / CLAIM_FILE)
     if claimant is None:
         recorded = _recorded_calls(plan)

@@ -19,6 +19,13 @@ from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
 
 REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
+HTTP_CAPTURE_NOTE = (
+    "this mode covers calls made through openprogram's providers; SDK (HTTP) traffic — the "
+    "openai and anthropic SDKs, httpx — is captured only under `openprogram exec -- COMMAND`, "
+    "the pytest fixture or `openprogram.record_replay()`: a plain `python agent.py` "
+    "{verb} only its provider calls"
+)
+"""What the configured mode does not cover, said whenever it records or replays."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,8 @@ def configured_status() -> StatusReport:
         notes.append(f"{name} is not a setting, so it is ignored{meant}")
     if mode in ("record", "replay") or loaded.error is not None:
         notes.append("changes take effect at the next start of a process")
+    if mode in ("record", "replay"):
+        notes.append(HTTP_CAPTURE_NOTE.format(verb=f"{mode}s"))
     redact = _secret_remover()
     return StatusReport(
         config_path=loaded.location.path,

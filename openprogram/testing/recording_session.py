@@ -179,14 +179,14 @@ class RecordingSession:
                 f"discarded ({self.display_path} is unchanged)"
             )
             return
+        mismatches = self.replay.mismatches
         if isinstance(error, ReplayMismatch | UnconsumedCallsError):
             error.add_note(
                 f"openprogram: replaying {self.display_path}; if the change is intended, "
                 f"re-record: {self.rerecord_command}"
             )
-            return
-        mismatches = self.replay.mismatches
-        if mismatches and not _caused_by(error, mismatches[0]):
+        # A mismatch the code caught (in a thread, say) comes first, and is often the cause.
+        if mismatches and mismatches[0] is not error and not _caused_by(error, mismatches[0]):
             error.add_note(
                 "openprogram: earlier, the code under test caught this replay mismatch:\n"
                 f"{mismatches[0]}"

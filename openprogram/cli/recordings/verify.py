@@ -58,10 +58,7 @@ def verify(
     usage_errors = (RecordingNameError, RecordingFileError, VerifySetupError, ExecSetupError)
     with reporting_errors(usage_errors=usage_errors):
         path = resolve_recording(recording, recordings_dir()).path
-        if command:
-            result = verify_command(path, command)
-        else:
-            result = verify_recording(path, tools=tools)
+        result = verify_command(path, command) if command else verify_recording(path, tools=tools)
     if as_json:
         print_json(result.to_json())
     elif result.ok:

@@ -1,0 +1,208 @@
+"""``openprogram exec``, each path as a real process: record, replay, drift, unconsumed
+calls, blocked, and the refusals before anything runs (``python -I``, an interpreter
+without openprogram) or after (no process activated)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openprogram.providers.recording import read_recording
+from tests.support.child_processes import openprogram_process, user_environment
+from tests.support.config_files import configure
+from tests.support.http_agent import AGENT_PROGRAM, answering, write_agent
+from tests.support.offline import SOCKETS_REFUSED
+from tests.support.recording_rows import stored
+from tests.support.sse_server import ScriptedServer
+
+REPORT = "replay mismatch at call 1, field body.question:\nrecorded 'hi', incoming 'bye'"
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        yield running
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    environ = user_environment(tmp_path / "openprogram-home")
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PYTHONPATH"):
+        environ.pop(name, None)
+    return environ
+
+
+def run_exec(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return openprogram_process("exec", *args, env=env, cwd=cwd)
+
+
+def record_session(server: ScriptedServer, tmp_path: Path, env: dict[str, str]) -> Path:
+    """``exec --record first`` of an agent asking echo, then the server "hi" and "more"."""
+    server.serve(answering("hello"), answering("more answers"))
+    agent = write_agent(tmp_path)
+    result = run_exec(
+        "--record", "first", "--", sys.executable, str(agent),
+        *("--echo", "start", server.base_url, "hi", "more"),
+        env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "echo:start\nhello\nmore answers\n"
+    return agent
+
+
+def offline_agent(tmp_path: Path, source: str = AGENT_PROGRAM) -> Path:
+    """The agent, every socket refused from its first line after the sitecustomize."""
+    return write_agent(tmp_path, SOCKETS_REFUSED + source, name="offline_agent.py")
+
+
+def test_record_then_replay_both_boundaries_offline(
+    server: ScriptedServer, tmp_path: Path, env: dict[str, str]
+) -> None:
+    record_session(server, tmp_path, env)
+    recording = read_recording(stored("first"))
+    assert [call.boundary for call in recording.calls] == ["provider", "http", "http"]
+    agent = offline_agent(tmp_path)
+    args = ("--echo", "start", server.base_url, "hi", "more")
+    result = run_exec("--replay", "first", "--", sys.executable, str(agent), *args, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "echo:start\nhello\nmore answers\n"
+    assert f"openprogram: 3 calls replayed from {stored('first')} and matched" in result.stderr
+    assert len(server.received) == 2  # while recording only
+
+
+def test_a_drift_exits_1_with_the_report_also_when_the_program_swallowed_it(
+    server: ScriptedServer, tmp_path: Path, env: dict[str, str]
+) -> None:
+    record_session(server, tmp_path, env)
+    args = ("--echo", "start", server.base_url, "bye", "more")
+    agent = offline_agent(tmp_path)
+    crashed = run_exec("--replay", "first", "--", sys.executable, str(agent), *args, env=env)
+    assert crashed.returncode == 1
+    assert f"openprogram.recording.mismatch.ReplayMismatch: {REPORT}" in crashed.stderr
+    assert f"openprogram: {REPORT}" in crashed.stderr
+    swallowing = offline_agent(
+        tmp_path,
+        AGENT_PROGRAM.replace("    print(ask(base_url, question))", SWALLOWED),
+    )
+    result = run_exec("--replay", "first", "--", sys.executable, str(swallowing), *args, env=env)
+    assert "the agent carried on" in result.stdout
+    assert result.returncode == 1, "the program exited 0, exec did not"
+    assert f"openprogram: {REPORT}" in result.stderr
+
+
+SWALLOWED = """\
+    try:
+        print(ask(base_url, question))
+    except BaseException:
+        print("the agent carried on")"""
+
+
+def test_recorded_calls_never_requested_exit_1(
+    server: ScriptedServer, tmp_path: Path, env: dict[str, str]
+) -> None:
+    record_session(server, tmp_path, env)
+    agent = offline_agent(tmp_path)
+    args = ("--echo", "start", server.base_url, "hi")
+    result = run_exec("--replay", "first", "--", sys.executable, str(agent), *args, env=env)
+    assert result.returncode == 1
+    assert "replay incomplete: 1 of 3 recorded calls never requested (call 2)" in result.stderr
+
+
+def test_a_broken_configured_recording_blocks_both_boundaries(
+    server: ScriptedServer, tmp_path: Path, env: dict[str, str]
+) -> None:
+    configure("replay", "missing")
+    agent = write_agent(tmp_path, AGENT_PROGRAM.replace(
+        "    print(ask(base_url, question))", BLOCKED_REPORT
+    ))  # fmt: skip
+    result = run_exec("--", sys.executable, str(agent), "--echo", "x", server.base_url, "hi",
+                      env=env)  # fmt: skip
+    assert result.returncode != 0
+    assert "RecordReplayBlockedError: record/replay is blocked" in result.stderr  # echo
+    assert server.received == []  # no request left the machine
+    result = run_exec("--", sys.executable, str(agent), server.base_url, "hi", env=env)
+    assert "refused: record/replay is blocked:" in result.stdout
+    assert result.returncode == 1
+    assert "run `openprogram recordings status` to see why" in result.stderr
+    assert "`openprogram recordings off`" in result.stderr
+    assert server.received == []
+
+
+BLOCKED_REPORT = """\
+    try:
+        print(ask(base_url, question))
+    except BaseException as error:
+        print("refused:", error)"""
+
+
+def test_python_dash_i_is_refused_before_anything_runs(tmp_path: Path, env: dict[str, str]) -> None:
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').close()"
+    result = run_exec("--record", "first", "--", sys.executable, "-I", "-c", code, env=env)
+    assert result.returncode == 2
+    assert "-I (isolated mode) ignores PYTHONPATH" in result.stderr
+    assert "run it without -I" in result.stderr
+    assert not marker.exists()
+
+
+def test_an_interpreter_without_openprogram_is_refused_before_anything_runs(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    marker = tmp_path / "ran"
+    fake = tmp_path / "python3"
+    fake.write_text(f'#!/bin/sh\nexec {sys.executable} -E -S "$@"\n')
+    fake.chmod(0o755)
+    code = f"open({str(marker)!r}, 'w').close()"
+    result = run_exec("--record", "first", "--", str(fake), "-c", code, env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{fake} (the Python of the command, on the command line) cannot import" in (
+        result.stderr.replace("\n", " ")
+    )
+    assert not marker.exists()
+
+
+def test_a_command_whose_python_never_activated_exits_2_naming_why(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    result = run_exec("--record", "first", "--", "sh", "-c", f"{sys.executable} -I -c pass",
+                      env=env)  # fmt: skip
+    assert result.returncode == 2
+    assert "no Python process of the command activated record/replay" in result.stderr
+    assert "-I, -E or -S" in result.stderr
+
+
+def test_with_record_replay_off_the_command_runs_as_it_is(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    result = run_exec("--", sys.executable, "-c", "import sys; print('plain'); sys.exit(3)",
+                      env=env)  # fmt: skip
+    assert (result.returncode, result.stdout) == (3, "plain\n")
+    assert "record/replay is off, so the command ran as it is" in result.stderr
+
+
+def test_the_command_s_own_failure_is_exec_s_exit_status(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    result = run_exec("--record", "first", "--", sys.executable, "-c", "raise SystemExit(5)",
+                      env=env)  # fmt: skip
+    assert result.returncode == 5
+    assert "recorded 0 calls into" in result.stderr
+
+
+def test_usage_errors_exit_2_before_anything_runs(tmp_path: Path, env: dict[str, str]) -> None:
+    assert run_exec("--replay", "missing", "--", sys.executable, "-c", "pass",
+                    env=env).returncode == 2  # fmt: skip
+    result = run_exec("--record", "a", "--replay", "b", "--", "true", env=env)
+    assert result.returncode == 2
+    assert "exclude each other" in result.stderr
+    result = run_exec("--record", "first", "--", "no-such-program", env=env)
+    assert (result.returncode, result.stderr.count("\n")) == (2, 1)
+    assert "Traceback" not in result.stderr
+    assert not os.path.exists(stored("first")) or read_recording(stored("first")).calls == []
