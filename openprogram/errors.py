@@ -15,7 +15,9 @@
     │                                     a request or event a recording cannot hold
     ├── RecordingFileError                a recording cannot be read (file, line, call)
     ├── ReplayMismatch (+AssertionError)  an incoming request differs from the recording
-    │   └── RecordingTruncatedError       replay reached a call the recording cut short
+    │   ├── RecordingTruncatedError       replay reached a call the recording cut short
+    │   └── ReplayInAnotherProcessError   ``exec``: a second process of the command asked
+    │                                     for a call of the recording another one replays
     ├── UnconsumedCallsError (+AssertionError)
     │                                     recorded calls were never requested
     ├── RecordedProviderError             replay of a provider error of a non-builtin type
@@ -29,6 +31,8 @@
     ├── RecordingCallNotFoundError (+IndexError)
     │                                     ``show --call N``: the recording has no call N
     ├── VerifySetupError                  a recorded session that verify cannot re-run
+    ├── ExecSetupError                    ``exec``: a command that cannot run with
+    │                                     record/replay active, or that ran without it
     ├── RecordingMissingError             pytest: replay-only, and the test has no recording
     └── RecordingOnCiRefusedError         pytest: a test would record on CI
 
@@ -54,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from openprogram.activation.exec_errors import ExecSetupError, ReplayInAnotherProcessError
     from openprogram.agent.builtin_tools import ToolInputError
     from openprogram.agent.tools import ToolDefinitionError
     from openprogram.config.problems import ConfigError
@@ -86,6 +91,7 @@ __all__ = [
     "ActiveRecordingUnknownError",
     "CanonicalJSONError",
     "ConfigError",
+    "ExecSetupError",
     "MissingApiKeyError",
     "ModelReferenceError",
     "OpenProgramError",
@@ -103,6 +109,7 @@ __all__ = [
     "RecordingOnCiRefusedError",
     "RecordingRefusedError",
     "RecordingTruncatedError",
+    "ReplayInAnotherProcessError",
     "ReplayMismatch",
     "ToolDefinitionError",
     "ToolInputError",
@@ -116,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "ActiveRecordingUnknownError": "openprogram.recordings.configured",
     "CanonicalJSONError": "openprogram.recordings.hashing",
     "ConfigError": "openprogram.config.problems",
+    "ExecSetupError": "openprogram.activation.exec_errors",
     "PruneCriteriaError": "openprogram.recordings.store",
     "RecordReplayBlockedError": "openprogram.providers.activation",
     "RecordedProviderError": "openprogram.providers.replay",
@@ -128,6 +136,7 @@ _EXPORTS: dict[str, str] = {
     "RecordingOnCiRefusedError": "openprogram.testing.recording_session",
     "RecordingRefusedError": "openprogram.recordings.store",
     "RecordingTruncatedError": "openprogram.providers.mismatch",
+    "ReplayInAnotherProcessError": "openprogram.activation.exec_errors",
     "ReplayMismatch": "openprogram.providers.mismatch",
     "ToolDefinitionError": "openprogram.agent.tools",
     "ToolInputError": "openprogram.agent.builtin_tools",
