@@ -38,15 +38,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from openprogram.activation.exec_environment import EXCHANGE_VARIABLE, PLAN_VARIABLE
+from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession, RequestRedactor
 
-__all__ = ["CLAIM_FILE", "ClaimingReplaySession", "activate_from_environment"]
-
-CLAIM_FILE = "replay-claim"
+__all__ = ["ClaimingReplaySession", "activate_from_environment"]
 
 
 def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:

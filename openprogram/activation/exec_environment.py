@@ -33,6 +33,7 @@ from pathlib import Path
 from openprogram.activation.plan import RecordReplayPlan
 
 __all__ = [
+    "CLAIM_FILE",
     "EXCHANGE_VARIABLE",
     "PLAN_VARIABLE",
     "SITECUSTOMIZE",
@@ -43,6 +44,8 @@ __all__ = [
 
 PLAN_VARIABLE = "_OPENPROGRAM_EXEC_PLAN"
 EXCHANGE_VARIABLE = "_OPENPROGRAM_EXEC_DIR"
+CLAIM_FILE = "replay-claim"
+"""In the exchange folder: the pid of the process that replays the recording."""
 
 SITECUSTOMIZE = '''\
 """Written by `openprogram exec`: record/replay in this process from its first line.

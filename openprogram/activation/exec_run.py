@@ -33,8 +33,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from openprogram.activation.exec_child import CLAIM_FILE
-from openprogram.activation.exec_environment import Exchange, child_environment, open_exchange
+from openprogram.activation.exec_environment import (
+    CLAIM_FILE,
+    Exchange,
+    child_environment,
+    open_exchange,
+)
 from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.interpreter_check import check_command
 from openprogram.activation.plan import RecordReplayPlan
