@@ -96,9 +96,9 @@ def provider_scope(
 ) -> Iterator[ProviderScope]:
     """Run a block in a registry scope of its own, in the current context; yields the scope.
 
-    The one way to change what lookups answer for a block: ``transform`` replaces the
-    enclosing scope's transform inside it (the pytest fixture and ``record_replay()`` install
-    record or replay this way, over whatever mode the configuration set); ``resolve`` makes it
+    A way to change what lookups answer for a block, in this context only (for every thread,
+    :func:`process_wide_scope`): ``transform`` replaces the enclosing scope's transform inside
+    it, over whatever mode the configuration set; ``resolve`` makes it
     isolated (every lookup is ``resolve(api)``, the runtime is never started); ``bindings``
     adds values other boundaries look up (``scope_binding``). Otherwise the runtime is
     started first, so the scope starts from the built-ins. See

@@ -12,8 +12,8 @@ provider | None`` that wraps each of them (and may answer for an api with no reg
   block, the asyncio tasks it starts and whatever runs in a copy of its context
   (``asyncio.to_thread``, ``contextvars.copy_context().run``) see it; other threads and
   contexts do not. It starts as a copy of the enclosing scope's registrations; its transform
-  is the enclosing one unless it names its own (the pytest fixture names one, so the
-  configured mode does not reach its test). Registrations, removals and transforms made
+  is the enclosing one unless it names its own (so a block can answer in place of the
+  configured mode). Registrations, removals and transforms made
   inside it stay in it, and the enclosing state returns exactly when the block ends.
 * an **isolated** scope (``provider_scope(resolve=...)``) answers every lookup with
   ``resolve(api)`` alone, and never starts the provider runtime (``recordings verify`` and the
