@@ -43,17 +43,15 @@ _PATCHED_MODULES = (*CAPTURED_LIBRARIES, *WEBSOCKET_MODULES)
 _PATCH_MARK = "_openprogram_http_capture"
 _CLIENT_CLASSES = ("Client", "AsyncClient")
 _lock = threading.RLock()
-_finder_installed = False
 
 
 def install_http_capture() -> None:
     """Patch httpx and httpx2 now if they are imported, and as soon as they are if not
-    (idempotent; cheap after the first call)."""
-    global _finder_installed
+    (idempotent). The finder is put back if something removed it from ``sys.meta_path``
+    meanwhile (a harness restoring the import system, as pytest's in-process runs do)."""
     with _lock:
-        if not _finder_installed:
+        if not any(isinstance(finder, _PatchOnImport) for finder in sys.meta_path):
             sys.meta_path.insert(0, _PatchOnImport())
-            _finder_installed = True
         for name in _PATCHED_MODULES:
             module = sys.modules.get(name)
             if module is not None:
