@@ -206,3 +206,17 @@ def test_usage_errors_exit_2_before_anything_runs(tmp_path: Path, env: dict[str,
     assert (result.returncode, result.stderr.count("\n")) == (2, 1)
     assert "Traceback" not in result.stderr
     assert not os.path.exists(stored("first")) or read_recording(stored("first")).calls == []
+
+
+def test_a_process_whose_openprogram_lacks_the_activation_makes_exec_exit_2(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # The command starts its own Python with an openprogram that has no activation in it
+    # (another version, say): that process says so in its handshake, and ran live.
+    other = tmp_path / "other-site" / "openprogram"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    inner = f'PYTHONPATH="$PYTHONPATH:{other.parent}" exec {sys.executable} -c pass'
+    result = run_exec("--record", "first", "--", "sh", "-c", inner, env=env)
+    assert result.returncode == 2
+    assert "ran without record/replay: it cannot import openprogram" in result.stderr
