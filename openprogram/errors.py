@@ -59,7 +59,7 @@ from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from openprogram.activation.exec_errors import ExecSetupError, ReplayInAnotherProcessError
-    from openprogram.agent.builtin_tools import ToolInputError
+    from openprogram.agent.file_tools import ToolInputError
     from openprogram.agent.tools import ToolDefinitionError
     from openprogram.config.problems import ConfigError
     from openprogram.harness.verification import VerifySetupError
@@ -139,7 +139,7 @@ _EXPORTS: dict[str, str] = {
     "ReplayInAnotherProcessError": "openprogram.activation.exec_errors",
     "ReplayMismatch": "openprogram.providers.mismatch",
     "ToolDefinitionError": "openprogram.agent.tools",
-    "ToolInputError": "openprogram.agent.builtin_tools",
+    "ToolInputError": "openprogram.agent.file_tools",
     "UnconsumedCallsError": "openprogram.providers.mismatch",
     "UnrecordableValueError": "openprogram.providers.recordable",
     "VerifySetupError": "openprogram.harness.verification",

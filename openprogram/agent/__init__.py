@@ -2,7 +2,7 @@
 
     tools          ``AgentTool`` — a Python function the model may call — and the ``tool``
                    decorator that builds one from a function and its docstring
-    builtin_tools  ``read_file`` and ``list_directory``, confined to one folder, safe to run
+    file_tools     ``read_file`` and ``list_directory``, confined to one folder, safe to run
                    while a session is replayed
     loop           ``run_agent``: one session, its events, and the ``AgentRun`` it returns
     model_choice   ``resolve_model``: ``api:model-id`` (or the configured default) to a ``Model``
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openprogram.agent.builtin_tools import builtin_tools
+    from openprogram.agent.file_tools import builtin_tools
     from openprogram.agent.loop import (
         AgentEvent,
         AgentRun,
@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCallFinished": "openprogram.agent.loop",
     "ToolCallStarted": "openprogram.agent.loop",
     "ToolDefinitionError": "openprogram.agent.tools",
-    "builtin_tools": "openprogram.agent.builtin_tools",
+    "builtin_tools": "openprogram.agent.file_tools",
     "resolve_model": "openprogram.agent.model_choice",
     "run_agent": "openprogram.agent.loop",
     "run_session": "openprogram.agent.session",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openprogram.agent.builtin_tools import builtin_tools
+from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun, run_agent
 from openprogram.agent.model_choice import resolve_model
 from openprogram.providers.api_registry import get_api_provider

@@ -89,7 +89,7 @@ class Demo:
         return verify_recording(self.recording, root=self.folder)
 
     def _session(self, provider: ApiProvider) -> AgentRun:
-        from openprogram.agent.builtin_tools import builtin_tools
+        from openprogram.agent.file_tools import builtin_tools
         from openprogram.agent.loop import run_agent
         from openprogram.providers.api_registry import provider_scope
         from openprogram.providers.builtins.echo import ECHO_MODEL

@@ -256,7 +256,7 @@ def _short(value: Any) -> str:
 
 
 def _session_tools(recorded: Sequence[str], spec: str | None, root: Path) -> list[AgentTool]:
-    from openprogram.agent.builtin_tools import builtin_tools
+    from openprogram.agent.file_tools import builtin_tools
 
     available = {tool.name: tool for tool in builtin_tools(root)}
     if spec is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from openprogram.agent.builtin_tools import builtin_tools
+from openprogram.agent.file_tools import builtin_tools
 from openprogram.providers.recording import read_recording
 from openprogram.providers.runtime import RuntimeState, provider_runtime_status
 from openprogram.recordings.hashing import transcript_hash

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.agent.builtin_tools import builtin_tools
+from openprogram.agent.file_tools import builtin_tools
 from openprogram.providers import (
     initialize_provider_runtime,
     redaction,

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from typer.testing import Result
 
-from openprogram.agent.builtin_tools import builtin_tools
+from openprogram.agent.file_tools import builtin_tools
 from tests.support.cli_runner import run
 from tests.support.tool_sessions import record_agent_session
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.agent import AgentTool, builtin_tools, run_agent
-from openprogram.agent.builtin_tools import (
+from openprogram.agent.file_tools import (
     LIST_DIRECTORY_MAX_ENTRIES,
     READ_FILE_LIMIT_BYTES,
     ToolInputError,
