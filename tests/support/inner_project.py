@@ -7,12 +7,35 @@ pytest-asyncio in auto mode, without unrelated plugins, ``OPENPROGRAM_HOME`` ins
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import stat
 import sys
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
+
+# An in-process inner run ends by removing every module it imported (and the import hooks it
+# added). A module first imported inside one would be imported afresh by a later test: a second
+# httpcore whose errors the first httpx no longer maps, or a second HTTP boundary state the
+# patched client classes never see. Everything an inner run may import first is imported here.
+KEPT_LOADED = (
+    "httpcore",
+    "httpx",
+    "httpcore2",
+    "httpx2",
+    "openai",
+    "anthropic",
+    "openprogram.activation.boundaries",
+    "openprogram.http.boundary",
+    "openprogram.http.patching",
+    "openprogram.testing.recording_session",
+)
+for _name in KEPT_LOADED:
+    # A library this environment lacks (httpx2 beside the previous SDKs) is simply skipped.
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_name)
 
 INNER_INI = """\
 [pytest]
