@@ -15,8 +15,9 @@ user agents, trace ids) in headers that are not stored. In a response:
   ``reset``: ``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-requests-reset``) and
   the retry hints ``retry-after`` and ``retry-after-ms``;
 * in an ``http_body`` event's ``body`` and an ``sse`` event's ``data``, the per-run identity
-  of the object the response is about: its ``id``, ``created``, ``created_at`` and
-  ``system_fingerprint``, at the top level (an OpenAI chat completion or chunk, an Anthropic
+  of the object the response is about: its ``id``, ``created``, ``created_at``,
+  ``completed_at``, ``system_fingerprint`` and ``request_id`` (an Anthropic error body names
+  the request it answers), at the top level (an OpenAI chat completion or chunk, an Anthropic
   message, an OpenAI response) and in a top-level ``message`` or ``response`` object (the
   Anthropic ``message_start`` event, the OpenAI Responses stream events).
 
@@ -55,7 +56,14 @@ HTTP_RESPONSE_HEADERS: frozenset[str] = frozenset(
 """Response headers left out by name (lower-case); :func:`is_non_deterministic_header` adds
 the ``x-envoy-`` prefix, request ids and the counting-down rate-limit headers."""
 
-HTTP_BODY_IDENTITY_FIELDS: tuple[str, ...] = ("id", "created", "created_at", "system_fingerprint")
+HTTP_BODY_IDENTITY_FIELDS: tuple[str, ...] = (
+    "id",
+    "created",
+    "created_at",
+    "completed_at",
+    "system_fingerprint",
+    "request_id",
+)
 """The fields of a response object that name this run's instance of it."""
 _OBJECTS_WITH_IDENTITY = ("message", "response")
 

@@ -76,6 +76,7 @@ def responses_body_call(index: int, *, run: str) -> list[Row]:
         "id": f"resp_{run}",
         "object": "response",
         "created_at": 1700000000 if run == "a" else 1700000500,
+        "completed_at": 1700000001 if run == "a" else 1700000502,
         "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_1"}],
     }
     events: list[Row] = [
@@ -83,6 +84,26 @@ def responses_body_call(index: int, *, run: str) -> list[Row]:
         {"type": "http_body", "body": body},
     ]
     rows: list[Row] = [{"type": "request", "call_index": index, **request}]
+    rows += [
+        {"type": "event", "call_index": index, "event_index": n, "event": event}
+        for n, event in enumerate(events)
+    ]
+    rows.append({"type": "call_end", "call_index": index, "event_count": 2, "outcome": "complete"})
+    return rows
+
+
+def anthropic_error_call(index: int, *, run: str) -> list[Row]:
+    """An Anthropic 529 whose error body names run ``run``'s request."""
+    body = {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+        "request_id": f"req_{run}",
+    }
+    events: list[Row] = [
+        {"type": "http_response", "status": 529, "headers": response_headers(run=run)},
+        {"type": "http_body", "body": body},
+    ]
+    rows: list[Row] = [{"type": "request", "call_index": index, **chat_request()}]
     rows += [
         {"type": "event", "call_index": index, "event_index": n, "event": event}
         for n, event in enumerate(events)
@@ -99,6 +120,7 @@ def session(folder: Path, name: str, *, run: str) -> Path:
         sse_call(1, run=run),
         anthropic_call(2, run=run),
         responses_body_call(3, run=run),
+        anthropic_error_call(4, run=run),
     )
 
 
