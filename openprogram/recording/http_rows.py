@@ -73,7 +73,9 @@ def http_event_problem(payload: dict[str, Any], earlier: list[dict[str, Any]]) -
         return _headers_problem("http_response event", payload.get("headers"))
     if not earlier:
         return f"{kind} event before the call's http_response event"
-    if any(row["type"] == "http_body" for row in earlier):
+    # A body is only ever accepted as the second event, so only earlier[1] can be one: a
+    # constant-time check, however many SSE events the call streamed.
+    if len(earlier) > 1 and earlier[1]["type"] == "http_body":
         return f"{kind} event after the call's http_body event, which holds the whole body"
     if kind == "sse":
         return _sse_problem(payload)
