@@ -78,7 +78,7 @@ def prepare_boundaries(
         return PreparedBoundaries(plan, blocked_transform(reason), http)
     assert plan.path is not None  # the plan checks record and replay have a path
     if plan.mode == "record":
-        from openprogram.recording.call_writer import writer_for
+        from openprogram.recording.writers import writer_for
 
         writer = writer_for(plan.path)
         writer.open()  # the header now, so a run that makes no call still leaves a recording

@@ -115,7 +115,7 @@ def _check_record_target(path: Path, argument: str) -> None:
 def _open_for_recording(path: Path) -> int:
     """Create the recording (with its header), or check it can be appended to; returns the
     calls it already holds. Raises ``RecordingFileError``."""
-    from openprogram.recording.call_writer import forget_writer, writer_for
+    from openprogram.recording.writers import forget_writer, writer_for
 
     try:
         return writer_for(path).open()

@@ -122,7 +122,7 @@ def record_replay(
         if restore_keys is not None:
             restore_keys()
         if mode == "record":
-            from openprogram.recording.call_writer import forget_writer
+            from openprogram.recording.writers import forget_writer
 
             forget_writer(recording)
 

@@ -49,7 +49,7 @@ class Demo:
         """Run the session live on ``echo``, recording every call."""
         from openprogram.providers.builtins.echo import EchoProvider
         from openprogram.providers.recorder import RecordingProvider
-        from openprogram.recording.call_writer import forget_writer
+        from openprogram.recording.writers import forget_writer
 
         self.notes.write_text(NOTES_TEXT)
         try:

@@ -174,7 +174,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
 
 
 def _activate_record(path: Path) -> Activation:
-    from openprogram.recording.call_writer import writer_for
+    from openprogram.recording.writers import writer_for
 
     existing = writer_for(path).open()  # creates the file, or checks it can be appended to
     if existing:

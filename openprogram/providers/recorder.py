@@ -38,17 +38,11 @@ from openprogram.providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from openprogram.recording.call_writer import (
-    CallWriter,
-    close_recording_writers,
-    exception_type_name,
-    forget_writer,
-    recorded_error,
-    writer_for,
-)
+from openprogram.recording.call_writer import CallWriter, exception_type_name, recorded_error
 from openprogram.recording.format import Outcome
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.writer import RecordingWriter
+from openprogram.recording.writers import close_recording_writers, forget_writer, writer_for
 
 if TYPE_CHECKING:
     from openprogram.providers.scopes import ApiProvider

@@ -10,15 +10,14 @@ written. Keys are never stored in configuration or recordings.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import AsyncIterator
 from typing import TypeVar
-from urllib.parse import urlsplit
 
 from openprogram.errors import MissingApiKeyError
 from openprogram.providers.api_registry import ApiProvider, get_api_provider
 from openprogram.providers.events import AssistantMessageEvent, MessageAccumulator
+from openprogram.providers.loopback import is_loopback_url
 from openprogram.providers.redaction import remember_secret_variable
 from openprogram.providers.types import (
     AssistantMessage,
@@ -29,23 +28,6 @@ from openprogram.providers.types import (
 )
 
 OptionsT = TypeVar("OptionsT", bound=StreamOptions)
-
-
-def is_loopback_url(url: str) -> bool:
-    """True when ``url``'s host is this machine: ``localhost``, 127.0.0.0/8 or ``::1``."""
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:
-        return False
-    if not host:
-        return False
-    host = host.rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def provider_api_key_env(provider: ApiProvider) -> str | None:

@@ -9,9 +9,6 @@ call sequence in the file.
 
 from __future__ import annotations
 
-import os
-import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprogram.recording.format import Outcome, RecordedError
@@ -22,11 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallWriter",
-    "close_recording_writers",
     "exception_type_name",
-    "forget_writer",
     "recorded_error",
-    "writer_for",
 ]
 
 
@@ -94,36 +88,3 @@ def exception_type_name(error: BaseException) -> str:
 def recorded_error(error: BaseException, redactor: SecretRedactor) -> RecordedError:
     """``error`` as a ``call_end`` records it: its type name and its redacted message."""
     return RecordedError(exception_type_name(error), redactor.redact_text(str(error)))
-
-
-_writers: dict[str, RecordingWriter] = {}
-_writers_lock = threading.Lock()
-
-
-def writer_for(path: str | os.PathLike[str]) -> RecordingWriter:
-    """The one writer this process uses for ``path``."""
-    from openprogram.recording.writer import RecordingWriter
-
-    resolved = Path(path).resolve()
-    with _writers_lock:
-        writer = _writers.get(str(resolved))
-        if writer is None:
-            writer = _writers[str(resolved)] = RecordingWriter(resolved)
-        return writer
-
-
-def forget_writer(path: str | os.PathLike[str]) -> None:
-    """Close and drop the writer for ``path`` (a harness done with one recording)."""
-    resolved = str(Path(path).resolve())
-    with _writers_lock:
-        writer = _writers.pop(resolved, None)
-    if writer is not None:
-        writer.close()
-
-
-def close_recording_writers() -> None:
-    """Close every writer (tests; a process that exits needs not call it)."""
-    with _writers_lock:
-        for writer in _writers.values():
-            writer.close()
-        _writers.clear()

@@ -41,8 +41,8 @@ from openprogram.http.boundary import HttpBoundary
 from openprogram.private_files import make_private_dirs
 from openprogram.providers.activation import record_transform, replay_transform
 from openprogram.providers.replay import ReplayProvider
-from openprogram.recording.call_writer import forget_writer, writer_for
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
+from openprogram.recording.writers import forget_writer, writer_for
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 
 from openprogram.http.boundary import HttpBoundary, activate_http_boundary
-from openprogram.recording.call_writer import writer_for
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
+from openprogram.recording.writers import writer_for
 
 LIBRARIES = ("httpx", "httpx2")
 

@@ -18,9 +18,9 @@ from openprogram.http.boundary import (
     activate_http_boundary,
     active_http_boundary,
 )
-from openprogram.recording.call_writer import writer_for
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import PLACEHOLDER
+from openprogram.recording.writers import writer_for
 from tests.http.boundaries import (
     LIBRARIES,
     ScriptedNetworkTransport,

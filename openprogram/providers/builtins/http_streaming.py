@@ -49,8 +49,8 @@ from openprogram.providers.builtins.vendor_provider import (
     HttpRequest,
 )
 from openprogram.providers.events import AssistantMessageEvent, ErrorEvent
+from openprogram.providers.loopback import is_loopback_url
 from openprogram.providers.redaction import SecretRedactor
-from openprogram.providers.streaming import is_loopback_url
 
 T = TypeVar("T")
 
