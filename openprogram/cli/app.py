@@ -66,13 +66,27 @@ class PlainHelpGroup(TyperGroup):
         return [*plain_usage_pieces(self, ctx), self.subcommand_metavar]
 
 
+def reflowed(text: str | None) -> str | None:
+    """``text`` with each paragraph on one line, for the help formatter to wrap.
+
+    Docstrings are wrapped for the source file; the rich help formatter keeps those line
+    breaks, so at another width every line would end early with a word left on its own.
+    """
+    if not text:
+        return text
+    paragraphs = [" ".join(paragraph.split()) for paragraph in text.strip().split("\n\n")]
+    return "\n\n".join(paragraph for paragraph in paragraphs if paragraph)
+
+
 def use_plain_help(group: TyperGroup) -> None:
-    """Put every command under ``group``, at any depth, under the plain-help classes.
+    """Put every command under ``group``, at any depth, under the plain-help classes, with
+    its help text reflowed (:func:`reflowed`).
 
     Only commands of typer's own classes are changed (a command of another class keeps its
     help as it is); the plain classes add no state, so changing the class is safe.
     """
     for command in group.commands.values():
+        command.help = reflowed(command.help)
         if type(command) is TyperCommand:
             command.__class__ = PlainHelpCommand
         elif type(command) is TyperGroup:

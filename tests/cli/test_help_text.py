@@ -66,3 +66,16 @@ def test_a_missing_argument_is_named_as_in_the_usage_line() -> None:
 
     assert result.exit_code == 2
     assert result.stderr == "error: Missing argument 'PROMPT'. (see --help)\n"
+
+
+def test_help_paragraphs_are_wrapped_to_the_terminal_not_to_the_source_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A docstring's line breaks are the source file's; at 80 columns they left single words
+    on lines of their own."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = openprogram("demo", "--help")
+    assert result.exit_code == 0
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    assert "your" not in lines
+    assert any(line.startswith("your configuration and recordings store") for line in lines)
