@@ -4,6 +4,10 @@ A marked example is a ```python block; the first ```text block after it, if any,
 exact output it must print. Each runs in a fresh process in an empty folder, and then once
 more in the same folder: a reader who runs an example twice gets the same output again.
 
+A ```python block marked ``<!-- example-file: NAME -->`` is a file the examples of its document
+use (a stand-in server, an agent to run): it is written as NAME into each example's folder.
+A shell example (``<!-- example-sh: NAME -->``) must exit 0.
+
 The README opens with two one-line commands (``<!-- one-liners -->``): install and run the
 demo, install the development extras and run the tests. Both are checked here.
 """
@@ -32,6 +36,22 @@ SHELL_EXAMPLE = re.compile(
 )
 
 
+EXAMPLE_FILE = re.compile(
+    r"<!-- example-file: (?P<name>[\w.-]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL
+)
+
+
+def example_files(name: str) -> dict[str, str]:
+    """The files the document of example ``name`` (``docs/x.md:example``) provides."""
+    document = ROOT / name.split(":", 1)[0]
+    return {match["name"]: match["code"] for match in EXAMPLE_FILE.finditer(document.read_text())}
+
+
+def write_example_files(name: str, folder: Path) -> None:
+    for file_name, code in example_files(name).items():
+        (folder / file_name).write_text(code)
+
+
 def shell_examples() -> list[tuple[str, str]]:
     found = []
     for document in DOCUMENTS:
@@ -57,6 +77,7 @@ def test_the_readme_has_examples() -> None:
 def test_example_runs_as_documented(
     name: str, code: str, output: str | None, tmp_path: Path
 ) -> None:
+    write_example_files(name, tmp_path)
     script = tmp_path / "example.py"
     script.write_text(code)
     for attempt in ("first", "second"):
@@ -75,6 +96,7 @@ def test_example_runs_as_documented(
 
 @pytest.mark.parametrize(("name", "code"), shell_examples(), ids=[e[0] for e in shell_examples()])
 def test_shell_example_runs(name: str, code: str, tmp_path: Path) -> None:
+    write_example_files(name, tmp_path)
     bin_dir = Path(sys.executable).parent
     result = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", code],
