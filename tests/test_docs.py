@@ -14,8 +14,10 @@ demo, install the development extras and run the tests. Both are checked here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -94,23 +96,38 @@ def test_example_runs_as_documented(
             assert result.stdout == output, f"{name} printed something else on its {attempt} run"
 
 
+NOT_A_USERS_SHELL = ("CI", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
+"""Variables this test run may have that a reader's own shell would not (on CI, ``CI`` would
+make the examples' recording step refuse to record)."""
+
+
 @pytest.mark.parametrize(("name", "code"), shell_examples(), ids=[e[0] for e in shell_examples()])
 def test_shell_example_runs(name: str, code: str, tmp_path: Path) -> None:
     write_example_files(name, tmp_path)
     bin_dir = Path(sys.executable).parent
-    result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-            "OPENPROGRAM_HOME": str(tmp_path / "openprogram-home"),
-        },
-        timeout=180,
-    )
+    environment = {
+        **{key: value for key, value in os.environ.items() if key not in NOT_A_USERS_SHELL},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "OPENPROGRAM_HOME": str(tmp_path / "openprogram-home"),
+    }
+    try:
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", code],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=180,
+        )
+    finally:
+        stop_background_server(tmp_path / "stand_in.pid")
     assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
+
+
+def stop_background_server(pid_file: Path) -> None:
+    """Stop a stand-in server an example left running because it failed before its ``kill``."""
+    with contextlib.suppress(OSError, ValueError):  # none left, or it has ended already
+        os.kill(int(pid_file.read_text()), signal.SIGTERM)
 
 
 ONE_LINERS = re.compile(r"<!-- one-liners -->\s*```sh\n(?P<code>.*?)```", re.DOTALL)
