@@ -6,8 +6,8 @@ into what each boundary installs, sharing what the two must share:
 * record — one writer (``writer_for(path)``): the registry's ``RecordingProvider`` wrappers
   and the HTTP boundary append to it, so both form one call sequence in one recording;
 * replay — one :class:`~openprogram.recording.replay_session.ReplaySession`: the registry's
-  ``ReplayProvider`` and the HTTP boundary take their calls, in order, from it, and every
-  mismatch either raises is kept in its ``mismatches``;
+  ``ReplayProvider`` and the HTTP boundary take their calls from it, paired by the plan's
+  ``match``, and every mismatch either raises is kept in its ``mismatches``;
 * blocked — both refuse every call, naming the cause.
 
 :func:`both_boundaries_active` installs them for a block, for the whole process: a
@@ -19,7 +19,7 @@ the block is covered (the pytest fixture and ``record_replay()`` run this way).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from openprogram.recording.format import Recording
     from openprogram.recording.replay_session import ReplaySession
 
-SessionFactory = Callable[["Recording", Iterable[str]], "ReplaySession"]
-"""Makes the replay session of a recording, given the fields to ignore."""
+SessionFactory = Callable[["Recording", RecordReplayPlan], "ReplaySession"]
+"""Makes the replay session of a recording, with the plan's fields to ignore and matching."""
 
 __all__ = [
     "PreparedBoundaries",
@@ -62,9 +62,9 @@ def prepare_boundaries(
     """Open the plan's recording and build both boundaries' parts.
 
     record: the recording is created (with its header) or checked to be appendable; replay:
-    it is read whole and strictly, and served by ``make_session(recording, ignore_fields)``
-    (default: a ``ReplaySession``). Raises :class:`~openprogram.errors.RecordingFileError`
-    when it cannot be.
+    it is read whole and strictly, and served by ``make_session(recording, plan)`` (default:
+    a ``ReplaySession`` with the plan's ``ignore_fields`` and ``match``). Raises
+    :class:`~openprogram.errors.RecordingFileError` when it cannot be.
     """
     from openprogram.http.boundary import HttpBoundary
     from openprogram.providers.activation import blocked_transform, record_transform
@@ -88,9 +88,9 @@ def prepare_boundaries(
 
     recording = read_for_replay(plan.path)
     if make_session is None:
-        session = ReplaySession(recording, ignore_fields=plan.ignore_fields)
+        session = ReplaySession(recording, ignore_fields=plan.ignore_fields, match=plan.match)
     else:
-        session = make_session(recording, plan.ignore_fields)
+        session = make_session(recording, plan)
     http = HttpBoundary("replay", session=session, passthrough_hosts=hosts, extra_headers=headers)
     return PreparedBoundaries(plan, _replay_when_looked_up(session), http, session)
 

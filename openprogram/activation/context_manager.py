@@ -74,11 +74,12 @@ def record_replay(
     docstring).
 
     ``ignore_fields``: request fields replay leaves out of the comparison (names, or dotted
-    paths with ``[*]`` and ``*``). ``match``: how calls are matched (``"order"``, the
-    default). ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests
-    are sent live and never recorded (telemetry). ``http_headers``: request headers to store
-    and compare besides ``content-type``, ``anthropic-version``, ``anthropic-beta`` and
-    ``openai-beta``.
+    paths with ``[*]`` and ``*``). ``match``: how requests are paired with recorded calls:
+    ``"content"`` (the default: the earliest unconsumed call of the boundary whose request
+    equals it, whatever order calls arrive in) or ``"order"`` (the next recorded call).
+    ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent live
+    and never recorded (telemetry). ``http_headers``: request headers to store and compare
+    besides ``content-type``, ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``.
 
     Recording into an existing recording appends to it. Raises
     :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot

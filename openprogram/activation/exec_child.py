@@ -41,6 +41,7 @@ from typing import Any
 from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession, RequestRedactor
 
@@ -89,8 +90,10 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     from openprogram.http.boundary import activate_http_boundary
     from openprogram.providers.activation import Activation, preset_activation
 
-    def claiming(recording: Recording, ignore_fields: Iterable[str]) -> ReplaySession:
-        return ClaimingReplaySession(recording, exchange, ignore_fields=ignore_fields)
+    def claiming(recording: Recording, plan: RecordReplayPlan) -> ReplaySession:
+        return ClaimingReplaySession(
+            recording, exchange, ignore_fields=plan.ignore_fields, match=plan.match
+        )
 
     try:
         prepared = prepare_boundaries(plan, make_session=claiming)
@@ -109,9 +112,14 @@ class ClaimingReplaySession(ReplaySession):
     the recording first (see the module's docstring)."""
 
     def __init__(
-        self, recording: Recording, exchange: Path, *, ignore_fields: Iterable[str] = ()
+        self,
+        recording: Recording,
+        exchange: Path,
+        *,
+        ignore_fields: Iterable[str] = (),
+        match: str = DEFAULT_MATCHING,
     ) -> None:
-        super().__init__(recording, ignore_fields=ignore_fields)
+        super().__init__(recording, ignore_fields=ignore_fields, match=match)
         self.exchange = exchange
         self.claimed_by: int | None = None
         """The process (this one, or the one it was forked from) holding the claim."""

@@ -7,8 +7,9 @@ it stores besides the semantic ones. ``openprogram exec`` resolves the configura
 flags) into one plan and hands it to every Python process of the command as JSON
 (:meth:`RecordReplayPlan.to_json`), so that no process reads the configuration again.
 
-Calls are matched by order: the next request must equal the next recorded call (``match``
-``"order"``, the only matching there is yet).
+``match`` says how replay pairs a request with a recorded call: ``"content"`` (the
+default: the earliest unconsumed recorded call of its boundary whose request equals it) or
+``"order"`` (the next recorded call); see :mod:`openprogram.recording.matching`.
 """
 
 from __future__ import annotations
@@ -19,22 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from openprogram.recording.matching import DEFAULT_MATCHING, MATCHINGS, check_matching
+
 __all__ = ["MATCHES", "PLAN_FORMAT", "PlanMode", "RecordReplayPlan", "check_match"]
 
 PlanMode = Literal["record", "replay", "blocked"]
-MATCHES = ("order",)
-"""How replay matches an incoming request with a recorded call: ``order``, the next one."""
+MATCHES = MATCHINGS
+"""How replay matches an incoming request with a recorded call: ``content`` or ``order``."""
+check_match = check_matching
 PLAN_FORMAT = 1
 """The version of a plan's JSON form; a process given another one refuses to guess."""
-
-
-def check_match(match: str | None) -> str:
-    """``match`` if it names a matching (None: the default, ``order``); else ``ValueError``."""
-    if match is None:
-        return MATCHES[0]
-    if match not in MATCHES:
-        raise ValueError(f"unknown matching {match!r}: replay matches calls by {MATCHES[0]!r}")
-    return match
 
 
 @dataclass(frozen=True)
@@ -45,7 +40,7 @@ class RecordReplayPlan:
     path: Path | None = None
     """The recording (None only when blocked before one was found)."""
     ignore_fields: tuple[str, ...] = ()
-    match: str = MATCHES[0]
+    match: str = DEFAULT_MATCHING
     passthrough_hosts: frozenset[str] = field(default_factory=frozenset)
     http_headers: frozenset[str] = field(default_factory=frozenset)
     blocked_reason: str | None = None

@@ -61,6 +61,10 @@ class RecordReplaySettings(BaseModel):
     mode: Mode = Field("off", description="off, record or replay (from the next start)")
     file: str | None = Field(None, description="a recording id in the store, or a path")
     ignore_fields: list[str] = Field([], description="request fields replay does not compare")
+    match: Literal["content", "order"] = Field(
+        "content",
+        description="how replay pairs requests with recorded calls: by content, or by order",
+    )
     http_passthrough_hosts: list[str] = Field(
         [], description="hosts whose HTTP requests are always sent live, never recorded"
     )

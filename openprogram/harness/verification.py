@@ -105,7 +105,8 @@ def verify_recording(
         )
     start = _session_start(path, recording.calls[0].request)
     session_tools = _session_tools(start.tool_names, tools, root or Path.cwd())
-    provider = ReplayProvider(path, ignore_fields=_configured_ignore_fields(), recording=recording)
+    ignore_fields, match = _configured_comparison()
+    provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match, recording=recording)
     divergence: str | None = None
     with provider_scope(resolve=lambda api: provider):
         try:
@@ -143,6 +144,7 @@ def verify_command(path: Path, command: Sequence[str]) -> VerifyResult:
     """
     from openprogram.activation.exec_run import run_with_plan
     from openprogram.activation.plan import RecordReplayPlan
+    from openprogram.recording.matching import DEFAULT_MATCHING
     from openprogram.recording.reader import read_recording
     from openprogram.recordings.hashing import transcript_hash
 
@@ -152,6 +154,7 @@ def verify_command(path: Path, command: Sequence[str]) -> VerifyResult:
         "replay",
         path,
         ignore_fields=tuple(settings.ignore_fields) if settings else (),
+        match=settings.match if settings else DEFAULT_MATCHING,
         passthrough_hosts=frozenset(settings.http_passthrough_hosts) if settings else frozenset(),
         http_headers=frozenset(settings.http_headers) if settings else frozenset(),
     )
@@ -296,15 +299,20 @@ def load_tools(spec: str) -> list[AgentTool]:
     return found
 
 
-def _configured_ignore_fields() -> list[str]:
-    """``record_replay.ignore_fields``; the configured key variables are remembered on the
-    way, so keys are redacted from the re-run's requests as they were from the recording's."""
+def _configured_comparison() -> tuple[list[str], str]:
+    """``record_replay.ignore_fields`` and ``match`` (the defaults when the configuration
+    cannot be read); the configured key variables are remembered on the way, so keys are
+    redacted from the re-run's requests as they were from the recording's."""
     from openprogram.config.settings import load_config
     from openprogram.providers.key_variables import remember_key_variables
 
     settings = load_config().settings
     remember_key_variables(settings)
-    return list(settings.record_replay.ignore_fields) if settings is not None else []
+    if settings is None:
+        from openprogram.recording.matching import DEFAULT_MATCHING
+
+        return [], DEFAULT_MATCHING
+    return list(settings.record_replay.ignore_fields), settings.record_replay.match
 
 
 def _configured_settings() -> RecordReplaySettings | None:

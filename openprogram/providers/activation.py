@@ -170,7 +170,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
     path = configured_recording_path(settings.file)
     if settings.mode == "record":
         return _activate_record(path)
-    return _activate_replay(path, settings.ignore_fields)
+    return _activate_replay(path, settings.ignore_fields, settings.match)
 
 
 def _activate_record(path: Path) -> Activation:
@@ -187,8 +187,8 @@ def _activate_record(path: Path) -> Activation:
     return Activation("record", record_transform(path), path)
 
 
-def _activate_replay(path: Path, ignore_fields: list[str]) -> Activation:
+def _activate_replay(path: Path, ignore_fields: list[str], match: str) -> Activation:
     from openprogram.providers.replay import ReplayProvider
 
-    provider = ReplayProvider(path, ignore_fields=ignore_fields)
+    provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match)
     return Activation("replay", replay_transform(provider), path)

@@ -4,13 +4,15 @@
 cannot reach the network. It serves provider calls from a
 :class:`~openprogram.recording.replay_session.ReplaySession`: each incoming request is
 redacted with the same rules as the recording (and the recorded request re-redacted with the
-current rules), then compared with the recorded request of the same ``call_index``: model,
-then context, then options. The first difference raises :class:`ReplayMismatch`; a mismatch
-does not consume the call. A matched call yields the recorded events; a recorded provider
-error is raised again after them, as an equivalent exception.
+current rules), then paired with a recorded call — by default the earliest unconsumed
+provider call whose request equals it (``match="content"``), or strictly the call of the
+next ``call_index`` (``match="order"``) — comparing model, then context, then options. With
+no equal request it raises :class:`ReplayMismatch` naming the first difference from the
+nearest unconsumed call; a mismatch consumes no call. A matched call yields the recorded
+events; a recorded provider error is raised again after them, as an equivalent exception.
 
 A session may be shared with the HTTP boundary (``ReplayProvider(path, session=session)``):
-both then take their calls, in order, from one recording.
+both then take their calls from one recording.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.recording import dump_request, read_recording
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 from openprogram.recording.format import RecordedError, Recording
+from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import RecordingTruncatedError, ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
@@ -55,10 +58,12 @@ def rebuild_error(recorded: RecordedError) -> BaseException:
 
 
 class ReplayProvider:
-    """Serves the provider calls of the recording at ``path`` in order, from call 0.
+    """Serves the provider calls of the recording at ``path``.
 
     ``ignore_fields`` adds field names (skipped at any depth) or dotted paths (``[*]`` for
-    any index) to the non-deterministic fields left out of the comparison.
+    any index) to the non-deterministic fields left out of the comparison. ``match``:
+    ``"content"`` (default) serves each request the earliest unconsumed call whose request
+    equals it; ``"order"`` the next recorded call.
     """
 
     requires_credentials = False
@@ -69,19 +74,20 @@ class ReplayProvider:
         path: str | os.PathLike[str] | None = None,
         *,
         ignore_fields: Iterable[str] = (),
+        match: str = DEFAULT_MATCHING,
         recording: Recording | None = None,
         session: ReplaySession | None = None,
     ) -> None:
         """``recording``: the file as the caller already read it with ``read_recording(path)``
         (events validated), so it is not read twice. ``session``: a replay session to share
         with other boundaries (its recording read with the provider events decoded; ``path``,
-        ``recording`` and ``ignore_fields`` are then the session's)."""
+        ``recording``, ``ignore_fields`` and ``match`` are then the session's)."""
         if session is None:
             if path is None:
                 raise TypeError("ReplayProvider needs the path of a recording, or a session")
             if recording is None:
                 recording = read_recording(path)
-            session = ReplaySession(recording, ignore_fields=ignore_fields)
+            session = ReplaySession(recording, ignore_fields=ignore_fields, match=match)
         elif not session.recording.events_decoded:
             raise ValueError(
                 "ReplayProvider needs a session whose recording was read with its provider "
@@ -98,6 +104,11 @@ class ReplayProvider:
     def ignore_fields(self) -> frozenset[str]:
         """What a provider request is compared without."""
         return self.session.ignore_fields_for("provider")
+
+    @property
+    def match(self) -> str:
+        """How requests are paired with recorded calls: ``content`` or ``order``."""
+        return self.session.matching
 
     @property
     def mismatches(self) -> list[ReplayMismatch]:

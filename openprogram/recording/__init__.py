@@ -13,7 +13,10 @@ type and no HTTP client.
     difference        the first difference between two JSON values, and report formatting
     nondeterministic  the fields that change from run to run, left out of comparisons
     mismatch          what replay raises when a run drifts from its recording
-    replay_session    ``ReplaySession``: one replay, serving calls to any boundary in order
+    replay_session    ``ReplaySession``: one replay, serving calls to any boundary
+    matching          how replay pairs a request with a recorded call: by content or order
+    request_index     recorded calls by the digest of their comparable request
+    nearest           the nearest recorded request, for reports of requests equal to none
 
 Each boundary keeps its own codec above this package: the provider registry's
 (``openprogram.providers.recorder``, ``openprogram.providers.replay``) and HTTP's. Names are

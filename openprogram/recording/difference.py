@@ -18,10 +18,14 @@ has the starting path, ``""`` by default.
 ``ignore_fields`` holds field names, skipped at any depth, and field paths (entries with a
 ``.`` or a ``[``), skipped where the path matches exactly; in a path ``[*]`` matches any list
 index and a ``*`` segment any key: ``context.messages[*].timestamp``, ``options.metadata.*``.
+
+:func:`count_differences` counts, under the same rules, the leaf paths two values differ at:
+how far apart two requests are, where :func:`find_first_difference` says where they part.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable
@@ -35,9 +39,12 @@ __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
     "REPORT_LIMIT",
     "Difference",
+    "IgnoreRules",
+    "count_differences",
     "find_first_difference",
     "format_report_path",
     "format_report_value",
+    "ignore_rules",
     "join_field_path",
 ]
 
@@ -211,6 +218,117 @@ def _same_scalar(recorded: Any, incoming: Any) -> bool:
     )
 
 
+def count_differences(
+    recorded: Any,
+    incoming: Any,
+    *,
+    ignore_fields: Iterable[str] = NON_DETERMINISTIC_FIELD_NAMES,
+    path: str = "",
+    limit: int | None = None,
+) -> int:
+    """How many leaf paths two JSON-like values differ at, under the rules of
+    :func:`find_first_difference` (0 exactly when it finds none).
+
+    Each differing scalar counts once; so does a key or a list item one side lacks, and a
+    change of type, whatever the subtree under it holds. Counting stops as soon as it
+    passes ``limit``: the result is then ``limit + 1``. Raises ValueError for an ignore path
+    that cannot be read.
+    """
+    if isinstance(ignore_fields, str):
+        raise TypeError("ignore_fields must be a collection of strings, not one string")
+    rules = ignore_rules(ignore_fields)
+    if recorded is incoming or rules.skips(path):
+        return 0
+    counter = _Counter(rules, -1 if limit is None else limit)
+    with contextlib.suppress(_LimitPassed):
+        counter.count(recorded, incoming, path)
+    return counter.found
+
+
+class _LimitPassed(Exception):
+    """Raised by a :class:`_Counter` whose count passed its limit, to stop the walk."""
+
+
+class _Counter:
+    """One count: the walk of :class:`_Walker`, carrying on past each difference."""
+
+    __slots__ = ("_limit", "_names", "_paths", "found")
+
+    def __init__(self, rules: IgnoreRules, limit: int) -> None:
+        self._names = rules.names
+        self._paths = rules.paths
+        self._limit = limit
+        self.found = 0
+
+    def _add(self) -> None:
+        self.found += 1
+        if self.found == self._limit + 1:
+            raise _LimitPassed
+
+    def count(self, recorded: Any, incoming: Any, path: str) -> None:
+        if isinstance(recorded, dict):
+            if isinstance(incoming, dict):
+                self._count_dicts(recorded, incoming, path)
+                return
+        elif isinstance(recorded, list | tuple):
+            if isinstance(incoming, list | tuple):
+                self._count_sequences(recorded, incoming, path)
+                return
+        elif _same_scalar(recorded, incoming):
+            return
+        self._add()
+
+    def _count_dicts(self, recorded: dict[str, Any], incoming: dict[str, Any], path: str) -> None:
+        names = self._names
+        paths = self._paths
+        for key in recorded.keys() | incoming.keys():
+            old = recorded.get(key)
+            new = incoming.get(key)
+            if old is new or key in names:
+                continue
+            kind = type(old)
+            if (
+                kind is type(new)
+                and kind in _SCALAR_TYPES
+                and (old == new or (old != old and new != new))
+            ):
+                continue
+            child = join_field_path(path, key)
+            if paths is not None and paths.fullmatch(child) is not None:
+                continue
+            if old is None or new is None:
+                self._add()  # present on one side only: one missing subtree
+            else:
+                self.count(old, new, child)
+
+    def _count_sequences(
+        self,
+        recorded: list[Any] | tuple[Any, ...],
+        incoming: list[Any] | tuple[Any, ...],
+        path: str,
+    ) -> None:
+        paths = self._paths
+        common = min(len(recorded), len(incoming))
+        for index in range(max(len(recorded), len(incoming))):
+            if index < common:
+                old = recorded[index]
+                new = incoming[index]
+                kind = type(old)
+                if old is new or (
+                    kind is type(new)
+                    and kind in _SCALAR_TYPES
+                    and (old == new or (old != old and new != new))
+                ):
+                    continue
+            child = f"{path}[{index}]"
+            if paths is not None and paths.fullmatch(child) is not None:
+                continue
+            if index < common:
+                self.count(old, new, child)
+            else:
+                self._add()  # an item one side lacks: one missing subtree
+
+
 # --- ignore_fields -------------------------------------------------------------------------
 
 _QUOTED: Final = r'"(?:[^"\\]|\\.)*"'
@@ -226,6 +344,24 @@ _IGNORE_PATH_TOKEN: Final = re.compile(
     """,
     re.VERBOSE | re.DOTALL,
 )
+
+
+class IgnoreRules(NamedTuple):
+    """``ignore_fields`` compiled: the names skipped at any depth, and one pattern matching
+    every ignored field path (None when there is none)."""
+
+    names: frozenset[str]
+    paths: re.Pattern[str] | None
+
+    def skips(self, field_path: str) -> bool:
+        """Whether the value at ``field_path`` is left out (by path; names are checked on
+        the key itself)."""
+        return self.paths is not None and self.paths.fullmatch(field_path) is not None
+
+
+def ignore_rules(ignore_fields: Iterable[str]) -> IgnoreRules:
+    """``ignore_fields`` compiled (cached); ValueError for a path that cannot be read."""
+    return IgnoreRules(*_compile_ignore_fields(frozenset(ignore_fields)))
 
 
 @lru_cache(maxsize=64)

@@ -1,25 +1,40 @@
 """One replay of one recording, shared by every boundary that replays from it.
 
 A :class:`ReplaySession` holds a read :class:`~openprogram.recording.format.Recording` and
-serves its calls in ``call_index`` order to whichever boundary asks: the provider registry's
-``ReplayProvider`` and the HTTP boundary's transport take turns on one session, so a run that
-mixes both is served exactly as it was recorded. :meth:`ReplaySession.take` compares the
-incoming request with the next recorded call and hands that call over, or raises
-:class:`~openprogram.recording.mismatch.ReplayMismatch`:
+serves its calls to whichever boundary asks: the provider registry's ``ReplayProvider`` and
+the HTTP boundary's transport take their calls from one session. :meth:`ReplaySession.take`
+pairs the incoming request with a recorded call and hands that call over, or raises
+:class:`~openprogram.recording.mismatch.ReplayMismatch`. Requests are compared by their
+sections, both sides redacted by the boundary's redactor first (the recorded one again, with
+the current rules), without the boundary's non-deterministic fields and the caller's
+``ignore_fields``, an absent key equal to null.
 
-* a call recorded at the other boundary at that index is a mismatch at field ``boundary``
-  naming both (``recorded an HTTP call (POST https://…), incoming a provider call
-  (echo:echo)``);
-* otherwise the request sections of the boundary are compared in order, both sides redacted
-  by the boundary's redactor first, and the first difference is reported
-  (``body.messages[2].content``, ``context.messages[0].content``);
-* a run making more calls than the recording holds is a mismatch at field ``call_index``.
+How a request is paired with a call is the session's ``match``
+(:mod:`~openprogram.recording.matching`):
 
-A mismatch does not consume the call. Every mismatch raised is kept in
-:attr:`ReplaySession.mismatches`, so a harness can fail a run whose code caught one.
+* ``content`` (default) — the earliest unconsumed call *of the request's boundary* whose
+  request equals it, wherever it stands in the recording: calls made concurrently replay
+  whatever order they arrive in, and identical requests recorded several times are served
+  in recorded order. Recorded calls are indexed by the digest of their comparable request
+  (:mod:`~openprogram.recording.request_index`, built once, at the first request of each
+  boundary), so a lookup never scans the unconsumed calls; a call found by digest is
+  confirmed by the exact comparison. With no equal request, the report compares the request
+  with the *nearest* unconsumed call of its boundary (:mod:`~openprogram.recording.nearest`:
+  fewest differing leaf paths among the 64 unconsumed calls with the lowest indexes, ties to
+  the lowest index) and names that call; a drift in a sequential session is therefore
+  reported against the next call, as by order. With no unconsumed call of the boundary
+  left, the earliest unconsumed call of the other boundary is a mismatch at field
+  ``boundary``; with none at all, at field ``call_index``.
+* ``order`` — the next recorded call, whatever its boundary: a call recorded at the other
+  boundary is a mismatch at field ``boundary`` naming both (``recorded an HTTP call (POST
+  https://…), incoming a provider call (echo:echo)``); otherwise the first difference is
+  reported (``body.messages[2].content``, ``context.messages[0].content``); a run making
+  more calls than the recording holds is a mismatch at field ``call_index``.
 
-Calls are matched by order. Matching is one method, :meth:`ReplaySession.match`, so that a
-matching by content can replace it without touching the boundaries.
+A mismatch consumes no call. Every mismatch raised is kept in
+:attr:`ReplaySession.mismatches`, so a harness can fail a run whose code caught one. A
+truncated call (no ``call_end``) is served like any other; the boundary then raises
+``RecordingTruncatedError`` where its recording stops.
 """
 
 from __future__ import annotations
@@ -30,14 +45,18 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.plural import plural
-from openprogram.recording.difference import REPORT_LIMIT, find_first_difference
+from openprogram.recording.difference import REPORT_LIMIT, find_first_difference, ignore_rules
 from openprogram.recording.format import RecordedCall, Recording, request_sections
+from openprogram.recording.matching import DEFAULT_MATCHING, Matching, check_matching
 from openprogram.recording.mismatch import (
     ReplayMismatch,
     UnconsumedCallsError,
     removed_secret_note,
 )
+from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.request_index import RequestIndex, request_digest
 
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
 
@@ -47,20 +66,37 @@ provider boundary ``SecretRedactor.redact_request``, for HTTP ``redact_http_requ
 
 
 class ReplaySession:
-    """Serves the calls of ``recording`` in order, from call 0, to any boundary.
+    """Serves the calls of ``recording`` to any boundary, paired by ``match`` (``"content"``
+    or ``"order"``; see the module's docstring).
 
     ``ignore_fields`` adds field names (skipped at any depth) or dotted paths (``[*]`` for
     any index) to the non-deterministic fields each boundary leaves out of the comparison.
-    Thread-safe: concurrent callers are served one call each, in the order they ask.
+    Thread-safe: concurrent callers are served one call each, one at a time.
     """
 
-    def __init__(self, recording: Recording, *, ignore_fields: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        *,
+        ignore_fields: Iterable[str] = (),
+        match: str = DEFAULT_MATCHING,
+    ) -> None:
         self.recording = recording
         self.ignore_fields = frozenset(ignore_fields)
         """The caller's own fields to ignore, for every boundary."""
+        self.matching: Matching = check_matching(match)
+        """How a request is paired with a recorded call: ``content`` or ``order``."""
         self.mismatches: list[ReplayMismatch] = []
         """Every mismatch raised, kept so a harness can fail a run that swallowed one."""
-        self._next_call = 0
+        calls = recording.calls
+        self._served = bytearray(len(calls))
+        self._served_count = 0
+        self._next_call = 0  # order: the next call; content: no call before it is unserved
+        self._of_boundary: dict[str, list[int]] = {}
+        for call in calls:
+            self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
+        self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
+        self._indexes: dict[tuple[str, frozenset[str]], RequestIndex] = {}
         self._lock = threading.Lock()
 
     @property
@@ -69,11 +105,13 @@ class ReplaySession:
 
     @property
     def calls_consumed(self) -> int:
-        return self._next_call
+        return self._served_count
 
     @property
     def unconsumed_calls(self) -> list[int]:
-        return list(range(self._next_call, len(self.recording.calls)))
+        """The calls never served, by index."""
+        served = self._served
+        return [index for index in range(self._next_call, len(served)) if not served[index]]
 
     def ignore_fields_for(self, boundary: str) -> frozenset[str]:
         """What a request of ``boundary`` is compared without: the boundary's
@@ -94,26 +132,37 @@ class ReplaySession:
         redactor: RequestRedactor,
         ignore_fields: Iterable[str] | None = None,
     ) -> RecordedCall:
-        """The next recorded call, if ``incoming`` (the request sections of a call at
-        ``boundary``, before redaction) matches it; it then counts as consumed.
+        """The recorded call ``incoming`` (the request sections of a call at ``boundary``,
+        before redaction) is paired with; it then counts as consumed.
 
         Raises :class:`ReplayMismatch` (kept in :attr:`mismatches`) otherwise.
         ``ignore_fields`` replaces :meth:`ignore_fields_for` for this call.
         """
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
-        ignored = self.ignore_fields_for(boundary) if ignore_fields is None else ignore_fields
+        ignored = frozenset(
+            self.ignore_fields_for(boundary) if ignore_fields is None else ignore_fields
+        )
         redacted = redactor(incoming)
+        if self.matching == "order":
+            with self._lock:
+                index = self._next_call
+                calls = self.recording.calls
+                if index >= len(calls):
+                    raise self.keep(_past_the_end(index, len(calls)))
+                call = calls[index]
+                mismatch = self.match(call, boundary, redacted, redactor, ignored)
+                if mismatch is not None:
+                    raise self.keep(mismatch)
+                self._serve(index)
+                return call
+        rules = ignore_rules(ignored)
+        digest = request_digest(redacted, boundary, rules)
         with self._lock:
-            index = self._next_call
-            calls = self.recording.calls
-            if index >= len(calls):
-                raise self.keep(_past_the_end(index, len(calls)))
-            call = calls[index]
-            mismatch = self.match(call, boundary, redacted, redactor, frozenset(ignored))
-            if mismatch is not None:
-                raise self.keep(mismatch)
-            self._next_call = index + 1
-            return call
+            found = self._equal_by_digest(boundary, digest, redacted, redactor, ignored)
+            if found is None:
+                found = self._equal_or_nearest(boundary, redacted, redactor, ignored)
+            self._serve(found)
+            return self.recording.calls[found]
 
     def match(
         self,
@@ -124,7 +173,7 @@ class ReplaySession:
         ignore_fields: frozenset[str],
     ) -> ReplayMismatch | None:
         """Why the redacted ``incoming`` request is not ``call``, or None when it is: the
-        one matching step (by order: the call is the next one recorded)."""
+        exact comparison of one request with one recorded call."""
         if call.boundary != boundary:
             return ReplayMismatch(
                 call.call_index,
@@ -160,6 +209,104 @@ class ReplaySession:
         calls) and return it, to be raised."""
         self.mismatches.append(mismatch)
         return mismatch
+
+    # --- content matching (under the lock) ------------------------------------------------
+
+    def _serve(self, index: int) -> None:
+        self._served[index] = 1
+        self._served_count += 1
+        served = self._served
+        while self._next_call < len(served) and served[self._next_call]:
+            self._next_call += 1
+
+    def _equal_by_digest(
+        self,
+        boundary: str,
+        digest: bytes,
+        incoming: dict[str, Any],
+        redactor: RequestRedactor,
+        ignored: frozenset[str],
+    ) -> int | None:
+        """The earliest unserved call of ``boundary`` whose request has ``digest`` and
+        equals ``incoming``, or None."""
+        key = (boundary, ignored)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = RequestIndex(
+                self.recording.calls, boundary, ignore_rules(ignored), _current_redactor(boundary)
+            )
+        calls = self.recording.calls
+        for call_index in index.candidates(digest, self._served):
+            if self.match(calls[call_index], boundary, incoming, redactor, ignored) is None:
+                return call_index
+        return None
+
+    def _equal_or_nearest(
+        self,
+        boundary: str,
+        incoming: dict[str, Any],
+        redactor: RequestRedactor,
+        ignored: frozenset[str],
+    ) -> int:
+        """No digest found an equal call: the nearest unserved call of ``boundary`` when it
+        equals ``incoming`` after all (a request whose redaction depends on the call's own
+        key); else raise the mismatch against it."""
+        candidates = self._open_calls(boundary, NEAREST_CANDIDATES)
+        calls = self.recording.calls
+        if not candidates:
+            raise self.keep(self._nothing_left(boundary, incoming, redactor, ignored))
+        nearest = nearest_request(
+            incoming,
+            [redactor(calls[index].request) for index in candidates],
+            boundary=boundary,
+            ignore_fields=ignored,
+        )
+        assert nearest is not None
+        chosen = candidates[nearest.position]
+        mismatch = self.match(calls[chosen], boundary, incoming, redactor, ignored)
+        if mismatch is None:
+            return chosen
+        raise self.keep(mismatch)
+
+    def _open_calls(self, boundary: str, limit: int) -> list[int]:
+        """The first ``limit`` unserved calls of ``boundary``, by index."""
+        of_boundary = self._of_boundary.get(boundary, [])
+        position = self._first_open.get(boundary, 0)
+        served = self._served
+        while position < len(of_boundary) and served[of_boundary[position]]:
+            position += 1
+        if boundary in self._first_open:
+            self._first_open[boundary] = position
+        found: list[int] = []
+        for index in of_boundary[position:]:
+            if not served[index]:
+                found.append(index)
+                if len(found) == limit:
+                    break
+        return found
+
+    def _nothing_left(
+        self,
+        boundary: str,
+        incoming: dict[str, Any],
+        redactor: RequestRedactor,
+        ignored: frozenset[str],
+    ) -> ReplayMismatch:
+        """The mismatch for a request with no unserved call of its boundary left."""
+        calls = self.recording.calls
+        if self._next_call >= len(calls):
+            return _past_the_end(self._served_count, len(calls))
+        head = calls[self._next_call]  # of the other boundary: a mismatch at ``boundary``
+        mismatch = self.match(head, boundary, incoming, redactor, ignored)
+        assert mismatch is not None
+        return mismatch
+
+
+def _current_redactor(boundary: str) -> RequestRedactor:
+    """A recorded request of ``boundary`` redacted with the current rules and the known
+    credentials of the process, as the digest index sees it."""
+    redactor = SecretRedactor()
+    return redactor.redact_http_request if boundary == "http" else redactor.redact_request
 
 
 def describe_call(boundary: str, request: dict[str, Any]) -> str:

@@ -13,6 +13,8 @@ Options (command line, or the ini file):
 * ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
   ``tests/recordings``; the layout is described in ``recording_paths.py``);
 * ``openprogram_ignore_fields`` — more request fields replay leaves out of the comparison;
+* ``openprogram_match`` — how replay pairs requests with recorded calls: ``content``
+  (default) or ``order``; a test's ``@pytest.mark.openprogram_match("order")`` overrides it;
 * ``openprogram_http_passthrough_hosts`` — hosts whose HTTP requests are sent live and never
   recorded (telemetry), one a line;
 * ``openprogram_http_headers`` — request headers to store and compare besides the semantic
@@ -63,6 +65,7 @@ class PluginSettings:
     recordings_dir: Path
     allow_record_on_ci: bool
     ignore_fields: tuple[str, ...]
+    match: str = "content"
     passthrough_hosts: tuple[str, ...] = ()
     http_headers: tuple[str, ...] = ()
 
@@ -108,6 +111,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini(
+        "openprogram_match",
+        help="content | order: how replay pairs requests with recorded calls (default content)",
+        default="content",
+    )
+    parser.addini(
         "openprogram_http_passthrough_hosts",
         type="linelist",
         help="hosts (host or host:port) whose HTTP requests are sent live, never recorded",
@@ -132,12 +140,19 @@ def pytest_configure(config: pytest.Config) -> None:
     ignore_fields = tuple(config.getini("openprogram_ignore_fields"))
     if ignore_fields:
         _check_ignore_fields(ignore_fields)
+    match = _checked_match(str(config.getini("openprogram_match")).strip(), "openprogram_match")
+    config.addinivalue_line(
+        "markers",
+        "openprogram_match(match): how replay pairs this test's requests with its recorded "
+        "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
+    )
     recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
     config.stash[_SETTINGS] = PluginSettings(
         record_mode=record_mode,
         recordings_dir=config.rootpath / recordings_dir,
         allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
         ignore_fields=ignore_fields,
+        match=match,
         passthrough_hosts=_entries(config, "openprogram_http_passthrough_hosts"),
         http_headers=_entries(config, "openprogram_http_headers"),
     )
@@ -156,6 +171,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _entries(config: pytest.Config, name: str) -> tuple[str, ...]:
     """The non-empty lines of a ``linelist`` ini option, stripped."""
     return tuple(entry.strip() for entry in config.getini(name) if entry.strip())
+
+
+def _checked_match(match: str, where: str) -> str:
+    from openprogram.recording.matching import MATCHINGS
+
+    if match not in MATCHINGS:
+        raise pytest.UsageError(f"{where} must be one of {', '.join(MATCHINGS)}, not {match!r}")
+    return match
+
+
+def _test_match(item: pytest.Item, settings: PluginSettings) -> str:
+    """The test's ``openprogram_match`` marker's matching, else the ini option's."""
+    marker = item.get_closest_marker("openprogram_match")
+    if marker is None:
+        return settings.match
+    from openprogram.recording.matching import MATCHINGS
+
+    value = marker.args[0] if marker.args else marker.kwargs.get("match")
+    if value not in MATCHINGS:
+        pytest.fail(
+            f"@pytest.mark.openprogram_match takes one of {', '.join(MATCHINGS)}, not {value!r}",
+            pytrace=False,
+        )
+    return str(value)
 
 
 def _check_ignore_fields(ignore_fields: tuple[str, ...]) -> None:
@@ -191,6 +230,7 @@ def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingS
             test_argument=argument,
             allow_record_on_ci=settings.allow_record_on_ci,
             ignore_fields=settings.ignore_fields,
+            match=_test_match(item, settings),
             passthrough_hosts=settings.passthrough_hosts,
             http_headers=settings.http_headers,
         )

@@ -20,7 +20,8 @@ of the process while the test runs: its body, the fixtures it uses, the asyncio 
 start, and threads and executor workers too. Record wraps every registered api in a
 ``RecordingProvider`` and records every HTTP exchange, all into the test's one file; replay
 answers every api, registered or not, with one ``ReplayProvider`` and every HTTP request
-from the same replay session, in recorded order. Under replay ``OPENAI_API_KEY`` and
+from the same replay session, each request paired with a recorded call by the session's
+matching (by content unless the test asks for ``order``). Under replay ``OPENAI_API_KEY`` and
 ``ANTHROPIC_API_KEY`` are set to a placeholder while the test runs, when unset.
 """
 
@@ -41,6 +42,7 @@ from openprogram.http.boundary import HttpBoundary
 from openprogram.private_files import make_private_dirs
 from openprogram.providers.activation import record_transform, replay_transform
 from openprogram.providers.replay import ReplayProvider
+from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.writers import forget_writer, writer_for
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
@@ -239,6 +241,7 @@ def open_recording_session(
     test_argument: str,
     allow_record_on_ci: bool = False,
     ignore_fields: Iterable[str] = (),
+    match: str = DEFAULT_MATCHING,
     passthrough_hosts: Iterable[str] = (),
     http_headers: Iterable[str] = (),
     environ: Mapping[str, str] = os.environ,
@@ -256,7 +259,7 @@ def open_recording_session(
             record_mode=record_mode,
             display_path=display_path,
             test_argument=test_argument,
-            replay=ReplayProvider(path, ignore_fields=ignore_fields),
+            replay=ReplayProvider(path, ignore_fields=ignore_fields, match=match),
             passthrough_hosts=passthrough_hosts,
             http_headers=http_headers,
         )

@@ -214,7 +214,7 @@ def test_a_recording_that_cannot_be_used_is_refused_at_the_start(tmp_path: Path)
     ):
         pass
     with (
-        pytest.raises(ValueError, match="unknown matching 'content'"),
-        openprogram.record_replay(tmp_path / "x.jsonl", match="content"),
+        pytest.raises(ValueError, match="unknown matching 'fuzzy'"),
+        openprogram.record_replay(tmp_path / "x.jsonl", match="fuzzy"),
     ):
         pass

@@ -43,6 +43,7 @@ def test_the_walk_finds_every_setting() -> None:
         "record_replay.mode",
         "record_replay.file",
         "record_replay.ignore_fields",
+        "record_replay.match",
         "record_replay.http_passthrough_hosts",
         "record_replay.http_headers",
         "default_model",

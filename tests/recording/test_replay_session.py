@@ -94,7 +94,7 @@ def test_each_section_is_compared(tmp_path: Path, change: dict[str, Any], field:
 
 def test_a_call_recorded_at_the_other_boundary_names_both(tmp_path: Path) -> None:
     path = write_calls(tmp_path / "r.jsonl", provider_call(0), sse_call(1))
-    session = session_on(path)
+    session = session_on(path, match="order")
 
     with pytest.raises(ReplayMismatch) as caught:
         session.take("http", http_sections(chat_request()), redactor=redact)

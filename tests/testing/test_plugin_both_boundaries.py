@@ -149,6 +149,29 @@ def test_a_thread_that_drifts_is_refused_and_fails_the_test(
     monkeypatch.setenv("INNER_OFFLINE", "1")
     result = project.run()
     result.assert_outcomes(failed=1)
+    # The thread swallowed the refusal; matched by content, the later calls are served all
+    # the same, and the test fails when its body returns, with the mismatch the thread met.
+    result.stdout.fnmatch_lines(
+        [
+            "*replay mismatch at call 1, field body.question:",
+            "*recorded 'from a thread', incoming 'changed in the thread'",
+            "*(the code under test caught a replay mismatch and carried on; *",
+        ],
+        consecutive=True,
+    )
+    assert len(server.received) == 2
+
+
+def test_a_thread_that_drifts_under_order_matching_stops_the_next_call(
+    project: InnerProject, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner(project, THREADS.format(question="from a thread"))
+    answer(server, "to the thread", "to the worker")
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    inner(project, THREADS.format(question="changed in the thread"))
+    monkeypatch.setenv("INNER_OFFLINE", "1")
+    result = project.run("-o", "openprogram_match=order")
+    result.assert_outcomes(failed=1)
     # The thread swallowed the refusal; the next call, at the same index, then fails the
     # test, which names the mismatch the thread met first.
     result.stdout.fnmatch_lines(
