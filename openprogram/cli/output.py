@@ -3,7 +3,8 @@
 Every command runs its library call inside :func:`reporting_errors`: an
 :class:`~openprogram.errors.OpenProgramError` becomes one line on stderr and exit 1 — or
 exit 2 for bad arguments and file arguments that are missing, unreadable or unparseable.
-A traceback is shown only with ``OPENPROGRAM_DEBUG=1``.
+An error that carries a difference (``ReplayMismatch.difference``) is shown as its report,
+the one error of more than one line. A traceback is shown only with ``OPENPROGRAM_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -102,19 +103,32 @@ def warn(message: str) -> None:
     _labelled("warning:", "yellow", message)
 
 
-def abort(message: str, code: int = EXIT_FAILURE) -> NoReturn:
-    """Print ``message`` as the one error line and exit with ``code``."""
+def abort(
+    problem: str | BaseException,
+    code: int = EXIT_FAILURE,
+    *,
+    redact: Callable[[str], str] | None = None,
+) -> NoReturn:
+    """Print ``problem`` as the error and exit with ``code``: one line, or — for an error
+    that carries a difference (a replay mismatch) — that difference's report. ``redact``
+    is applied to the text first."""
     if debug_enabled() and sys.exc_info()[0] is not None:
         traceback.print_exc()
-    _labelled("error:", "red", _one_line(message))
+    text = error_text(problem)
+    _labelled("error:", "red", text if redact is None else redact(text))
     raise typer.Exit(code)
 
 
-def _one_line(message: str) -> str:
-    # The replay mismatch report is the one error allowed two lines.
-    if message.startswith("replay mismatch at "):
-        return message
-    return " ".join(message.split())
+def error_text(problem: str | BaseException) -> str:
+    """What the error line says: the report of an error carrying a difference (its
+    ``difference``, written by the one report formatter, with its line breaks), else the
+    message on one line."""
+    from openprogram.recording import report
+
+    difference = getattr(problem, "difference", None)
+    if isinstance(difference, report.FirstDifference):
+        return report.format_report(difference)
+    return " ".join(str(problem).split())
 
 
 @contextmanager
@@ -131,8 +145,8 @@ def reporting_errors(*, usage_errors: tuple[type[BaseException], ...] = ()) -> I
     except typer.Exit:
         raise
     except usage_errors as error:
-        abort(str(error), EXIT_USAGE)
+        abort(error, EXIT_USAGE)
     except OpenProgramError as error:
-        abort(str(error), EXIT_FAILURE)
+        abort(error, EXIT_FAILURE)
     except OSError as error:
         abort(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), EXIT_USAGE)

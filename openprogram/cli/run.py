@@ -137,7 +137,7 @@ def reporting_session_errors(
     except usage_errors as error:
         abort(redacted(str(error)), EXIT_USAGE)
     except OpenProgramError as error:
-        abort(redacted(str(error)))
+        abort(error, redact=redacted)
     except Exception as error:
         abort(redacted(f"{type(error).__name__}: {error}"))
 

@@ -1,7 +1,8 @@
 """What replay raises when the run drifts from the recording.
 
 They subclass :class:`AssertionError` as well as :class:`OpenProgramError`, so a test runner
-reports them as failures, not errors. The report is the one message allowed two lines::
+reports them as failures, not errors. The report is the one message allowed two lines, written
+by :func:`openprogram.recording.report.format_report` from the mismatch's ``difference``::
 
     replay mismatch at call 1, field context.messages[2].content[0].text:
     recorded 'echo:hi', incoming 'echo:bye'
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import OpenProgramError
-from openprogram.recording.difference import format_report_path, format_report_value
+from openprogram.recording import report
 from openprogram.recording.redaction import PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -38,7 +39,12 @@ __all__ = [
 
 
 class ReplayMismatch(OpenProgramError, AssertionError):
-    """An incoming request (or read position) differs from the recording."""
+    """An incoming request (or read position) differs from the recording.
+
+    ``difference`` is the :class:`~openprogram.recording.report.FirstDifference` it reports;
+    the message is that difference as :func:`~openprogram.recording.report.format_report`
+    writes it. The other attributes are the difference's own fields.
+    """
 
     def __init__(
         self,
@@ -51,22 +57,23 @@ class ReplayMismatch(OpenProgramError, AssertionError):
         detail: str | None = None,
         note: str | None = None,
     ) -> None:
+        self.difference = report.FirstDifference(
+            call_index,
+            field_path,
+            recorded,
+            incoming,
+            event_index=event_index,
+            detail=detail,
+            note=note,
+        )
         self.call_index = call_index
         self.field_path = field_path
         self.recorded = recorded
         self.incoming = incoming
         self.event_index = event_index
         self.note = note
-        where = (
-            f"field {format_report_path(field_path)}"
-            if event_index is None
-            else f"event {event_index}"
-        )
-        second = detail or (
-            f"recorded {format_report_value(recorded)}, incoming {format_report_value(incoming)}"
-        )
-        third = "" if note is None else f"\nnote: {note}"
-        super().__init__(f"replay mismatch at call {call_index}, {where}:\n{second}{third}")
+        # Through the module: the one formatter, wherever a report is written.
+        super().__init__(report.format_report(self.difference))
 
 
 class RecordReplayEscape(BaseException):

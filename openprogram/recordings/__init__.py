@@ -18,8 +18,7 @@ fast; re-running a recorded session (``verify``) lives above them, in
     http_openai_views     OpenAI Chat Completions and Responses, read from HTTP calls
     http_anthropic_views  Anthropic Messages, read from HTTP calls
     hashing               the transcript hash (and canonical JSON)
-    comparison            the first difference between two recordings (``diff``)
-    difference_view       that difference as ``diff`` shows it
+    comparison            how two recordings differ, calls paired by content (``diff``)
     status                what record/replay is configured to do, and whether the next start works
     switch                ``record``, ``replay`` and ``off``: switching the configured mode
 """

@@ -1,50 +1,99 @@
-"""The first difference between two recordings: what ``openprogram recordings diff`` shows.
+"""Every difference between two recordings: what ``openprogram recordings diff`` shows.
 
-Calls are compared in order. Within a call its boundary comes first (a provider call and
-an HTTP call at one index differ at ``boundary``), then the request sections of its
-boundary in order (``model``, ``context``, ``options``; or ``method``, ``url``,
-``headers``, ``body``…), each walked as replay walks it, then the events one by one, then
-how the call ended. The non-deterministic fields (:mod:`openprogram.recording.
-nondeterministic`) are skipped and an absent key equals an explicit null, so two recordings
-differ exactly when their transcript hashes differ.
+Calls are aligned by content, not by position, so two runs of a concurrent session whose
+calls interleaved differently are the same, and a call inserted or removed does not shift
+every later call into a difference:
+
+1. a call of A and a call of B whose requests *and* replies are equal pair first (calls with
+   the same digest, :func:`~openprogram.recordings.hashing.call_digest`), in recorded order;
+2. then calls whose requests are equal under the hash's rules pair, in recorded order
+   (identical requests pair first with first, second with second): a changed reply is a
+   difference in the events, or the ending, of a paired call;
+3. the calls left are *only in A* or *only in B*. Each call only in A, in order, is compared
+   with the nearest call left only in B (see :func:`nearest_call`), and the first field
+   their requests differ at is reported; a call with no such counterpart is reported alone.
+
+The differences come in that order: the unpaired calls (A's, then B's left over), then the
+paired calls whose replies differ, one difference each: the first event that differs (at
+the field inside it), or how the call ended. Requests are walked as replay walks them (the
+boundary first, then the sections of the boundary in order), with the non-deterministic
+fields skipped and an absent key equal to an explicit null, so two recordings have no
+difference exactly when their transcript hashes are equal.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.recording.difference import MISSING, find_first_difference
 from openprogram.recording.format import request_sections
 from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
-from openprogram.recordings.hashing import transcript_hash
+from openprogram.recording.report import DIFF_SIDES, FirstDifference
+from openprogram.recordings.hashing import (
+    call_digest,
+    deterministic_part,
+    hash_of_digests,
+    request_text,
+)
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
 
+__all__ = [
+    "NEAREST_CANDIDATES",
+    "DifferenceKind",
+    "RecordingComparison",
+    "RecordingDifference",
+    "compare_recordings",
+    "first_difference",
+    "nearest_call",
+]
+
+DifferenceKind = Literal["request", "only_in_a", "only_in_b", "reply"]
+"""``request``: a call only in A against the nearest call only in B; ``only_in_a`` /
+``only_in_b``: an unpaired call with no counterpart left; ``reply``: a paired call whose
+events or ending differ."""
+
+NEAREST_CANDIDATES = 64
+"""How many calls (the first unpaired ones, in recorded order) the nearest call is chosen
+from."""
+
+_COUNT_LIMIT = 10_000
+"""Leaf differences counted at most between two requests: beyond it, calls are equally far."""
+
 
 @dataclass(frozen=True)
 class RecordingDifference:
-    """Where two recordings first part: the call, and a request field or an event."""
+    """One difference ``diff`` found: what kind, and the report's value."""
 
-    call_index: int
-    field_path: str
-    """``model.id``, ``context.messages[2].content[0].text``, ``body.messages[0].content``,
-    ``event.delta``, ``outcome``, ``boundary`` when the call was made at another boundary,
-    or ``call_index`` when one recording has more calls."""
-    a: Any
-    b: Any
-    event_index: int | None = None
+    kind: DifferenceKind
+    difference: FirstDifference
+    """Its ``call_index`` is A's call (B's for ``only_in_b``), ``incoming_call_index`` B's."""
+
+    @property
+    def a_call_index(self) -> int | None:
+        return None if self.kind == "only_in_b" else self.difference.call_index
+
+    @property
+    def b_call_index(self) -> int | None:
+        return None if self.kind == "only_in_a" else self.difference.incoming_call_index
 
     def to_json(self) -> dict[str, Any]:
+        found = self.difference
         return {
-            "call_index": self.call_index,
-            "event_index": self.event_index,
-            "field_path": self.field_path,
-            "a": None if self.a is MISSING else self.a,
-            "b": None if self.b is MISSING else self.b,
-            "a_missing": self.a is MISSING,
-            "b_missing": self.b is MISSING,
+            "kind": self.kind,
+            "a_call_index": self.a_call_index,
+            "b_call_index": self.b_call_index,
+            "event_index": found.event_index,
+            "field_path": found.field_path,
+            "a": None if found.recorded is MISSING else found.recorded,
+            "b": None if found.incoming is MISSING else found.incoming,
+            "a_missing": found.recorded is MISSING,
+            "b_missing": found.incoming is MISSING,
+            "detail": found.detail,
         }
 
 
@@ -54,86 +103,244 @@ class RecordingComparison:
     calls_b: int
     hash_a: str
     hash_b: str
-    difference: RecordingDifference | None
+    only_in_a: list[int]
+    only_in_b: list[int]
+    differences: list[RecordingDifference]
+    """Every difference, in the order of the module's docstring."""
 
     @property
     def same(self) -> bool:
-        return self.difference is None
+        return not self.differences
+
+    @property
+    def first(self) -> RecordingDifference | None:
+        """The first difference, or None."""
+        return self.differences[0] if self.differences else None
+
+    @property
+    def paired_replies_differing(self) -> int:
+        return sum(1 for found in self.differences if found.kind == "reply")
 
     def to_json(self) -> dict[str, Any]:
+        first = self.first
         return {
             "same": self.same,
-            "difference": None if self.difference is None else self.difference.to_json(),
             "calls": {"a": self.calls_a, "b": self.calls_b},
             "hash": {"a": self.hash_a, "b": self.hash_b},
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+            "differences": [found.to_json() for found in self.differences],
+            "difference": None if first is None else first.to_json(),
         }
 
 
 def compare_recordings(a: Recording, b: Recording) -> RecordingComparison:
-    """Compare two parsed recordings (see :func:`first_difference`)."""
+    """Compare two parsed recordings (see the module's docstring)."""
+    digests_a = [call_digest(call) for call in a.calls]
+    digests_b = [call_digest(call) for call in b.calls]
+    pairs, left_a, left_b = _align(a.calls, b.calls, digests_a, digests_b)
+    differences = _unpaired_differences(a.calls, b.calls, left_a, left_b)
+    for index_a, index_b in pairs:
+        found = _reply_difference(a.calls[index_a], b.calls[index_b])
+        if found is not None:
+            differences.append(RecordingDifference("reply", found))
     return RecordingComparison(
         calls_a=len(a.calls),
         calls_b=len(b.calls),
-        hash_a=transcript_hash(a),
-        hash_b=transcript_hash(b),
-        difference=first_difference(a, b),
+        hash_a=hash_of_digests(digests_a),
+        hash_b=hash_of_digests(digests_b),
+        only_in_a=[a.calls[index].call_index for index in left_a],
+        only_in_b=[b.calls[index].call_index for index in left_b],
+        differences=differences,
     )
 
 
-def first_difference(a: Recording, b: Recording) -> RecordingDifference | None:
-    for call_a, call_b in zip(a.calls, b.calls, strict=False):
-        difference = _call_difference(call_a, call_b)
-        if difference is not None:
-            return difference
-    if len(a.calls) != len(b.calls):
-        index = min(len(a.calls), len(b.calls))
-        longer = a.calls if len(a.calls) > len(b.calls) else b.calls
-        request = longer[index].request
-        present, absent = (request, MISSING)
-        return RecordingDifference(
-            index,
-            "call_index",
-            present if len(a.calls) > len(b.calls) else absent,
-            absent if len(a.calls) > len(b.calls) else present,
+def first_difference(a: Recording, b: Recording) -> FirstDifference | None:
+    """The first difference :func:`compare_recordings` finds, or None."""
+    first = compare_recordings(a, b).first
+    return None if first is None else first.difference
+
+
+def _align(
+    calls_a: Sequence[RecordedCall],
+    calls_b: Sequence[RecordedCall],
+    digests_a: list[str],
+    digests_b: list[str],
+) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """The pairs (positions in A and B, in A's order) whose replies may differ, and the
+    positions left unpaired on each side."""
+    by_digest: dict[str, deque[int]] = {}
+    for position, digest in enumerate(digests_b):
+        by_digest.setdefault(digest, deque()).append(position)
+    paired_b: set[int] = set()
+    rest_a: list[int] = []
+    for position, digest in enumerate(digests_a):
+        same = by_digest.get(digest)
+        if same:
+            paired_b.add(same.popleft())
+        else:
+            rest_a.append(position)
+    by_request: dict[bytes, deque[int]] = {}
+    for position, call in enumerate(calls_b):
+        if position not in paired_b:
+            by_request.setdefault(request_text(call), deque()).append(position)
+    pairs: list[tuple[int, int]] = []
+    left_a: list[int] = []
+    for position in rest_a:
+        same = by_request.get(request_text(calls_a[position]))
+        if same:
+            pairs.append((position, same.popleft()))
+        else:
+            left_a.append(position)
+    left_b = sorted(position for waiting in by_request.values() for position in waiting)
+    return pairs, left_a, left_b
+
+
+def _unpaired_differences(
+    calls_a: Sequence[RecordedCall],
+    calls_b: Sequence[RecordedCall],
+    left_a: list[int],
+    left_b: list[int],
+) -> list[RecordingDifference]:
+    differences: list[RecordingDifference] = []
+    waiting = list(left_b)
+    for position in left_a:
+        call = calls_a[position]
+        nearest = nearest_call(call, [calls_b[other] for other in waiting])
+        if nearest is None:
+            differences.append(RecordingDifference("only_in_a", _alone(call, "A", "B")))
+            continue
+        other = calls_b[waiting.pop(nearest)]
+        found = _request_difference(call, other)
+        differences.append(RecordingDifference("request", found))
+    for position in waiting:
+        call = calls_b[position]
+        alone = _alone(call, "B", "A")
+        differences.append(RecordingDifference("only_in_b", alone))
+    return differences
+
+
+def nearest_call(call: RecordedCall, candidates: Sequence[RecordedCall]) -> int | None:
+    """The position in ``candidates`` of the call whose request is nearest ``call``'s, or
+    None when there is none: among the first :data:`NEAREST_CANDIDATES`, the call at the
+    same boundary whose request differs at the fewest leaf paths (a key or an item one side
+    lacks counts once, whatever it holds), the earliest on a tie; a call at another boundary
+    only when none is at the same one."""
+    best: tuple[int, int] | None = None
+    for position, other in enumerate(candidates[:NEAREST_CANDIDATES]):
+        if other.boundary != call.boundary:
+            distance = _COUNT_LIMIT + 1
+        else:
+            distance = _leaf_differences(_comparable(call), _comparable(other), _COUNT_LIMIT)
+        if best is None or distance < best[0]:
+            best = (distance, position)
+    return None if best is None else best[1]
+
+
+def _comparable(call: RecordedCall) -> Any:
+    return deterministic_part(call.request, request_ignore_fields(call.boundary))
+
+
+def _leaf_differences(a: Any, b: Any, limit: int) -> int:
+    """How many leaf paths ``a`` and ``b`` differ at (at most ``limit + 1``)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        count = 0
+        for key in a.keys() | b.keys():
+            count += (
+                _leaf_differences(a[key], b[key], limit - count) if key in a and key in b else 1
+            )
+            if count > limit:
+                break
+        return count
+    if isinstance(a, list) and isinstance(b, list):
+        count = abs(len(a) - len(b))
+        for item_a, item_b in zip(a, b, strict=False):
+            if count > limit:
+                break
+            count += _leaf_differences(item_a, item_b, limit - count)
+        return count
+    return 0 if type(a) is type(b) and a == b else 1
+
+
+def _alone(call: RecordedCall, side: str, other: str) -> FirstDifference:
+    from openprogram.recording.replay_session import describe_call
+
+    present, absent = call.request, MISSING
+    return FirstDifference(
+        call.call_index,
+        "call_index",
+        present if side == "A" else absent,
+        absent if side == "A" else present,
+        detail=(
+            f"only in {side}: {describe_call(call.boundary, call.request)}; {other} has no "
+            "unpaired call left to compare it with"
+        ),
+        incoming_call_index=None if side == "A" else call.call_index,
+        sides=DIFF_SIDES,
+    )
+
+
+def _request_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference:
+    def found(field_path: str, value_a: Any, value_b: Any) -> FirstDifference:
+        return FirstDifference(
+            a.call_index,
+            field_path,
+            value_a,
+            value_b,
+            incoming_call_index=b.call_index,
+            sides=DIFF_SIDES,
         )
-    return None
 
-
-def _call_difference(a: RecordedCall, b: RecordedCall) -> RecordingDifference | None:
-    index = a.call_index
     if a.boundary != b.boundary:
-        return RecordingDifference(index, "boundary", a.boundary, b.boundary)
+        return found("boundary", a.boundary, b.boundary)
     ignored = request_ignore_fields(a.boundary)
     for section in request_sections(a.boundary):
-        found = find_first_difference(
+        difference = find_first_difference(
             a.request.get(section), b.request.get(section), ignore_fields=ignored, path=section
         )
-        if found is not None:
-            return RecordingDifference(index, found.field_path, found.recorded, found.incoming)
+        if difference is not None:
+            return found(difference.field_path, difference.recorded, difference.incoming)
+    # Requests whose texts differ differ under the comparison too; a request holding
+    # something beside its sections is the one way left.
+    return found("", a.request, b.request)
+
+
+def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | None:
+    """The first difference in the events, then in the ending, of two calls whose requests
+    are equal."""
+
+    def found(field_path: str, value_a: Any, value_b: Any, event: int | None) -> FirstDifference:
+        return FirstDifference(
+            a.call_index,
+            field_path,
+            value_a,
+            value_b,
+            event_index=event,
+            incoming_call_index=b.call_index,
+            sides=DIFF_SIDES,
+        )
+
+    ignored = request_ignore_fields(a.boundary)
     for event_index, (event_a, event_b) in enumerate(zip(a.event_rows, b.event_rows, strict=False)):
-        found = find_first_difference(
+        difference = find_first_difference(
             deterministic_event(a.boundary, event_a),
             deterministic_event(b.boundary, event_b),
             ignore_fields=ignored,
             path="event",
         )
-        if found is not None:
-            return RecordingDifference(
-                index, found.field_path, event_a, event_b, event_index=event_index
-            )
+        if difference is not None:
+            return found(difference.field_path, event_a, event_b, event_index)
     if len(a.event_rows) != len(b.event_rows):
         event_index = min(len(a.event_rows), len(b.event_rows))
-        return RecordingDifference(
-            index,
+        return found(
             "event",
             a.event_rows[event_index] if event_index < len(a.event_rows) else MISSING,
             b.event_rows[event_index] if event_index < len(b.event_rows) else MISSING,
-            event_index=event_index,
+            event_index,
         )
-    ending_a, ending_b = _ending(a), _ending(b)
-    found = find_first_difference(ending_a, ending_b)
-    if found is not None:
-        return RecordingDifference(index, found.field_path, found.recorded, found.incoming)
+    difference = find_first_difference(_ending(a), _ending(b))
+    if difference is not None:
+        return found(difference.field_path, difference.recorded, difference.incoming, None)
     return None
 
 
@@ -142,11 +349,3 @@ def _ending(call: RecordedCall) -> dict[str, Any]:
     if call.error is not None:
         ending["error"] = {"type": call.error.type, "message": call.error.message}
     return ending
-
-
-__all__ = [
-    "RecordingComparison",
-    "RecordingDifference",
-    "compare_recordings",
-    "first_difference",
-]

@@ -6,15 +6,18 @@ non-string keys, integers beyond 64 bits, and any non-JSON type (tuples, sets, b
 dates) — with :class:`CanonicalJSONError` naming where the value sits.
 
 The *transcript hash* is a SHA-256 over a recording's calls — each request, each event and
-how the call ended — leaving out the header and the non-deterministic fields
+how the call ended — in any order: each call has its own digest, and the hash is taken over
+the digests sorted, so two runs of a concurrent session whose calls interleaved differently
+hash alike. It leaves out the header and the non-deterministic fields
 (:mod:`openprogram.recording.nondeterministic`: ``timestamp`` at any depth in a provider
 call; in an HTTP call the response headers and the per-run ids a server sets anew each
 time). Entries whose value is ``null`` are left out too, since replay treats an absent key
 and an explicit null as equal: two recordings have the same hash exactly when
 ``openprogram recordings diff`` finds no difference between them. Two recordings of the same
 session made at different times, on different machines, hash alike; any change to a request
-or an event changes the hash. An HTTP call's request line also names its boundary; a
-provider call's lines are as they always were, so a provider recording's hash never changed.
+or an event changes the hash. An HTTP call's request line also names its boundary. The hash
+is versioned (:data:`TRANSCRIPT_HASH_VERSION`): a hash printed by version 1, which hashed the
+calls in recorded order, differs from the same recording's hash today.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from openprogram.recording.nondeterministic import (
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
 
-TRANSCRIPT_HASH_VERSION = 1
-"""Part of the hashed text: bumped only if what is hashed changes meaning."""
+TRANSCRIPT_HASH_VERSION = 2
+"""Part of the hashed text: bumped only if what is hashed changes meaning. Version 1 hashed
+the calls in recorded order; version 2 hashes them in any order."""
 SHORT_HASH_LENGTH = 12
 _INT64 = range(-(2**63), 2**64)
 
@@ -85,7 +89,7 @@ def _check(value: Any, path: str) -> None:
 
 def deterministic_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> Any:
     """``value`` without its fields called one of ``names`` (at any depth) and its
-    null-valued entries."""
+    null-valued entries, with ``-0.0`` as ``0.0`` (the comparison finds them equal)."""
     if isinstance(value, dict):
         return {
             key: deterministic_part(item, names)
@@ -94,6 +98,8 @@ def deterministic_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIE
         }
     if isinstance(value, list):
         return [deterministic_part(item, names) for item in value]
+    if type(value) is float and value == 0.0:
+        return 0.0
     return value
 
 
@@ -101,47 +107,67 @@ def _canonical_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_
     """Canonical JSON of the deterministic part of a value read from a recording.
 
     Values parsed from JSON need no checking, and most rows (text deltas) hold neither a
-    null nor a timestamp: serialize first, and strip only when the bytes say there is
-    something to strip.
+    null, a timestamp nor a negative zero: serialize first, and strip only when the bytes
+    say there may be something to strip.
     """
     encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    if b"null" in encoded or any(name.encode() in encoded for name in names):
+    if b"null" in encoded or b"-0.0" in encoded or any(name.encode() in encoded for name in names):
         encoded = orjson.dumps(deterministic_part(value, names), option=orjson.OPT_SORT_KEYS)
     return encoded
 
 
-def transcript_rows(calls: Iterable[RecordedCall]) -> Iterator[bytes]:
-    """The lines the transcript hash is computed over, in order: a version line, then for
-    each call ``R <call> <request>`` (an HTTP call's request with ``"boundary": "http"``),
-    ``E <call> <event_index> <event>`` for each event and ``X <call> <ending>``, each value as
-    canonical JSON of its deterministic part."""
-    yield b"openprogram-transcript-%d" % TRANSCRIPT_HASH_VERSION
-    for call in calls:
-        index = call.call_index
-        if call.boundary == "provider":
-            yield b"R %d %s" % (index, _canonical_part(call.request))
-            for event_index, event in enumerate(call.event_rows):
-                yield b"E %d %d %s" % (index, event_index, _canonical_part(event))
-        else:
-            names = request_ignore_fields(call.boundary)
-            request = {"boundary": call.boundary, **call.request}
-            yield b"R %d %s" % (index, _canonical_part(request, names))
-            for event_index, event in enumerate(call.event_rows):
-                row = deterministic_event(call.boundary, event)
-                yield b"E %d %d %s" % (index, event_index, _canonical_part(row, names))
-        ending: dict[str, Any] = {"outcome": call.outcome}
-        if call.error is not None:
-            ending["error"] = {"type": call.error.type, "message": call.error.message}
-        yield b"X %d %s" % (index, _canonical_part(ending))
+def request_text(call: RecordedCall) -> bytes:
+    """The canonical JSON of the deterministic part of ``call``'s request (an HTTP call's
+    with ``"boundary": "http"``): two calls made the same request exactly when these bytes
+    are equal."""
+    if call.boundary == "provider":
+        return _canonical_part(call.request)
+    request = {"boundary": call.boundary, **call.request}
+    return _canonical_part(request, request_ignore_fields(call.boundary))
+
+
+def call_rows(call: RecordedCall) -> Iterator[bytes]:
+    """The lines a call's digest is computed over: ``R <request>`` (see
+    :func:`request_text`), ``E <event_index> <event>`` for each event and ``X <ending>``, each
+    value as canonical JSON of its deterministic part. The call's index is not among them."""
+    yield b"R " + request_text(call)
+    if call.boundary == "provider":
+        for event_index, event in enumerate(call.event_rows):
+            yield b"E %d %s" % (event_index, _canonical_part(event))
+    else:
+        names = request_ignore_fields(call.boundary)
+        for event_index, event in enumerate(call.event_rows):
+            row = deterministic_event(call.boundary, event)
+            yield b"E %d %s" % (event_index, _canonical_part(row, names))
+    ending: dict[str, Any] = {"outcome": call.outcome}
+    if call.error is not None:
+        ending["error"] = {"type": call.error.type, "message": call.error.message}
+    yield b"X " + _canonical_part(ending)
+
+
+def call_digest(call: RecordedCall) -> str:
+    """The SHA-256 of ``call``'s request, events and ending (:func:`call_rows`), as 64 hex
+    digits: equal for two calls exactly when ``diff`` finds nothing between them."""
+    digest = hashlib.sha256()
+    for row in call_rows(call):
+        digest.update(row)
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def hash_of_digests(digests: Iterable[str]) -> str:
+    """The transcript hash of a recording whose calls have these digests (in any order): the
+    SHA-256 of a version line and the digests sorted, one a line."""
+    digest = hashlib.sha256(b"openprogram-transcript-%d\n" % TRANSCRIPT_HASH_VERSION)
+    for call in sorted(digests):
+        digest.update(call.encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
 
 
 def transcript_hash(recording: Recording) -> str:
     """The SHA-256 transcript hash of ``recording``, as 64 hex digits."""
-    digest = hashlib.sha256()
-    for row in transcript_rows(recording.calls):
-        digest.update(row)
-        digest.update(b"\n")
-    return digest.hexdigest()
+    return hash_of_digests(call_digest(call) for call in recording.calls)
 
 
 def short_hash(full: str) -> str:

@@ -4,7 +4,8 @@
 files that changed since it last looked. ``<store>/.summary-cache.json`` (``0600``) maps each
 recording's absolute path to the size and ``mtime_ns`` it had when it was summarized, and
 the summary's fields. The cache only saves work: one that is missing, unreadable, corrupt or
-written for another format is ignored and rebuilt, and one that cannot be written (a
+written for another format or another version of the transcript hash is ignored and rebuilt
+(a cached hash is never shown once the hash has changed), and one that cannot be written (a
 read-only store) is not an error.
 """
 
@@ -20,6 +21,7 @@ import orjson
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.providers.recording import RECORDING_FORMAT_VERSION
 from openprogram.recordings import summary
+from openprogram.recordings.hashing import TRANSCRIPT_HASH_VERSION
 from openprogram.recordings.names import recording_files, resolve_store
 from openprogram.recordings.summary import RecordingSummary
 
@@ -122,6 +124,7 @@ def load_summary_cache(store: Path) -> dict[str, CacheEntry]:
         not isinstance(document, dict)
         or document.get("cache_version") != CACHE_VERSION
         or document.get("format_version") != RECORDING_FORMAT_VERSION
+        or document.get("transcript_hash_version") != TRANSCRIPT_HASH_VERSION
         or not isinstance(document.get("entries"), dict)
     ):
         return {}
@@ -145,6 +148,7 @@ def save_summary_cache(store: Path, entries: dict[str, CacheEntry]) -> bool:
     document = {
         "cache_version": CACHE_VERSION,
         "format_version": RECORDING_FORMAT_VERSION,
+        "transcript_hash_version": TRANSCRIPT_HASH_VERSION,
         "entries": {
             path: {"size": entry.size, "mtime_ns": entry.mtime_ns, "summary": entry.summary}
             for path, entry in entries.items()

@@ -1,6 +1,6 @@
 """``openprogram recordings diff`` on HTTP calls names the field that differs readably: a
 request's section path, or the event by its index and type and the field inside it, with
-the two values found there."""
+the two values found there, in the one report format."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def test_a_streamed_piece_that_differs(tmp_path: Path) -> None:
 
     assert result.exit_code == 1
     assert lines(result) == [
-        "✘ first difference at call 1, event 2 (sse), field data.choices[0].delta.content:",
-        "  A: 'Let me check'",
-        "  B: 'Let me look'",
+        "✘ the recordings differ: 1 paired call whose reply differs",
+        "difference at call 1, event 2 (sse), field data.choices[0].delta.content:",
+        "A 'Let me check', B 'Let me look'",
     ]
 
 
@@ -56,9 +56,9 @@ def test_a_request_body_that_differs(tmp_path: Path) -> None:
 
     assert result.exit_code == 1
     assert lines(result) == [
-        "✘ first difference at call 0, field body.messages[2].content:",
-        "  A: 'Let me check the weather.'",
-        "  B: 'Let me look.'",
+        "✘ the recordings differ: 1 call only in A, 1 only in B",
+        "difference at call 0, field body.messages[2].content:",
+        "A 'Let me check the weather.', B 'Let me look.'",
     ]
 
 
@@ -69,9 +69,9 @@ def test_a_status_that_differs(tmp_path: Path) -> None:
     result = diff(tmp_path, [rate_limited_call(0)], [ok])
 
     assert lines(result) == [
-        "✘ first difference at call 0, event 0 (http_response), field status:",
-        "  A: 429",
-        "  B: 200",
+        "✘ the recordings differ: 1 paired call whose reply differs",
+        "difference at call 0, event 0 (http_response), field status:",
+        "A 429, B 200",
     ]
 
 
@@ -81,16 +81,18 @@ def test_a_missing_event_and_a_field_one_side_lacks(tmp_path: Path) -> None:
 
     result = diff(tmp_path, [chat_stream_call(0)], [shorter])
 
-    assert lines(result)[0] == "✘ first difference at call 0, event 10 (sse):"
-    assert lines(result)[1:] == ["  A: {'type': 'sse', 'data': '[DONE]'}", "  B: <missing>"]
+    assert lines(result)[1:] == [
+        "difference at call 0, event 10 (sse):",
+        "A {'type': 'sse', 'data': '[DONE]'}, B <missing>",
+    ]
 
     extra = copy.deepcopy(chat_stream_call(0))
     extra[3]["event"]["data"]["choices"][0]["delta"]["audio"] = {"id": "a"}
     result = diff(tmp_path, [chat_stream_call(0)], [extra])
     assert lines(result) == [
-        "✘ first difference at call 0, event 2 (sse), field data.choices[0].delta.audio:",
-        "  A: <missing>",
-        "  B: {'id': 'a'}",
+        "✘ the recordings differ: 1 paired call whose reply differs",
+        "difference at call 0, event 2 (sse), field data.choices[0].delta.audio:",
+        "A <missing>, B {'id': 'a'}",
     ]
 
 
@@ -102,7 +104,7 @@ def test_events_of_another_type(tmp_path: Path) -> None:
 
     result = diff(tmp_path, [streamed], [whole])
 
-    assert lines(result)[0].startswith("✘ first difference at call 0, event 1 (sse / http_body)")
+    assert lines(result)[1].startswith("difference at call 0, event 1 (sse / http_body)")
 
 
 def test_per_run_fields_are_not_differences(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ HTTP calls do not (its header does not announce them).
 
 ``data/previous_version.jsonl`` was recorded by the commit before the HTTP boundary: a
 two-call tool session on ``echo``, then a call whose provider raised
-``ConnectionResetError``. The hash below is the one that openprogram computed for it.
+``ConnectionResetError``. The transcript hash below is the one version 2 of the hash gives it
+(version 1, which that openprogram printed, was 90dc355e…); the file itself is unchanged.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tests.support.http_call_rows import chat_request
 
 PREVIOUS = Path(__file__).parent / "data" / "previous_version.jsonl"
 PREVIOUS_SHA256 = "931fed1a72251d2beac6d119880efc7bebf3358ce8f6f53e7a0b2a027ab63a6a"
-PREVIOUS_TRANSCRIPT_HASH = "90dc355e802a75f9be01b647003d6ff4947e3d6abc182ca2b90fa4ee28109306"
+PREVIOUS_TRANSCRIPT_HASH = "68a8419c2942dd4fe3417dbf10fbfc4a03554cd8a75fc9a52862715f86e78db0"
 
 
 @pytest.fixture

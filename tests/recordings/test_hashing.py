@@ -21,6 +21,7 @@ from openprogram.providers import (
 from openprogram.providers.recording import read_recording
 from openprogram.recordings.comparison import first_difference
 from openprogram.recordings.hashing import (
+    TRANSCRIPT_HASH_VERSION,
     CanonicalJSONError,
     canonical_json,
     short_hash,
@@ -127,7 +128,7 @@ async def test_the_hash_agrees_with_the_first_difference(tmp_path: Path) -> None
 
 
 def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
-    """Same recording, same hash, forever: this value must never change (version 1)."""
+    """Same recording, same hash, for as long as the hash version stays 2."""
     rows = [
         {"type": "header", "format_version": 1, "created_at": "2026-11-30T00:00:00Z"},
         {
@@ -143,6 +144,10 @@ def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
     path = tmp_path / "fixed.jsonl"
     path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     assert transcript_hash(read_recording(path)) == FIXED_HASH
+    assert TRANSCRIPT_HASH_VERSION == 2
 
 
-FIXED_HASH = "726a208a22d39af58a947dac75829c1327ef18d47a6462d635999d42e24c03e9"
+FIXED_HASH = "b403ca540d580b190417cf07005b4b697ff473d773219d90aa506231706e6410"
+"""Version 2: the SHA-256 of ``openprogram-transcript-2`` and the call's digest, each on a
+line, the digest being the SHA-256 of ``R {request}``, ``E 0 {"type":"start"}`` and ``X
+{"outcome":"complete"}`` (the timestamp left out)."""

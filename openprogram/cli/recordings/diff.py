@@ -1,10 +1,26 @@
-"""``openprogram recordings diff A B``: the first difference between two recordings."""
+"""``openprogram recordings diff A B``: the differences between two recordings, calls aligned
+by content."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, print_json, reporting_errors, stdout, visible
+from openprogram.cli.output import (
+    EXIT_FAILURE,
+    plural,
+    print_json,
+    reporting_errors,
+    stdout,
+    visible,
+)
+
+if TYPE_CHECKING:
+    from openprogram.recordings.comparison import RecordingComparison
+
+SHOWN = 3
+"""Differences printed in full; ``--json`` lists them all."""
 
 
 def diff(
@@ -12,11 +28,14 @@ def diff(
     second: str = typer.Argument(
         ..., metavar="B", help="A recording name in the store, or a path."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print every difference as JSON."),
 ) -> None:
-    """Show where two recordings first differ, their call counts and transcript hashes.
+    """Show how two recordings differ, their call counts and transcript hashes.
 
-    Exits 0 when they are the same, 1 when they differ, 2 when one cannot be read.
+    Calls are paired by their requests, whatever their order: the calls only in A or only
+    in B come first, each compared with the nearest unpaired call of the other, then the
+    paired calls whose replies differ. Exits 0 when they are the same (their hashes are
+    equal), 1 when they differ, 2 when one cannot be read.
     """
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
@@ -37,27 +56,39 @@ def diff(
         raise typer.Exit(EXIT_FAILURE)
 
 
-def _render(comparison: object) -> None:
+def _render(comparison: RecordingComparison) -> None:
     from rich.text import Text
 
-    from openprogram.recording.difference import format_report_path, format_report_value
-    from openprogram.recordings.comparison import RecordingComparison
-    from openprogram.recordings.difference_view import difference_view
+    from openprogram.recording import report
 
-    assert isinstance(comparison, RecordingComparison)
     console = stdout()
-    found = comparison.difference
-    if found is None:
+    if comparison.same:
         console.print(Text("✔ the recordings are the same"))
     else:
-        shown = difference_view(found)
-        field = "" if shown.field is None else f", field {format_report_path(shown.field)}"
-        console.print(Text(visible(f"✘ first difference at {shown.where}{field}:")))
-        console.print(Text(visible(f"  A: {format_report_value(shown.a)}")))
-        console.print(Text(visible(f"  B: {format_report_value(shown.b)}")))
+        console.print(Text(f"✘ the recordings differ: {_summary(comparison)}"))
+        for found in comparison.differences[:SHOWN]:
+            console.print(Text(visible(report.format_report(found.difference))))
+        hidden = len(comparison.differences) - SHOWN
+        if hidden > 0:
+            console.print(Text(f"… and {plural(hidden, 'more difference')} (--json lists all)"))
     console.print(Text(f"calls: A {comparison.calls_a}, B {comparison.calls_b}"))
     console.print(Text(f"hash:  A {comparison.hash_a}"))
     console.print(Text(f"       B {comparison.hash_b}"))
+
+
+def _summary(comparison: RecordingComparison) -> str:
+    """``1 call only in A, 1 only in B, 2 paired calls whose replies differ``."""
+    parts: list[str] = []
+    if comparison.only_in_a:
+        parts.append(f"{plural(len(comparison.only_in_a), 'call')} only in A")
+    if comparison.only_in_b:
+        count = len(comparison.only_in_b)
+        parts.append(f"{count if parts else plural(count, 'call')} only in B")
+    replies = comparison.paired_replies_differing
+    if replies:
+        whose = "whose reply differs" if replies == 1 else "whose replies differ"
+        parts.append(f"{plural(replies, 'paired call')} {whose}")
+    return ", ".join(parts)
 
 
 def register(app: typer.Typer) -> None:

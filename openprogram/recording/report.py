@@ -1,0 +1,167 @@
+"""The first difference, and the one function that writes it as a report.
+
+Replay, ``openprogram recordings diff``, ``verify``, the pytest plugin and the CLI all speak
+of a drift with one value, :class:`FirstDifference`, and show it with one function,
+:func:`format_report`. A replay mismatch reads::
+
+    replay mismatch at call 1, field context.messages[2].content[0].text:
+    recorded 'echo:hi', incoming 'echo:bye'
+
+and a difference ``diff`` finds between two recordings, with the sides named ``A`` and ``B``::
+
+    difference at call 0, event 2 (sse), field data.choices[0].delta.content:
+    A 'Let me check', B 'Let me look'
+
+The first line says where (the call, the event by its index and type, the field), the second
+what each side holds there — or, when a value says too little, a sentence (``detail``). A
+third line, ``note: …``, is added when there is one. Changing how a report reads is a change
+to this module only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from openprogram.recording.difference import MISSING, format_report_path, format_report_value
+
+__all__ = [
+    "DIFF_SIDES",
+    "EVENT_PATH",
+    "REPLAY_SIDES",
+    "FirstDifference",
+    "ReportSides",
+    "ReportView",
+    "format_report",
+    "report_view",
+    "value_at",
+]
+
+EVENT_PATH: Final = "event"
+"""The path an event's fields start with in a :class:`FirstDifference`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSides:
+    """What a report calls the difference and its two sides."""
+
+    heading: str
+    recorded: str
+    incoming: str
+
+
+REPLAY_SIDES: Final = ReportSides("replay mismatch", "recorded", "incoming")
+"""Replay: the recorded call against the request the run makes now."""
+DIFF_SIDES: Final = ReportSides("difference", "A", "B")
+"""``diff``: recording A against recording B."""
+
+
+@dataclass(frozen=True)
+class FirstDifference:
+    """Where two calls first part, and what each side holds there.
+
+    ``field_path`` is the path the comparison walked to (``context.messages[2].content``,
+    ``body.messages[0].content``, ``event.delta`` inside an event, ``outcome``, ``boundary``,
+    ``call_index``, ``event_index``). For a difference inside an event, ``recorded`` and
+    ``incoming`` are the two whole events and ``event_index`` says which; the report shows
+    the values found at the field. ``detail`` replaces the report's second line, ``note``
+    adds a third.
+    """
+
+    call_index: int
+    """The call on the recorded side (replay's recording, ``diff``'s A)."""
+    field_path: str
+    recorded: Any
+    """The recorded side's value, or :data:`~openprogram.recording.difference.MISSING`."""
+    incoming: Any
+    """The incoming side's value (the run's request, ``diff``'s B), or ``MISSING``."""
+    event_index: int | None = None
+    detail: str | None = None
+    note: str | None = None
+    incoming_call_index: int | None = None
+    """The call on the incoming side when it is another one (``diff`` pairs calls by
+    content, so A's call 3 may be compared with B's call 4)."""
+    sides: ReportSides = field(default=REPLAY_SIDES)
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """A :class:`FirstDifference` as a report shows it."""
+
+    where: str
+    """``call 1``, ``call 1 (B: call 2)``, ``call 1, event 3 (sse)``."""
+    field: str | None
+    """The field path inside the request or the event; None for a whole event or a
+    position."""
+    recorded: Any
+    incoming: Any
+    """The values at ``field`` (or :data:`~openprogram.recording.difference.MISSING`)."""
+
+
+def format_report(difference: FirstDifference) -> str:
+    """The report of ``difference``: two lines (three with a note), the one way every part
+    of openprogram writes a drift."""
+    view = report_view(difference)
+    sides = difference.sides
+    field_part = "" if view.field is None else f", field {format_report_path(view.field)}"
+    second = difference.detail or (
+        f"{sides.recorded} {format_report_value(view.recorded)}, "
+        f"{sides.incoming} {format_report_value(view.incoming)}"
+    )
+    third = "" if difference.note is None else f"\nnote: {difference.note}"
+    return f"{sides.heading} at {view.where}{field_part}:\n{second}{third}"
+
+
+def report_view(difference: FirstDifference) -> ReportView:
+    """Where ``difference`` is, in words, and the values a report shows.
+
+    A difference in a request, or in how a call ended, is shown at its field path. One in an
+    event names the event by its index and type, and the field inside it, with the two
+    values found there rather than the two whole events; when one side lacks the event, or
+    the events differ as wholes, the whole events are shown.
+    """
+    where = f"call {difference.call_index}"
+    other = difference.incoming_call_index
+    if other is not None and other != difference.call_index:
+        where += f" ({difference.sides.incoming}: call {other})"
+    recorded, incoming = difference.recorded, difference.incoming
+    if difference.event_index is None:
+        return ReportView(where, difference.field_path, recorded, incoming)
+    where += f", event {difference.event_index}"
+    kinds = [event.get("type") for event in (recorded, incoming) if isinstance(event, dict)]
+    names = list(dict.fromkeys(kind for kind in kinds if isinstance(kind, str)))
+    if names:
+        where += f" ({' / '.join(names)})"
+    path = difference.field_path
+    if not path.startswith((f"{EVENT_PATH}.", f"{EVENT_PATH}[")):
+        return ReportView(where, None, recorded, incoming)
+    inside = path.removeprefix(EVENT_PATH).removeprefix(".")
+    return ReportView(where, inside, value_at(recorded, inside), value_at(incoming, inside))
+
+
+_SEGMENT: Final = re.compile(r'\.?([A-Za-z0-9_-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+
+
+def value_at(value: Any, path: str) -> Any:
+    """The value at ``path`` (``data.choices[0].delta.content``, ``["a b"].c``) inside
+    ``value``; :data:`~openprogram.recording.difference.MISSING` where a key or an index is
+    absent."""
+    position = 0
+    while position < len(path):
+        match = _SEGMENT.match(path, position)
+        if match is None:
+            return MISSING
+        key, index, quoted = match.groups()
+        position = match.end()
+        if index is not None:
+            if not isinstance(value, list) or int(index) >= len(value):
+                return MISSING
+            value = value[int(index)]
+            continue
+        name = key if key is not None else json.loads(quoted)
+        if not isinstance(value, dict) or name not in value:
+            return MISSING
+        value = value[name]
+    return value
