@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.recording.difference import MISSING, find_first_difference
 from openprogram.recording.format import request_sections
+from openprogram.recording.nearest import (
+    NEAREST_CANDIDATES,
+    nearest_request,
+    request_differences,
+)
 from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
 from openprogram.recording.report import DIFF_SIDES, FirstDifference
-from openprogram.recordings.hashing import (
-    call_digest,
-    deterministic_part,
-    hash_of_digests,
-    request_text,
-)
+from openprogram.recordings.hashing import call_digest, hash_of_digests, request_text
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
@@ -56,13 +56,6 @@ DifferenceKind = Literal["request", "only_in_a", "only_in_b", "reply"]
 """``request``: a call only in A against the nearest call only in B; ``only_in_a`` /
 ``only_in_b``: an unpaired call with no counterpart left; ``reply``: a paired call whose
 events or ending differ."""
-
-NEAREST_CANDIDATES = 64
-"""How many calls (the first unpaired ones, in recorded order) the nearest call is chosen
-from."""
-
-_COUNT_LIMIT = 10_000
-"""Leaf differences counted at most between two requests: beyond it, calls are equally far."""
 
 
 @dataclass(frozen=True)
@@ -221,45 +214,26 @@ def _unpaired_differences(
 
 
 def nearest_call(call: RecordedCall, candidates: Sequence[RecordedCall]) -> int | None:
-    """The position in ``candidates`` of the call whose request is nearest ``call``'s, or
-    None when there is none: among the first :data:`NEAREST_CANDIDATES`, the call at the
-    same boundary whose request differs at the fewest leaf paths (a key or an item one side
-    lacks counts once, whatever it holds), the earliest on a tie; a call at another boundary
-    only when none is at the same one."""
-    best: tuple[int, int] | None = None
-    for position, other in enumerate(candidates[:NEAREST_CANDIDATES]):
-        if other.boundary != call.boundary:
-            distance = _COUNT_LIMIT + 1
-        else:
-            distance = _leaf_differences(_comparable(call), _comparable(other), _COUNT_LIMIT)
-        if best is None or distance < best[0]:
-            best = (distance, position)
-    return None if best is None else best[1]
-
-
-def _comparable(call: RecordedCall) -> Any:
-    return deterministic_part(call.request, request_ignore_fields(call.boundary))
-
-
-def _leaf_differences(a: Any, b: Any, limit: int) -> int:
-    """How many leaf paths ``a`` and ``b`` differ at (at most ``limit + 1``)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        count = 0
-        for key in a.keys() | b.keys():
-            count += (
-                _leaf_differences(a[key], b[key], limit - count) if key in a and key in b else 1
-            )
-            if count > limit:
+    """The position in ``candidates`` of the call whose request is nearest ``call``'s, by
+    replay's rule (:mod:`openprogram.recording.nearest`: the fewest differing leaf paths
+    among the first :data:`NEAREST_CANDIDATES` calls of the same boundary, the earliest on a
+    tie); the first candidate when none is at ``call``'s boundary; None when there is none."""
+    same: list[int] = []
+    for position, other in enumerate(candidates):
+        if other.boundary == call.boundary:
+            same.append(position)
+            if len(same) == NEAREST_CANDIDATES:
                 break
-        return count
-    if isinstance(a, list) and isinstance(b, list):
-        count = abs(len(a) - len(b))
-        for item_a, item_b in zip(a, b, strict=False):
-            if count > limit:
-                break
-            count += _leaf_differences(item_a, item_b, limit - count)
-        return count
-    return 0 if type(a) is type(b) and a == b else 1
+    if not same:
+        return 0 if candidates else None
+    # Unpaired requests are never equal, so a first candidate one leaf away is the nearest.
+    first = candidates[same[0]].request
+    if request_differences(first, call.request, boundary=call.boundary, limit=1) <= 1:
+        return same[0]
+    nearest = nearest_request(
+        call.request, [candidates[position].request for position in same], boundary=call.boundary
+    )
+    return None if nearest is None else same[nearest.position]
 
 
 def _alone(call: RecordedCall, side: str, other: str) -> FirstDifference:

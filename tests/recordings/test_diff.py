@@ -135,6 +135,25 @@ def test_an_unpaired_call_is_compared_with_the_nearest_unpaired_call(tmp_path: P
     assert (alone.kind, alone.b_call_index) == ("only_in_b", 0)
 
 
+def test_of_equally_near_unpaired_calls_the_earliest_is_the_counterpart(tmp_path: Path) -> None:
+    a = write_rows(tmp_path / "a.jsonl", [header(), *call_rows(0, text="a", model_id="m2")])
+    b = write_rows(
+        tmp_path / "b.jsonl",
+        [
+            header(),
+            *call_rows(0, text="b", model_id="m3"),  # two fields away
+            *call_rows(1, text="c", model_id="m1"),  # two fields away
+            *call_rows(2, text="d", model_id="m1"),  # two fields away
+        ],
+    )
+    comparison = compare_recordings(read_recording(a), read_recording(b))
+    assert [(e.kind, e.b_call_index) for e in comparison.differences] == [
+        ("request", 0),
+        ("only_in_b", 1),
+        ("only_in_b", 2),
+    ]
+
+
 def test_a_truncated_call_differs_from_a_complete_one(tmp_path: Path) -> None:
     a = write(tmp_path / "a.jsonl", [("hi", "echo:hi")])
     b = write(tmp_path / "b.jsonl", [("hi", "echo:hi")], outcome=None)
