@@ -96,6 +96,7 @@ def test_the_plan_goes_to_the_processes_as_json_and_back() -> None:
         "replay",
         Path("/r/a.jsonl"),
         ignore_fields=("x",),
+        match="order",
         passthrough_hosts=frozenset({"h"}),
         http_headers=frozenset({"x-tenant"}),
     )
@@ -109,3 +110,15 @@ def test_the_plan_goes_to_the_processes_as_json_and_back() -> None:
         RecordReplayPlan("blocked")
     with pytest.raises(ValueError, match="needs the recording's path"):
         RecordReplayPlan("replay")
+
+
+def test_replay_matches_by_content_unless_the_configuration_says_order() -> None:
+    write_recording("good", calls=1)
+    assert exec_plan(replay="good") == RecordReplayPlan("replay", stored("good"), match="content")
+    write_config('[record_replay]\nmatch = "order"\n')
+    plan = exec_plan(replay="good")
+    assert plan is not None
+    assert plan.match == "order"
+    assert RecordReplayPlan.from_json(plan.to_json()).match == "order"
+    with pytest.raises(ValueError, match="unknown matching 'fuzzy'"):
+        RecordReplayPlan("replay", stored("good"), match="fuzzy")
