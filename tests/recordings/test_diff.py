@@ -199,6 +199,32 @@ def test_same_hash_exactly_when_no_difference(
     assert (comparison.hash_a, comparison.hash_b) == (transcript_hash(a), transcript_hash(b))
 
 
+ENDED_CALLS = st.lists(
+    st.tuples(TEXTS, TEXTS, st.sampled_from(["complete", "cancelled", None])), max_size=4
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ENDED_CALLS, ENDED_CALLS)
+def test_same_hash_exactly_when_no_difference_whatever_the_endings(
+    tmp_path_factory: Any,
+    first: list[tuple[str, str, str | None]],
+    second: list[tuple[str, str, str | None]],
+) -> None:
+    folder = tmp_path_factory.mktemp("endings")
+
+    def recording(name: str, calls: list[tuple[str, str, str | None]]) -> Any:
+        rows: list[Row] = [header()]
+        for index, (text, reply, outcome) in enumerate(calls):
+            rows += call_rows(index, text_events(reply), text=text, outcome=outcome)
+        return read_recording(write_rows(folder / f"{name}.jsonl", rows), validate_events=False)
+
+    a, b = recording("a", first), recording("b", second)
+    comparison = compare_recordings(a, b)
+    assert comparison.same == (transcript_hash(a) == transcript_hash(b))
+    assert comparison.same == (sorted(first, key=repr) == sorted(second, key=repr))
+
+
 INTERLEAVED = CALLS.flatmap(lambda calls: st.tuples(st.just(calls), st.permutations(calls)))
 
 
