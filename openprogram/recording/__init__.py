@@ -10,8 +10,10 @@ type and no HTTP client.
                       crashed writer, a replaced file); ``CallWriter`` for one call's rows
     recordable        what a row can hold (no inf/NaN, bounded nesting), checked before writing
     redaction         credentials removed from everything written
-    difference        the first difference between two JSON values, and report formatting
+    difference        the first difference between two JSON values, and how a value or a path
+                      is shown on a report line
     nondeterministic  the fields that change from run to run, left out of comparisons
+    report            ``FirstDifference`` and ``format_report``: the one way a drift is written
     mismatch          what replay raises when a run drifts from its recording
     replay_session    ``ReplaySession``: one replay, serving calls to any boundary
     matching          how replay pairs a request with a recorded call: by content or order
