@@ -21,8 +21,9 @@ How a request is paired with a call is the session's ``match``
   confirmed by the exact comparison. With no equal request, the report compares the request
   with the *nearest* unconsumed call of its boundary (:mod:`~openprogram.recording.nearest`:
   fewest differing leaf paths among the 64 unconsumed calls with the lowest indexes, ties to
-  the lowest index) and names that call; a drift in a sequential session is therefore
-  reported against the next call, as by order. With no unconsumed call of the boundary
+  the lowest index) and names that call; a request one field away from the next call of
+  its boundary is therefore reported against that call, exactly as by order (no call can
+  be nearer, and a tie goes to it). With no unconsumed call of the boundary
   left, the earliest unconsumed call of the other boundary is a mismatch at field
   ``boundary``; with none at all, at field ``call_index``.
 * ``order`` — the next recorded call, whatever its boundary: a call recorded at the other
@@ -55,7 +56,7 @@ from openprogram.recording.mismatch import (
 )
 from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor
 from openprogram.recording.request_index import RequestIndex, request_digest
 
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
@@ -232,8 +233,9 @@ class ReplaySession:
         key = (boundary, ignored)
         index = self._indexes.get(key)
         if index is None:
+            redactor_of_index = self._index_redactor(boundary)
             index = self._indexes[key] = RequestIndex(
-                self.recording.calls, boundary, ignore_rules(ignored), _current_redactor(boundary)
+                self.recording.calls, boundary, ignore_rules(ignored), redactor_of_index
             )
         calls = self.recording.calls
         for call_index in index.candidates(digest, self._served):
@@ -249,8 +251,9 @@ class ReplaySession:
         ignored: frozenset[str],
     ) -> int:
         """No digest found an equal call: the nearest unserved call of ``boundary`` when it
-        equals ``incoming`` after all (a request whose redaction depends on the call's own
-        key); else raise the mismatch against it."""
+        equals ``incoming`` after all (a recorded request holding, as text, a credential
+        only this call's redactor knows, which the index saw unredacted); else raise the
+        mismatch against it."""
         candidates = self._open_calls(boundary, NEAREST_CANDIDATES)
         calls = self.recording.calls
         if not candidates:
@@ -267,6 +270,16 @@ class ReplaySession:
         if mismatch is None:
             return chosen
         raise self.keep(mismatch)
+
+    def _index_redactor(self, boundary: str) -> RequestRedactor:
+        """How the index sees a recorded request: as stored, when the recording was
+        redacted by the current rules (redacting it again changes nothing but a credential
+        this process knows that the recording process did not); else redacted again, with
+        the current rules and the process's known credentials."""
+        if self.recording.header.get("redaction_version") == REDACTION_VERSION:
+            return _as_stored
+        redactor = SecretRedactor()
+        return redactor.redact_http_request if boundary == "http" else redactor.redact_request
 
     def _open_calls(self, boundary: str, limit: int) -> list[int]:
         """The first ``limit`` unserved calls of ``boundary``, by index."""
@@ -302,11 +315,8 @@ class ReplaySession:
         return mismatch
 
 
-def _current_redactor(boundary: str) -> RequestRedactor:
-    """A recorded request of ``boundary`` redacted with the current rules and the known
-    credentials of the process, as the digest index sees it."""
-    redactor = SecretRedactor()
-    return redactor.redact_http_request if boundary == "http" else redactor.redact_request
+def _as_stored(request: dict[str, Any]) -> dict[str, Any]:
+    return request
 
 
 def describe_call(boundary: str, request: dict[str, Any]) -> str:

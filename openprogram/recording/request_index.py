@@ -34,6 +34,7 @@ __all__ = ["RequestIndex", "comparable_form", "request_digest"]
 _IGNORED: Final = object()
 """A list item left out by an ignore path: any value there compares equal."""
 _IGNORED_TEXT: Final = "\x00ignored"
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
 def request_digest(request: dict[str, Any], boundary: str, rules: IgnoreRules) -> bytes:
@@ -51,27 +52,53 @@ def request_digest(request: dict[str, Any], boundary: str, rules: IgnoreRules) -
 
 def comparable_form(value: Any, rules: IgnoreRules, path: str) -> Any:
     """``value`` (at ``path``) as the comparison sees it (see the module's docstring)."""
+    if rules.paths is None:
+        return _without_names(value, rules.names)
+    return _without_fields(value, rules, path)
+
+
+def _without_names(value: Any, names: frozenset[str]) -> Any:
+    """:func:`comparable_form` when no field path is ignored: the common case, kept lean
+    (it runs on every replayed request)."""
+    kind = type(value)
+    if kind is dict:
+        return {
+            key: _without_names(item, names)
+            for key, item in value.items()
+            if item is not None and key not in names
+        }
+    if kind is list or kind is tuple:
+        return [_without_names(item, names) for item in value]
+    if kind is float and value == 0.0:
+        return 0.0
+    if kind in _SCALARS:
+        return value
+    if isinstance(value, dict):
+        return _without_names(dict(value), names)
+    if isinstance(value, list | tuple):
+        return _without_names(list(value), names)
+    return value
+
+
+def _without_fields(value: Any, rules: IgnoreRules, path: str) -> Any:
+    """:func:`comparable_form` with field paths to leave out: every child's path is built."""
     if isinstance(value, dict):
         names = rules.names
         paths = rules.paths
+        assert paths is not None
         form: dict[str, Any] = {}
         for key, item in value.items():
             if item is None or key in names:
                 continue
-            if paths is None:
-                form[key] = comparable_form(item, rules, path)
-                continue
             child = join_field_path(path, key)
             if paths.fullmatch(child) is None:
-                form[key] = comparable_form(item, rules, child)
+                form[key] = _without_fields(item, rules, child)
         return form
     if isinstance(value, list | tuple):
-        if rules.paths is None:
-            return [comparable_form(item, rules, path) for item in value]
         items = [
             _IGNORED
             if rules.skips(child := f"{path}[{index}]")
-            else comparable_form(item, rules, child)
+            else _without_fields(item, rules, child)
             for index, item in enumerate(value)
         ]
         while items and items[-1] is _IGNORED:

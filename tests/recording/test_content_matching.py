@@ -18,14 +18,14 @@ from openprogram.providers import (
     TextDeltaEvent,
     UserMessage,
 )
-from openprogram.recording.format import RecordedCall
+from openprogram.recording.format import RecordedCall, new_header
 from openprogram.recording.mismatch import (
     RecordingTruncatedError,
     ReplayMismatch,
     UnconsumedCallsError,
 )
 from openprogram.recording.reader import read_recording
-from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
 from tests.support.http_call_rows import chat_request, provider_call, sse_call, write_calls
 
@@ -297,3 +297,16 @@ def test_threads_asking_at_once_are_each_served_their_own_call(tmp_path: Path) -
 
     assert served == {n: n for n in range(16)}
     session.assert_consumed()
+
+
+def test_a_recording_of_older_redaction_rules_is_indexed_as_the_current_rules_see_it(
+    tmp_path: Path,
+) -> None:
+    key = "sk-" + "a1b2c3d4" * 4
+    others = [sse_call(n, chat_request(f"other {n}")) for n in range(70)]
+    keyed = sse_call(70, chat_request(f"use {key}"))  # stored before a rule removed it
+    header = {**new_header("old"), "redaction_version": REDACTION_VERSION - 1}
+    path = write_calls(tmp_path / "r.jsonl", *others, keyed, header=header)
+    session = ReplaySession(read_recording(path))
+
+    assert take(session, chat_request(f"use {key}")) == 70  # past the 64 nearest candidates
