@@ -125,8 +125,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
         self.path = path
         self.unconsumed = unconsumed
         self.total = total
-        first, last = unconsumed[0], unconsumed[-1]
-        which = f"call {first}" if first == last else f"calls {first}..{last}"
+        which = _which_calls(unconsumed)
         if total == 1:
             missed = "the 1 recorded call was never requested"
         else:
@@ -135,6 +134,24 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
             f"replay incomplete: {missed} ({which}) from {path}; the run stopped before the "
             "recorded session did"
         )
+
+
+_SHOWN_RANGES = 5
+"""The runs of consecutive calls an unconsumed-calls report names before ``…``."""
+
+
+def _which_calls(indexes: list[int]) -> str:
+    """``call 3``, ``calls 1..2``, or, when calls were served out of order, the runs of
+    consecutive indexes: ``calls 0, 2..3, 5`` (the first few, then ``…``)."""
+    runs: list[tuple[int, int]] = []
+    for index in indexes:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    shown = [str(a) if a == b else f"{a}..{b}" for a, b in runs[:_SHOWN_RANGES]]
+    more = ", …" if len(runs) > _SHOWN_RANGES else ""
+    return f"{'call' if len(indexes) == 1 else 'calls'} {', '.join(shown)}{more}"
 
 
 def removed_secret_note(

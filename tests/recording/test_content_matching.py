@@ -262,6 +262,22 @@ def test_unconsumed_calls_are_reported_by_index(tmp_path: Path) -> None:
     with pytest.raises(UnconsumedCallsError) as caught:
         session.assert_consumed()
     assert caught.value.unconsumed == [0, 2, 4]
+    assert "3 of 5 recorded calls never requested (calls 0, 2, 4) from" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("unconsumed", "named"),
+    [
+        ([3], "call 3"),
+        ([1, 2], "calls 1..2"),
+        ([0, 2, 3, 5], "calls 0, 2..3, 5"),
+        ([0, 2, 4, 6, 8, 10, 11], "calls 0, 2, 4, 6, 8, …"),
+    ],
+)
+def test_calls_never_requested_are_named_by_their_runs_of_indexes(
+    unconsumed: list[int], named: str
+) -> None:
+    assert f"({named}) from r.jsonl" in str(UnconsumedCallsError("r.jsonl", unconsumed, 20))
 
 
 async def test_a_truncated_call_is_served_when_requested_and_stops_at_its_cut(
