@@ -51,6 +51,9 @@ from openprogram.providers.types import (
     TextContent,
     UserMessage,
 )
+from openprogram.recording.difference import ignore_rules
+from openprogram.recording.nondeterministic import request_ignore_fields
+from openprogram.recording.request_index import RequestIndex
 
 FIXED_TIMESTAMP = 1_764_460_800_000
 MODEL = Model(id="bench", api="bench", provider="bench")
@@ -263,11 +266,18 @@ def bench_agents(sizes: Sizes, workdir: Path) -> list[Row]:
     content_sequential = wall("content", one_after_another)
     content_concurrent = wall("content", all_at_once)
     calls = sizes.agents * sizes.turns
+    rules = ignore_rules(request_ignore_fields("provider"))
+    builds: list[int] = []
+    for _ in range(sizes.agent_runs):
+        start = time.perf_counter_ns()
+        RequestIndex(recording.calls, "provider", rules, lambda request: request)
+        builds.append(time.perf_counter_ns() - start)
     return [
         ("agents × turns (calls)", f"{sizes.agents} × {sizes.turns} ({calls:,})"),
         ("order, one after another", f"{by_order:,.0f} ms"),
         ("content, one after another", f"{content_sequential:,.0f} ms"),
         ("content, all at once (interleaved)", f"{content_concurrent:,.0f} ms"),
+        ("  of which the index build, once", f"{median_us(builds) / 1_000:,.0f} ms"),
         ("concurrent content / sequential order", f"{content_concurrent / by_order:.2f}×"),
         ("per call, concurrent content", f"{content_concurrent * 1_000 / calls:,.0f} µs"),
     ]
