@@ -8,6 +8,8 @@ type and no HTTP client.
     file_door         the one door a recording's bytes are read through
     writer            ``RecordingWriter``: appending calls safely (threads, processes, a
                       crashed writer, a replaced file); ``CallWriter`` for one call's rows
+    rewriting         a whole recording written anew and replaced atomically (the one way
+                      a recording changes other than by appending)
     recordable        what a row can hold (no inf/NaN, bounded nesting), checked before writing
     redaction         credentials removed from everything written
     difference        the first difference between two JSON values, and how a value or a path

@@ -1,0 +1,150 @@
+"""Rewriting a whole recording: the one way a recording is written other than by appending.
+
+Paths that change a recording after the fact — secrets replaced in place, a merged
+re-recording, a repaired file — build the calls it should hold and hand them to
+:func:`rewrite_recording`, which writes every row anew and replaces the file atomically:
+the rows go to a temporary file in the same folder, which is flushed, synced, given the
+original's permission bits (``0600`` for a new file) and renamed over the original. A crash
+or an error at any point leaves the original exactly as it was.
+
+While the rows are written the original is held under the same exclusive ``flock`` every
+appending writer takes, and when ``expected`` is given the file must still be the one that
+was read (same device, inode and size): a writer that appended in between makes the rewrite
+fail with :class:`~openprogram.errors.RecordingFileError` instead of dropping its call. A
+writer that appends later finds the path replaced and follows it to the new file.
+
+:func:`recording_rows` is the row encoding itself: the header, then each call's request, its
+events in order and its ``call_end`` (none for a call that was cut short), the calls
+numbered from 0 in the order given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from openprogram.errors import RecordingFileError
+from openprogram.private_files import PRIVATE_FILE_MODE, sync_folder
+from openprogram.recording.format import RecordedCall, encode_row
+
+__all__ = ["call_rows_of", "recording_rows", "rewrite_recording"]
+
+
+def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]]:
+    """The rows of one call, numbered ``call_index``: request, events, ``call_end``."""
+    request: dict[str, Any] = {"type": "request", "call_index": call_index}
+    if call.boundary != "provider":
+        request["boundary"] = call.boundary
+    request.update(call.request)
+    yield request
+    for event_index, event in enumerate(call.event_rows):
+        yield {
+            "type": "event",
+            "call_index": call_index,
+            "event_index": event_index,
+            "event": event,
+        }
+    if call.outcome is None:
+        return  # cut short: it stays truncated
+    end: dict[str, Any] = {
+        "type": "call_end",
+        "call_index": call_index,
+        "event_count": len(call.event_rows),
+        "outcome": call.outcome,
+    }
+    if call.error is not None:
+        end["error"] = {"type": call.error.type, "message": call.error.message}
+    yield end
+
+
+def recording_rows(
+    header: dict[str, Any], calls: Iterable[RecordedCall]
+) -> Iterator[dict[str, Any]]:
+    """Every row of a recording holding ``header`` and ``calls``, renumbered from 0."""
+    yield header
+    for call_index, call in enumerate(calls):
+        yield from call_rows_of(call, call_index)
+
+
+def rewrite_recording(
+    path: Path,
+    header: dict[str, Any],
+    calls: Iterable[RecordedCall],
+    *,
+    expected: os.stat_result | None = None,
+) -> None:
+    """Make the recording at ``path`` hold exactly ``header`` and ``calls``, atomically.
+
+    ``expected`` is the ``stat`` of the file as it was read: if the file changed since
+    (another writer appended a call), nothing is written and :class:`RecordingFileError`
+    says so. Raises :class:`RecordingFileError` when the folder cannot be written.
+    """
+    data = b"".join(encode_row(row) for row in recording_rows(header, calls))
+    with _locked_original(path) as original:
+        if expected is not None and (
+            original is None
+            or (original.st_dev, original.st_ino, original.st_size)
+            != (expected.st_dev, expected.st_ino, expected.st_size)
+        ):
+            raise RecordingFileError(
+                str(path),
+                "it changed while it was being rewritten (another process recorded into it)",
+                advice="run the command again once nothing is recording into it",
+            )
+        mode = PRIVATE_FILE_MODE if original is None else original.st_mode & 0o7777
+        _replace(path, data, mode)
+
+
+@contextlib.contextmanager
+def _locked_original(path: Path) -> Iterator[os.stat_result | None]:
+    """The ``stat`` of the file at ``path`` (None if there is none), held under its
+    exclusive ``flock`` for the block."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        yield None
+        return
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield os.fstat(fd)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _replace(path: Path, data: bytes, mode: int) -> None:
+    folder = path.parent
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fchmod(stream.fileno(), mode)
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise _write_error(path, exc) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    sync_folder(folder)
+
+
+def _write_error(path: Path, exc: OSError) -> RecordingFileError:
+    return RecordingFileError(
+        str(path),
+        f"cannot rewrite the recording ({exc.strerror or exc})",
+        advice="check the folder is writable and the disk has space",
+    )
