@@ -9,9 +9,15 @@ of rules decide what a secret is:
   whose value is a string or a number is replaced whole. If the value is an object or a list
   it is walked into instead, so a JSON Schema with a property called ``token`` stays a schema.
 * **By value shape**, in every remaining string (dict keys included), at word boundaries and
-  with minimum lengths so that prose survives: ``Bearer <16+ credential characters>``,
-  ``sk-<20+ key characters>``, secret-named URL query parameters (``?api_key=…``,
-  ``&access_token=…``) and the password in URL userinfo (``https://user:pass@host``).
+  with minimum lengths so that prose survives (:mod:`~openprogram.recording.token_shapes`
+  lists them): ``Bearer <16+ credential characters>``, ``sk-<20+ key characters>``, GitHub
+  tokens (``ghp_…``, ``github_pat_…``), AWS access key ids (``AKIA…``) and secret keys in
+  assignments, Slack tokens and webhooks, Google API keys (``AIza…``), JWTs, PEM private key
+  blocks, ``password=``-style assignments (``password: hunter2!``, ``secret = "x"``: the
+  value only), secret-named URL query parameters (``?api_key=…``, ``&access_token=…``) and
+  the password in URL userinfo (``https://user:pass@host``). The JSON text of a value
+  redacts like the value itself, so tool-call arguments streamed as text and the same
+  arguments parsed come out alike.
 * **By known value.** The literal values, 8 characters or longer, of the credentials this
   process knows are removed wherever they appear in text: the call's own ``options.api_key``,
   the values of environment variables whose names look like credentials (ending in
@@ -52,9 +58,10 @@ Bump :data:`REDACTION_VERSION` whenever a rule changes; it is stored in recordin
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from openprogram.recording.token_shapes import PLACEHOLDER, TOKEN_SHAPES
 
 __all__ = [
     "HTTP_CONVERSATION_KEYS",
@@ -68,9 +75,11 @@ __all__ = [
     "remove_secret_values",
 ]
 
-PLACEHOLDER = "[secret removed]"
-REDACTION_VERSION = 2
-"""2: model-produced content and the conversation are no longer redacted by field name."""
+REDACTION_VERSION = 3
+"""2: model-produced content and the conversation are no longer redacted by field name.
+3: the token shapes of :mod:`~openprogram.recording.token_shapes` (GitHub, AWS, Slack,
+Google, JWTs, PEM private keys, ``password=``-style assignments), and JSON escapes count as
+white space before a shape."""
 
 SECRET_FIELD_NAMES: frozenset[str] = frozenset(
     {
@@ -118,30 +127,6 @@ def _normalize_field_name(name: str) -> str:
 
 
 _NORMALIZED_SECRET_FIELD_NAMES = frozenset(_normalize_field_name(n) for n in SECRET_FIELD_NAMES)
-
-# Each pattern accepts an existing placeholder where a value may stand, so that redacting
-# redacted text leaves it as it is.
-_PLACEHOLDER_PATTERN = re.escape(PLACEHOLDER)
-
-_BEARER = re.compile(r"\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}", re.IGNORECASE)
-_OPENAI_STYLE_KEY = re.compile(r"(?<!\w)sk-[A-Za-z0-9_\-]{20,}")
-
-
-def _field_name_pattern(normalized_name: str) -> str:
-    """A pattern for every spelling of a name that normalizes to ``normalized_name``."""
-    return "[-_]*" + "[-_]*".join(re.escape(char) for char in normalized_name) + "[-_]*"
-
-
-# Only secret-named parameters are matched, so a credential nested in another parameter's
-# value (``?next=/login?token=…``) is still found.
-_SECRET_NAME_ALTERNATIVES = "|".join(
-    _field_name_pattern(name) for name in sorted(_NORMALIZED_SECRET_FIELD_NAMES)
-)
-_QUERY_PARAMETER = re.compile(
-    rf"([?&](?:{_SECRET_NAME_ALTERNATIVES})=)((?:{_PLACEHOLDER_PATTERN}|[^&#\s\"'])+)",
-    re.IGNORECASE,
-)
-_URL_USERINFO = re.compile(rf"(://)((?:{_PLACEHOLDER_PATTERN}|[^\s/?#@\"'])+)(@)")
 
 
 def is_secret_field_name(name: str) -> bool:
@@ -331,31 +316,16 @@ def _redact_text(text: str, known: tuple[str, ...]) -> str:
 
 
 def _redact_text_once(text: str, known: tuple[str, ...]) -> str:
-    # Each rule runs only when the text holds the substring that every match must contain;
+    # Each shape runs only when the text holds a substring that every match must contain;
     # most strings (streamed deltas) hold none and cost a few substring checks.
-    if "bearer" in text.lower():
-        text = _BEARER.sub(_keep_prefix, text)
-    if "sk-" in text:
-        text = _OPENAI_STYLE_KEY.sub(PLACEHOLDER, text)
-    if "=" in text and ("?" in text or "&" in text):
-        text = _QUERY_PARAMETER.sub(_keep_prefix, text)
-    if "://" in text and "@" in text:
-        text = _URL_USERINFO.sub(_replace_userinfo_password, text)
+    lower = text.lower()
+    for shape in TOKEN_SHAPES:
+        if shape.may_match(text, lower):
+            redacted = shape.pattern.sub(shape.replace, text)
+            if redacted != text:
+                text = redacted
+                lower = text.lower()
     for secret in known:
         if secret in text:
             text = text.replace(secret, PLACEHOLDER)
     return text
-
-
-def _keep_prefix(match: re.Match[str]) -> str:
-    """The first group (``Bearer `` or ``?api_key=``) followed by the placeholder."""
-    # A function, not an r"\g<1>" template: templates are several times slower in re.sub.
-    return match.group(1) + PLACEHOLDER
-
-
-def _replace_userinfo_password(match: re.Match[str]) -> str:
-    userinfo = match.group(2)
-    _, colon, password = userinfo.partition(":")
-    if not colon or not password:
-        return match.group(0)
-    return match.group(1) + PLACEHOLDER + match.group(3)
