@@ -59,9 +59,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.recording.token_shapes import PLACEHOLDER, TOKEN_SHAPES
+
+if TYPE_CHECKING:
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
     "HTTP_CONVERSATION_KEYS",
@@ -183,28 +186,39 @@ class SecretRedactor:
     The recorder makes one per call and redacts every event of the call with it.
     """
 
-    __slots__ = ("_known",)
+    __slots__ = ("_rules",)
 
-    def __init__(self, known_secrets: Iterable[str] | None = None) -> None:
+    def __init__(
+        self, known_secrets: Iterable[str] | None = None, *, user: UserRedaction | None = None
+    ) -> None:
+        """``user``: the user's own patterns and functions, applied to every string after
+        the built-in rules (:mod:`~openprogram.recording.user_redaction`)."""
         if known_secrets is None:
             known_secrets = known_secret_values()
-        self._known = _prepare_known(known_secrets)
+        self._rules = _Rules(_prepare_known(known_secrets), user)
 
     @classmethod
-    def for_request(cls, api_key: str | None) -> SecretRedactor:
+    def for_request(
+        cls, api_key: str | None, *, user: UserRedaction | None = None
+    ) -> SecretRedactor:
         """A redactor knowing the credential variables' values and the call's own key."""
         known = known_secret_values()
-        return cls(known | {api_key} if api_key else known)
+        return cls(known | {api_key} if api_key else known, user=user)
+
+    @property
+    def user(self) -> UserRedaction | None:
+        """The user redaction it applies after the built-in rules."""
+        return self._rules.user
 
     def redact(self, value: object) -> Any:
         """A copy of the JSON-like ``value`` with every secret replaced (all three rules:
         for configuration the caller sends)."""
-        return _redact_value(value, self._known)
+        return _redact_value(value, self._rules)
 
     def redact_model_output(self, value: object) -> Any:
         """A copy of the JSON-like ``value`` redacted as model-produced content or
         conversation: by value shape and known value only, never by field name."""
-        return _redact_content(value, self._known)
+        return _redact_content(value, self._rules)
 
     def redact_request(self, request: dict[str, Any]) -> dict[str, Any]:
         """A request (``{"model", "context", "options"}``) redacted: its conversation,
@@ -215,14 +229,14 @@ class SecretRedactor:
             if section == "context" and isinstance(value, dict):
                 redacted[section] = {
                     key: (
-                        _redact_content(item, self._known)
+                        _redact_content(item, self._rules)
                         if key == "messages"
-                        else _redact_value(item, self._known)
+                        else _redact_value(item, self._rules)
                     )
                     for key, item in value.items()
                 }
             else:
-                redacted[section] = _redact_value(value, self._known)
+                redacted[section] = _redact_value(value, self._rules)
         return redacted
 
     def redact_http_request(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -235,22 +249,33 @@ class SecretRedactor:
         for section, value in request.items():
             if section == "body" and isinstance(value, dict):
                 redacted[section] = {
-                    (_redact_text(key, self._known) if isinstance(key, str) else key): (
-                        _redact_content(item, self._known)
+                    (_redact_text(key, self._rules) if isinstance(key, str) else key): (
+                        _redact_content(item, self._rules)
                         if key in HTTP_CONVERSATION_KEYS
-                        else _redact_entry(key, item, self._known)
+                        else _redact_entry(key, item, self._rules)
                     )
                     for key, item in value.items()
                 }
             elif section in ("method", "body_base64"):
                 redacted[section] = value
             else:
-                redacted[section] = _redact_value(value, self._known)
+                redacted[section] = _redact_value(value, self._rules)
         return redacted
 
     def redact_text(self, text: str) -> str:
         """``text`` with every secret replaced (the value-shape and known-value rules)."""
-        return _redact_text(text, self._known)
+        return _redact_text(text, self._rules)
+
+
+class _Rules:
+    """What one redactor applies besides the built-in shapes: the known values, longest
+    first, and the user's redaction."""
+
+    __slots__ = ("known", "user")
+
+    def __init__(self, known: tuple[str, ...], user: UserRedaction | None) -> None:
+        self.known = known
+        self.user = user
 
 
 def _prepare_known(known_secrets: Iterable[str]) -> tuple[str, ...]:
@@ -265,37 +290,37 @@ def _prepare_known(known_secrets: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(usable, key=len, reverse=True))
 
 
-def _redact_value(value: object, known: tuple[str, ...]) -> Any:
+def _redact_value(value: object, rules: _Rules) -> Any:
     if isinstance(value, str):
-        return _redact_text(value, known)
+        return _redact_text(value, rules)
     if isinstance(value, dict):
         return {
-            (_redact_text(key, known) if isinstance(key, str) else key): _redact_entry(
-                key, item, known
+            (_redact_text(key, rules) if isinstance(key, str) else key): _redact_entry(
+                key, item, rules
             )
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_redact_value(item, known) for item in value]
+        return [_redact_value(item, rules) for item in value]
     return value
 
 
-def _redact_content(value: object, known: tuple[str, ...]) -> Any:
+def _redact_content(value: object, rules: _Rules) -> Any:
     if isinstance(value, str):
-        return _redact_text(value, known)
+        return _redact_text(value, rules)
     if isinstance(value, dict):
         return {
-            (_redact_text(key, known) if isinstance(key, str) else key): _redact_content(
-                item, known
+            (_redact_text(key, rules) if isinstance(key, str) else key): _redact_content(
+                item, rules
             )
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_redact_content(item, known) for item in value]
+        return [_redact_content(item, rules) for item in value]
     return value
 
 
-def _redact_entry(key: object, value: object, known: tuple[str, ...]) -> Any:
+def _redact_entry(key: object, value: object, rules: _Rules) -> Any:
     if (
         isinstance(key, str)
         and isinstance(value, str | int | float)
@@ -303,19 +328,19 @@ def _redact_entry(key: object, value: object, known: tuple[str, ...]) -> Any:
         and is_secret_field_name(key)
     ):
         return PLACEHOLDER
-    return _redact_value(value, known)
+    return _redact_value(value, rules)
 
 
-def _redact_text(text: str, known: tuple[str, ...]) -> str:
+def _redact_text(text: str, rules: _Rules) -> str:
     for _ in range(_MAX_PASSES):
-        redacted = _redact_text_once(text, known)
+        redacted = _redact_text_once(text, rules)
         if redacted == text:
             break
         text = redacted
     return text
 
 
-def _redact_text_once(text: str, known: tuple[str, ...]) -> str:
+def _redact_text_once(text: str, rules: _Rules) -> str:
     # Each shape runs only when the text holds a substring that every match must contain;
     # most strings (streamed deltas) hold none and cost a few substring checks.
     lower = text.lower()
@@ -325,7 +350,9 @@ def _redact_text_once(text: str, known: tuple[str, ...]) -> str:
             if redacted != text:
                 text = redacted
                 lower = text.lower()
-    for secret in known:
+    for secret in rules.known:
         if secret in text:
             text = text.replace(secret, PLACEHOLDER)
+    if rules.user is not None:
+        text = rules.user.apply(text)
     return text
