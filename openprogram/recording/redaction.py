@@ -206,6 +206,11 @@ class SecretRedactor:
         return cls(known | {api_key} if api_key else known, user=user)
 
     @property
+    def known_values(self) -> tuple[str, ...]:
+        """The literal credentials it removes wherever they appear, longest first."""
+        return self._rules.known
+
+    @property
     def user(self) -> UserRedaction | None:
         """The user redaction it applies after the built-in rules."""
         return self._rules.user

@@ -45,8 +45,10 @@ __all__ = [
     "UserRedaction",
     "UserRedactionError",
     "compile_redact_pattern",
+    "load_redactor",
     "register_redactor",
     "registered_redactor",
+    "substitute_pattern",
     "user_redaction_in_effect",
 ]
 
@@ -72,7 +74,7 @@ def compile_redact_pattern(source: str) -> re.Pattern[str]:
             f"{source!r} is not a regular expression ({error}): write a Python regular "
             "expression, like 'ACME-[0-9]{6}'"
         ) from None
-    if _substitute(pattern, PLACEHOLDER) != PLACEHOLDER:
+    if substitute_pattern(pattern, PLACEHOLDER) != PLACEHOLDER:
         raise UserRedactionError(
             f"{source!r} matches part of the placeholder {PLACEHOLDER!r} itself, so redacting "
             "a redacted recording would change it again: make the pattern more specific"
@@ -80,7 +82,9 @@ def compile_redact_pattern(source: str) -> re.Pattern[str]:
     return pattern
 
 
-def _substitute(pattern: re.Pattern[str], text: str) -> str:
+def substitute_pattern(pattern: re.Pattern[str], text: str) -> str:
+    """``text`` with the matches of a user's pattern replaced (only its ``secret`` group's
+    part, when it has one; an empty match changes nothing)."""
     if SECRET_GROUP in pattern.groupindex:
         return pattern.sub(_secret_group, text)
     return pattern.sub(_whole_match, text)
@@ -163,7 +167,7 @@ class UserRedaction:
         """``text`` with every pattern's matches, then every function's findings, replaced.
         Raises :class:`UserRedactionError` when a function fails or returns a non-string."""
         for pattern in self.patterns:
-            text = _substitute(pattern, text)
+            text = substitute_pattern(pattern, text)
         for name, function in self.functions:
             try:
                 result = function(text)
@@ -178,6 +182,34 @@ class UserRedaction:
                 )
             text = result
         return text
+
+
+def load_redactor(spec: str) -> Redactor:
+    """The function ``module:attr`` names (the current folder importable, as for pytest);
+    :class:`UserRedactionError` when it cannot be loaded or is not callable."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        raise UserRedactionError(
+            f"a redactor is named module:attr, like my_project.redaction:redact ({spec!r})"
+        )
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        value: object = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as error:
+        raise UserRedactionError(f"cannot load the redactor {spec} ({error})") from None
+    if not callable(value):
+        raise UserRedactionError(
+            f"the redactor {spec} is a {type(value).__name__}, not a function str -> str"
+        )
+    function: Redactor = value
+    return function
 
 
 _registered: UserRedaction | None = None
