@@ -9,7 +9,7 @@ what only they know is private — customer ids, internal host names, a house to
   what that group matched (``customer-(?P<secret>\\d+)`` keeps ``customer-``);
 * **functions** — a callable taking a string and returning it with the user's secrets
   replaced (``redact=`` of :func:`openprogram.record_replay`, or :func:`register_redactor` for
-  the whole process).
+  the whole process; ``recordings scan --redactor module:attr`` loads one by name).
 
 :class:`UserRedaction` holds both, and a :class:`~openprogram.recording.redaction.
 SecretRedactor` given one applies it to every string it redacts, after the built-in rules:
@@ -220,9 +220,10 @@ def register_redactor(function: Redactor | None, *, name: str | None = None) -> 
     """Make ``function`` the process's redaction function (None: no function any more).
 
     It applies to every recording started after this call by :func:`openprogram.
-    record_replay`, the pytest fixture and the configured record/replay mode, in addition to
-    their patterns and any ``redact=`` function given to them. Register it before recording
-    starts (in a ``conftest.py``, at import). ``name`` is what the fingerprint names it by
+    record_replay` and the configured record/replay mode, and by whatever asks
+    :func:`user_redaction_in_effect`, in addition to their patterns and any ``redact=``
+    function given to them. Register it before recording starts (at import, in a
+    ``conftest.py``). ``name`` is what the fingerprint names it by
     (default ``module:qualname``): change it when the function's rules change.
     """
     global _registered

@@ -142,18 +142,24 @@ def scan_recording(
 def scan_targets(arguments: list[str], *, cwd: Path, store: Path) -> list[Path]:
     """The recordings to scan: each argument a recording file, a folder (every ``*.jsonl``
     under it, at any depth, hidden ones left out) or a recording name in the store; none:
-    every recording under ``tests/recordings`` of ``cwd`` when that folder exists, else in
-    the store. Raises ``RecordingNameError`` for an invalid name."""
-    from openprogram.recordings.names import resolve_recording
+    every recording under ``tests/recordings`` of ``cwd`` when that folder exists (named
+    relative to ``cwd``), else in the store. Files and folders keep the spelling they were
+    given, so findings name them as the user (or pre-commit) did. Raises
+    ``RecordingNameError`` for an invalid name."""
+    from openprogram.recordings.names import is_path_argument, resolve_recording
 
     if not arguments:
         folder = cwd / DEFAULT_FOLDER
-        return _recordings_under(folder if folder.is_dir() else store)
+        if folder.is_dir():
+            return [path.relative_to(cwd) for path in _recordings_under(folder)]
+        return _recordings_under(store)
     targets: list[Path] = []
     for argument in arguments:
         candidate = Path(argument).expanduser()
         if candidate.is_dir():
             targets.extend(_recordings_under(candidate))
+        elif is_path_argument(argument):
+            targets.append(candidate)
         else:
             targets.append(resolve_recording(argument, store).path)
     return list(dict.fromkeys(targets))
@@ -278,6 +284,9 @@ def _changes(
     """(field path, original value, its key) for every value or dict key that differs, the
     path made of the redacted keys."""
     if isinstance(original, dict) and isinstance(redacted, dict):
+        if len(original) != len(redacted):  # two keys redacted alike became one
+            yield path, original, key
+            return
         for (name, value), (new_name, new_value) in zip(
             original.items(), redacted.items(), strict=True
         ):

@@ -226,9 +226,10 @@ def test_the_targets_are_files_folders_names_or_the_default_folder(tmp_path: Pat
     for path in (folder / "mod" / "a.jsonl", folder / "b.jsonl", folder / ".hidden" / "c.jsonl"):
         path.write_text("")
     project = tmp_path / "project"
+    relative = Path("tests", "recordings")
     assert scan_targets([], cwd=project, store=store) == [
-        folder / "b.jsonl",
-        folder / "mod" / "a.jsonl",
+        relative / "b.jsonl",
+        relative / "mod" / "a.jsonl",
     ]
     assert scan_targets([], cwd=tmp_path, store=store) == []  # no tests/recordings: the store
     assert scan_targets(["demo"], cwd=project, store=store) == [store / "demo.jsonl"]
