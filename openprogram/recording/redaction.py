@@ -58,10 +58,11 @@ Bump :data:`REDACTION_VERSION` whenever a rule changes; it is stored in recordin
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recording.token_shapes import PLACEHOLDER, TOKEN_SHAPES
+from openprogram.recording.token_shapes import HINTS_LOWER, PLACEHOLDER, TOKEN_SHAPES
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
@@ -123,6 +124,20 @@ _remembered_variables: set[str] = set()
 # "Bearer …"), so the text rules repeat until the text stops changing. Two passes are the
 # norm; the bound only guards against a pathological known value.
 _MAX_PASSES = 4
+
+# Strings this long are remembered once redacted, with the rules that redacted them (the
+# oldest forgotten first, past a count or a total size); shorter ones are mostly streamed
+# deltas, each seen once.
+_REMEMBERED_LENGTH = 64
+_REMEMBERED_TEXTS = 4096
+_REMEMBERED_CHARACTERS = 16_000_000
+_remembered: dict[tuple[str, int], str] = {}
+_remembered_size = 0
+_remembered_lock = threading.Lock()
+# No token shape fits in fewer characters of letters and digits only (an AWS key id has 20).
+_SHORTEST_SHAPE = 20
+_rule_sets: dict[tuple[tuple[str, ...], UserRedaction | None], int] = {}
+_SHAPE_HINTS = {shape.kind: shape.lowered_hints for shape in TOKEN_SHAPES}
 
 
 def _normalize_field_name(name: str) -> str:
@@ -276,11 +291,14 @@ class _Rules:
     """What one redactor applies besides the built-in shapes: the known values, longest
     first, and the user's redaction."""
 
-    __slots__ = ("known", "user")
+    __slots__ = ("identity", "known", "user")
 
     def __init__(self, known: tuple[str, ...], user: UserRedaction | None) -> None:
         self.known = known
         self.user = user
+        with _remembered_lock:
+            self.identity = _rule_sets.setdefault((known, user), len(_rule_sets))
+        """The same number for the same rules, for as long as the process lives."""
 
 
 def _prepare_known(known_secrets: Iterable[str]) -> tuple[str, ...]:
@@ -337,6 +355,43 @@ def _redact_entry(key: object, value: object, rules: _Rules) -> Any:
 
 
 def _redact_text(text: str, rules: _Rules) -> str:
+    if len(text) >= _REMEMBERED_LENGTH:
+        # A conversation is sent again with every call, and with it its tool definitions,
+        # system prompt, tool results and earlier replies: each is redacted once per process.
+        key = (text, rules.identity)
+        remembered = _remembered.get(key)
+        if remembered is None:
+            remembered = _redact_text_passes(text, rules)
+            _remember(key, remembered)
+        return remembered
+    if len(text) < _SHORTEST_SHAPE and text.isalnum():  # "role", "toolCall": no shape fits
+        return _redact_known_and_user(text, rules)
+    return _redact_text_passes(text, rules)
+
+
+def _remember(key: tuple[str, int], redacted: str) -> None:
+    global _remembered_size
+    with _remembered_lock:
+        if key in _remembered:
+            return
+        _remembered[key] = redacted
+        _remembered_size += len(key[0])
+        while len(_remembered) > _REMEMBERED_TEXTS or _remembered_size > _REMEMBERED_CHARACTERS:
+            oldest = next(iter(_remembered))
+            del _remembered[oldest]
+            _remembered_size -= len(oldest[0])
+
+
+def _redact_known_and_user(text: str, rules: _Rules) -> str:
+    if rules.user is not None:
+        return _redact_text_passes(text, rules)
+    for secret in rules.known:
+        if secret in text:
+            return _redact_text_passes(text, rules)
+    return text
+
+
+def _redact_text_passes(text: str, rules: _Rules) -> str:
     for _ in range(_MAX_PASSES):
         redacted = _redact_text_once(text, rules)
         if redacted == text:
@@ -349,12 +404,14 @@ def _redact_text_once(text: str, rules: _Rules) -> str:
     # Each shape runs only when the text holds a substring that every match must contain;
     # most strings (streamed deltas) hold none and cost a few substring checks.
     lower = text.lower()
-    for shape in TOKEN_SHAPES:
-        if shape.may_match(text, lower):
-            redacted = shape.pattern.sub(shape.replace, text)
-            if redacted != text:
-                text = redacted
-                lower = text.lower()
+    present = {hint for hint in HINTS_LOWER if hint in lower}
+    if present:
+        for shape in TOKEN_SHAPES:
+            if not present.isdisjoint(_SHAPE_HINTS[shape.kind]) and shape.may_match(text, lower):
+                redacted = shape.sub(text)
+                if redacted != text:
+                    text = redacted
+                    lower = text.lower()
     for secret in rules.known:
         if secret in text:
             text = text.replace(secret, PLACEHOLDER)

@@ -318,7 +318,7 @@ def _kinds(
     for shape in TOKEN_SHAPES:
         if shape.may_match(value, lower) and any(
             _touches(match.span(), around) and shape.replace(match) != match.group(0)
-            for match in shape.pattern.finditer(value)
+            for match in shape.matches(value)
         ):
             kinds.append(shape.kind)
     if any(_occurs(secret, value, around) for secret in redactor.known_values):

@@ -200,3 +200,13 @@ def test_record_replay_takes_patterns_and_a_function_and_the_registered_one(tmp_
         path, mode="replay", redact_patterns=[r"customer-\d+"], redact=str.strip
     ):
         assert echo(text) == f"echo:{PLACEHOLDER} on {PLACEHOLDER}"
+
+
+def test_a_long_text_remembered_once_redacted_is_redacted_anew_under_other_rules() -> None:
+    known = "opk-known-key-0123456789"
+    text = "x" * 80 + f" {known}"
+    assert SecretRedactor([]).redact_text(text) == text
+    assert SecretRedactor([]).redact_text(text) == text  # remembered
+    assert SecretRedactor([known]).redact_text(text) == "x" * 80 + f" {PLACEHOLDER}"
+    user = UserRedaction.of(patterns=["x{80}"])
+    assert SecretRedactor([], user=user).redact_text(text) == f"{PLACEHOLDER} {known}"
