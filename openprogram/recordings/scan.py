@@ -54,6 +54,7 @@ DEFAULT_FOLDER = Path("tests") / "recordings"
 """What is scanned without a path, when it exists under the current folder (else the
 store): where the pytest fixture keeps its recordings."""
 
+_DELTAS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 _HEADER_STRUCTURE = frozenset({"type", "format_version", "features", "redaction_version"})
 
 
@@ -212,6 +213,8 @@ def _redacted_event(row: dict[str, Any], redactor: SecretRedactor) -> dict[str, 
     """An event row as the recorder writes it now: an HTTP response's headers as
     configuration, a binary body as it is, anything else as model output."""
     kind = row.get("type")
+    if kind in _DELTAS and isinstance(row.get("delta"), str) and len(row) == 3:
+        return {**row, "delta": redactor.redact_text(row["delta"])}  # the recorder's short path
     if kind == "http_response":
         return {**row, "headers": redactor.redact(row.get("headers"))}
     if kind == "http_body" and "base64" in row:
@@ -283,6 +286,8 @@ def _changes(
 ) -> Iterator[tuple[str, Any, Any]]:
     """(field path, original value, its key) for every value or dict key that differs, the
     path made of the redacted keys."""
+    if original is redacted or original == redacted:  # most of a recording: at C speed
+        return
     if isinstance(original, dict) and isinstance(redacted, dict):
         if len(original) != len(redacted):  # two keys redacted alike became one
             yield path, original, key
