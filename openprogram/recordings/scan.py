@@ -48,7 +48,15 @@ from openprogram.recordings.streamed_pieces import Piece, respread, streamed_blo
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["DEFAULT_FOLDER", "Finding", "RecordingScan", "scan_recording", "scan_targets"]
+__all__ = [
+    "DEFAULT_FOLDER",
+    "Finding",
+    "RecordingScan",
+    "ScanReport",
+    "scan_recording",
+    "scan_recordings",
+    "scan_targets",
+]
 
 DEFAULT_FOLDER = Path("tests") / "recordings"
 """What is scanned without a path, when it exists under the current folder (else the
@@ -90,6 +98,44 @@ class RecordingScan:
     path: Path
     findings: list[Finding] = field(default_factory=list)
     fixed: bool = False
+
+
+@dataclass
+class ScanReport:
+    """The scan of several recordings: what was found (and replaced), what could not be
+    read."""
+
+    scanned: list[Path]
+    findings: list[Finding] = field(default_factory=list)
+    fixed: int = 0
+    """Findings replaced in place (``fix``)."""
+    unreadable: list[RecordingFileError] = field(default_factory=list)
+    """One error for each recording that could not be read (or rewritten)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scanned": [str(path) for path in self.scanned],
+            "findings": [finding.to_json() for finding in self.findings],
+            "fixed": self.fixed > 0,
+            "unreadable": len(self.unreadable),
+        }
+
+
+def scan_recordings(
+    paths: list[Path], *, user: UserRedaction | None = None, fix: bool = False
+) -> ScanReport:
+    """:func:`scan_recording` for each of ``paths``; a recording that cannot be read is
+    reported in :attr:`ScanReport.unreadable` and the others are still scanned."""
+    report = ScanReport(list(paths))
+    for path in paths:
+        try:
+            result = scan_recording(path, user=user, fix=fix)
+        except RecordingFileError as error:
+            report.unreadable.append(error)
+            continue
+        report.findings.extend(result.findings)
+        report.fixed += len(result.findings) if result.fixed else 0
+    return report
 
 
 @dataclass(frozen=True)

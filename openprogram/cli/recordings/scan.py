@@ -55,41 +55,27 @@ def scan(
     --redactor cannot be used.
     """
     from openprogram.config.paths import recordings_dir
-    from openprogram.errors import RecordingFileError
     from openprogram.recordings.names import RecordingNameError
-    from openprogram.recordings.scan import scan_recording, scan_targets
+    from openprogram.recordings.scan import scan_recordings, scan_targets
 
     user = _user_redaction(redactor)
     try:
         targets = scan_targets(list(paths or []), cwd=Path.cwd(), store=recordings_dir())
     except RecordingNameError as error:
         abort(error, EXIT_USAGE)
-    found, fixed, unreadable = [], 0, 0
-    for target in targets:
-        try:
-            result = scan_recording(target, user=user, fix=fix)
-        except RecordingFileError as error:
-            complain(str(error))
-            unreadable += 1
-            continue
-        found.extend(result.findings)
-        fixed += len(result.findings) if result.fixed else 0
+    report = scan_recordings(targets, user=user, fix=fix)
+    for unreadable in report.unreadable:
+        complain(str(unreadable))
     if as_json:
-        print_json(
-            {
-                "scanned": [str(target) for target in targets],
-                "findings": [finding.to_json() for finding in found],
-                "fixed": fix and bool(found),
-                "unreadable": unreadable,
-            }
-        )
+        print_json(report.to_json())
     else:
-        for finding in found:
+        for finding in report.findings:
             say(str(finding))
-        _summary(len(targets) - unreadable, len(found), fixed=fixed)
-    if unreadable:
+        scanned = len(targets) - len(report.unreadable)
+        _summary(scanned, len(report.findings), fixed=report.fixed)
+    if report.unreadable:
         raise typer.Exit(EXIT_USAGE)
-    if found:
+    if report.findings:
         raise typer.Exit(EXIT_FAILURE)
 
 
