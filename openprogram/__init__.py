@@ -5,7 +5,9 @@ no provider, reads no configuration and opens no file. See ``docs/`` for the gui
 
 :func:`record_replay` (from :mod:`openprogram.activation`) records or replays a block of
 code at both boundaries: the provider registry and every httpx / httpx2 client, so the
-official ``openai`` and ``anthropic`` SDKs too. It is imported on first use.
+official ``openai`` and ``anthropic`` SDKs too. :func:`register_redactor` adds the user's own
+redaction function to every recording started after it, and :func:`user_redaction_in_effect`
+says what user redaction a recording started now uses. They are imported on first use.
 """
 
 from __future__ import annotations
@@ -16,11 +18,18 @@ from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
+    from openprogram.recording.user_redaction import register_redactor, user_redaction_in_effect
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "record_replay"]
+__all__ = ["__version__", "record_replay", "register_redactor", "user_redaction_in_effect"]
 
 __getattr__, __dir__ = lazy_exports(
-    __name__, globals(), {"record_replay": "openprogram.activation.context_manager"}
+    __name__,
+    globals(),
+    {
+        "record_replay": "openprogram.activation.context_manager",
+        "register_redactor": "openprogram.recording.user_redaction",
+        "user_redaction_in_effect": "openprogram.recording.user_redaction",
+    },
 )

@@ -13,6 +13,8 @@
     ├── ToolInputError                    a built-in tool cannot do what the model asked
     ├── UnrecordableValueError (+ValueError)
     │                                     a request or event a recording cannot hold
+    ├── UserRedactionError (+ValueError)  a redaction pattern or function that cannot be
+    │                                     used (a bad regular expression, a failing function)
     ├── RecordingFileError                a recording cannot be read (file, line, call)
     ├── ReplayMismatch (+AssertionError)  an incoming request differs from the recording
     │   ├── RecordingTruncatedError       replay reached a call the recording cut short
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     )
     from openprogram.providers.recordable import UnrecordableValueError
     from openprogram.providers.replay import RecordedProviderError
+    from openprogram.recording.user_redaction import UserRedactionError
     from openprogram.recordings.configured import ActiveRecordingUnknownError
     from openprogram.recordings.hashing import CanonicalJSONError
     from openprogram.recordings.names import RecordingNameError
@@ -116,6 +119,7 @@ __all__ = [
     "UnconsumedCallsError",
     "UnknownApiError",
     "UnrecordableValueError",
+    "UserRedactionError",
     "VerifySetupError",
 ]
 
@@ -142,6 +146,7 @@ _EXPORTS: dict[str, str] = {
     "ToolInputError": "openprogram.agent.file_tools",
     "UnconsumedCallsError": "openprogram.providers.mismatch",
     "UnrecordableValueError": "openprogram.providers.recordable",
+    "UserRedactionError": "openprogram.recording.user_redaction",
     "VerifySetupError": "openprogram.harness.verification",
 }
 """Errors defined beside the code that raises them, imported when first asked for."""

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from openprogram.providers.scopes import ApiProvider, RegistryTransform
     from openprogram.recording.format import Recording
     from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.user_redaction import Redactor
 
 SessionFactory = Callable[["Recording", RecordReplayPlan], "ReplaySession"]
 """Makes the replay session of a recording, with the plan's fields to ignore and matching."""
@@ -57,17 +58,26 @@ class PreparedBoundaries:
 
 
 def prepare_boundaries(
-    plan: RecordReplayPlan, *, make_session: SessionFactory | None = None
+    plan: RecordReplayPlan,
+    *,
+    make_session: SessionFactory | None = None,
+    redact: Redactor | None = None,
+    redact_name: str | None = None,
 ) -> PreparedBoundaries:
     """Open the plan's recording and build both boundaries' parts.
 
     record: the recording is created (with its header) or checked to be appendable; replay:
     it is read whole and strictly, and served by ``make_session(recording, plan)`` (default:
-    a ``ReplaySession`` with the plan's ``ignore_fields`` and ``match``). Raises
-    :class:`~openprogram.errors.RecordingFileError` when it cannot be.
+    a ``ReplaySession`` with the plan's ``ignore_fields`` and ``match``). Both boundaries
+    redact with the user redaction in effect: the plan's ``redact_patterns``, the function
+    :func:`~openprogram.recording.user_redaction.register_redactor` registered, and
+    ``redact`` (named ``redact_name``). Raises
+    :class:`~openprogram.errors.RecordingFileError` when the recording cannot be used, and
+    :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad pattern.
     """
     from openprogram.http.boundary import HttpBoundary
     from openprogram.providers.activation import blocked_transform, record_transform
+    from openprogram.recording.user_redaction import user_redaction_in_effect
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers
     if plan.mode == "blocked":
@@ -77,10 +87,14 @@ def prepare_boundaries(
         )
         return PreparedBoundaries(plan, blocked_transform(reason), http)
     assert plan.path is not None  # the plan checks record and replay have a path
+    user = user_redaction_in_effect(
+        patterns=plan.redact_patterns, redact=redact, redact_name=redact_name
+    )
     if plan.mode == "record":
         from openprogram.recording.writers import writer_for
 
         writer = writer_for(plan.path)
+        writer.user_redaction = user
         writer.open()  # the header now, so a run that makes no call still leaves a recording
         http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
         return PreparedBoundaries(plan, record_transform(plan.path), http)
@@ -88,9 +102,13 @@ def prepare_boundaries(
 
     recording = read_for_replay(plan.path)
     if make_session is None:
-        session = ReplaySession(recording, ignore_fields=plan.ignore_fields, match=plan.match)
+        session = ReplaySession(
+            recording, ignore_fields=plan.ignore_fields, match=plan.match, user_redaction=user
+        )
     else:
         session = make_session(recording, plan)
+        if session.user_redaction is None:
+            session.user_redaction = user
     http = HttpBoundary("replay", session=session, passthrough_hosts=hosts, extra_headers=headers)
     return PreparedBoundaries(plan, _replay_when_looked_up(session), http, session)
 

@@ -58,12 +58,14 @@ def exec_plan(
         argument = record if record is not None else replay
         assert argument is not None
         path = resolve_recording(argument, recordings_dir()).path
-        if record is not None:
-            _check_record_target(path, argument)
-        else:
+        if replay is not None:
             _check_replay_source(path)
     if loaded is None:
         loaded = load_config()
+    if record is not None:
+        # After the configuration: a new recording's header names its redaction patterns.
+        usable = loaded.settings if loaded.error is None else None
+        _check_record_target(path, record, None if usable is None else usable.record_replay)
     if loaded.error is not None:
         return RecordReplayPlan.blocked(str(loaded.error))
     assert loaded.settings is not None
@@ -85,7 +87,7 @@ def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
     try:
         path = configured_recording_path(settings.file)
         if settings.mode == "record":
-            _open_for_recording(path)
+            _open_for_recording(path, settings)
         else:
             _check_replay_source(path)
     except OpenProgramError as error:
@@ -101,11 +103,12 @@ def _plan(mode: str, path: Path, settings: RecordReplaySettings) -> RecordReplay
         match=settings.match,
         passthrough_hosts=frozenset(settings.http_passthrough_hosts),
         http_headers=frozenset(settings.http_headers),
+        redact_patterns=tuple(settings.redact_patterns),
     )
 
 
-def _check_record_target(path: Path, argument: str) -> None:
-    existing = _open_for_recording(path)
+def _check_record_target(path: Path, argument: str, settings: RecordReplaySettings | None) -> None:
+    existing = _open_for_recording(path, settings)
     if existing:
         raise ExecSetupError(
             f"{path} already holds {plural(existing, 'call')}: record into a new name, or "
@@ -113,13 +116,18 @@ def _check_record_target(path: Path, argument: str) -> None:
         )
 
 
-def _open_for_recording(path: Path) -> int:
-    """Create the recording (with its header), or check it can be appended to; returns the
-    calls it already holds. Raises ``RecordingFileError``."""
+def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> int:
+    """Create the recording (with its header, naming the user redaction in effect: the
+    settings' patterns and the registered function), or check it can be appended to;
+    returns the calls it already holds. Raises ``RecordingFileError``."""
+    from openprogram.recording.user_redaction import user_redaction_in_effect
     from openprogram.recording.writers import forget_writer, writer_for
 
+    patterns = () if settings is None else settings.redact_patterns
     try:
-        return writer_for(path).open()
+        writer = writer_for(path)
+        writer.user_redaction = user_redaction_in_effect(patterns=patterns)
+        return writer.open()
     finally:
         forget_writer(path)  # the command's processes open their own
 

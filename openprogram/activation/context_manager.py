@@ -39,6 +39,7 @@ from openprogram.activation.plan import RecordReplayPlan, check_match
 if TYPE_CHECKING:
     from openprogram.recording.mismatch import ReplayMismatch
     from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.user_redaction import Redactor
 
 __all__ = ["RecordReplay", "record_replay"]
 
@@ -69,6 +70,9 @@ def record_replay(
     match: str | None = None,
     passthrough_hosts: Iterable[str] = (),
     http_headers: Iterable[str] = (),
+    redact: Redactor | None = None,
+    redact_name: str | None = None,
+    redact_patterns: Iterable[str] = (),
 ) -> Iterator[RecordReplay]:
     """Record the block's calls into ``path``, or replay them from it (see the module's
     docstring).
@@ -81,10 +85,18 @@ def record_replay(
     and never recorded (telemetry). ``http_headers``: request headers to store and compare
     besides ``content-type``, ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``.
 
+    ``redact``: a function ``str -> str`` replacing the user's own secrets in every string
+    (named ``redact_name`` in the recording's fingerprint, default ``module:qualname``);
+    ``redact_patterns``: regular expressions whose matches are replaced. Both apply, with
+    the function :func:`~openprogram.recording.user_redaction.register_redactor` registered,
+    to everything written and to both sides of every comparison under replay: replay a
+    recording with the redaction it was recorded with.
+
     Recording into an existing recording appends to it. Raises
     :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
     be read (replay) or written (record); ``ValueError`` for an unknown ``mode`` or
-    ``match``.
+    ``match``; :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad
+    pattern.
     """
     from openprogram.activation.boundaries import both_boundaries_active, prepare_boundaries
     from openprogram.activation.placeholders import set_placeholder_keys
@@ -100,8 +112,9 @@ def record_replay(
         match=check_match(match),
         passthrough_hosts=frozenset(passthrough_hosts),
         http_headers=frozenset(http_headers),
+        redact_patterns=tuple(redact_patterns),
     )
-    prepared = prepare_boundaries(plan)
+    prepared = prepare_boundaries(plan, redact=redact, redact_name=redact_name)
     session = prepared.session
     active = RecordReplay(recording, mode, session)
     restore_keys = set_placeholder_keys() if mode == "replay" else None

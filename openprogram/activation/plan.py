@@ -2,10 +2,11 @@
 
 A plan says the mode (``record``, ``replay`` or ``blocked``), the recording, and the
 settings both boundaries apply: the request fields replay leaves out of the comparison, how
-calls are matched, the hosts the HTTP boundary always sends live, and the request headers
-it stores besides the semantic ones. ``openprogram exec`` resolves the configuration (and its
-flags) into one plan and hands it to every Python process of the command as JSON
-(:meth:`RecordReplayPlan.to_json`), so that no process reads the configuration again.
+calls are matched, the hosts the HTTP boundary always sends live, the request headers it
+stores besides the semantic ones, and the user's redaction patterns. ``openprogram exec``
+resolves the configuration (and its flags) into one plan and hands it to every Python
+process of the command as JSON (:meth:`RecordReplayPlan.to_json`), so that no process
+reads the configuration again.
 
 ``match`` says how replay pairs a request with a recorded call: ``"content"`` (the
 default: the earliest unconsumed recorded call of its boundary whose request equals it) or
@@ -43,6 +44,8 @@ class RecordReplayPlan:
     match: str = DEFAULT_MATCHING
     passthrough_hosts: frozenset[str] = field(default_factory=frozenset)
     http_headers: frozenset[str] = field(default_factory=frozenset)
+    redact_patterns: tuple[str, ...] = ()
+    """The user's redaction patterns (regular expressions), applied with the built-in rules."""
     blocked_reason: str | None = None
     """blocked: why no call may be made (it names the commands that say why and recover)."""
 
@@ -69,6 +72,7 @@ class RecordReplayPlan:
                 "match": self.match,
                 "passthrough_hosts": sorted(self.passthrough_hosts),
                 "http_headers": sorted(self.http_headers),
+                "redact_patterns": list(self.redact_patterns),
                 "blocked_reason": self.blocked_reason,
             }
         )
@@ -92,6 +96,7 @@ class RecordReplayPlan:
                 match=_text(data["match"]),
                 passthrough_hosts=frozenset(_texts(data["passthrough_hosts"])),
                 http_headers=frozenset(_texts(data["http_headers"])),
+                redact_patterns=tuple(_texts(data["redact_patterns"])),
                 blocked_reason=None if data["blocked_reason"] is None else data["blocked_reason"],
             )
         except (KeyError, TypeError) as error:

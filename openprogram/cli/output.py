@@ -98,6 +98,11 @@ def say(*parts: str | tuple[str, str]) -> None:
     )
 
 
+def complain(message: str) -> None:
+    """One error line on stderr, for a command that goes on (it decides its exit code)."""
+    _labelled("error:", "red", message)
+
+
 def warn(message: str) -> None:
     """One warning line on stderr."""
     _labelled("warning:", "yellow", message)

@@ -12,6 +12,7 @@ from openprogram.cli.recordings import (
     prune,
     record,
     replay,
+    scan,
     show,
     status,
     verify,
@@ -22,5 +23,5 @@ recordings_app = typer.Typer(
     help="Record, replay and manage recordings (changes take effect at the next start).",
     no_args_is_help=True,
 )
-for module in (status, record, replay, off, listing, show, delete, prune, diff, verify):
+for module in (status, record, replay, off, listing, show, delete, prune, diff, verify, scan):
     module.register(recordings_app)

@@ -71,6 +71,9 @@ class RecordReplaySettings(BaseModel):
     http_headers: list[str] = Field(
         [], description="HTTP request headers stored and compared besides the semantic ones"
     )
+    redact_patterns: list[str] = Field(
+        [], description="regular expressions whose matches are removed from recordings"
+    )
 
     @field_validator("file")
     @classmethod
@@ -91,6 +94,18 @@ class RecordReplaySettings(BaseModel):
                 )
         # As the HTTP boundary compares them: lower case, an IPv6 address without brackets.
         return [host.lower().replace("[", "").replace("]", "") for host in value]
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _are_redact_patterns(cls, value: list[str]) -> list[str]:
+        from openprogram.recording.user_redaction import UserRedactionError, compile_redact_pattern
+
+        for source in value:
+            try:
+                compile_redact_pattern(source)
+            except UserRedactionError as error:
+                raise ValueError(str(error)) from None
+        return value
 
     @field_validator("http_headers")
     @classmethod

@@ -105,8 +105,16 @@ def verify_recording(
         )
     start = _session_start(path, recording.calls[0].request)
     session_tools = _session_tools(start.tool_names, tools, root or Path.cwd())
-    ignore_fields, match = _configured_comparison()
-    provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match, recording=recording)
+    from openprogram.recording.user_redaction import user_redaction_in_effect
+
+    ignore_fields, match, patterns = _configured_comparison()
+    provider = ReplayProvider(
+        path,
+        ignore_fields=ignore_fields,
+        match=match,
+        recording=recording,
+        redaction=user_redaction_in_effect(patterns=patterns),
+    )
     divergence: str | None = None
     with provider_scope(resolve=lambda api: provider):
         try:
@@ -157,6 +165,7 @@ def verify_command(path: Path, command: Sequence[str]) -> VerifyResult:
         match=settings.match if settings else DEFAULT_MATCHING,
         passthrough_hosts=frozenset(settings.http_passthrough_hosts) if settings else frozenset(),
         http_headers=frozenset(settings.http_headers) if settings else frozenset(),
+        redact_patterns=tuple(settings.redact_patterns) if settings else (),
     )
     outcome = run_with_plan(command, plan)
     divergence = outcome.problems[0] if outcome.problems else None
@@ -299,10 +308,10 @@ def load_tools(spec: str) -> list[AgentTool]:
     return found
 
 
-def _configured_comparison() -> tuple[list[str], str]:
-    """``record_replay.ignore_fields`` and ``match`` (the defaults when the configuration
-    cannot be read); the configured key variables are remembered on the way, so keys are
-    redacted from the re-run's requests as they were from the recording's."""
+def _configured_comparison() -> tuple[list[str], str, list[str]]:
+    """``record_replay.ignore_fields``, ``match`` and ``redact_patterns`` (the defaults when
+    the configuration cannot be read); the configured key variables are remembered on the
+    way, so keys are redacted from the re-run's requests as they were from the recording's."""
     from openprogram.config.settings import load_config
     from openprogram.providers.key_variables import remember_key_variables
 
@@ -311,8 +320,9 @@ def _configured_comparison() -> tuple[list[str], str]:
     if settings is None:
         from openprogram.recording.matching import DEFAULT_MATCHING
 
-        return [], DEFAULT_MATCHING
-    return list(settings.record_replay.ignore_fields), settings.record_replay.match
+        return [], DEFAULT_MATCHING, []
+    configured = settings.record_replay
+    return list(configured.ignore_fields), configured.match, list(configured.redact_patterns)
 
 
 def _configured_settings() -> RecordReplaySettings | None:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.user_redaction import UserRedaction
     from openprogram.recording.writer import RecordingWriter
 
 __all__ = [
@@ -95,6 +96,15 @@ class HttpBoundary:
             self, "passthrough_hosts", frozenset(h.lower() for h in self.passthrough_hosts)
         )
         object.__setattr__(self, "extra_headers", frozenset(h.lower() for h in self.extra_headers))
+
+    @property
+    def user_redaction(self) -> UserRedaction | None:
+        """The user redaction of its recording: the writer's, or the replay session's."""
+        if self.writer is not None:
+            return self.writer.user_redaction
+        if self.session is not None:
+            return self.session.user_redaction
+        return None
 
 
 class _Activations:

@@ -31,6 +31,7 @@ from openprogram.recording.redaction import (
 
 if TYPE_CHECKING:
     from openprogram.http.library import HttpLibrary
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["CapturingTransport", "capture_transport"]
 
@@ -118,7 +119,8 @@ class CapturingTransport:
             raise RecordReplayEscape(RecordReplayBlockedError(boundary.blocked_reason or ""))
         if request.headers.get("upgrade", "").lower() != "websocket":
             return False
-        check_websocket(boundary, call_redactor(request.headers).redact_text(str(request.url)))
+        redactor = call_redactor(request.headers, boundary.user_redaction)
+        check_websocket(boundary, redactor.redact_text(str(request.url)))
         return True
 
     def _sections(self, request: Any) -> tuple[dict[str, Any], SecretRedactor]:
@@ -129,7 +131,7 @@ class CapturingTransport:
             request.content,
             self.boundary.extra_headers,
         )
-        return sections, call_redactor(request.headers)
+        return sections, call_redactor(request.headers, self.boundary.user_redaction)
 
     def _replay(
         self,
@@ -158,10 +160,10 @@ class CapturingTransport:
         return HttpCallRecorder(call, redactor, self.library)
 
 
-def call_redactor(headers: Any) -> SecretRedactor:
+def call_redactor(headers: Any, user: UserRedaction | None = None) -> SecretRedactor:
     """The redactor of one call: the known credentials of the process, and the values of
     the request's own credential headers (``Authorization``, ``x-api-key``, …), so a key the
-    program passed to its SDK is removed wherever it appears."""
+    program passed to its SDK is removed wherever it appears; then ``user``'s redaction."""
     known = known_secret_values()
     sent: set[str] = set()
     for name, value in headers.multi_items():
@@ -170,4 +172,4 @@ def call_redactor(headers: Any) -> SecretRedactor:
             _, _, credential = value.partition(" ")  # "Bearer <token>"
             if credential:
                 sent.add(credential.strip())
-    return SecretRedactor(known | sent if sent else known)
+    return SecretRedactor(known | sent if sent else known, user=user)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
     from openprogram.providers.replay import ReplayProvider
     from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+    from openprogram.recording.user_redaction import UserRedaction
 
 logger = logging.getLogger("openprogram")
 
@@ -167,16 +168,21 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
         return Activation("off")
     if not settings.file:
         return blocked(file_not_set_problem(settings.mode))
+    from openprogram.recording.user_redaction import user_redaction_in_effect
+
     path = configured_recording_path(settings.file)
+    user = user_redaction_in_effect(patterns=settings.redact_patterns)
     if settings.mode == "record":
-        return _activate_record(path)
-    return _activate_replay(path, settings.ignore_fields, settings.match)
+        return _activate_record(path, user)
+    return _activate_replay(path, settings.ignore_fields, settings.match, user)
 
 
-def _activate_record(path: Path) -> Activation:
+def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
     from openprogram.recording.writers import writer_for
 
-    existing = writer_for(path).open()  # creates the file, or checks it can be appended to
+    writer = writer_for(path)
+    writer.user_redaction = user
+    existing = writer.open()  # creates the file, or checks it can be appended to
     if existing:
         logger.warning(
             "openprogram: recording into %s, which already holds %s; new calls are "
@@ -187,8 +193,10 @@ def _activate_record(path: Path) -> Activation:
     return Activation("record", record_transform(path), path)
 
 
-def _activate_replay(path: Path, ignore_fields: list[str], match: str) -> Activation:
+def _activate_replay(
+    path: Path, ignore_fields: list[str], match: str, user: UserRedaction | None
+) -> Activation:
     from openprogram.providers.replay import ReplayProvider
 
-    provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match)
+    provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match, redaction=user)
     return Activation("replay", replay_transform(provider), path)

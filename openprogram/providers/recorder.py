@@ -46,6 +46,7 @@ from openprogram.recording.writers import close_recording_writers, forget_writer
 
 if TYPE_CHECKING:
     from openprogram.providers.scopes import ApiProvider
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
     "RecordingProvider",
@@ -59,12 +60,25 @@ __all__ = [
 
 
 class RecordingProvider:
-    """Records every call to ``real_provider`` into the recording at ``path``."""
+    """Records every call to ``real_provider`` into the recording at ``path``.
 
-    def __init__(self, real_provider: ApiProvider, path: str | os.PathLike[str]) -> None:
+    Every value is redacted by the built-in rules and by the user redaction of the path's
+    writer (``writer.user_redaction``); ``redaction`` sets it (see
+    :func:`~openprogram.recording.user_redaction.user_redaction_in_effect`).
+    """
+
+    def __init__(
+        self,
+        real_provider: ApiProvider,
+        path: str | os.PathLike[str],
+        *,
+        redaction: UserRedaction | None = None,
+    ) -> None:
         self.real_provider = real_provider
         self.path = Path(path)
         self.writer = writer_for(path)
+        if redaction is not None:
+            self.writer.user_redaction = redaction
 
     @property
     def requires_credentials(self) -> bool:
@@ -94,7 +108,7 @@ class RecordingProvider:
     ) -> AsyncIterator[AssistantMessageEvent]:
         # Before the dump, which would turn a NaN in a free-form field into None unseen.
         check_recordable(str(self.path), {"model": model, "context": context, "options": options})
-        redactor = SecretRedactor.for_request(options.api_key)
+        redactor = SecretRedactor.for_request(options.api_key, user=self.writer.user_redaction)
         request = redactor.redact_request(dump_request(model, context, options))
         log = _CallLog(self.writer.open_call(request, checked=True), redactor)
         try:

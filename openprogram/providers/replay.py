@@ -32,6 +32,7 @@ from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import RecordingTruncatedError, ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
+from openprogram.recording.user_redaction import UserRedaction
 
 
 class RecordedProviderError(OpenProgramError):
@@ -77,17 +78,22 @@ class ReplayProvider:
         match: str = DEFAULT_MATCHING,
         recording: Recording | None = None,
         session: ReplaySession | None = None,
+        redaction: UserRedaction | None = None,
     ) -> None:
         """``recording``: the file as the caller already read it with ``read_recording(path)``
         (events validated), so it is not read twice. ``session``: a replay session to share
         with other boundaries (its recording read with the provider events decoded; ``path``,
-        ``recording``, ``ignore_fields`` and ``match`` are then the session's)."""
+        ``recording``, ``ignore_fields``, ``match`` and ``redaction`` are then the
+        session's). ``redaction``: the user redaction applied to both sides of every
+        comparison, as the recording was redacted with it."""
         if session is None:
             if path is None:
                 raise TypeError("ReplayProvider needs the path of a recording, or a session")
             if recording is None:
                 recording = read_recording(path)
-            session = ReplaySession(recording, ignore_fields=ignore_fields, match=match)
+            session = ReplaySession(
+                recording, ignore_fields=ignore_fields, match=match, user_redaction=redaction
+            )
         elif not session.recording.events_decoded:
             raise ValueError(
                 "ReplayProvider needs a session whose recording was read with its provider "
@@ -141,7 +147,7 @@ class ReplayProvider:
         self, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
         __tracebackhide__ = True  # pytest: show the test's line, not replay's internals
-        redactor = SecretRedactor.for_request(options.api_key)
+        redactor = SecretRedactor.for_request(options.api_key, user=self.session.user_redaction)
         call = self.session.take(
             "provider", dump_request(model, context, options), redactor=redactor.redact_request
         )

@@ -12,6 +12,8 @@ type and no HTTP client.
                       a recording changes other than by appending)
     recordable        what a row can hold (no inf/NaN, bounded nesting), checked before writing
     redaction         credentials removed from everything written
+    token_shapes      the shapes of credentials redaction finds in text, each with its kind
+    user_redaction    the user's own patterns and functions, and their fingerprint
     difference        the first difference between two JSON values, and how a value or a path
                       is shown on a report line
     nondeterministic  the fields that change from run to run, left out of comparisons

@@ -116,8 +116,12 @@ def request_sections(boundary: str) -> tuple[str, ...]:
     return HTTP_REQUEST_SECTIONS if boundary == "http" else PROVIDER_REQUEST_SECTIONS
 
 
-def new_header(recording_id: str | None = None) -> dict[str, Any]:
-    """The header row a new recording starts with."""
+def new_header(
+    recording_id: str | None = None, *, redaction_fingerprint: str | None = None
+) -> dict[str, Any]:
+    """The header row a new recording starts with. ``redaction_fingerprint``: the
+    fingerprint of the user redaction its calls are recorded with (none: no key, which
+    means no user redaction, as a null does)."""
     header: dict[str, Any] = {
         "type": "header",
         "format_version": RECORDING_FORMAT_VERSION,
@@ -127,6 +131,8 @@ def new_header(recording_id: str | None = None) -> dict[str, Any]:
         header["recording_id"] = recording_id
     header["openprogram_version"] = __version__
     header["redaction_version"] = REDACTION_VERSION
+    if redaction_fingerprint is not None:
+        header["redaction_fingerprint"] = redaction_fingerprint
     if WRITTEN_FEATURES:
         header["features"] = list(WRITTEN_FEATURES)
     return header

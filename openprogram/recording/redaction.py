@@ -9,9 +9,15 @@ of rules decide what a secret is:
   whose value is a string or a number is replaced whole. If the value is an object or a list
   it is walked into instead, so a JSON Schema with a property called ``token`` stays a schema.
 * **By value shape**, in every remaining string (dict keys included), at word boundaries and
-  with minimum lengths so that prose survives: ``Bearer <16+ credential characters>``,
-  ``sk-<20+ key characters>``, secret-named URL query parameters (``?api_key=…``,
-  ``&access_token=…``) and the password in URL userinfo (``https://user:pass@host``).
+  with minimum lengths so that prose survives (:mod:`~openprogram.recording.token_shapes`
+  lists them): ``Bearer <16+ credential characters>``, ``sk-<20+ key characters>``, GitHub
+  tokens (``ghp_…``, ``github_pat_…``), AWS access key ids (``AKIA…``) and secret keys in
+  assignments, Slack tokens and webhooks, Google API keys (``AIza…``), JWTs, PEM private key
+  blocks, ``password=``-style assignments (``password: hunter2!``, ``secret = "x"``: the
+  value only), secret-named URL query parameters (``?api_key=…``, ``&access_token=…``) and
+  the password in URL userinfo (``https://user:pass@host``). The JSON text of a value
+  redacts like the value itself, so tool-call arguments streamed as text and the same
+  arguments parsed come out alike.
 * **By known value.** The literal values, 8 characters or longer, of the credentials this
   process knows are removed wherever they appear in text: the call's own ``options.api_key``,
   the values of environment variables whose names look like credentials (ending in
@@ -52,9 +58,14 @@ Bump :data:`REDACTION_VERSION` whenever a rule changes; it is stored in recordin
 from __future__ import annotations
 
 import os
-import re
+import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from openprogram.recording.token_shapes import HINTS_LOWER, PLACEHOLDER, TOKEN_SHAPES
+
+if TYPE_CHECKING:
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
     "HTTP_CONVERSATION_KEYS",
@@ -68,9 +79,11 @@ __all__ = [
     "remove_secret_values",
 ]
 
-PLACEHOLDER = "[secret removed]"
-REDACTION_VERSION = 2
-"""2: model-produced content and the conversation are no longer redacted by field name."""
+REDACTION_VERSION = 3
+"""2: model-produced content and the conversation are no longer redacted by field name.
+3: the token shapes of :mod:`~openprogram.recording.token_shapes` (GitHub, AWS, Slack,
+Google, JWTs, PEM private keys, ``password=``-style assignments), and JSON escapes count as
+white space before a shape."""
 
 SECRET_FIELD_NAMES: frozenset[str] = frozenset(
     {
@@ -112,36 +125,26 @@ _remembered_variables: set[str] = set()
 # norm; the bound only guards against a pathological known value.
 _MAX_PASSES = 4
 
+# Strings this long are remembered once redacted, with the rules that redacted them (the
+# oldest forgotten first, past a count or a total size); shorter ones are mostly streamed
+# deltas, each seen once.
+_REMEMBERED_LENGTH = 64
+_REMEMBERED_TEXTS = 4096
+_REMEMBERED_CHARACTERS = 16_000_000
+_remembered: dict[tuple[str, int], str] = {}
+_remembered_size = 0
+_remembered_lock = threading.Lock()
+# No token shape fits in fewer characters of letters and digits only (an AWS key id has 20).
+_SHORTEST_SHAPE = 20
+_rule_sets: dict[tuple[tuple[str, ...], UserRedaction | None], int] = {}
+_SHAPE_HINTS = {shape.kind: shape.lowered_hints for shape in TOKEN_SHAPES}
+
 
 def _normalize_field_name(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
 
 
 _NORMALIZED_SECRET_FIELD_NAMES = frozenset(_normalize_field_name(n) for n in SECRET_FIELD_NAMES)
-
-# Each pattern accepts an existing placeholder where a value may stand, so that redacting
-# redacted text leaves it as it is.
-_PLACEHOLDER_PATTERN = re.escape(PLACEHOLDER)
-
-_BEARER = re.compile(r"\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}", re.IGNORECASE)
-_OPENAI_STYLE_KEY = re.compile(r"(?<!\w)sk-[A-Za-z0-9_\-]{20,}")
-
-
-def _field_name_pattern(normalized_name: str) -> str:
-    """A pattern for every spelling of a name that normalizes to ``normalized_name``."""
-    return "[-_]*" + "[-_]*".join(re.escape(char) for char in normalized_name) + "[-_]*"
-
-
-# Only secret-named parameters are matched, so a credential nested in another parameter's
-# value (``?next=/login?token=…``) is still found.
-_SECRET_NAME_ALTERNATIVES = "|".join(
-    _field_name_pattern(name) for name in sorted(_NORMALIZED_SECRET_FIELD_NAMES)
-)
-_QUERY_PARAMETER = re.compile(
-    rf"([?&](?:{_SECRET_NAME_ALTERNATIVES})=)((?:{_PLACEHOLDER_PATTERN}|[^&#\s\"'])+)",
-    re.IGNORECASE,
-)
-_URL_USERINFO = re.compile(rf"(://)((?:{_PLACEHOLDER_PATTERN}|[^\s/?#@\"'])+)(@)")
 
 
 def is_secret_field_name(name: str) -> bool:
@@ -198,28 +201,44 @@ class SecretRedactor:
     The recorder makes one per call and redacts every event of the call with it.
     """
 
-    __slots__ = ("_known",)
+    __slots__ = ("_rules",)
 
-    def __init__(self, known_secrets: Iterable[str] | None = None) -> None:
+    def __init__(
+        self, known_secrets: Iterable[str] | None = None, *, user: UserRedaction | None = None
+    ) -> None:
+        """``user``: the user's own patterns and functions, applied to every string after
+        the built-in rules (:mod:`~openprogram.recording.user_redaction`)."""
         if known_secrets is None:
             known_secrets = known_secret_values()
-        self._known = _prepare_known(known_secrets)
+        self._rules = _Rules(_prepare_known(known_secrets), user)
 
     @classmethod
-    def for_request(cls, api_key: str | None) -> SecretRedactor:
+    def for_request(
+        cls, api_key: str | None, *, user: UserRedaction | None = None
+    ) -> SecretRedactor:
         """A redactor knowing the credential variables' values and the call's own key."""
         known = known_secret_values()
-        return cls(known | {api_key} if api_key else known)
+        return cls(known | {api_key} if api_key else known, user=user)
+
+    @property
+    def known_values(self) -> tuple[str, ...]:
+        """The literal credentials it removes wherever they appear, longest first."""
+        return self._rules.known
+
+    @property
+    def user(self) -> UserRedaction | None:
+        """The user redaction it applies after the built-in rules."""
+        return self._rules.user
 
     def redact(self, value: object) -> Any:
         """A copy of the JSON-like ``value`` with every secret replaced (all three rules:
         for configuration the caller sends)."""
-        return _redact_value(value, self._known)
+        return _redact_value(value, self._rules)
 
     def redact_model_output(self, value: object) -> Any:
         """A copy of the JSON-like ``value`` redacted as model-produced content or
         conversation: by value shape and known value only, never by field name."""
-        return _redact_content(value, self._known)
+        return _redact_content(value, self._rules)
 
     def redact_request(self, request: dict[str, Any]) -> dict[str, Any]:
         """A request (``{"model", "context", "options"}``) redacted: its conversation,
@@ -230,14 +249,14 @@ class SecretRedactor:
             if section == "context" and isinstance(value, dict):
                 redacted[section] = {
                     key: (
-                        _redact_content(item, self._known)
+                        _redact_content(item, self._rules)
                         if key == "messages"
-                        else _redact_value(item, self._known)
+                        else _redact_value(item, self._rules)
                     )
                     for key, item in value.items()
                 }
             else:
-                redacted[section] = _redact_value(value, self._known)
+                redacted[section] = _redact_value(value, self._rules)
         return redacted
 
     def redact_http_request(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -250,22 +269,36 @@ class SecretRedactor:
         for section, value in request.items():
             if section == "body" and isinstance(value, dict):
                 redacted[section] = {
-                    (_redact_text(key, self._known) if isinstance(key, str) else key): (
-                        _redact_content(item, self._known)
+                    (_redact_text(key, self._rules) if isinstance(key, str) else key): (
+                        _redact_content(item, self._rules)
                         if key in HTTP_CONVERSATION_KEYS
-                        else _redact_entry(key, item, self._known)
+                        else _redact_entry(key, item, self._rules)
                     )
                     for key, item in value.items()
                 }
             elif section in ("method", "body_base64"):
                 redacted[section] = value
             else:
-                redacted[section] = _redact_value(value, self._known)
+                redacted[section] = _redact_value(value, self._rules)
         return redacted
 
     def redact_text(self, text: str) -> str:
         """``text`` with every secret replaced (the value-shape and known-value rules)."""
-        return _redact_text(text, self._known)
+        return _redact_text(text, self._rules)
+
+
+class _Rules:
+    """What one redactor applies besides the built-in shapes: the known values, longest
+    first, and the user's redaction."""
+
+    __slots__ = ("identity", "known", "user")
+
+    def __init__(self, known: tuple[str, ...], user: UserRedaction | None) -> None:
+        self.known = known
+        self.user = user
+        with _remembered_lock:
+            self.identity = _rule_sets.setdefault((known, user), len(_rule_sets))
+        """The same number for the same rules, for as long as the process lives."""
 
 
 def _prepare_known(known_secrets: Iterable[str]) -> tuple[str, ...]:
@@ -280,37 +313,37 @@ def _prepare_known(known_secrets: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(usable, key=len, reverse=True))
 
 
-def _redact_value(value: object, known: tuple[str, ...]) -> Any:
+def _redact_value(value: object, rules: _Rules) -> Any:
     if isinstance(value, str):
-        return _redact_text(value, known)
+        return _redact_text(value, rules)
     if isinstance(value, dict):
         return {
-            (_redact_text(key, known) if isinstance(key, str) else key): _redact_entry(
-                key, item, known
+            (_redact_text(key, rules) if isinstance(key, str) else key): _redact_entry(
+                key, item, rules
             )
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_redact_value(item, known) for item in value]
+        return [_redact_value(item, rules) for item in value]
     return value
 
 
-def _redact_content(value: object, known: tuple[str, ...]) -> Any:
+def _redact_content(value: object, rules: _Rules) -> Any:
     if isinstance(value, str):
-        return _redact_text(value, known)
+        return _redact_text(value, rules)
     if isinstance(value, dict):
         return {
-            (_redact_text(key, known) if isinstance(key, str) else key): _redact_content(
-                item, known
+            (_redact_text(key, rules) if isinstance(key, str) else key): _redact_content(
+                item, rules
             )
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_redact_content(item, known) for item in value]
+        return [_redact_content(item, rules) for item in value]
     return value
 
 
-def _redact_entry(key: object, value: object, known: tuple[str, ...]) -> Any:
+def _redact_entry(key: object, value: object, rules: _Rules) -> Any:
     if (
         isinstance(key, str)
         and isinstance(value, str | int | float)
@@ -318,44 +351,70 @@ def _redact_entry(key: object, value: object, known: tuple[str, ...]) -> Any:
         and is_secret_field_name(key)
     ):
         return PLACEHOLDER
-    return _redact_value(value, known)
+    return _redact_value(value, rules)
 
 
-def _redact_text(text: str, known: tuple[str, ...]) -> str:
+def _redact_text(text: str, rules: _Rules) -> str:
+    if len(text) >= _REMEMBERED_LENGTH:
+        # A conversation is sent again with every call, and with it its tool definitions,
+        # system prompt, tool results and earlier replies: each is redacted once per process.
+        key = (text, rules.identity)
+        remembered = _remembered.get(key)
+        if remembered is None:
+            remembered = _redact_text_passes(text, rules)
+            _remember(key, remembered)
+        return remembered
+    if len(text) < _SHORTEST_SHAPE and text.isalnum():  # "role", "toolCall": no shape fits
+        return _redact_known_and_user(text, rules)
+    return _redact_text_passes(text, rules)
+
+
+def _remember(key: tuple[str, int], redacted: str) -> None:
+    global _remembered_size
+    with _remembered_lock:
+        if key in _remembered:
+            return
+        _remembered[key] = redacted
+        _remembered_size += len(key[0])
+        while len(_remembered) > _REMEMBERED_TEXTS or _remembered_size > _REMEMBERED_CHARACTERS:
+            oldest = next(iter(_remembered))
+            del _remembered[oldest]
+            _remembered_size -= len(oldest[0])
+
+
+def _redact_known_and_user(text: str, rules: _Rules) -> str:
+    if rules.user is not None:
+        return _redact_text_passes(text, rules)
+    for secret in rules.known:
+        if secret in text:
+            return _redact_text_passes(text, rules)
+    return text
+
+
+def _redact_text_passes(text: str, rules: _Rules) -> str:
     for _ in range(_MAX_PASSES):
-        redacted = _redact_text_once(text, known)
+        redacted = _redact_text_once(text, rules)
         if redacted == text:
             break
         text = redacted
     return text
 
 
-def _redact_text_once(text: str, known: tuple[str, ...]) -> str:
-    # Each rule runs only when the text holds the substring that every match must contain;
+def _redact_text_once(text: str, rules: _Rules) -> str:
+    # Each shape runs only when the text holds a substring that every match must contain;
     # most strings (streamed deltas) hold none and cost a few substring checks.
-    if "bearer" in text.lower():
-        text = _BEARER.sub(_keep_prefix, text)
-    if "sk-" in text:
-        text = _OPENAI_STYLE_KEY.sub(PLACEHOLDER, text)
-    if "=" in text and ("?" in text or "&" in text):
-        text = _QUERY_PARAMETER.sub(_keep_prefix, text)
-    if "://" in text and "@" in text:
-        text = _URL_USERINFO.sub(_replace_userinfo_password, text)
-    for secret in known:
+    lower = text.lower()
+    present = {hint for hint in HINTS_LOWER if hint in lower}
+    if present:
+        for shape in TOKEN_SHAPES:
+            if not present.isdisjoint(_SHAPE_HINTS[shape.kind]) and shape.may_match(text, lower):
+                redacted = shape.sub(text)
+                if redacted != text:
+                    text = redacted
+                    lower = text.lower()
+    for secret in rules.known:
         if secret in text:
             text = text.replace(secret, PLACEHOLDER)
+    if rules.user is not None:
+        text = rules.user.apply(text)
     return text
-
-
-def _keep_prefix(match: re.Match[str]) -> str:
-    """The first group (``Bearer `` or ``?api_key=``) followed by the placeholder."""
-    # A function, not an r"\g<1>" template: templates are several times slower in re.sub.
-    return match.group(1) + PLACEHOLDER
-
-
-def _replace_userinfo_password(match: re.Match[str]) -> str:
-    userinfo = match.group(2)
-    _, colon, password = userinfo.partition(":")
-    if not colon or not password:
-        return match.group(0)
-    return match.group(1) + PLACEHOLDER + match.group(3)

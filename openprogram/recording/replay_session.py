@@ -58,6 +58,7 @@ from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor
 from openprogram.recording.request_index import RequestIndex, request_digest
+from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
 
@@ -81,8 +82,12 @@ class ReplaySession:
         *,
         ignore_fields: Iterable[str] = (),
         match: str = DEFAULT_MATCHING,
+        user_redaction: UserRedaction | None = None,
     ) -> None:
         self.recording = recording
+        self.user_redaction = user_redaction
+        """The user redaction both sides of every comparison are redacted with, after the
+        built-in rules (the boundaries build their redactors with it)."""
         self.ignore_fields = frozenset(ignore_fields)
         """The caller's own fields to ignore, for every boundary."""
         self.matching: Matching = check_matching(match)
@@ -196,14 +201,30 @@ class ReplaySession:
                 path=section,
             )
             if difference is not None:
+                note = removed_secret_note(incoming, self.recording.calls[: call.call_index])
                 return ReplayMismatch(
                     call.call_index,
                     difference.field_path,
                     difference.recorded,
                     difference.incoming,
-                    note=removed_secret_note(incoming, self.recording.calls[: call.call_index]),
+                    note=note or self._other_redaction_note(),
                 )
         return None
+
+    def _other_redaction_note(self) -> str | None:
+        """The note for a mismatch in a replay whose user redaction is not the one the
+        recording was made with (its header's ``redaction_fingerprint``), or None."""
+        recorded = self.recording.header.get("redaction_fingerprint")
+        user = self.user_redaction
+        current = None if user is None else user.fingerprint
+        if recorded == current:
+            return None
+        made = f"user redaction {recorded}" if recorded else "no user redaction"
+        now = f"user redaction {current} ({', '.join(user.names)})" if user else "none"
+        return (
+            f"the recording was made with {made} and this replay has {now}: replay with "
+            "the redaction patterns and functions it was recorded with"
+        )
 
     def keep(self, mismatch: ReplayMismatch) -> ReplayMismatch:
         """Remember ``mismatch`` (raised by this session or by a boundary serving one of its
@@ -273,12 +294,17 @@ class ReplaySession:
 
     def _index_redactor(self, boundary: str) -> RequestRedactor:
         """How the index sees a recorded request: as stored, when the recording was
-        redacted by the current rules (redacting it again changes nothing but a credential
-        this process knows that the recording process did not); else redacted again, with
-        the current rules and the process's known credentials."""
-        if self.recording.header.get("redaction_version") == REDACTION_VERSION:
+        redacted by the current rules and this session's user redaction (redacting it again
+        changes nothing but a credential this process knows that the recording process did
+        not); else redacted again, with the current rules, the session's user redaction and
+        the process's known credentials."""
+        header = self.recording.header
+        user = self.user_redaction
+        if header.get("redaction_version") == REDACTION_VERSION and header.get(
+            "redaction_fingerprint"
+        ) == (None if user is None else user.fingerprint):
             return _as_stored
-        redactor = SecretRedactor()
+        redactor = SecretRedactor(user=user)
         return redactor.redact_http_request if boundary == "http" else redactor.redact_request
 
     def _open_calls(self, boundary: str, limit: int) -> list[int]:

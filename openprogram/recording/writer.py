@@ -40,7 +40,7 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -56,6 +56,9 @@ from openprogram.recording.format import (
     new_header,
 )
 from openprogram.recording.recordable import encode_recordable_row
+
+if TYPE_CHECKING:
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["CallWriter", "OpenRecording", "RecordingWriter"]  # CallWriter: re-exported
 
@@ -93,6 +96,7 @@ class OpenRecording:
         "end",
         "fd",
         "features",
+        "fingerprint",
         "ino",
         "lines",
         "next_call_index",
@@ -113,6 +117,8 @@ class OpenRecording:
         self.next_call_index = 0
         self.features: frozenset[str] = frozenset()
         """The features its header announces."""
+        self.fingerprint: str | None = None
+        """The ``redaction_fingerprint`` its header holds (None: no user redaction)."""
 
     @property
     def usable(self) -> bool:
@@ -147,6 +153,10 @@ class RecordingWriter:
         self.path = path
         self.existing_calls = 0
         """How many calls the file held when this process last opened it."""
+        self.user_redaction: UserRedaction | None = None
+        """The user redaction every call recorded into the file is redacted with (set it
+        before the first call: a new file's header records its fingerprint, and a file whose
+        header records another one is not appended to)."""
         self._lock = threading.Lock()
         self._file: OpenRecording | None = None
 
@@ -158,7 +168,7 @@ class RecordingWriter:
         this openprogram may append to (nothing is ever appended to such a file).
         """
         with self._lock:
-            self._current(follow_replaced=True)
+            self._check_fingerprint(self._current(follow_replaced=True))
             return self.existing_calls
 
     def open_call(self, request: dict[str, Any], *, checked: bool = False) -> CallWriter:
@@ -193,6 +203,7 @@ class RecordingWriter:
         feature = BOUNDARY_FEATURES.get(request.get("boundary", ""))
         with self._lock:
             file = self._current(follow_replaced=True)
+            self._check_fingerprint(file)
             if feature is not None and feature not in file.features:
                 raise RecordingFileError(
                     str(self.path),
@@ -231,7 +242,27 @@ class RecordingWriter:
                 self._file.close()
             self._file = None
 
+    @property
+    def _fingerprint(self) -> str | None:
+        user = self.user_redaction
+        return None if user is None else user.fingerprint
+
     # --- under self._lock ----------------------------------------------------------------
+
+    def _check_fingerprint(self, file: OpenRecording) -> None:
+        """Refuse to append calls redacted otherwise than the file's header says."""
+        fingerprint = self._fingerprint
+        if fingerprint != file.fingerprint:
+            recorded = "no user redaction" if file.fingerprint is None else file.fingerprint
+            now = "none" if fingerprint is None else fingerprint
+            raise RecordingFileError(
+                str(self.path),
+                "cannot append to it: its calls were recorded with another user redaction "
+                f"(its header records {recorded}; this run has {now})",
+                line=1,
+                advice=f"{_START_ANEW}, with the redaction patterns and functions it was "
+                "recorded with, or replace the file",
+            )
 
     def _current(self, *, follow_replaced: bool) -> OpenRecording:
         file = self._file
@@ -257,8 +288,11 @@ class RecordingWriter:
                 self._check_first_line(file)
                 size = self._repaired_size(file)
                 if size == 0:
-                    self._append(file, encode_row(new_header(self.path.stem)), 0)
+                    fingerprint = self._fingerprint
+                    header = new_header(self.path.stem, redaction_fingerprint=fingerprint)
+                    self._append(file, encode_row(header), 0)
                     file.features = frozenset(WRITTEN_FEATURES)
+                    file.fingerprint = fingerprint
                     size = file.end
                 self._catch_up(file, size)
         except BaseException:
@@ -390,6 +424,8 @@ class RecordingWriter:
                 advice=_START_ANEW,
             )
         file.features = frozenset(features)
+        fingerprint = header.get("redaction_fingerprint")
+        file.fingerprint = fingerprint if isinstance(fingerprint, str) else None
 
     def _append(self, file: OpenRecording, line: bytes, size: int) -> None:
         """Write ``line`` at the end (``size``); a write that fails part-way is undone."""

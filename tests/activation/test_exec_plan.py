@@ -11,8 +11,14 @@ from openprogram.activation.configured import exec_plan
 from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import RecordingFileError, RecordingNameError
+from openprogram.recording.user_redaction import user_redaction_in_effect
 from tests.support.config_files import configure, write_config
-from tests.support.recording_rows import stored, write_corrupt_recording, write_recording
+from tests.support.recording_rows import (
+    read_rows,
+    stored,
+    write_corrupt_recording,
+    write_recording,
+)
 
 HTTP_KEYS = """
 http_passthrough_hosts = ["Telemetry.Example.com", "localhost:4318"]
@@ -99,6 +105,7 @@ def test_the_plan_goes_to_the_processes_as_json_and_back() -> None:
         match="order",
         passthrough_hosts=frozenset({"h"}),
         http_headers=frozenset({"x-tenant"}),
+        redact_patterns=("ACME-[0-9]{6}",),
     )
     assert RecordReplayPlan.from_json(plan.to_json()) == plan
     blocked = RecordReplayPlan.blocked("no recording")
@@ -122,3 +129,14 @@ def test_replay_matches_by_content_unless_the_configuration_says_order() -> None
     assert RecordReplayPlan.from_json(plan.to_json()).match == "order"
     with pytest.raises(ValueError, match="unknown matching 'fuzzy'"):
         RecordReplayPlan("replay", stored("good"), match="fuzzy")
+
+
+def test_the_configured_redaction_patterns_go_into_the_plan_and_the_new_header() -> None:
+    write_config("[record_replay]\nredact_patterns = ['ACME-[0-9]{6}']\n")
+    plan = exec_plan(record="fresh")
+    assert plan is not None
+    assert plan.redact_patterns == ("ACME-[0-9]{6}",)
+    header = read_rows(stored("fresh"))[0]
+    expected = user_redaction_in_effect(patterns=["ACME-[0-9]{6}"])
+    assert expected is not None
+    assert header["redaction_fingerprint"] == expected.fingerprint

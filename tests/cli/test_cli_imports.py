@@ -80,6 +80,7 @@ LIGHT_CASES: list[tuple[Setup, list[str], int]] = [
     (replaying, ["recordings", "off"], 0),
     (broken_config, ["recordings", "off"], 0),
     (nothing, ["recordings", "record", "demo"], 0),
+    (replaying, ["recordings", "scan", "--fix"], 0),
     (nothing, ["--help"], 0),
     (nothing, ["recordings", "--help"], 0),
 ]

@@ -474,3 +474,21 @@ def test_settings_arguments_beat_the_environment(monkeypatch: pytest.MonkeyPatch
     settings = Settings(record_replay=RecordReplaySettings(mode="record"))
     assert settings.record_replay.mode == "record"
     assert settings.default_model == "echo:echo"
+
+
+def test_a_bad_redaction_pattern_names_the_key_and_the_pattern_on_one_line(home: Path) -> None:
+    path = write_config(home, "[record_replay]\nredact_patterns = ['ACME-[0-9]{6}', 'id-(']\n")
+    error = load(home).error
+    assert isinstance(error, ConfigError)
+    assert (error.line, error.key) == (2, "record_replay.redact_patterns")
+    assert str(error).startswith(
+        f"{path}, line 2: record_replay.redact_patterns: 'id-(' is not a regular expression"
+        " (missing ), unterminated subpattern at position 3)"
+    )
+    assert "\n" not in str(error)
+    write_config(home, "[record_replay]\nredact_patterns = ['ACME-[0-9]{6}']\n")
+    assert load(home).error is None
+    loaded = load(home, OPENPROGRAM_RECORD_REPLAY__REDACT_PATTERNS='["x("]')
+    assert loaded.error is not None
+    assert "OPENPROGRAM_RECORD_REPLAY__REDACT_PATTERNS" in str(loaded.error)
+    assert "'x(' is not a regular expression" in str(loaded.error)

@@ -28,7 +28,7 @@ def redact(value: object, *known: str) -> Any:
 
 def test_constants() -> None:
     assert PLACEHOLDER == "[secret removed]"
-    assert REDACTION_VERSION == 2
+    assert REDACTION_VERSION == 3
     assert (
         frozenset(
             {

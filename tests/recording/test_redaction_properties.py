@@ -30,6 +30,10 @@ _filler = st.text(alphabet=_FILLER_ALPHABET, max_size=30)
 _secret = st.text(alphabet=_SECRET_ALPHABET, min_size=11, max_size=30).map(lambda s: s + "7")
 # Long enough for the shape rules: 16+ characters after "Bearer", 20+ after "sk-".
 _long_secret = st.text(alphabet=_SECRET_ALPHABET, min_size=19, max_size=40).map(lambda s: s + "7")
+# 30+ characters: long enough for every token shape (GitHub, Google need 30 after the prefix).
+_token_body = st.text(alphabet=_SECRET_ALPHABET, min_size=29, max_size=40).map(lambda s: s + "7")
+_aws_key_id = st.text(alphabet=_SECRET_ALPHABET, min_size=15, max_size=15).map(lambda s: s + "7")
+_SHAPED_KINDS = ["github", "aws", "slack", "google", "jwt", "assignment"]
 _clean_scalar = (
     st.none()
     | st.booleans()
@@ -72,12 +76,14 @@ def _planted(draw: st.DrawFn) -> tuple[object, list[str], list[str]]:
         return draw(_filler) + " " + secret_text + " " + draw(_filler)
 
     def text_with_secret() -> str:
-        kinds = ["bearer", "sk", "query", "userinfo"] + (["known"] if known else [])
+        kinds = ["bearer", "sk", "query", "userinfo", *_SHAPED_KINDS] + (["known"] if known else [])
         kind = draw(st.sampled_from(kinds))
         if kind == "known":
             secret = draw(st.sampled_from(known))
             planted.append(secret)
             return embed(secret)
+        if kind in _SHAPED_KINDS:
+            return embed(shaped(kind))
         secret = draw(_long_secret if kind in ("bearer", "sk") else _secret)
         planted.append(secret)
         if kind == "bearer":
@@ -88,6 +94,24 @@ def _planted(draw: st.DrawFn) -> tuple[object, list[str], list[str]]:
             name = draw(st.sampled_from(_QUERY_NAMES))
             return embed(f"https://h.test/v1?q=1&{name}={secret}&page=2")
         return embed(f"https://user:{secret}@h.test/repo")
+
+    def shaped(kind: str) -> str:
+        """A token of one of the shapes, its secret part planted."""
+        secret = draw(_aws_key_id if kind == "aws" else _token_body)
+        planted.append(secret)
+        if kind == "github":
+            return draw(st.sampled_from(["ghp_", "gho_", "ghs_", "github_pat_"])) + secret
+        if kind == "aws":
+            return draw(st.sampled_from(["AKIA", "ASIA"])) + secret
+        if kind == "slack":
+            return draw(st.sampled_from(["xoxb-", "xoxp-"])) + secret
+        if kind == "google":
+            return "AIza" + secret
+        if kind == "jwt":
+            return f"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.{secret}"
+        name = draw(st.sampled_from(["password", "DB_PASSWORD", "client_secret", "apiKey"]))
+        quote = draw(st.sampled_from(["", '"', "'"]))
+        return f"{name}{draw(st.sampled_from(['=', ': ', ' = ']))}{quote}{secret}{quote}"
 
     def node(depth: int) -> object:
         choice = draw(st.integers(min_value=0, max_value=5 if depth < 4 else 2))
