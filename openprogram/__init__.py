@@ -16,11 +16,21 @@ from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
+    from openprogram.tapes.helpers import now, random, seeded_random
+    from openprogram.tapes.taped import taped
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "record_replay"]
+__all__ = ["__version__", "now", "random", "record_replay", "seeded_random", "taped"]
 
 __getattr__, __dir__ = lazy_exports(
-    __name__, globals(), {"record_replay": "openprogram.activation.context_manager"}
+    __name__,
+    globals(),
+    {
+        "now": "openprogram.tapes.helpers",
+        "random": "openprogram.tapes.helpers",
+        "record_replay": "openprogram.activation.context_manager",
+        "seeded_random": "openprogram.tapes.helpers",
+        "taped": "openprogram.tapes.taped",
+    },
 )

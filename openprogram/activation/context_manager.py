@@ -28,7 +28,7 @@ runs, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are set to a placeholder when
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +69,7 @@ def record_replay(
     match: str | None = None,
     passthrough_hosts: Iterable[str] = (),
     http_headers: Iterable[str] = (),
+    tools: Mapping[str, str] | None = None,
 ) -> Iterator[RecordReplay]:
     """Record the block's calls into ``path``, or replay them from it (see the module's
     docstring).
@@ -80,6 +81,10 @@ def record_replay(
     ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent live
     and never recorded (telemetry). ``http_headers``: request headers to store and compare
     besides ``content-type``, ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``.
+    ``tools``: how replay treats each agent tool, by name or ``"*"``: ``"live"`` (the
+    default: run it), ``"replay"`` (serve its taped result) or ``"check"`` (run it, and
+    fail when its result differs from the taped one). Taped functions (``openprogram.taped``)
+    record into and replay from the same recording.
 
     Recording into an existing recording appends to it. Raises
     :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
@@ -100,13 +105,14 @@ def record_replay(
         match=check_match(match),
         passthrough_hosts=frozenset(passthrough_hosts),
         http_headers=frozenset(http_headers),
+        tools=tuple((tools or {}).items()),
     )
     prepared = prepare_boundaries(plan)
     session = prepared.session
     active = RecordReplay(recording, mode, session)
     restore_keys = set_placeholder_keys() if mode == "replay" else None
     try:
-        with both_boundaries_active(prepared.transform, prepared.http):
+        with both_boundaries_active(prepared.transform, prepared.http, prepared.tapes):
             try:
                 yield active
             except RecordReplayEscape as escape:

@@ -71,6 +71,10 @@ class RecordReplaySettings(BaseModel):
     http_headers: list[str] = Field(
         [], description="HTTP request headers stored and compared besides the semantic ones"
     )
+    tools: dict[str, Literal["live", "replay", "check"]] = Field(
+        {},
+        description='agent tools under replay, by name or "*": live, replay or check',
+    )
 
     @field_validator("file")
     @classmethod

@@ -11,6 +11,11 @@ base every scope starts from, see ``scopes.py``):
   ``ReplayProvider``;
 * ``off`` — nothing is installed.
 
+Each activation also binds the tape deck taped functions and agent tools use
+(``openprogram.tapes.deck``): record appends tape rows with the same writer, replay serves
+them from the ``ReplayProvider``'s session (agent tools by ``record_replay.tools``), blocked
+refuses them.
+
 If activation fails — the config cannot be read or validated, the replay file is missing,
 corrupt or of another version, the record target is not writable — the runtime does not
 fail: a fail-closed :class:`BlockedProvider` answers for every api, and every stream call
@@ -129,7 +134,10 @@ def replay_transform(provider: ReplayProvider) -> RegistryTransform:
 
 
 def blocked(cause: str, recording: Path | None = None) -> Activation:
-    return Activation("blocked", blocked_transform(cause), recording, cause)
+    from openprogram.tapes.deck import TAPE_DECK_BINDING, BlockedTapes
+
+    bindings = {TAPE_DECK_BINDING: BlockedTapes(cause)}
+    return Activation("blocked", blocked_transform(cause), recording, cause, bindings)
 
 
 _preset: Callable[[], Activation] | None = None
@@ -170,13 +178,15 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
     path = configured_recording_path(settings.file)
     if settings.mode == "record":
         return _activate_record(path)
-    return _activate_replay(path, settings.ignore_fields, settings.match)
+    return _activate_replay(path, settings.ignore_fields, settings.match, settings.tools)
 
 
 def _activate_record(path: Path) -> Activation:
     from openprogram.recording.writers import writer_for
+    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapeRecorder
 
-    existing = writer_for(path).open()  # creates the file, or checks it can be appended to
+    writer = writer_for(path)
+    existing = writer.open()  # creates the file, or checks it can be appended to
     if existing:
         logger.warning(
             "openprogram: recording into %s, which already holds %s; new calls are "
@@ -184,11 +194,18 @@ def _activate_record(path: Path) -> Activation:
             path,
             plural(existing, "call"),
         )
-    return Activation("record", record_transform(path), path)
+    bindings = {TAPE_DECK_BINDING: TapeRecorder(writer)}
+    return Activation("record", record_transform(path), path, bindings=bindings)
 
 
-def _activate_replay(path: Path, ignore_fields: list[str], match: str) -> Activation:
+def _activate_replay(
+    path: Path, ignore_fields: list[str], match: str, tools: Mapping[str, str]
+) -> Activation:
     from openprogram.providers.replay import ReplayProvider
+    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapePlayer
 
     provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match)
-    return Activation("replay", replay_transform(provider), path)
+    player = TapePlayer(provider.session)
+    player.use_tool_policies(dict(tools))
+    bindings = {TAPE_DECK_BINDING: player}
+    return Activation("replay", replay_transform(provider), path, bindings=bindings)

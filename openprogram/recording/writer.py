@@ -225,6 +225,25 @@ class RecordingWriter:
             with _FileLock(file.fd):
                 self._append(file, line, self._repaired_size(file))
 
+    def write_feature_row(self, row: dict[str, Any], feature: str) -> None:
+        """Append a row of a kind added by header ``feature`` (a ``tape`` row: ``tapes``),
+        to the file the path names now; refused, writing nothing, with
+        :class:`RecordingFileError` when the file's header does not announce the feature (an
+        older openprogram created it and could not read the row)."""
+        line = encode_recordable_row(str(self.path), row)
+        with self._lock:
+            file = self._current(follow_replaced=True)
+            if feature not in file.features:
+                raise RecordingFileError(
+                    str(self.path),
+                    f"cannot append {row.get('type')} rows to it: its header does not announce "
+                    f"the {feature!r} feature (an older openprogram created it)",
+                    line=1,
+                    advice=_START_ANEW,
+                )
+            with _FileLock(file.fd):
+                self._append(file, line, self._repaired_size(file))
+
     def close(self) -> None:
         with self._lock:
             if self._file is not None:

@@ -46,6 +46,7 @@ def test_the_walk_finds_every_setting() -> None:
         "record_replay.match",
         "record_replay.http_passthrough_hosts",
         "record_replay.http_headers",
+        "record_replay.tools",
         "default_model",
         "providers",
         "providers.<api>.base_url",
