@@ -46,9 +46,8 @@ class TapeValueError(OpenProgramError, ValueError):
         self.tape = tape
         self.field_path = field_path
         self.problem = problem
-        super().__init__(
-            f"tape {tape}: {format_report_path(field_path) or 'the value'} {problem}; {advice}"
-        )
+        where = f"field {format_report_path(field_path)}" if field_path else "the value"
+        super().__init__(f"tape {tape}: {where} {problem}; {advice}")
 
 
 def plain_json_problem(value: Any, path: str) -> tuple[str, str] | None:
