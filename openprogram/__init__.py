@@ -17,7 +17,7 @@ from openprogram.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
     from openprogram.tapes.helpers import now, random, seeded_random
-    from openprogram.tapes.taped import taped
+    from openprogram.tapes.taped_functions import taped
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,6 @@ __getattr__, __dir__ = lazy_exports(
         "random": "openprogram.tapes.helpers",
         "record_replay": "openprogram.activation.context_manager",
         "seeded_random": "openprogram.tapes.helpers",
-        "taped": "openprogram.tapes.taped",
+        "taped": "openprogram.tapes.taped_functions",
     },
 )

@@ -10,13 +10,13 @@ a web API, the clock, a random draw — so that a replay runs with no network an
 
     stamp = openprogram.now()                      # the recorded time under replay
 
-    taped          ``taped``: any function, sync or async, on a tape of its own
-    helpers        ``now()``, ``random()``, ``seeded_random()``: the clock and randomness
-    tools          agent tools on tapes, replayed ``live``, ``replay`` or ``check``
-    values         what arguments and results may be; ``TapeValueError``
-    exceptions     recorded exceptions raised again; ``RecordedTapeError``
-    deck           where taped calls go while record or replay is active
-    running        HTTP requests of a running taped function are covered by its tape
+    taped_functions  ``taped``: any function, sync or async, on a tape of its own
+    helpers          ``now()``, ``random()``, ``seeded_random()``: the clock and randomness
+    tools            agent tools on tapes, replayed ``live``, ``replay`` or ``check``
+    values           what arguments and results may be; ``TapeValueError``
+    exceptions       recorded exceptions raised again; ``RecordedTapeError``
+    deck             where taped calls go while record or replay is active
+    running          which tape covers the running code: nested entries, HTTP requests
 
 The rows are ``tape`` rows of the recording (``openprogram.recording.tape_rows``); replay
 serves them from the session that serves the calls (``openprogram.recording.tape_replay``).
@@ -32,7 +32,7 @@ from openprogram.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from openprogram.tapes.exceptions import RecordedTapeError
     from openprogram.tapes.helpers import now, random, seeded_random
-    from openprogram.tapes.taped import taped
+    from openprogram.tapes.taped_functions import taped
     from openprogram.tapes.values import TapeValueError
 
 _EXPORTS: dict[str, str] = {
@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "now": "openprogram.tapes.helpers",
     "random": "openprogram.tapes.helpers",
     "seeded_random": "openprogram.tapes.helpers",
-    "taped": "openprogram.tapes.taped",
+    "taped": "openprogram.tapes.taped_functions",
 }
 
 __all__ = ["RecordedTapeError", "TapeValueError", "now", "random", "seeded_random", "taped"]

@@ -15,7 +15,7 @@ import random as _random
 import secrets
 import time
 
-from openprogram.tapes.taped import taped
+from openprogram.tapes.taped_functions import taped
 
 __all__ = ["now", "random", "seeded_random"]
 
