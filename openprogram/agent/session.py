@@ -98,16 +98,19 @@ async def run_session(
         tool_names=sorted(tool.name for tool in tools),
         run=run,
         unconsumed=unconsumed_replay_calls(chosen.api),
-        mismatch=kept_replay_mismatch(chosen.api),
+        mismatch=first_replay_mismatch(),
     )
 
 
-def kept_replay_mismatch(api: str) -> ReplayMismatch | None:
-    """When ``api`` is answered by a replay, the first mismatch it kept, or None."""
-    provider = get_api_provider(api)
-    if not isinstance(provider, ReplayProvider) or not provider.mismatches:
+def first_replay_mismatch() -> ReplayMismatch | None:
+    """When the process replays, the first mismatch its replay raised or kept (a tool under
+    ``check`` whose result differs keeps one without raising), or None."""
+    from openprogram.tapes.deck import TapePlayer, active_tape_deck
+
+    deck = active_tape_deck()
+    if not isinstance(deck, TapePlayer) or not deck.session.mismatches:
         return None
-    return provider.mismatches[0]
+    return deck.session.mismatches[0]
 
 
 def unconsumed_replay_calls(api: str) -> UnconsumedCallsError | None:

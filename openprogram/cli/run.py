@@ -54,8 +54,8 @@ def run(
     import asyncio
 
     from openprogram.agent.model_choice import ModelReferenceError
-    from openprogram.agent.session import run_session
-    from openprogram.errors import MissingApiKeyError, UnknownApiError
+    from openprogram.agent.session import first_replay_mismatch, run_session
+    from openprogram.errors import MissingApiKeyError, ReplayMismatch, UnknownApiError
 
     policies = parsed_tool_policies(tool_policy)
     display = None if as_json else LiveDisplay()
@@ -77,6 +77,9 @@ def run(
             abort(unknown_api_message(error, f"default_model of {config_path()}"))
         except MissingApiKeyError as error:
             abort(missing_key_message(error))
+        except ReplayMismatch as error:
+            first = first_replay_mismatch()  # a drift kept earlier (a checked tool) comes first
+            abort(first if first is not None else error, redact=redacted)
         finally:
             if display is not None:
                 display.finish()

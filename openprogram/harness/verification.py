@@ -134,7 +134,8 @@ def verify_recording(
                 )
             )
         except ReplayMismatch as mismatch:
-            divergence = str(mismatch)
+            # A drift kept earlier without raising (a checked tool's result) comes first.
+            divergence = str(provider.mismatches[0] if provider.mismatches else mismatch)
     if divergence is None and provider.mismatches:
         divergence = str(provider.mismatches[0])  # raised, then swallowed by the session
     unconsumed = provider.session.unconsumed_error()
