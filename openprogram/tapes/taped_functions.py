@@ -46,11 +46,15 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
-from openprogram.tapes.deck import BlockedTapes, TapeDeck, TapePlayer
+from openprogram.tapes.redaction import TapeRedaction
+from openprogram.tapes.running import enclosing_tape, enter_tape, leave_tape
 from openprogram.tapes.values import json_arguments, json_result, rebuilt_result
+
+if TYPE_CHECKING:
+    from openprogram.tapes.deck import BlockedTapes, TapeDeck, TapePlayer, TapeRecorder
 
 __all__ = ["TapeSpec", "taped"]
 
@@ -61,7 +65,15 @@ _MISSING: Any = object()
 class TapeSpec:
     """One taped function: its tape's name and how its calls become rows and back."""
 
-    __slots__ = ("_annotation", "_signature", "function", "name", "nondeterministic", "skip_first")
+    __slots__ = (
+        "_annotation",
+        "_positional",
+        "_signature",
+        "function",
+        "name",
+        "nondeterministic",
+        "skip_first",
+    )
 
     def __init__(self, function: Callable[..., Any], name: str, *, nondeterministic: bool) -> None:
         if not isinstance(name, str) or not name.strip():
@@ -79,45 +91,56 @@ class TapeSpec:
         except (TypeError, ValueError):  # some built-ins have none
             signature = None
         self._signature = signature
-        parameters = list(signature.parameters) if signature is not None else []
-        self.skip_first = bool(parameters) and parameters[0] in ("self", "cls")
+        parameters = list(signature.parameters.values()) if signature is not None else []
+        self.skip_first = bool(parameters) and parameters[0].name in ("self", "cls")
+        plain = all(parameter.kind is parameter.POSITIONAL_OR_KEYWORD for parameter in parameters)
+        self._positional: tuple[str, ...] | None = (
+            tuple(parameter.name for parameter in parameters) if plain else None
+        )
+        """The parameter names, when every one may be passed by position or keyword: a
+        call passing them by position alone is bound without ``Signature.bind``."""
         self._annotation: Any = _MISSING
 
-    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def arguments(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], redaction: TapeRedaction
+    ) -> dict[str, Any]:
         """The call's arguments by parameter name, as JSON, redacted."""
-        from openprogram.recording.redaction import SecretRedactor
-
-        if self._signature is None:
-            named: dict[str, Any] = dict(kwargs)
+        names = self._positional
+        if names is not None and not kwargs and len(args) <= len(names):
+            named: dict[str, Any] = dict(zip(names, args, strict=False))
+        elif self._signature is None:
+            named = dict(kwargs)
             if args:
                 named["args"] = list(args)
         else:
-            bound = self._signature.bind(*args, **kwargs)  # TypeError, as a plain call
-            named = dict(bound.arguments)
-            if self.skip_first and named:
-                named.pop(next(iter(named)))
-        return dict(SecretRedactor().redact(json_arguments(self.name, named)))
+            named = dict(self._signature.bind(*args, **kwargs).arguments)  # TypeError, as a call
+        if self.skip_first and named:
+            named.pop(next(iter(named)))
+        return redaction.arguments(json_arguments(self.name, named))
 
-    def result_row(self, args: dict[str, Any], value: Any, within: str | None) -> dict[str, Any]:
-        from openprogram.recording.redaction import SecretRedactor
-
+    def result_row(
+        self, args: dict[str, Any], value: Any, within: str | None, redaction: TapeRedaction
+    ) -> dict[str, Any]:
         stored, typed = json_result(self.name, value, self.annotation)
         return tape_row(
             self.name,
             args,
-            result=SecretRedactor().redact_model_output(stored),
+            result=redaction.content(stored),
             typed=typed,
             nondeterministic=self.nondeterministic,
             within=within,
         )
 
     def error_row(
-        self, args: dict[str, Any], error: BaseException, within: str | None
+        self,
+        args: dict[str, Any],
+        error: BaseException,
+        within: str | None,
+        redaction: TapeRedaction,
     ) -> dict[str, Any]:
         from openprogram.recording.call_writer import recorded_error
-        from openprogram.recording.redaction import SecretRedactor
 
-        recorded = recorded_error(error, SecretRedactor())
+        recorded = recorded_error(error, redaction.redactor)
         return tape_row(
             self.name,
             args,
@@ -156,6 +179,8 @@ class TapeSpec:
 
 
 def _deck() -> TapeDeck | None:
+    """The active deck (``openprogram.tapes.deck`` is imported at the first taped call: the
+    decorator itself imports nothing heavy)."""
     from openprogram.tapes.deck import active_tape_deck
 
     return active_tape_deck()
@@ -166,23 +191,23 @@ def _call(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     deck = _deck()
     if deck is None:
         return spec.function(*args, **kwargs)
-    if isinstance(deck, BlockedTapes):
-        deck.refuse()
-    arguments = spec.arguments(args, kwargs)
-    if isinstance(deck, TapePlayer):
-        return spec.replayed(deck.take(spec.name, arguments))
-    from openprogram.tapes.running import enclosing_tape, enter_tape, leave_tape
-
+    if deck.mode == "blocked":
+        cast("BlockedTapes", deck).refuse()
+    redaction = TapeRedaction()
+    arguments = spec.arguments(args, kwargs, redaction)
+    if deck.mode == "replay":
+        return spec.replayed(cast("TapePlayer", deck).take(spec.name, arguments))
+    recorder = cast("TapeRecorder", deck)
     within = enclosing_tape()
     token = enter_tape(spec.name, covers_http=True)
     try:
         value = spec.function(*args, **kwargs)
     except Exception as error:
-        deck.record(spec.error_row(arguments, error, within))
+        recorder.record(spec.error_row(arguments, error, within, redaction))
         raise
     finally:
         leave_tape(token)
-    deck.record(spec.result_row(arguments, value, within))
+    recorder.record(spec.result_row(arguments, value, within, redaction))
     return value
 
 
@@ -191,23 +216,23 @@ async def _call_async(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, A
     deck = _deck()
     if deck is None:
         return await spec.function(*args, **kwargs)
-    if isinstance(deck, BlockedTapes):
-        deck.refuse()
-    arguments = spec.arguments(args, kwargs)
-    if isinstance(deck, TapePlayer):
-        return spec.replayed(deck.take(spec.name, arguments))
-    from openprogram.tapes.running import enclosing_tape, enter_tape, leave_tape
-
+    if deck.mode == "blocked":
+        cast("BlockedTapes", deck).refuse()
+    redaction = TapeRedaction()
+    arguments = spec.arguments(args, kwargs, redaction)
+    if deck.mode == "replay":
+        return spec.replayed(cast("TapePlayer", deck).take(spec.name, arguments))
+    recorder = cast("TapeRecorder", deck)
     within = enclosing_tape()
     token = enter_tape(spec.name, covers_http=True)
     try:
         value = await spec.function(*args, **kwargs)
     except Exception as error:
-        deck.record(spec.error_row(arguments, error, within))
+        recorder.record(spec.error_row(arguments, error, within, redaction))
         raise
     finally:
         leave_tape(token)
-    deck.record(spec.result_row(arguments, value, within))
+    recorder.record(spec.result_row(arguments, value, within, redaction))
     return value
 
 

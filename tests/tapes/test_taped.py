@@ -405,3 +405,22 @@ def test_tape_rows_and_calls_coexist_and_read_back(tmp_path: Path) -> None:
         temperature("Paris")
         asyncio.run(complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content="hi")])))
         temperature("Lyon")
+
+
+def test_a_key_set_between_two_calls_is_removed_from_the_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    @taped(name="greet")
+    def greet(text: str) -> str:
+        return text
+
+    key = "k3y-" + "Zq8Wv2Lp9Tx4Rm7Nc"
+    path = tmp_path / "tapes.jsonl"
+    with record_replay(path, mode="record"):
+        greet(f"first {key}")
+        monkeypatch.setenv("WEATHER_API_KEY", key)  # known from now on
+        greet(f"second {key}")
+    assert [row["result"] for row in rows(path)] == [
+        f"first {key}",
+        "second [secret removed]",
+    ]

@@ -1,0 +1,82 @@
+"""Redacting what a tape records, paying for a redactor only when a value holds text.
+
+Credentials are text: a call whose arguments and result hold no string (the clock, a random
+draw, a count) has nothing to redact, and building a redactor — reading the environment for
+the credentials this process knows — would cost more than the call. :class:`TapeRedaction`
+makes the redactor the first time a value holding a string (a key or a value) is redacted,
+and only once per call — and reuses the last one made while the environment (where the
+known credentials come from) has not changed since.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.recording.redaction import SecretRedactor
+
+__all__ = ["TapeRedaction", "holds_text"]
+
+
+def holds_text(value: Any) -> bool:
+    """Whether ``value`` (JSON) holds a string anywhere, a key included."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            return True
+        if isinstance(item, dict):
+            if item:
+                return True  # every key is a string
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+class TapeRedaction:
+    """The redaction of one taped call: arguments as configuration (all rules, field names
+    included: a ``password`` argument), results and messages as content (by shape and known
+    value)."""
+
+    __slots__ = ("_redactor",)
+
+    def __init__(self) -> None:
+        self._redactor: SecretRedactor | None = None
+
+    @property
+    def redactor(self) -> SecretRedactor:
+        if self._redactor is None:
+            self._redactor = current_redactor()
+        return self._redactor
+
+    def arguments(self, value: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.redactor.redact(value)) if holds_text(value) else value
+
+    def content(self, value: Any) -> Any:
+        return self.redactor.redact_model_output(value) if holds_text(value) else value
+
+
+_last: tuple[object, int, SecretRedactor] | None = None
+_last_lock = threading.Lock()
+
+
+def current_redactor() -> SecretRedactor:
+    """A redactor knowing the credentials the environment holds now: the one made last if
+    the environment is the same as then (compared whole, which costs far less than reading
+    it for credentials again), else a new one."""
+    global _last
+    from openprogram.recording import redaction
+
+    data = getattr(os.environ, "_data", None)  # the raw mapping (CPython); else no reuse
+    remembered = len(redaction._remembered_variables)
+    with _last_lock:
+        last = _last
+        if data is not None and last is not None and last[1] == remembered and last[0] == data:
+            return last[2]
+    made = redaction.SecretRedactor()
+    if data is not None:
+        with _last_lock:
+            _last = (dict(data), remembered, made)
+    return made
