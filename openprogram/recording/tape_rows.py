@@ -43,6 +43,7 @@ __all__ = [
     "TOOL_TAPE_PREFIX",
     "TapeEntry",
     "comparable_entry",
+    "row_of_entry",
     "tape_entry_from_row",
     "tape_row",
     "tape_row_problem",
@@ -115,6 +116,19 @@ def tape_row(
     if within is not None:
         row["within"] = within
     return row
+
+
+def row_of_entry(entry: TapeEntry) -> dict[str, Any]:
+    """The row ``entry`` was read from (to write a recording anew)."""
+    return tape_row(
+        entry.tape,
+        entry.args,
+        result=entry.result,
+        error=entry.error,
+        typed=entry.typed,
+        nondeterministic=entry.nondeterministic,
+        within=entry.within,
+    )
 
 
 def tape_row_problem(row: dict[str, Any]) -> str | None:
