@@ -114,9 +114,12 @@ TapeDeck = TapeRecorder | TapePlayer | BlockedTapes
 def active_tape_deck() -> TapeDeck | None:
     """The deck of the current scope (the runtime started first, unless the scope is
     isolated), or None when neither record nor replay is active."""
-    if runtime_state() is not RuntimeState.READY and current_scope().starts_runtime:
+    scope = current_scope()
+    if runtime_state() is not RuntimeState.READY and scope.starts_runtime:
         initialize_provider_runtime()
-    deck = current_scope().bindings.get(TAPE_DECK_BINDING)
-    if isinstance(deck, TapeRecorder | TapePlayer | BlockedTapes):
-        return deck
-    return None
+        scope = current_scope()
+    deck = scope.bindings.get(TAPE_DECK_BINDING)
+    return deck if isinstance(deck, _DECKS) else None
+
+
+_DECKS: Final = (TapeRecorder, TapePlayer, BlockedTapes)

@@ -178,12 +178,18 @@ class TapeSpec:
         return f"<TapeSpec {self.name}>"
 
 
+_active_deck: Callable[[], TapeDeck | None] | None = None
+
+
 def _deck() -> TapeDeck | None:
     """The active deck (``openprogram.tapes.deck`` is imported at the first taped call: the
     decorator itself imports nothing heavy)."""
-    from openprogram.tapes.deck import active_tape_deck
+    global _active_deck
+    if _active_deck is None:
+        from openprogram.tapes.deck import active_tape_deck
 
-    return active_tape_deck()
+        _active_deck = active_tape_deck
+    return _active_deck()
 
 
 def _call(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
