@@ -31,7 +31,7 @@ header feature ``tapes``. This module works on JSON values only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -43,6 +43,7 @@ __all__ = [
     "TOOL_TAPE_PREFIX",
     "TapeEntry",
     "comparable_entry",
+    "recording_tape_strings",
     "row_of_entry",
     "tape_entry_from_row",
     "tape_row",
@@ -194,6 +195,17 @@ def comparable_entry(entry: TapeEntry) -> dict[str, Any]:
             "error": {"type": entry.error.type, "message": entry.error.message},
         }
     return {"args": entry.args, "result": entry.result}
+
+
+def recording_tape_strings(
+    entries: Iterable[TapeEntry],
+) -> Iterator[tuple[TapeEntry, str, str]]:
+    """Every string of every entry (``recording.tapes``), with the entry and the field path:
+    what ``recordings scan`` reports as ``file:LINE: tape NAME[INDEX], field PATH``, the
+    entry giving its ``line``, ``tape`` and ``index``."""
+    for entry in entries:
+        for field_path, text in tape_strings(entry):
+            yield entry, field_path, text
 
 
 def tape_strings(entry: TapeEntry) -> Iterator[tuple[str, str]]:

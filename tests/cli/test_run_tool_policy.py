@@ -93,3 +93,16 @@ def test_verify_check_names_the_tool_result_that_differs(recorded: Path) -> None
         "replay mismatch at tape tool:read_file[0], field result.text:",
         "recorded 'contents of x\\n', incoming 'changed\\n'",
     ]
+
+
+def test_replay_of_a_recording_without_tool_tapes_says_record_again(recorded: Path) -> None:
+    path = recordings_dir() / "s1.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(line for line in lines if b'"tape":"tool:' not in line))
+    next_start()
+    result = openprogram("run", READ_X, "--tool-policy", "replay")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"tool 'read_file' is to be replayed with policy 'replay', but {path} holds no tool "
+        "results (it was recorded before agent tools were taped): record again"
+    )

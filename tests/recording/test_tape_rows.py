@@ -10,7 +10,7 @@ import pytest
 from openprogram import record_replay, taped
 from openprogram.errors import RecordingFileError
 from openprogram.providers.recording import read_recording
-from openprogram.recording.tape_rows import tape_strings
+from openprogram.recording.tape_rows import recording_tape_strings, tape_strings
 from openprogram.recording.writer import RecordingWriter
 from tests.support.reader_refusals import assert_refused
 from tests.support.recording_rows import Row, call_rows, header, write_rows
@@ -96,7 +96,8 @@ def test_tape_strings_walks_every_string_with_its_field_path(tmp_path: Path) -> 
         tape("weather", args={"city": "Paris"}, result={"notes": ["sunny", {"by": "ada"}]}),
         {"type": "tape", "tape": "w", "args": {}, "error": {"type": "E", "message": "no"}},
     ]
-    recording = read_recording(write_rows(tmp_path / "r.jsonl", rows))
+    path = write_rows(tmp_path / "r.jsonl", rows)
+    recording = read_recording(path)
     assert list(tape_strings(recording.tapes[0])) == [
         ("args.city", "city"),
         ("args.city", "Paris"),
@@ -106,3 +107,12 @@ def test_tape_strings_walks_every_string_with_its_field_path(tmp_path: Path) -> 
         ("result.notes[1].by", "ada"),
     ]
     assert list(tape_strings(recording.tapes[1])) == [("error.message", "no")]
+    found = [
+        f"{path.name}:{entry.line}: tape {entry.label}, field {field}: {text}"
+        for entry, field, text in recording_tape_strings(recording.tapes)
+        if text in ("Paris", "no")
+    ]
+    assert found == [
+        "r.jsonl:2: tape weather[0], field args.city: Paris",
+        "r.jsonl:3: tape w[0], field error.message: no",
+    ]

@@ -424,3 +424,24 @@ def test_a_key_set_between_two_calls_is_removed_from_the_second(
         f"first {key}",
         "second [secret removed]",
     ]
+
+
+def test_threads_calling_one_tape_record_whole_rows_and_replay_by_arguments(
+    tmp_path: Path,
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    @taped(name="square")
+    def square(n: int) -> int:
+        time.sleep(0.001)
+        return n * n
+
+    path = tmp_path / "threads.jsonl"
+    numbers = list(range(200))
+    with record_replay(path, mode="record"), ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(square, numbers)) == [n * n for n in numbers]
+    recording = read_recording(path)
+    assert sorted(entry.args["n"] for entry in recording.tapes) == numbers
+    assert [entry.index for entry in recording.tapes] == numbers  # indexes follow the file
+    with record_replay(path, mode="replay"), ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(square, reversed(numbers))) == [n * n for n in reversed(numbers)]
