@@ -27,6 +27,7 @@ from typing import Any
 
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
 from openprogram.tapes.deck import BlockedTapes, TapeRecorder, active_tape_deck
+from openprogram.tapes.redaction import current_redactor
 
 __all__ = ["run_taped_tool"]
 
@@ -43,9 +44,9 @@ async def run_taped_tool(tool: str, arguments: Mapping[str, Any], run: ToolRun) 
         return await run()
     if isinstance(deck, BlockedTapes):
         deck.refuse()
-    from openprogram.recording.redaction import SecretRedactor
-
-    redactor = SecretRedactor()
+    if not isinstance(deck, TapeRecorder) and deck.tool_policy(tool) == "live":
+        return await run()
+    redactor = current_redactor()
     tape = f"{TOOL_TAPE_PREFIX}{tool}"
     args = redactor.redact_model_output(dict(arguments))
     if isinstance(deck, TapeRecorder):
@@ -61,8 +62,6 @@ async def run_taped_tool(tool: str, arguments: Mapping[str, Any], run: ToolRun) 
         deck.record(tape_row(tape, args, result=result, within=within))
         return text, is_error
     policy = deck.tool_policy(tool)
-    if policy == "live":
-        return await run()
     deck.check_tool_tapes(tool, policy)
     if policy == "replay":
         return _taped_result(deck.take(tape, args))
