@@ -245,6 +245,11 @@ async def _call_async(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, A
 def _wrap(function: Callable[..., Any], name: str | None, nondeterministic: bool) -> Any:
     if not callable(function):
         raise TypeError(f"taped() needs a function, not {function!r}")
+    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+        raise TypeError(
+            f"taped(): {getattr(function, '__qualname__', function)!r} is a generator, whose "
+            "values come after the call returns; tape a function that returns them (a list)"
+        )
     spec = TapeSpec(
         function,
         name if name is not None else _default_name(function),

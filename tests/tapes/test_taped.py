@@ -387,6 +387,14 @@ def test_a_tape_name_of_the_tools_is_refused() -> None:
         taped(time.time, name="tool:clock")
 
 
+def test_a_generator_is_refused_when_taped() -> None:
+    def numbers() -> Any:
+        yield 1
+
+    with pytest.raises(TypeError, match="is a generator, whose values come after the call"):
+        taped(numbers)
+
+
 def test_tape_rows_and_calls_coexist_and_read_back(tmp_path: Path) -> None:
     from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
 
