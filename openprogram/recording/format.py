@@ -174,6 +174,9 @@ class RecordedCall:
     error: RecordedError | None = None
     boundary: Boundary = "provider"
     """Where the call was made: the provider registry, or HTTP."""
+    within: str | None = None
+    """The tape whose call was being recorded when this call was made (a tool that calls a
+    model or a web API), from the request row's optional ``within``; None otherwise."""
 
     @property
     def truncated(self) -> bool:

@@ -239,12 +239,16 @@ class RecordingParser:
             raise self.fail(
                 number, f"call_index {call_index} skips ahead: expected {expected}", call_index
             )
+        within = row.get("within")
+        if within is not None and (not isinstance(within, str) or not within):
+            raise self.fail(number, f"within must name a tape, found {within!r}", call_index)
         boundary = row.get("boundary", "provider")
         if boundary == "http":
             problem = http_request_problem(row)
             if problem is not None:
                 raise self.fail(number, problem, call_index)
-            call = RecordedCall(call_index, number, http_request_sections(row), boundary="http")
+            sections = http_request_sections(row)
+            call = RecordedCall(call_index, number, sections, boundary="http", within=within)
             self.calls.append(call)
             return
         if boundary != "provider":
@@ -259,7 +263,9 @@ class RecordingParser:
             if not isinstance(row.get(section), dict):
                 raise self.fail(number, f"request field {section!r} must be an object", call_index)
         request = {section: row[section] for section in PROVIDER_REQUEST_SECTIONS}
-        self.calls.append(RecordedCall(call_index=call_index, line=number, request=request))
+        self.calls.append(
+            RecordedCall(call_index=call_index, line=number, request=request, within=within)
+        )
 
     def add_event(self, number: int, row: dict[str, Any]) -> None:
         call = self.open_call(number, row, "event")

@@ -128,9 +128,15 @@ class ReplaySession:
 
     @property
     def unconsumed_calls(self) -> list[int]:
-        """The calls never served, by index."""
-        served = self._served
-        return [index for index in range(self._next_call, len(served)) if not served[index]]
+        """The calls never served, by index; a call made within a taped call that replay
+        serves from its tape instead of running (a tool replayed with policy ``replay``) is
+        never required."""
+        served, calls, tapes = self._served, self.recording.calls, self.tapes
+        return [
+            index
+            for index in range(self._next_call, len(served))
+            if not served[index] and not tapes.not_run_again(calls[index].within)
+        ]
 
     def ignore_fields_for(self, boundary: str) -> frozenset[str]:
         """What a request of ``boundary`` is compared without: the boundary's
@@ -184,6 +190,8 @@ class ReplaySession:
             with self._lock:
                 index = self._next_call
                 calls = self.recording.calls
+                while index < len(calls) and self.tapes.not_run_again(calls[index].within):
+                    index += 1  # a call of a tool served from its tape: never asked for
                 if index >= len(calls):
                     raise self.keep(_past_the_end(index, len(calls)))
                 call = calls[index]

@@ -42,6 +42,8 @@ def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]
     if call.boundary != "provider":
         request["boundary"] = call.boundary
     request.update(call.request)
+    if call.within is not None:
+        request["within"] = call.within
     yield request
     for event_index, event in enumerate(call.event_rows):
         yield {

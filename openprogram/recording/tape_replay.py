@@ -197,7 +197,7 @@ class TapeReplay:
                 unread = [
                     tape.entries[position].index
                     for position in tape.unread()
-                    if not self._not_run_again(tape.entries[position].within)
+                    if not self.not_run_again(tape.entries[position].within)
                 ]
                 if unread:
                     found[name] = (unread, len(tape.entries))
@@ -206,9 +206,9 @@ class TapeReplay:
     def _tool_policy(self, tape: str) -> str:
         return self.tool_policies.policy_for(tape.removeprefix(TOOL_TAPE_PREFIX))
 
-    def _not_run_again(self, within: str | None) -> bool:
-        """Whether the call an entry was made within is served from its tape, not run: a
-        taped function always is, a tool under policy ``replay``."""
+    def not_run_again(self, within: str | None) -> bool:
+        """Whether the taped call an entry (or a call) was made ``within`` is served from
+        its tape, not run: a taped function's always is, a tool's under policy ``replay``."""
         if within is None:
             return False
         return not is_tool_tape(within) or self._tool_policy(within) == "replay"

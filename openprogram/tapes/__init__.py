@@ -16,10 +16,11 @@ a web API, the clock, a random draw — so that a replay runs with no network an
     values           what arguments and results may be; ``TapeValueError``
     exceptions       recorded exceptions raised again; ``RecordedTapeError``
     deck             where taped calls go while record or replay is active
-    running          which tape covers the running code: nested entries, HTTP requests
 
 The rows are ``tape`` rows of the recording (``openprogram.recording.tape_rows``); replay
 serves them from the session that serves the calls (``openprogram.recording.tape_replay``).
+Which taped call covers the code running now — for the entries and calls made within it, and
+the HTTP requests of a taped function — is ``openprogram.recording.enclosing_tape``.
 Exports are loaded on first use: importing this package imports nothing else.
 """
 

@@ -34,10 +34,9 @@ The tape's name defaults to the function's qualified name (``fetch_weather``,
 tape when the function is renamed. ``nondeterministic=True`` marks results that change from
 run to run by nature (a clock, a random draw): the transcript hash and ``diff`` compare the
 calls, not those results. HTTP requests a taped function sends while it runs under record
-are not recorded at the HTTP boundary, and taped calls it makes are marked as within it
-(:mod:`openprogram.tapes.running`): its tape covers them. Model calls it makes are recorded
-as calls, and would not be requested under replay: do not tape a function that calls a
-model.
+are not recorded at the HTTP boundary; taped calls and model calls it makes are recorded
+marked as within it (:mod:`openprogram.recording.enclosing_tape`), and replay, which never
+runs it, does not ask for them.
 """
 
 from __future__ import annotations
@@ -48,9 +47,9 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
+from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
 from openprogram.tapes.redaction import TapeRedaction
-from openprogram.tapes.running import enclosing_tape, enter_tape, leave_tape
 from openprogram.tapes.values import json_arguments, json_result, rebuilt_result
 
 if TYPE_CHECKING:

@@ -1,9 +1,10 @@
 """Which tape covers the code running in this context: the taped function or agent tool
 whose call is being recorded.
 
-* **Nested entries.** A taped call made while another one runs under record (the clock read
-  inside a tool, a taped web API called by a taped function) is written with ``"within"``:
-  the enclosing tape. Replay never requires it to be read when the enclosing call is not run
+* **Nested entries and calls.** A taped call made while another one runs under record (the
+  clock read inside a tool, a taped web API called by a taped function) is written with
+  ``"within"``: the enclosing tape; so is a model or HTTP call recorded meanwhile (the writer
+  adds it to the request row). Replay never requires them when the enclosing call is not run
   again — a taped function, or a tool replayed with policy ``replay``.
 * **HTTP.** While a taped *function* runs under record, the HTTP requests it sends (through
   httpx or httpx2, an SDK, a web API client) are sent as they are and not recorded at the
