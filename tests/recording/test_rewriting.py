@@ -90,10 +90,12 @@ def test_tape_entries_given_are_kept_with_their_order_and_fields(tmp_path: Path)
     from tests.support.recording_rows import call_rows, header, write_rows
 
     clock = {"args": {}, "result": 1.5, "nondeterministic": True, "within": "tool:x"}
+    call = call_rows(0, text="hi")
+    call[0]["within"] = "tool:x"  # a call made while a tool was recorded
     rows = [
         header(),
         {"type": "tape", "tape": "clock", **clock},
-        *call_rows(0, text="hi"),
+        *call,
         {"type": "tape", "tape": "w", "args": {"c": "P"}, "result": {"t": 1}, "typed": True},
         {"type": "tape", "tape": "w", "args": {}, "error": {"type": "KeyError", "message": "c"}},
     ]
@@ -110,3 +112,4 @@ def test_tape_entries_given_are_kept_with_their_order_and_fields(tmp_path: Path)
         (False, False, None),
     ]
     assert transcript_hash(rewritten) == transcript_hash(recording)
+    assert rewritten.calls[0].within == "tool:x"
