@@ -19,17 +19,32 @@ from openprogram.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
     from openprogram.recording.user_redaction import register_redactor, user_redaction_in_effect
+    from openprogram.tapes.helpers import now, random, seeded_random
+    from openprogram.tapes.taped_functions import taped
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "record_replay", "register_redactor", "user_redaction_in_effect"]
+__all__ = [
+    "__version__",
+    "now",
+    "random",
+    "record_replay",
+    "register_redactor",
+    "seeded_random",
+    "taped",
+    "user_redaction_in_effect",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
+        "now": "openprogram.tapes.helpers",
+        "random": "openprogram.tapes.helpers",
         "record_replay": "openprogram.activation.context_manager",
         "register_redactor": "openprogram.recording.user_redaction",
+        "seeded_random": "openprogram.tapes.helpers",
+        "taped": "openprogram.tapes.taped_functions",
         "user_redaction_in_effect": "openprogram.recording.user_redaction",
     },
 )

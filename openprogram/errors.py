@@ -18,11 +18,18 @@
     ├── RecordingFileError                a recording cannot be read (file, line, call)
     ├── ReplayMismatch (+AssertionError)  an incoming request differs from the recording
     │   ├── RecordingTruncatedError       replay reached a call the recording cut short
-    │   └── ReplayInAnotherProcessError   ``exec``: a second process of the command asked
-    │                                     for a call of the recording another one replays
+    │   ├── ReplayInAnotherProcessError   ``exec``: a second process of the command asked
+    │   │                                 for a call of the recording another one replays
+    │   └── ToolTapesMissingError         a tool is to be replayed or checked, but the
+    │                                     recording holds no tool results: record again
     ├── UnconsumedCallsError (+AssertionError)
-    │                                     recorded calls were never requested
+    │                                     recorded calls were never requested (or tape
+    │                                     entries never read)
     ├── RecordedProviderError             replay of a provider error of a non-builtin type
+    ├── TapeValueError (+ValueError)      a value a tape cannot record, or a recorded
+    │                                     result it cannot rebuild
+    ├── RecordedTapeError                 replay of an exception a taped function raised,
+    │                                     of a type replay cannot raise itself
     ├── CanonicalJSONError (+ValueError)  a value the transcript hash cannot carry
     ├── RecordingNameError                a recording name that is empty, too long or invalid
     ├── RecordingExistsError              ``record NAME``: that name is taken in the store
@@ -73,6 +80,7 @@ if TYPE_CHECKING:
     )
     from openprogram.providers.recordable import UnrecordableValueError
     from openprogram.providers.replay import RecordedProviderError
+    from openprogram.recording.tape_replay import ToolTapesMissingError
     from openprogram.recording.user_redaction import UserRedactionError
     from openprogram.recordings.configured import ActiveRecordingUnknownError
     from openprogram.recordings.hashing import CanonicalJSONError
@@ -85,6 +93,8 @@ if TYPE_CHECKING:
         RecordingNotFoundError,
         RecordingRefusedError,
     )
+    from openprogram.tapes.exceptions import RecordedTapeError
+    from openprogram.tapes.values import TapeValueError
     from openprogram.testing.recording_session import (
         RecordingMissingError,
         RecordingOnCiRefusedError,
@@ -102,6 +112,7 @@ __all__ = [
     "PruneCriteriaError",
     "RecordReplayBlockedError",
     "RecordedProviderError",
+    "RecordedTapeError",
     "RecordingCallNotFoundError",
     "RecordingDeleteError",
     "RecordingExistsError",
@@ -114,8 +125,10 @@ __all__ = [
     "RecordingTruncatedError",
     "ReplayInAnotherProcessError",
     "ReplayMismatch",
+    "TapeValueError",
     "ToolDefinitionError",
     "ToolInputError",
+    "ToolTapesMissingError",
     "UnconsumedCallsError",
     "UnknownApiError",
     "UnrecordableValueError",
@@ -131,6 +144,7 @@ _EXPORTS: dict[str, str] = {
     "PruneCriteriaError": "openprogram.recordings.store",
     "RecordReplayBlockedError": "openprogram.providers.activation",
     "RecordedProviderError": "openprogram.providers.replay",
+    "RecordedTapeError": "openprogram.tapes.exceptions",
     "RecordingCallNotFoundError": "openprogram.recordings.show",
     "RecordingDeleteError": "openprogram.recordings.store",
     "RecordingExistsError": "openprogram.recordings.store",
@@ -142,8 +156,10 @@ _EXPORTS: dict[str, str] = {
     "RecordingTruncatedError": "openprogram.providers.mismatch",
     "ReplayInAnotherProcessError": "openprogram.activation.exec_errors",
     "ReplayMismatch": "openprogram.providers.mismatch",
+    "TapeValueError": "openprogram.tapes.values",
     "ToolDefinitionError": "openprogram.agent.tools",
     "ToolInputError": "openprogram.agent.file_tools",
+    "ToolTapesMissingError": "openprogram.recording.tape_replay",
     "UnconsumedCallsError": "openprogram.providers.mismatch",
     "UnrecordableValueError": "openprogram.providers.recordable",
     "UserRedactionError": "openprogram.recording.user_redaction",

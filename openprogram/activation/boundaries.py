@@ -10,6 +10,9 @@ into what each boundary installs, sharing what the two must share:
   ``match``, and every mismatch either raises is kept in its ``mismatches``;
 * blocked — both refuse every call, naming the cause.
 
+Taped functions and agent tools follow the same plan (``openprogram.tapes.deck``): their
+entries are appended with the one writer, or served from the one session.
+
 :func:`both_boundaries_active` installs them for a block, for the whole process: a
 process-wide registry scope and an HTTP boundary activation, so every thread and task of
 the block is covered (the pytest fixture and ``record_replay()`` run this way).
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from openprogram.recording.format import Recording
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import Redactor
+    from openprogram.tapes.deck import TapeDeck
 
 SessionFactory = Callable[["Recording", RecordReplayPlan], "ReplaySession"]
 """Makes the replay session of a recording, with the plan's fields to ignore and matching."""
@@ -53,6 +57,8 @@ class PreparedBoundaries:
     transform: RegistryTransform
     """The provider registry's: record, replay or refuse every api."""
     http: HttpBoundary
+    tapes: TapeDeck
+    """Where taped functions and agent tools go: the writer, the session, or a refusal."""
     session: ReplaySession | None = None
     """replay: the one session both boundaries take their calls from."""
 
@@ -78,6 +84,7 @@ def prepare_boundaries(
     from openprogram.http.boundary import HttpBoundary
     from openprogram.providers.activation import blocked_transform, record_transform
     from openprogram.recording.user_redaction import user_redaction_in_effect
+    from openprogram.tapes.deck import BlockedTapes, TapePlayer, TapeRecorder
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers
     if plan.mode == "blocked":
@@ -85,7 +92,7 @@ def prepare_boundaries(
         http = HttpBoundary(
             "blocked", blocked_reason=reason, passthrough_hosts=hosts, extra_headers=headers
         )
-        return PreparedBoundaries(plan, blocked_transform(reason), http)
+        return PreparedBoundaries(plan, blocked_transform(reason), http, BlockedTapes(reason))
     assert plan.path is not None  # the plan checks record and replay have a path
     user = user_redaction_in_effect(
         patterns=plan.redact_patterns, redact=redact, redact_name=redact_name
@@ -97,20 +104,25 @@ def prepare_boundaries(
         writer.user_redaction = user
         writer.open()  # the header now, so a run that makes no call still leaves a recording
         http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
-        return PreparedBoundaries(plan, record_transform(plan.path), http)
+        return PreparedBoundaries(plan, record_transform(plan.path), http, TapeRecorder(writer))
     from openprogram.recording.replay_session import ReplaySession
 
     recording = read_for_replay(plan.path)
     if make_session is None:
         session = ReplaySession(
-            recording, ignore_fields=plan.ignore_fields, match=plan.match, user_redaction=user
+            recording,
+            ignore_fields=plan.ignore_fields,
+            match=plan.match,
+            tools=dict(plan.tools),
+            user_redaction=user,
         )
     else:
         session = make_session(recording, plan)
         if session.user_redaction is None:
             session.user_redaction = user
     http = HttpBoundary("replay", session=session, passthrough_hosts=hosts, extra_headers=headers)
-    return PreparedBoundaries(plan, _replay_when_looked_up(session), http, session)
+    transform = _replay_when_looked_up(session)
+    return PreparedBoundaries(plan, transform, http, TapePlayer(session), session)
 
 
 def read_for_replay(path: Path) -> Recording:
@@ -148,14 +160,19 @@ def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:
 
 
 @contextmanager
-def both_boundaries_active(transform: RegistryTransform, http: HttpBoundary) -> Iterator[None]:
-    """The registry answers with ``transform`` and HTTP requests go through ``http``, in
-    every thread and task of the process, for the block. Blocks nest, and must be left in
-    the reverse order they were entered (``ScopeOrderError`` / ``RuntimeError`` otherwise)."""
+def both_boundaries_active(
+    transform: RegistryTransform, http: HttpBoundary, tapes: TapeDeck | None = None
+) -> Iterator[None]:
+    """The registry answers with ``transform``, HTTP requests go through ``http`` and taped
+    calls to ``tapes``, in every thread and task of the process, for the block. Blocks nest,
+    and must be left in the reverse order they were entered (``ScopeOrderError`` /
+    ``RuntimeError`` otherwise)."""
     from openprogram.http.boundary import activate_http_boundary
     from openprogram.providers.api_registry import process_wide_scope
+    from openprogram.tapes.deck import TAPE_DECK_BINDING
 
-    with process_wide_scope(transform=transform):
+    bindings = None if tapes is None else {TAPE_DECK_BINDING: tapes}
+    with process_wide_scope(transform=transform, bindings=bindings):
         deactivate = activate_http_boundary(http)
         try:
             yield

@@ -17,8 +17,8 @@ configured recording that cannot be used, makes a *blocked* plan instead: the co
 with both boundaries refusing every call, naming the cause and the commands that say why
 (``recordings status``) and recover (``recordings off``) — no request leaves the machine.
 
-``record_replay.ignore_fields``, ``match``, ``http_passthrough_hosts`` and ``http_headers``
-come from the configuration in every case.
+``record_replay.ignore_fields``, ``match``, ``http_passthrough_hosts``, ``http_headers`` and
+``tools`` come from the configuration in every case.
 """
 
 from __future__ import annotations
@@ -104,6 +104,7 @@ def _plan(mode: str, path: Path, settings: RecordReplaySettings) -> RecordReplay
         passthrough_hosts=frozenset(settings.http_passthrough_hosts),
         http_headers=frozenset(settings.http_headers),
         redact_patterns=tuple(settings.redact_patterns),
+        tools=tuple(settings.tools.items()),
     )
 
 

@@ -28,7 +28,7 @@ runs, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are set to a placeholder when
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +73,7 @@ def record_replay(
     redact: Redactor | None = None,
     redact_name: str | None = None,
     redact_patterns: Iterable[str] = (),
+    tools: Mapping[str, str] | None = None,
 ) -> Iterator[RecordReplay]:
     """Record the block's calls into ``path``, or replay them from it (see the module's
     docstring).
@@ -84,6 +85,10 @@ def record_replay(
     ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent live
     and never recorded (telemetry). ``http_headers``: request headers to store and compare
     besides ``content-type``, ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``.
+    ``tools``: how replay treats each agent tool, by name or ``"*"``: ``"live"`` (the
+    default: run it), ``"replay"`` (serve its taped result) or ``"check"`` (run it, and
+    fail when its result differs from the taped one). Taped functions (``openprogram.taped``)
+    record into and replay from the same recording.
 
     ``redact``: a function ``str -> str`` replacing the user's own secrets in every string
     (named ``redact_name`` in the recording's fingerprint, default ``module:qualname``);
@@ -113,13 +118,14 @@ def record_replay(
         passthrough_hosts=frozenset(passthrough_hosts),
         http_headers=frozenset(http_headers),
         redact_patterns=tuple(redact_patterns),
+        tools=tuple((tools or {}).items()),
     )
     prepared = prepare_boundaries(plan, redact=redact, redact_name=redact_name)
     session = prepared.session
     active = RecordReplay(recording, mode, session)
     restore_keys = set_placeholder_keys() if mode == "replay" else None
     try:
-        with both_boundaries_active(prepared.transform, prepared.http):
+        with both_boundaries_active(prepared.transform, prepared.http, prepared.tapes):
             try:
                 yield active
             except RecordReplayEscape as escape:

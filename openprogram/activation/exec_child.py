@@ -44,6 +44,7 @@ from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession, RequestRedactor
+from openprogram.recording.tape_rows import TapeEntry
 
 __all__ = ["ClaimingReplaySession", "activate_from_environment"]
 
@@ -92,7 +93,11 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
 
     def claiming(recording: Recording, plan: RecordReplayPlan) -> ReplaySession:
         return ClaimingReplaySession(
-            recording, exchange, ignore_fields=plan.ignore_fields, match=plan.match
+            recording,
+            exchange,
+            ignore_fields=plan.ignore_fields,
+            match=plan.match,
+            tools=dict(plan.tools),
         )
 
     try:
@@ -100,7 +105,15 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     except OpenProgramError as error:
         plan = RecordReplayPlan.blocked(str(error), plan.path)
         prepared = prepare_boundaries(plan)
-    activation = Activation(plan.mode, prepared.transform, plan.path, plan.blocked_reason)
+    from openprogram.tapes.deck import TAPE_DECK_BINDING
+
+    activation = Activation(
+        plan.mode,
+        prepared.transform,
+        plan.path,
+        plan.blocked_reason,
+        bindings={TAPE_DECK_BINDING: prepared.tapes},
+    )
     preset_activation(lambda: activation)
     activate_http_boundary(prepared.http)
     session = prepared.session
@@ -118,8 +131,9 @@ class ClaimingReplaySession(ReplaySession):
         *,
         ignore_fields: Iterable[str] = (),
         match: str = DEFAULT_MATCHING,
+        tools: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(recording, ignore_fields=ignore_fields, match=match)
+        super().__init__(recording, ignore_fields=ignore_fields, match=match, tools=tools)
         self.exchange = exchange
         self.claimed_by: int | None = None
         """The process (this one, or the one it was forked from) holding the claim."""
@@ -149,6 +163,12 @@ class ClaimingReplaySession(ReplaySession):
         if not self.claimed_here:
             self._claim()
         return super().take(boundary, incoming, redactor=redactor, ignore_fields=ignore_fields)
+
+    def take_tape(self, tape: str, args: dict[str, Any]) -> TapeEntry:
+        __tracebackhide__ = True
+        if not self.claimed_here:
+            self._claim()
+        return super().take_tape(tape, args)
 
     def keep(self, mismatch: ReplayMismatch) -> ReplayMismatch:
         """Remember ``mismatch`` and report it to exec at once: a process that ends without
@@ -197,19 +217,15 @@ def _handshake(plan: RecordReplayPlan, status: str, reason: str | None) -> dict[
 
 def _report(session: ClaimingReplaySession, exchange: Path) -> None:
     """At exit: what this process consumed, and what went wrong in it, for exec."""
-    from openprogram.recording.mismatch import UnconsumedCallsError
-
     if session.pid != os.getpid():
         return  # registered in a process this one was forked from, which reports for itself
     problem: str | None = None
     kind: str | None = None
     mismatches = session.mismatches[session.inherited_mismatches :]
+    unconsumed = session.unconsumed_error() if session.claimed_here else None
     if mismatches:
         problem, kind = str(mismatches[0]), "mismatch"
-    elif session.claimed_here and session.unconsumed_calls:
-        unconsumed = UnconsumedCallsError(
-            str(session.path), session.unconsumed_calls, len(session.recording.calls)
-        )
+    elif unconsumed is not None:
         problem, kind = str(unconsumed), "unconsumed"
     report = {
         "pid": os.getpid(),

@@ -8,6 +8,7 @@ resolves the configuration (and its flags) into one plan and hands it to every P
 process of the command as JSON (:meth:`RecordReplayPlan.to_json`), so that no process
 reads the configuration again.
 
+``tools`` says how replay treats each agent tool (``live``, ``replay`` or ``check``).
 ``match`` says how replay pairs a request with a recorded call: ``"content"`` (the
 default: the earliest unconsumed recorded call of its boundary whose request equals it) or
 ``"order"`` (the next recorded call); see :mod:`openprogram.recording.matching`.
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from openprogram.recording.matching import DEFAULT_MATCHING, MATCHINGS, check_matching
+from openprogram.recording.tool_policies import check_tool_policies
 
 __all__ = ["MATCHES", "PLAN_FORMAT", "PlanMode", "RecordReplayPlan", "check_match"]
 
@@ -46,6 +48,9 @@ class RecordReplayPlan:
     http_headers: frozenset[str] = field(default_factory=frozenset)
     redact_patterns: tuple[str, ...] = ()
     """The user's redaction patterns (regular expressions), applied with the built-in rules."""
+    tools: tuple[tuple[str, str], ...] = ()
+    """replay: the agent tools' policies (tool name or ``"*"``, policy), see
+    :mod:`openprogram.recording.tool_policies`."""
     blocked_reason: str | None = None
     """blocked: why no call may be made (it names the commands that say why and recover)."""
 
@@ -57,6 +62,7 @@ class RecordReplayPlan:
         if self.mode != "blocked" and self.path is None:
             raise ValueError(f"a {self.mode} plan needs the recording's path")
         check_match(self.match)
+        check_tool_policies(dict(self.tools))
 
     @classmethod
     def blocked(cls, reason: str, path: Path | None = None) -> RecordReplayPlan:
@@ -73,6 +79,7 @@ class RecordReplayPlan:
                 "passthrough_hosts": sorted(self.passthrough_hosts),
                 "http_headers": sorted(self.http_headers),
                 "redact_patterns": list(self.redact_patterns),
+                "tools": dict(self.tools),
                 "blocked_reason": self.blocked_reason,
             }
         )
@@ -97,10 +104,17 @@ class RecordReplayPlan:
                 passthrough_hosts=frozenset(_texts(data["passthrough_hosts"])),
                 http_headers=frozenset(_texts(data["http_headers"])),
                 redact_patterns=tuple(_texts(data["redact_patterns"])),
+                tools=_policies(data.get("tools", {})),
                 blocked_reason=None if data["blocked_reason"] is None else data["blocked_reason"],
             )
         except (KeyError, TypeError) as error:
             raise ValueError(f"a plan without a valid {error}") from None
+
+
+def _policies(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise TypeError(repr(value))
+    return tuple((_text(name), _text(policy)) for name, policy in value.items())
 
 
 def _text(value: Any) -> str:

@@ -11,6 +11,10 @@ A tool never ends the session: an unknown tool name, or a tool that raises, beco
 result (``is_error=True``) the model reads on its next call. The exception's message is
 redacted first (a URL's password, a known key), since it is sent to the model.
 
+Under record every tool result is taped (``tool:<name>``); under replay each tool is run
+live (the default), served from its tape, or run and checked against it, by its policy
+(``record_replay.tools``; see :mod:`openprogram.tapes.tools`).
+
 Requests are deterministic: the tool definitions are sorted by name, and nothing here adds
 an id or a clock value outside the messages' ``timestamp`` fields (which replay ignores), so
 a session replays with no mismatch.
@@ -41,6 +45,7 @@ from openprogram.providers.types import (
     ToolResultMessage,
     UserMessage,
 )
+from openprogram.tapes.tools import run_taped_tool
 
 StopCause = Literal["stop", "length", "error", "aborted", "max_iterations"]
 """Why a session ended: the last reply's stop reason, or the iteration bound."""
@@ -170,18 +175,27 @@ async def _stream_reply(
 
 
 async def run_tool_call(tools: dict[str, AgentTool], call: ToolCall) -> ToolResultMessage:
-    """Run one tool call; an unknown tool or a raised exception becomes an error result."""
-    agent_tool = tools.get(call.name)
-    if agent_tool is None:
-        known = ", ".join(sorted(tools)) or "none"
-        text, is_error = f"unknown tool {call.name!r}; the known tools are: {known}", True
-    else:
-        try:
-            text, is_error = await agent_tool.invoke(call.arguments), False
-        except Exception as exc:
-            # The model (a remote server) reads this: no credential the exception quotes.
-            text = SecretRedactor().redact_text(f"{type(exc).__name__}: {exc}")
-            is_error = True
+    """Run one tool call; an unknown tool or a raised exception becomes an error result.
+
+    Under record the result is taped; under replay the tool's policy says whether it runs
+    or its taped result is served (:mod:`openprogram.tapes.tools`)."""
+
+    async def run() -> tuple[str, bool]:
+        return await _tool_result(tools, call)
+
+    text, is_error = await run_taped_tool(call.name, call.arguments, run)
     return ToolResultMessage(
         tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
     )
+
+
+async def _tool_result(tools: dict[str, AgentTool], call: ToolCall) -> tuple[str, bool]:
+    agent_tool = tools.get(call.name)
+    if agent_tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        return f"unknown tool {call.name!r}; the known tools are: {known}", True
+    try:
+        return await agent_tool.invoke(call.arguments), False
+    except Exception as exc:
+        # The model (a remote server) reads this: no credential the exception quotes.
+        return SecretRedactor().redact_text(f"{type(exc).__name__}: {exc}"), True

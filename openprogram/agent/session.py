@@ -8,7 +8,7 @@ without raising, so the caller still has the transcript to show.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun, run_agent
 from openprogram.agent.model_choice import resolve_model
 from openprogram.providers.api_registry import get_api_provider
-from openprogram.providers.mismatch import UnconsumedCallsError
+from openprogram.providers.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.providers.replay import ReplayProvider
 from openprogram.providers.types import Model
 
@@ -32,7 +32,11 @@ class SessionResult:
     """The tools offered, sorted."""
     run: AgentRun
     unconsumed: UnconsumedCallsError | None
-    """Under replay: the recorded calls this session never requested; None otherwise."""
+    """Under replay: the recorded calls this session never requested (and tape entries it
+    never read); None otherwise."""
+    mismatch: ReplayMismatch | None = None
+    """Under replay: the first drift kept but not raised (a tool under ``check`` whose
+    result differs from its tape, or a mismatch the session caught); None otherwise."""
 
     def to_json(self) -> dict[str, Any]:
         """The session as JSON, without the ``timestamp`` fields (replay ignores them), so a
@@ -59,18 +63,25 @@ async def run_session(
     root: Path | None = None,
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
     on_event: Callable[[AgentEvent], None] | None = None,
+    tool_policies: Mapping[str, str] | None = None,
 ) -> SessionResult:
     """Run one session from ``prompt``.
 
     ``model`` is ``api:model-id`` (raises ``ModelReferenceError`` when it is not); the
-    built-in tools are rooted at ``root`` (default: the current directory). Raises what
-    :func:`run_agent` raises.
+    built-in tools are rooted at ``root`` (default: the current directory). Under replay,
+    ``tool_policies`` (tool name or ``"*"`` to ``live``, ``replay`` or ``check``) override
+    the configured ``record_replay.tools``. Raises what :func:`run_agent` raises.
     """
     from openprogram.providers.runtime import runtime_configuration
+    from openprogram.tapes.deck import TapePlayer, active_tape_deck
 
     # The configuration the runtime read at its start (read once per process). A broken one
     # gives no settings: the runtime is then blocked, and the first call says why.
     loaded = runtime_configuration()
+    deck = active_tape_deck()
+    if tool_policies and isinstance(deck, TapePlayer) and loaded is not None and loaded.settings:
+        configured = dict(loaded.settings.record_replay.tools)
+        deck.use_tool_policies({**configured, **tool_policies})
     chosen = resolve_model(model, loaded.settings if loaded is not None else None)
     tools = builtin_tools(root) if use_builtin_tools else []
     run = await run_agent(
@@ -87,7 +98,19 @@ async def run_session(
         tool_names=sorted(tool.name for tool in tools),
         run=run,
         unconsumed=unconsumed_replay_calls(chosen.api),
+        mismatch=first_replay_mismatch(),
     )
+
+
+def first_replay_mismatch() -> ReplayMismatch | None:
+    """When the process replays, the first mismatch its replay raised or kept (a tool under
+    ``check`` whose result differs keeps one without raising), or None."""
+    from openprogram.tapes.deck import TapePlayer, active_tape_deck
+
+    deck = active_tape_deck()
+    if not isinstance(deck, TapePlayer) or not deck.session.mismatches:
+        return None
+    return deck.session.mismatches[0]
 
 
 def unconsumed_replay_calls(api: str) -> UnconsumedCallsError | None:

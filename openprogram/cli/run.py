@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from openprogram.cli.output import EXIT_USAGE, abort, plural, print_json
+from openprogram.cli.tool_policy_option import TOOL_POLICY, parsed_tool_policies
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
@@ -41,19 +42,22 @@ def run(
     as_json: bool = typer.Option(
         False, "--json", help="Print the whole transcript as JSON instead of streaming."
     ),
+    tool_policy: list[str] | None = TOOL_POLICY,
 ) -> None:
     """Run one agent session: stream the reply, run the tools it asks for, until it answers.
 
     The built-in tools read files and list folders under the current directory only.
     Exits 1 on an error reply, a replay mismatch, recorded calls left unreplayed,
-    record/replay blocked or a missing API key; 2 on a bad --model.
+    record/replay blocked or a missing API key; 2 on a bad --model. Under replay the tools run
+    live unless --tool-policy (or record_replay.tools) says replay or check.
     """
     import asyncio
 
     from openprogram.agent.model_choice import ModelReferenceError
-    from openprogram.agent.session import run_session
-    from openprogram.errors import MissingApiKeyError, UnknownApiError
+    from openprogram.agent.session import first_replay_mismatch, run_session
+    from openprogram.errors import MissingApiKeyError, ReplayMismatch, UnknownApiError
 
+    policies = parsed_tool_policies(tool_policy)
     display = None if as_json else LiveDisplay()
     with reporting_session_errors(usage_errors=(ModelReferenceError,)):
         try:
@@ -64,6 +68,7 @@ def run(
                     system_prompt=system,
                     use_builtin_tools=not no_tools,
                     on_event=display.show if display is not None else None,
+                    tool_policies=policies,
                 )
             )
         except UnknownApiError as error:
@@ -72,6 +77,9 @@ def run(
             abort(unknown_api_message(error, f"default_model of {config_path()}"))
         except MissingApiKeyError as error:
             abort(missing_key_message(error))
+        except ReplayMismatch as error:
+            first = first_replay_mismatch()  # a drift kept earlier (a checked tool) comes first
+            abort(first if first is not None else error, redact=redacted)
         finally:
             if display is not None:
                 display.finish()
@@ -79,6 +87,8 @@ def run(
         print_json(result.to_json())
     if not result.run.ok:
         abort(redacted(stop_message(result.run)))
+    if result.mismatch is not None:
+        abort(result.mismatch, redact=redacted)
     if result.unconsumed is not None:
         abort(redacted(str(result.unconsumed)))
 

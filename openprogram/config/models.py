@@ -74,6 +74,10 @@ class RecordReplaySettings(BaseModel):
     redact_patterns: list[str] = Field(
         [], description="regular expressions whose matches are removed from recordings"
     )
+    tools: dict[str, Literal["live", "replay", "check"]] = Field(
+        {},
+        description='agent tools under replay, by name or "*": live, replay or check',
+    )
 
     @field_validator("file")
     @classmethod

@@ -5,7 +5,9 @@ options and the tools it offered — and run by :func:`openprogram.agent.run_age
 provider lookup answered by one :class:`ReplayProvider` on the recording. The tools' Python
 functions come from the built-ins (``read_file``, ``list_directory``) or from the caller
 (``--tools module:attr``). It passes when every request matches the recording and every
-recorded call is consumed; otherwise it names the first divergence.
+recorded call is consumed (and every tape entry read); otherwise it names the first
+divergence. The tools run live unless a tool policy says otherwise (``--tool-policy``,
+``record_replay.tools``): ``replay`` serves their taped results, ``check`` compares.
 
 It neither starts the configured provider runtime nor reads the configured mode: the run's
 lookups are answered in an isolated registry scope (``provider_scope(resolve=...)``).
@@ -21,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,16 +79,25 @@ class VerifyResult:
 
 
 def verify_recording(
-    path: Path, *, tools: str | None = None, root: Path | None = None
+    path: Path,
+    *,
+    tools: str | None = None,
+    root: Path | None = None,
+    tool_policies: Mapping[str, str] | None = None,
 ) -> VerifyResult:
     """Re-run the session recorded at ``path``; ``tools`` is ``module:attr`` naming the
-    session's own tools (an ``AgentTool``, a list of them, or a function returning one)."""
+    session's own tools (an ``AgentTool``, a list of them, or a function returning one).
+
+    ``tool_policies`` (tool name or ``"*"`` to ``live``, ``replay`` or ``check``) say how the
+    tools are re-run, over ``record_replay.tools``: live (the default), from their taped
+    results, or live and checked against them."""
     from openprogram.agent.loop import run_agent
     from openprogram.providers.api_registry import provider_scope
     from openprogram.providers.recording import read_recording
     from openprogram.providers.replay import ReplayProvider
     from openprogram.recording.mismatch import ReplayMismatch
     from openprogram.recordings.hashing import transcript_hash
+    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapePlayer
 
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:
@@ -107,7 +118,7 @@ def verify_recording(
     session_tools = _session_tools(start.tool_names, tools, root or Path.cwd())
     from openprogram.recording.user_redaction import user_redaction_in_effect
 
-    ignore_fields, match, patterns = _configured_comparison()
+    ignore_fields, match, patterns, configured_policies = _configured_comparison()
     provider = ReplayProvider(
         path,
         ignore_fields=ignore_fields,
@@ -115,8 +126,10 @@ def verify_recording(
         recording=recording,
         redaction=user_redaction_in_effect(patterns=patterns),
     )
+    player = TapePlayer(provider.session)
+    player.use_tool_policies({**configured_policies, **(tool_policies or {})})
     divergence: str | None = None
-    with provider_scope(resolve=lambda api: provider):
+    with provider_scope(resolve=lambda api: provider, bindings={TAPE_DECK_BINDING: player}):
         try:
             asyncio.run(
                 run_agent(
@@ -129,19 +142,19 @@ def verify_recording(
                 )
             )
         except ReplayMismatch as mismatch:
-            divergence = str(mismatch)
+            # A drift kept earlier without raising (a checked tool's result) comes first.
+            divergence = str(provider.mismatches[0] if provider.mismatches else mismatch)
     if divergence is None and provider.mismatches:
         divergence = str(provider.mismatches[0])  # raised, then swallowed by the session
-    if divergence is None and provider.unconsumed_calls:
-        from openprogram.recording.mismatch import UnconsumedCallsError
-
-        divergence = str(
-            UnconsumedCallsError(str(path), provider.unconsumed_calls, len(recording.calls))
-        )
+    unconsumed = provider.session.unconsumed_error()
+    if divergence is None and unconsumed is not None:
+        divergence = str(unconsumed)
     return VerifyResult(path, transcript_hash(recording), len(recording.calls), divergence)
 
 
-def verify_command(path: Path, command: Sequence[str]) -> VerifyResult:
+def verify_command(
+    path: Path, command: Sequence[str], *, tool_policies: Mapping[str, str] | None = None
+) -> VerifyResult:
     """Run ``command`` with the recording at ``path`` replayed at both boundaries, in each of
     its Python processes, as ``openprogram exec --replay`` does; it passes when the command
     exits 0 with every call matched and consumed.
@@ -166,6 +179,7 @@ def verify_command(path: Path, command: Sequence[str]) -> VerifyResult:
         passthrough_hosts=frozenset(settings.http_passthrough_hosts) if settings else frozenset(),
         http_headers=frozenset(settings.http_headers) if settings else frozenset(),
         redact_patterns=tuple(settings.redact_patterns) if settings else (),
+        tools=tuple({**(settings.tools if settings else {}), **(tool_policies or {})}.items()),
     )
     outcome = run_with_plan(command, plan)
     divergence = outcome.problems[0] if outcome.problems else None
@@ -308,10 +322,11 @@ def load_tools(spec: str) -> list[AgentTool]:
     return found
 
 
-def _configured_comparison() -> tuple[list[str], str, list[str]]:
-    """``record_replay.ignore_fields``, ``match`` and ``redact_patterns`` (the defaults when
-    the configuration cannot be read); the configured key variables are remembered on the
-    way, so keys are redacted from the re-run's requests as they were from the recording's."""
+def _configured_comparison() -> tuple[list[str], str, list[str], dict[str, str]]:
+    """``record_replay.ignore_fields``, ``match``, ``redact_patterns`` and ``tools`` (the
+    defaults when the configuration cannot be read); the configured key variables are
+    remembered on the way, so keys are redacted from the re-run's requests as they were from
+    the recording's."""
     from openprogram.config.settings import load_config
     from openprogram.providers.key_variables import remember_key_variables
 
@@ -320,9 +335,14 @@ def _configured_comparison() -> tuple[list[str], str, list[str]]:
     if settings is None:
         from openprogram.recording.matching import DEFAULT_MATCHING
 
-        return [], DEFAULT_MATCHING, []
+        return [], DEFAULT_MATCHING, [], {}
     configured = settings.record_replay
-    return list(configured.ignore_fields), configured.match, list(configured.redact_patterns)
+    return (
+        list(configured.ignore_fields),
+        configured.match,
+        list(configured.redact_patterns),
+        dict(configured.tools),
+    )
 
 
 def _configured_settings() -> RecordReplaySettings | None:

@@ -4,8 +4,10 @@
 the client's real transport is wrapped: not for a transport that never touches the network
 (``MockTransport``, ``ASGITransport``, ``WSGITransport`` of either library), not for a client
 of openprogram's own vendor providers (their calls are recorded at the provider registry),
-not for a passthrough host. :class:`CapturingTransport` then records the exchange through
-the real transport, answers it from the recording, or refuses it, by the boundary's mode.
+not for a passthrough host, and not, under record, for a request a taped function sends
+while it runs (``openprogram.recording.enclosing_tape``: its tape covers it).
+:class:`CapturingTransport` then records the exchange through the real transport, answers it
+from the recording, or refuses it, by the boundary's mode.
 
 A WebSocket handshake (a request with ``Upgrade: websocket``, as ``httpx2.websockets`` sends)
 is not an exchange a recording can hold: it is sent uncaptured when recording (and logged),
@@ -22,6 +24,7 @@ from openprogram.http.codec import request_sections
 from openprogram.http.recording import HttpCallRecorder
 from openprogram.http.replay import replayed_response
 from openprogram.http.websocket_refusal import check_websocket
+from openprogram.recording.enclosing_tape import taped_function_running
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import (
     SecretRedactor,
@@ -41,8 +44,10 @@ def capture_transport(
 ) -> Any:
     """The transport ``client`` sends a request for ``url`` through while ``boundary`` is
     active: ``transport`` itself when the request is left alone, else a capturing one."""
-    if isinstance(transport, library.in_process_transports) or getattr(
-        client, PROVIDER_CLIENT_MARK, False
+    if (
+        isinstance(transport, library.in_process_transports)
+        or getattr(client, PROVIDER_CLIENT_MARK, False)
+        or (boundary.mode == "record" and taped_function_running() is not None)
     ):
         return transport
     hosts = boundary.passthrough_hosts

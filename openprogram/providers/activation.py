@@ -11,6 +11,11 @@ base every scope starts from, see ``scopes.py``):
   ``ReplayProvider``;
 * ``off`` — nothing is installed.
 
+Each activation also binds the tape deck taped functions and agent tools use
+(``openprogram.tapes.deck``): record appends tape rows with the same writer, replay serves
+them from the ``ReplayProvider``'s session (agent tools by ``record_replay.tools``), blocked
+refuses them.
+
 If activation fails — the config cannot be read or validated, the replay file is missing,
 corrupt or of another version, the record target is not writable — the runtime does not
 fail: a fail-closed :class:`BlockedProvider` answers for every api, and every stream call
@@ -130,7 +135,10 @@ def replay_transform(provider: ReplayProvider) -> RegistryTransform:
 
 
 def blocked(cause: str, recording: Path | None = None) -> Activation:
-    return Activation("blocked", blocked_transform(cause), recording, cause)
+    from openprogram.tapes.deck import TAPE_DECK_BINDING, BlockedTapes
+
+    bindings = {TAPE_DECK_BINDING: BlockedTapes(cause)}
+    return Activation("blocked", blocked_transform(cause), recording, cause, bindings)
 
 
 _preset: Callable[[], Activation] | None = None
@@ -174,11 +182,12 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
     user = user_redaction_in_effect(patterns=settings.redact_patterns)
     if settings.mode == "record":
         return _activate_record(path, user)
-    return _activate_replay(path, settings.ignore_fields, settings.match, user)
+    return _activate_replay(path, settings.ignore_fields, settings.match, settings.tools, user)
 
 
 def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
     from openprogram.recording.writers import writer_for
+    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapeRecorder
 
     writer = writer_for(path)
     writer.user_redaction = user
@@ -190,13 +199,22 @@ def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
             path,
             plural(existing, "call"),
         )
-    return Activation("record", record_transform(path), path)
+    bindings = {TAPE_DECK_BINDING: TapeRecorder(writer)}
+    return Activation("record", record_transform(path), path, bindings=bindings)
 
 
 def _activate_replay(
-    path: Path, ignore_fields: list[str], match: str, user: UserRedaction | None
+    path: Path,
+    ignore_fields: list[str],
+    match: str,
+    tools: Mapping[str, str],
+    user: UserRedaction | None,
 ) -> Activation:
     from openprogram.providers.replay import ReplayProvider
+    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapePlayer
 
     provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match, redaction=user)
-    return Activation("replay", replay_transform(provider), path)
+    player = TapePlayer(provider.session)
+    player.use_tool_policies(dict(tools))
+    bindings = {TAPE_DECK_BINDING: player}
+    return Activation("replay", replay_transform(provider), path, bindings=bindings)

@@ -8,12 +8,15 @@ A recording is one JSON object a line, in the order things happened::
     {"type":"call_end","call_index":0,"event_count":5,"outcome":"complete"}
     {"type":"request","call_index":1,"boundary":"http","method":"POST","url":…,"headers":{…},"body":{…}}
     {"type":"event","call_index":1,"event_index":0,"event":{"type":"http_response","status":200,…}}
+    {"type":"tape","tape":"clock","args":{},"result":1767225600.5,"nondeterministic":true}
     …
 
 Calls are made at one of two *boundaries*, in one call sequence: the provider registry
 (a request row without ``boundary``: sections ``model``, ``context``, ``options``) and HTTP
 (``"boundary": "http"``: sections ``method``, ``url``, ``headers`` and at most one body form).
 Calls recorded concurrently may interleave their event rows; each call's rows stay in order.
+Tape rows (:mod:`openprogram.recording.tape_rows`) record the calls of taped functions and
+agent tools, one row each, between the call rows.
 ``docs/recording-format.md`` is the full description.
 
 This module holds definitions only; it works on JSON values and imports neither a provider
@@ -25,12 +28,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import orjson
 
 from openprogram import __version__
 from openprogram.recording.redaction import REDACTION_VERSION
+
+if TYPE_CHECKING:
+    from openprogram.recording.tape_rows import TapeEntry
 
 __all__ = [
     "BOUNDARIES",
@@ -61,14 +67,16 @@ Bumped when the meaning of a row or field changes, or a field becomes required. 
 types and optional fields are additive: they are announced as header ``features`` instead.
 """
 
-KNOWN_FEATURES: frozenset[str] = frozenset({"http"})
+KNOWN_FEATURES: frozenset[str] = frozenset({"http", "tapes"})
 """The header ``features`` this openprogram reads: the row types and optional fields added
 since its format version, each by name. A recording announcing any other was written by a
 newer openprogram and is refused, with the advice to upgrade.
 
-``http``: request rows with ``"boundary": "http"`` and the HTTP event types."""
+``http``: request rows with ``"boundary": "http"`` and the HTTP event types.
+``tapes``: ``tape`` rows, the entries of taped functions and agent tools
+(:mod:`openprogram.recording.tape_rows`)."""
 
-WRITTEN_FEATURES: tuple[str, ...] = ("http",)
+WRITTEN_FEATURES: tuple[str, ...] = ("http", "tapes")
 """The features a file created by this openprogram announces (it may write them)."""
 
 UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"
@@ -172,6 +180,9 @@ class RecordedCall:
     error: RecordedError | None = None
     boundary: Boundary = "provider"
     """Where the call was made: the provider registry, or HTTP."""
+    within: str | None = None
+    """The tape whose call was being recorded when this call was made (a tool that calls a
+    model or a web API), from the request row's optional ``within``; None otherwise."""
 
     @property
     def truncated(self) -> bool:
@@ -180,13 +191,16 @@ class RecordedCall:
 
 @dataclass(slots=True)
 class Recording:
-    """A parsed recording: its header and its calls in ``call_index`` order."""
+    """A parsed recording: its header, its calls in ``call_index`` order and its tape
+    entries in the order they were written."""
 
     path: Path
     header: dict[str, Any]
     calls: list[RecordedCall]
     events_decoded: bool = False
     """Whether the provider calls' ``events`` were decoded as the file was read."""
+    tapes: list[TapeEntry] = field(default_factory=list)
+    """Every tape entry, in file order (each knows its tape and its index on it)."""
 
     @property
     def format_version(self) -> int:

@@ -19,7 +19,7 @@ catch the mismatch, retry the request and finally raise its own "Connection erro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import OpenProgramError
@@ -56,6 +56,7 @@ class ReplayMismatch(OpenProgramError, AssertionError):
         event_index: int | None = None,
         detail: str | None = None,
         note: str | None = None,
+        tape: str | None = None,
     ) -> None:
         self.difference = report.FirstDifference(
             call_index,
@@ -65,7 +66,10 @@ class ReplayMismatch(OpenProgramError, AssertionError):
             event_index=event_index,
             detail=detail,
             note=note,
+            tape=tape,
         )
+        self.tape = tape
+        """The tape whose entry ``call_index`` differs, when the drift is in a tape."""
         self.call_index = call_index
         self.field_path = field_path
         self.recorded = recorded
@@ -119,19 +123,44 @@ class RecordingTruncatedError(ReplayMismatch):
 
 
 class UnconsumedCallsError(OpenProgramError, AssertionError):
-    """Recorded calls were never requested: the run ended earlier than the recording."""
+    """Recorded calls were never requested, or recorded tape entries never read: the run
+    ended earlier than the recording.
 
-    def __init__(self, path: str, unconsumed: list[int], total: int) -> None:
+    ``unconsumed`` are the calls' indexes; ``tapes`` maps each tape with entries never read
+    to their indexes and the number of entries the tape holds.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        unconsumed: list[int],
+        total: int,
+        *,
+        tapes: Mapping[str, tuple[list[int], int]] | None = None,
+    ) -> None:
         self.path = path
         self.unconsumed = unconsumed
         self.total = total
-        which = _which_calls(unconsumed)
-        if total == 1:
-            missed = "the 1 recorded call was never requested"
-        else:
-            missed = f"{len(unconsumed)} of {total} recorded calls never requested"
+        self.tapes = dict(tapes or {})
+        parts: list[str] = []
+        if unconsumed:
+            which = _which_calls(unconsumed)
+            if total == 1:
+                parts.append(f"the 1 recorded call was never requested ({which})")
+            else:
+                parts.append(
+                    f"{len(unconsumed)} of {total} recorded calls never requested ({which})"
+                )
+        for tape, (entries, length) in self.tapes.items():
+            which = _which_calls(entries, unit=("entry", "entries"))
+            if length == 1:
+                parts.append(f"tape {tape}: the 1 recorded entry was never read ({which})")
+            else:
+                parts.append(
+                    f"tape {tape}: {len(entries)} of {length} entries never read ({which})"
+                )
         super().__init__(
-            f"replay incomplete: {missed} ({which}) from {path}; the run stopped before the "
+            f"replay incomplete: {'; '.join(parts)} from {path}; the run stopped before the "
             "recorded session did"
         )
 
@@ -140,7 +169,7 @@ _SHOWN_RANGES = 5
 """The runs of consecutive calls an unconsumed-calls report names before ``…``."""
 
 
-def _which_calls(indexes: list[int]) -> str:
+def _which_calls(indexes: list[int], *, unit: tuple[str, str] = ("call", "calls")) -> str:
     """``call 3``, ``calls 1..2``, or, when calls were served out of order, the runs of
     consecutive indexes: ``calls 0, 2..3, 5`` (the first few, then ``…``)."""
     runs: list[tuple[int, int]] = []
@@ -151,7 +180,7 @@ def _which_calls(indexes: list[int]) -> str:
             runs.append((index, index))
     shown = [str(a) if a == b else f"{a}..{b}" for a, b in runs[:_SHOWN_RANGES]]
     more = ", …" if len(runs) > _SHOWN_RANGES else ""
-    return f"{'call' if len(indexes) == 1 else 'calls'} {', '.join(shown)}{more}"
+    return f"{unit[0] if len(indexes) == 1 else unit[1]} {', '.join(shown)}{more}"
 
 
 def removed_secret_note(

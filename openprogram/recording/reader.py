@@ -46,6 +46,7 @@ from openprogram.recording.http_rows import (
     http_request_problem,
     http_request_sections,
 )
+from openprogram.recording.tape_rows import TapeEntry, tape_entry_from_row, tape_row_problem
 
 __all__ = [
     "EventDecoder",
@@ -109,6 +110,8 @@ class RecordingParser:
         self.header: dict[str, Any] | None = None
         self.calls: list[RecordedCall] = []
         self.ended: set[int] = set()
+        self.tapes: list[TapeEntry] = []
+        self.tape_lengths: dict[str, int] = {}
 
     def fail(self, line: int, problem: str, call_index: int | None = None) -> RecordingFileError:
         return RecordingFileError(str(self.path), problem, line=line, call_index=call_index)
@@ -144,7 +147,11 @@ class RecordingParser:
                 advice="this is not an openprogram recording",
             )
         return Recording(
-            self.path, self.header, self.calls, events_decoded=self.provider_events is not None
+            self.path,
+            self.header,
+            self.calls,
+            events_decoded=self.provider_events is not None,
+            tapes=self.tapes,
         )
 
     def add_row(self, number: int, row: dict[str, Any]) -> None:
@@ -164,10 +171,20 @@ class RecordingParser:
             self.add_event(number, row)
         elif kind == "call_end":
             self.add_call_end(number, row)
+        elif kind == "tape":
+            self.add_tape(number, row)
         else:
             raise RecordingFileError(
                 str(self.path), f"unknown row type {kind!r}", line=number, advice=UPGRADE
             )
+
+    def add_tape(self, number: int, row: dict[str, Any]) -> None:
+        problem = tape_row_problem(row)
+        if problem is not None:
+            raise self.fail(number, problem)
+        index = self.tape_lengths.get(row["tape"], 0)
+        self.tape_lengths[row["tape"]] = index + 1
+        self.tapes.append(tape_entry_from_row(row, line=number, index=index))
 
     def add_header(self, number: int, row: dict[str, Any]) -> None:
         if self.header is not None:
@@ -222,12 +239,16 @@ class RecordingParser:
             raise self.fail(
                 number, f"call_index {call_index} skips ahead: expected {expected}", call_index
             )
+        within = row.get("within")
+        if within is not None and (not isinstance(within, str) or not within):
+            raise self.fail(number, f"within must name a tape, found {within!r}", call_index)
         boundary = row.get("boundary", "provider")
         if boundary == "http":
             problem = http_request_problem(row)
             if problem is not None:
                 raise self.fail(number, problem, call_index)
-            call = RecordedCall(call_index, number, http_request_sections(row), boundary="http")
+            sections = http_request_sections(row)
+            call = RecordedCall(call_index, number, sections, boundary="http", within=within)
             self.calls.append(call)
             return
         if boundary != "provider":
@@ -242,7 +263,9 @@ class RecordingParser:
             if not isinstance(row.get(section), dict):
                 raise self.fail(number, f"request field {section!r} must be an object", call_index)
         request = {section: row[section] for section in PROVIDER_REQUEST_SECTIONS}
-        self.calls.append(RecordedCall(call_index=call_index, line=number, request=request))
+        self.calls.append(
+            RecordedCall(call_index=call_index, line=number, request=request, within=within)
+        )
 
     def add_event(self, number: int, row: dict[str, Any]) -> None:
         call = self.open_call(number, row, "event")

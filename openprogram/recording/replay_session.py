@@ -36,12 +36,16 @@ A mismatch consumes no call. Every mismatch raised is kept in
 :attr:`ReplaySession.mismatches`, so a harness can fail a run whose code caught one. A
 truncated call (no ``call_end``) is served like any other; the boundary then raises
 ``RecordingTruncatedError`` where its recording stops.
+
+The session also serves the recording's tape entries (:attr:`ReplaySession.tapes`,
+:meth:`ReplaySession.take_tape`), to taped functions and agent tools; tape entries never read
+fail :meth:`~ReplaySession.assert_consumed` as unconsumed calls do.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,9 @@ from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor
 from openprogram.recording.request_index import RequestIndex, request_digest
+from openprogram.recording.tape_replay import TapeReplay
+from openprogram.recording.tape_rows import TapeEntry
+from openprogram.recording.tool_policies import ToolPolicies
 from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
@@ -83,6 +90,7 @@ class ReplaySession:
         ignore_fields: Iterable[str] = (),
         match: str = DEFAULT_MATCHING,
         user_redaction: UserRedaction | None = None,
+        tools: Mapping[str, str] | None = None,
     ) -> None:
         self.recording = recording
         self.user_redaction = user_redaction
@@ -104,6 +112,16 @@ class ReplaySession:
         self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
         self._indexes: dict[tuple[str, frozenset[str]], RequestIndex] = {}
         self._lock = threading.Lock()
+        self.tapes = TapeReplay(
+            recording.tapes,
+            path=str(recording.path),
+            keep=self.keep,
+            match=self.matching,
+            tool_policies=ToolPolicies(tools),
+        )
+        """The recording's tape entries, served to taped functions and agent tools by
+        :meth:`take_tape`; ``tools`` (tool name or ``"*"`` to policy) says which tools are
+        replayed, checked or run live."""
 
     @property
     def path(self) -> Path:
@@ -115,9 +133,15 @@ class ReplaySession:
 
     @property
     def unconsumed_calls(self) -> list[int]:
-        """The calls never served, by index."""
-        served = self._served
-        return [index for index in range(self._next_call, len(served)) if not served[index]]
+        """The calls never served, by index; a call made within a taped call that replay
+        serves from its tape instead of running (a tool replayed with policy ``replay``) is
+        never required."""
+        served, calls, tapes = self._served, self.recording.calls, self.tapes
+        return [
+            index
+            for index in range(self._next_call, len(served))
+            if not served[index] and not tapes.not_run_again(calls[index].within)
+        ]
 
     def ignore_fields_for(self, boundary: str) -> frozenset[str]:
         """What a request of ``boundary`` is compared without: the boundary's
@@ -125,10 +149,28 @@ class ReplaySession:
         return request_ignore_fields(boundary) | self.ignore_fields
 
     def assert_consumed(self) -> None:
-        """Raise :class:`UnconsumedCallsError` if recorded calls were never requested."""
-        unconsumed = self.unconsumed_calls
-        if unconsumed:
-            raise UnconsumedCallsError(str(self.path), unconsumed, len(self.recording.calls))
+        """Raise :class:`UnconsumedCallsError` if recorded calls were never requested, or
+        tape entries never read (see :meth:`unconsumed_error`)."""
+        error = self.unconsumed_error()
+        if error is not None:
+            raise error
+
+    def unconsumed_error(self) -> UnconsumedCallsError | None:
+        """What :meth:`assert_consumed` raises, or None: the calls never requested and the
+        tape entries never read (the tapes of tools replayed ``live`` left out)."""
+        unconsumed, tapes = self.unconsumed_calls, self.tapes.unconsumed()
+        if not unconsumed and not tapes:
+            return None
+        return UnconsumedCallsError(
+            str(self.path), unconsumed, len(self.recording.calls), tapes=tapes
+        )
+
+    def take_tape(self, tape: str, args: dict[str, Any]) -> TapeEntry:
+        """The entry of ``tape`` a call with ``args`` (JSON, redacted as recorded) is served
+        by; raises (and keeps) :class:`ReplayMismatch` when none is unread. See
+        :mod:`~openprogram.recording.tape_replay`."""
+        __tracebackhide__ = True
+        return self.tapes.take(tape, args)
 
     def take(
         self,
@@ -153,6 +195,8 @@ class ReplaySession:
             with self._lock:
                 index = self._next_call
                 calls = self.recording.calls
+                while index < len(calls) and self.tapes.not_run_again(calls[index].within):
+                    index += 1  # a call of a tool served from its tape: never asked for
                 if index >= len(calls):
                     raise self.keep(_past_the_end(index, len(calls)))
                 call = calls[index]

@@ -7,6 +7,12 @@ of a drift with one value, :class:`FirstDifference`, and show it with one functi
     replay mismatch at call 1, field context.messages[2].content[0].text:
     recorded 'echo:hi', incoming 'echo:bye'
 
+a drift in a tape (a taped function or an agent tool, see ``openprogram.tapes``) names the
+entry instead of a call::
+
+    replay mismatch at tape clock[3], field args.city:
+    recorded 'Paris', incoming 'Lyon'
+
 and a difference ``diff`` finds between two recordings, with the sides named ``A`` and ``B``::
 
     difference at call 0, event 2 (sse), field data.choices[0].delta.content:
@@ -84,6 +90,10 @@ class FirstDifference:
     """The call on the incoming side when it is another one (``diff`` pairs calls by
     content, so A's call 3 may be compared with B's call 4)."""
     sides: ReportSides = field(default=REPLAY_SIDES)
+    tape: str | None = None
+    """Set when the difference is in an entry of this tape, not in a call: ``call_index``
+    (and ``incoming_call_index``) are then indexes of entries on the tape, and the report
+    reads ``at tape clock[3]``."""
 
 
 @dataclass(frozen=True)
@@ -122,10 +132,10 @@ def report_view(difference: FirstDifference) -> ReportView:
     values found there rather than the two whole events; when one side lacks the event, or
     the events differ as wholes, the whole events are shown.
     """
-    where = f"call {difference.call_index}"
+    where = _position(difference.tape, difference.call_index)
     other = difference.incoming_call_index
     if other is not None and other != difference.call_index:
-        where += f" ({difference.sides.incoming}: call {other})"
+        where += f" ({difference.sides.incoming}: {_position(difference.tape, other)})"
     recorded, incoming = difference.recorded, difference.incoming
     if difference.event_index is None:
         return ReportView(where, difference.field_path, recorded, incoming)
@@ -139,6 +149,11 @@ def report_view(difference: FirstDifference) -> ReportView:
         return ReportView(where, None, recorded, incoming)
     inside = path.removeprefix(EVENT_PATH).removeprefix(".")
     return ReportView(where, inside, value_at(recorded, inside), value_at(incoming, inside))
+
+
+def _position(tape: str | None, index: int) -> str:
+    """``call 3``, or ``tape clock[3]`` for an entry of a tape."""
+    return f"call {index}" if tape is None else f"tape {tape}[{index}]"
 
 
 _SEGMENT: Final = re.compile(r'\.?([A-Za-z0-9_-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')

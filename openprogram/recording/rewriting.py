@@ -15,7 +15,7 @@ writer that appends later finds the path replaced and follows it to the new file
 
 :func:`recording_rows` is the row encoding itself: the header, then each call's request, its
 events in order and its ``call_end`` (none for a call that was cut short), the calls
-numbered from 0 in the order given.
+numbered from 0 in the order given, then the tape entries' rows.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, sync_folder
 from openprogram.recording.format import RecordedCall, encode_row
+from openprogram.recording.tape_rows import TapeEntry, row_of_entry
 
 __all__ = ["call_rows_of", "recording_rows", "rewrite_recording"]
 
@@ -41,6 +42,8 @@ def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]
     if call.boundary != "provider":
         request["boundary"] = call.boundary
     request.update(call.request)
+    if call.within is not None:
+        request["within"] = call.within
     yield request
     for event_index, event in enumerate(call.event_rows):
         yield {
@@ -63,12 +66,16 @@ def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]
 
 
 def recording_rows(
-    header: dict[str, Any], calls: Iterable[RecordedCall]
+    header: dict[str, Any], calls: Iterable[RecordedCall], tapes: Iterable[TapeEntry] = ()
 ) -> Iterator[dict[str, Any]]:
-    """Every row of a recording holding ``header`` and ``calls``, renumbered from 0."""
+    """Every row of a recording holding ``header`` and ``calls``, renumbered from 0, then
+    ``tapes``' rows in the order given (each tape's entries keep their order, so their
+    indexes)."""
     yield header
     for call_index, call in enumerate(calls):
         yield from call_rows_of(call, call_index)
+    for entry in tapes:
+        yield row_of_entry(entry)
 
 
 def rewrite_recording(
@@ -76,15 +83,17 @@ def rewrite_recording(
     header: dict[str, Any],
     calls: Iterable[RecordedCall],
     *,
+    tapes: Iterable[TapeEntry] = (),
     expected: os.stat_result | None = None,
 ) -> None:
-    """Make the recording at ``path`` hold exactly ``header`` and ``calls``, atomically.
+    """Make the recording at ``path`` hold exactly ``header``, ``calls`` and the tape
+    entries ``tapes`` (pass ``recording.tapes`` to keep them), atomically.
 
     ``expected`` is the ``stat`` of the file as it was read: if the file changed since
     (another writer appended a call), nothing is written and :class:`RecordingFileError`
     says so. Raises :class:`RecordingFileError` when the folder cannot be written.
     """
-    data = b"".join(encode_row(row) for row in recording_rows(header, calls))
+    data = b"".join(encode_row(row) for row in recording_rows(header, calls, tapes))
     with _locked_original(path) as original:
         if expected is not None and (
             original is None

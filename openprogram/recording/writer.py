@@ -24,6 +24,9 @@ What a writer does before it appends, under the lock:
   that boundary's feature, so that an openprogram too old to read it refuses the whole file
   with the advice to upgrade instead of stumbling on the row.
 
+A call made while a taped call is being recorded (a tool calling a model or a web API) gets
+``"within": "<tape>"`` in its request row (:mod:`openprogram.recording.enclosing_tape`).
+
 Any boundary's codec writes a call the same way: :meth:`RecordingWriter.open_call` writes the
 request row (``{"boundary": "http", "method": …}``, or a provider call's three sections) with
 the next free call index and returns a :class:`CallWriter`, whose
@@ -47,6 +50,7 @@ import orjson
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
 from openprogram.recording.call_writer import CallWriter
+from openprogram.recording.enclosing_tape import enclosing_tape
 from openprogram.recording.format import (
     BOUNDARY_FEATURES,
     KNOWN_FEATURES,
@@ -197,6 +201,9 @@ class RecordingWriter:
         to :meth:`write_row`). Raises :class:`~openprogram.recording.recordable.
         UnrecordableValueError`, writing nothing, for a request a recording cannot hold
         (``checked``: the caller already made sure with ``check_recordable``)."""
+        within = enclosing_tape()
+        if within is not None:  # made while a taped call is recorded: its tape covers it
+            request = {**request, "within": within}
         # Encoded (and checked) before the lock; the index, known only under the lock, is
         # put in front.
         body = encode_recordable_row(str(self.path), request, checked=checked)
@@ -233,6 +240,25 @@ class RecordingWriter:
         with self._lock:
             if file is None or not file.usable:
                 file = self._current(follow_replaced=False)
+            with _FileLock(file.fd):
+                self._append(file, line, self._repaired_size(file))
+
+    def write_feature_row(self, row: dict[str, Any], feature: str) -> None:
+        """Append a row of a kind added by header ``feature`` (a ``tape`` row: ``tapes``),
+        to the file the path names now; refused, writing nothing, with
+        :class:`RecordingFileError` when the file's header does not announce the feature (an
+        older openprogram created it and could not read the row)."""
+        line = encode_recordable_row(str(self.path), row)
+        with self._lock:
+            file = self._current(follow_replaced=True)
+            if feature not in file.features:
+                raise RecordingFileError(
+                    str(self.path),
+                    f"cannot append {row.get('type')} rows to it: its header does not announce "
+                    f"the {feature!r} feature (an older openprogram created it)",
+                    line=1,
+                    advice=_START_ANEW,
+                )
             with _FileLock(file.fd):
                 self._append(file, line, self._repaired_size(file))
 

@@ -13,12 +13,16 @@ every later call into a difference:
    with the nearest call left only in B (see :func:`nearest_call`), and the first field
    their requests differ at is reported; a call with no such counterpart is reported alone.
 
+Tape entries are compared after the calls, each tape as a multiset of its entries
+(:mod:`~openprogram.recordings.tape_comparison`), the results of the clock and random draws
+left out.
+
 The differences come in that order: the unpaired calls (A's, then B's left over), then the
-paired calls whose replies differ, one difference each: the first event that differs (at
-the field inside it), or how the call ended. Requests are walked as replay walks them (the
-boundary first, then the sections of the boundary in order), with the non-deterministic
-fields skipped and an absent key equal to an explicit null, so two recordings have no
-difference exactly when their transcript hashes are equal.
+paired calls whose replies differ, then the tape entries, one difference each: for a call,
+the first event that differs (at the field inside it), or how the call ended. Requests are
+walked as replay walks them (the boundary first, then the sections of the boundary in
+order), with the non-deterministic fields skipped and an absent key equal to an explicit
+null, so two recordings have no difference exactly when their transcript hashes are equal.
 """
 
 from __future__ import annotations
@@ -37,7 +41,13 @@ from openprogram.recording.nearest import (
 )
 from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
 from openprogram.recording.report import DIFF_SIDES, FirstDifference
-from openprogram.recordings.hashing import call_digest, hash_of_digests, request_text
+from openprogram.recordings.hashing import (
+    call_digest,
+    hash_of_digests,
+    request_text,
+    tape_entry_digest,
+)
+from openprogram.recordings.tape_comparison import tape_differences
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
@@ -52,10 +62,11 @@ __all__ = [
     "nearest_call",
 ]
 
-DifferenceKind = Literal["request", "only_in_a", "only_in_b", "reply"]
+DifferenceKind = Literal["request", "only_in_a", "only_in_b", "reply", "tape"]
 """``request``: a call only in A against the nearest call only in B; ``only_in_a`` /
 ``only_in_b``: an unpaired call with no counterpart left; ``reply``: a paired call whose
-events or ending differ."""
+events or ending differ; ``tape``: a tape entry of one side equal to none of the other's
+(:mod:`~openprogram.recordings.tape_comparison`)."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +79,14 @@ class RecordingDifference:
 
     @property
     def a_call_index(self) -> int | None:
-        return None if self.kind == "only_in_b" else self.difference.call_index
+        """A's call (for a ``tape`` difference: A's entry on the tape), or None."""
+        if self.kind == "only_in_b" or self.difference.recorded is MISSING:
+            return None
+        return self.difference.call_index
 
     @property
     def b_call_index(self) -> int | None:
+        """B's call (for a ``tape`` difference: B's entry on the tape), or None."""
         return None if self.kind == "only_in_a" else self.difference.incoming_call_index
 
     def to_json(self) -> dict[str, Any]:
@@ -87,6 +102,7 @@ class RecordingDifference:
             "a_missing": found.recorded is MISSING,
             "b_missing": found.incoming is MISSING,
             "detail": found.detail,
+            "tape": found.tape,
         }
 
 
@@ -100,6 +116,8 @@ class RecordingComparison:
     only_in_b: list[int]
     differences: list[RecordingDifference]
     """Every difference, in the order of the module's docstring."""
+    tape_entries_a: int = 0
+    tape_entries_b: int = 0
 
     @property
     def same(self) -> bool:
@@ -114,11 +132,16 @@ class RecordingComparison:
     def paired_replies_differing(self) -> int:
         return sum(1 for found in self.differences if found.kind == "reply")
 
+    @property
+    def tape_entries_differing(self) -> int:
+        return sum(1 for found in self.differences if found.kind == "tape")
+
     def to_json(self) -> dict[str, Any]:
         first = self.first
         return {
             "same": self.same,
             "calls": {"a": self.calls_a, "b": self.calls_b},
+            "tape_entries": {"a": self.tape_entries_a, "b": self.tape_entries_b},
             "hash": {"a": self.hash_a, "b": self.hash_b},
             "only_in_a": self.only_in_a,
             "only_in_b": self.only_in_b,
@@ -137,14 +160,20 @@ def compare_recordings(a: Recording, b: Recording) -> RecordingComparison:
         found = _reply_difference(a.calls[index_a], b.calls[index_b])
         if found is not None:
             differences.append(RecordingDifference("reply", found))
+    tapes_a = [tape_entry_digest(entry) for entry in a.tapes]
+    tapes_b = [tape_entry_digest(entry) for entry in b.tapes]
+    for found in tape_differences(a.tapes, b.tapes, tapes_a, tapes_b):
+        differences.append(RecordingDifference("tape", found))
     return RecordingComparison(
         calls_a=len(a.calls),
         calls_b=len(b.calls),
-        hash_a=hash_of_digests(digests_a),
-        hash_b=hash_of_digests(digests_b),
+        hash_a=hash_of_digests(digests_a + tapes_a),
+        hash_b=hash_of_digests(digests_b + tapes_b),
         only_in_a=[a.calls[index].call_index for index in left_a],
         only_in_b=[b.calls[index].call_index for index in left_b],
         differences=differences,
+        tape_entries_a=len(a.tapes),
+        tape_entries_b=len(b.tapes),
     )
 
 

@@ -16,8 +16,15 @@ and an explicit null as equal: two recordings have the same hash exactly when
 ``openprogram recordings diff`` finds no difference between them. Two recordings of the same
 session made at different times, on different machines, hash alike; any change to a request
 or an event changes the hash. An HTTP call's request line also names its boundary. The hash
-is versioned (:data:`TRANSCRIPT_HASH_VERSION`): a hash printed by version 1, which hashed the
-calls in recorded order, differs from the same recording's hash today.
+is versioned (:data:`TRANSCRIPT_HASH_VERSION`): a hash printed by an earlier version (1
+hashed the calls in recorded order, 2 no tape entries) differs from the same recording's hash
+today.
+
+The recording's tape entries (taped functions, agent tools, the clock and randomness) are
+hashed as calls are, each with a digest of its own in the same sorted list — so each tape
+counts as a multiset of (arguments, result) — leaving out the results marked
+non-deterministic (the clock, random draws: ``"nondeterministic": true``). Two recordings of
+one session made a day apart therefore hash alike although the clock read differently.
 """
 
 from __future__ import annotations
@@ -39,11 +46,14 @@ from openprogram.recording.nondeterministic import (
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
+    from openprogram.recording.tape_rows import TapeEntry
 
-TRANSCRIPT_HASH_VERSION = 2
+TRANSCRIPT_HASH_VERSION = 3
 """Part of the hashed text: bumped only if what is hashed changes meaning. Version 1 hashed
-the calls in recorded order; version 2 hashes them in any order."""
+the calls in recorded order; version 2 hashes them in any order; version 3 hashes the tape
+entries too."""
 SHORT_HASH_LENGTH = 12
+_NO_NAMES: frozenset[str] = frozenset()
 _INT64 = range(-(2**63), 2**64)
 
 
@@ -165,9 +175,31 @@ def hash_of_digests(digests: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
+def tape_entry_digest(entry: TapeEntry) -> str:
+    """The SHA-256 of a tape entry's tape name and what of it is compared
+    (:func:`~openprogram.recording.tape_rows.comparable_entry`: its arguments, and its result
+    or error unless they are non-deterministic by nature), as 64 hex digits: equal for two
+    entries exactly when ``diff`` finds nothing between them. The entry's index is not part
+    of it, so a tape hashes as a multiset of its entries."""
+    from openprogram.recording.tape_rows import comparable_entry
+
+    digest = hashlib.sha256(b"T ")
+    digest.update(canonical_json(entry.tape))
+    digest.update(b" ")
+    digest.update(_canonical_part(comparable_entry(entry), _NO_NAMES))
+    return digest.hexdigest()
+
+
+def recording_digests(recording: Recording) -> list[str]:
+    """The digests the transcript hash is taken over: each call's and each tape entry's."""
+    digests = [call_digest(call) for call in recording.calls]
+    digests.extend(tape_entry_digest(entry) for entry in recording.tapes)
+    return digests
+
+
 def transcript_hash(recording: Recording) -> str:
     """The SHA-256 transcript hash of ``recording``, as 64 hex digits."""
-    return hash_of_digests(call_digest(call) for call in recording.calls)
+    return hash_of_digests(recording_digests(recording))
 
 
 def short_hash(full: str) -> str:

@@ -13,12 +13,15 @@ An HTTP call's view (:mod:`openprogram.recordings.http_views`) adds its exchange
 URL, status, the body's kind, events and size — and, for the model APIs it knows, fills the
 same fields from the request body and the response: the vendor's own stop reason
 (``tool_calls``, ``end_turn``, ``completed``) and usage object, as the server sent them.
+
+The recording's tape entries follow the calls (:mod:`openprogram.recordings.tape_views`):
+each entry's tape and index, arguments, and result or exception.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ from openprogram.plural import plural
 from openprogram.providers.recording import RecordedCall, Recording, read_recording
 from openprogram.recordings.http_views import HttpExchange, http_call_parts
 from openprogram.recordings.summary import call_label
+from openprogram.recordings.tape_views import TapeView, tape_view
 
 __all__ = ["CallView", "RecordingCallNotFoundError", "call_views"]
 
@@ -124,6 +128,8 @@ class RecordingView:
     transcript_hash: str
     total_calls: int
     calls: list[CallView]
+    tapes: list[TapeView] = field(default_factory=list)
+    """Every tape entry in file order (none when one call was asked for)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,6 +137,7 @@ class RecordingView:
             "transcript_hash": self.transcript_hash,
             "total_calls": self.total_calls,
             "calls": [view.to_json() for view in self.calls],
+            "tapes": [view.to_json() for view in self.tapes],
         }
 
 
@@ -144,6 +151,7 @@ def view_recording(path: str | os.PathLike[str], *, call: int | None = None) -> 
         transcript_hash(recording),
         len(recording.calls),
         _views(recording, path, call),
+        [] if call is not None else [tape_view(entry) for entry in recording.tapes],
     )
 
 

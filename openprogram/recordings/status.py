@@ -20,10 +20,10 @@ from openprogram.plural import plural
 
 REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
 HTTP_CAPTURE_NOTE = (
-    "this mode covers calls made through openprogram's providers; SDK (HTTP) traffic — the "
-    "openai and anthropic SDKs, httpx — is captured only under `openprogram exec -- COMMAND`, "
-    "the pytest fixture or `openprogram.record_replay()`: a plain `python agent.py` "
-    "{verb} only its provider calls"
+    "this mode covers calls made through openprogram's providers and taped functions; SDK "
+    "(HTTP) traffic — the openai and anthropic SDKs, httpx — is captured only under "
+    "`openprogram exec -- COMMAND`, the pytest fixture or `openprogram.record_replay()`: a "
+    "plain `python agent.py` {verb} only its provider calls"
 )
 """What the configured mode does not cover, said whenever it records or replays."""
 

@@ -18,7 +18,10 @@ Options (command line, or the ini file):
 * ``openprogram_http_passthrough_hosts`` — hosts whose HTTP requests are sent live and never
   recorded (telemetry), one a line;
 * ``openprogram_http_headers`` — request headers to store and compare besides the semantic
-  ones, one a line.
+  ones, one a line;
+* ``openprogram_tools`` — how replay treats the agent tools, one ``NAME=POLICY`` (or
+  ``*=POLICY``) a line: ``live`` (default) runs a tool, ``replay`` serves its taped result,
+  ``check`` runs it and fails the test when its result differs from the taped one.
 
 The fixture covers both boundaries: the provider registry and every httpx / httpx2 client
 (so the official ``openai`` and ``anthropic`` SDKs), in every thread of the process. When
@@ -30,8 +33,8 @@ A test fails when replay mismatches (the :class:`ReplayMismatch` is an ``Asserti
 at the HTTP boundary it leaves the SDK inside a ``RecordReplayEscape``, which the test's
 failure shows as the mismatch it carries), and also — right after its body returns — when
 the code under test caught a mismatch and carried on (even with ``except BaseException``),
-or left recorded calls unmade. A test that fails while recording keeps the previous
-recording.
+or left recorded calls unmade (or tape entries unread). A test that fails while recording
+keeps the previous recording.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class PluginSettings:
     match: str = "content"
     passthrough_hosts: tuple[str, ...] = ()
     http_headers: tuple[str, ...] = ()
+    tools: tuple[tuple[str, str], ...] = ()
 
 
 _SETTINGS = pytest.StashKey[PluginSettings]()
@@ -122,6 +126,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini(
+        "openprogram_tools",
+        type="linelist",
+        help="agent tools under replay: NAME=POLICY or *=POLICY lines, POLICY live (default), "
+        "replay or check",
+        default=[],
+    )
+    parser.addini(
         "openprogram_http_headers",
         type="linelist",
         help="HTTP request headers to store and compare besides the semantic ones",
@@ -155,6 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
         match=match,
         passthrough_hosts=_entries(config, "openprogram_http_passthrough_hosts"),
         http_headers=_entries(config, "openprogram_http_headers"),
+        tools=_tool_policies(config),
     )
     if record_mode == "none":
         from openprogram.activation.placeholders import set_placeholder_keys
@@ -171,6 +183,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _entries(config: pytest.Config, name: str) -> tuple[str, ...]:
     """The non-empty lines of a ``linelist`` ini option, stripped."""
     return tuple(entry.strip() for entry in config.getini(name) if entry.strip())
+
+
+def _tool_policies(config: pytest.Config) -> tuple[tuple[str, str], ...]:
+    from openprogram.recording.tool_policies import parse_tool_policies
+
+    try:
+        return tuple(parse_tool_policies(_entries(config, "openprogram_tools")).items())
+    except ValueError as error:
+        raise pytest.UsageError(f"openprogram_tools: {error}") from None
 
 
 def _checked_match(match: str, where: str) -> str:
@@ -233,6 +254,7 @@ def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingS
             match=_test_match(item, settings),
             passthrough_hosts=settings.passthrough_hosts,
             http_headers=settings.http_headers,
+            tools=dict(settings.tools),
         )
     except RecordingFileError as error:
         refusal = f"{error}\nto replace it, re-record: {record_command('all', argument)}"

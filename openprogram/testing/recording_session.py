@@ -23,6 +23,10 @@ answers every api, registered or not, with one ``ReplayProvider`` and every HTTP
 from the same replay session, each request paired with a recorded call by the session's
 matching (by content unless the test asks for ``order``). Under replay ``OPENAI_API_KEY`` and
 ``ANTHROPIC_API_KEY`` are set to a placeholder while the test runs, when unset.
+
+Taped functions and agent tools (``openprogram.tapes``) record into the same file and replay
+from the same session: a tape entry that differs fails the test like a call that differs,
+and entries never read fail it like calls never requested.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from openprogram.providers.replay import ReplayProvider
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.writers import forget_writer, writer_for
+from openprogram.tapes.deck import TapePlayer, TapeRecorder
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
 
 
@@ -126,15 +131,16 @@ class RecordingSession:
             http = HttpBoundary(
                 "record", writer=writer, passthrough_hosts=hosts, extra_headers=headers
             )
-            with both_boundaries_active(transform, http):
+            with both_boundaries_active(transform, http, TapeRecorder(writer)):
                 yield
             return
         http = HttpBoundary(
             "replay", session=self.replay.session, passthrough_hosts=hosts, extra_headers=headers
         )
         restore_keys = set_placeholder_keys()
+        tapes = TapePlayer(self.replay.session)
         try:
-            with both_boundaries_active(replay_transform(self.replay), http):
+            with both_boundaries_active(replay_transform(self.replay), http, tapes):
                 yield
         finally:
             restore_keys()
@@ -244,22 +250,28 @@ def open_recording_session(
     match: str = DEFAULT_MATCHING,
     passthrough_hosts: Iterable[str] = (),
     http_headers: Iterable[str] = (),
+    tools: Mapping[str, str] | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> RecordingSession:
     """Prepare the recording at ``path``: validate it for replay, or open a temporary file
     to record into (the caller must then :meth:`~RecordingSession.finish` it).
+
+    ``tools`` says how replay treats each agent tool, by name or ``"*"``: ``live`` (the
+    default), ``replay`` or ``check`` (see :mod:`openprogram.recording.tool_policies`).
 
     Raises :class:`RecordingMissingError`, :class:`RecordingOnCiRefusedError`, or
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be read or the
     folder cannot be written.
     """
     if record_mode != "all" and path.exists():
+        replay = ReplayProvider(path, ignore_fields=ignore_fields, match=match)
+        TapePlayer(replay.session).use_tool_policies(dict(tools or {}))
         return RecordingSession(
             path,
             record_mode=record_mode,
             display_path=display_path,
             test_argument=test_argument,
-            replay=ReplayProvider(path, ignore_fields=ignore_fields, match=match),
+            replay=replay,
             passthrough_hosts=passthrough_hosts,
             http_headers=http_headers,
         )

@@ -47,6 +47,7 @@ def test_the_walk_finds_every_setting() -> None:
         "record_replay.http_passthrough_hosts",
         "record_replay.http_headers",
         "record_replay.redact_patterns",
+        "record_replay.tools",
         "default_model",
         "providers",
         "providers.<api>.base_url",

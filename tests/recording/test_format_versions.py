@@ -49,11 +49,11 @@ def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 
 
-def test_today_is_version_one_with_the_http_feature() -> None:
+def test_today_is_version_one_with_the_http_and_tapes_features() -> None:
     assert RECORDING_FORMAT_VERSION == 1
-    assert frozenset({"http"}) == KNOWN_FEATURES
-    assert WRITTEN_FEATURES == ("http",)
-    assert new_header()["features"] == ["http"]
+    assert frozenset({"http", "tapes"}) == KNOWN_FEATURES
+    assert WRITTEN_FEATURES == ("http", "tapes")
+    assert new_header()["features"] == ["http", "tapes"]
 
 
 @pytest.mark.usefixtures("version_two")
@@ -116,11 +116,11 @@ def test_a_known_feature_reads_and_a_new_file_announces_what_it_writes(tmp_path:
 
 
 def test_an_unknown_row_type_says_to_upgrade(tmp_path: Path) -> None:
-    path = write(tmp_path / "r.jsonl", new_header(), {"type": "tape", "call_index": 0})
+    path = write(tmp_path / "r.jsonl", new_header(), {"type": "snapshot", "call_index": 0})
     with pytest.raises(RecordingFileError) as info:
         read_recording(path)
     assert info.value.line == 2
-    assert "unknown row type 'tape'" in info.value.problem
+    assert "unknown row type 'snapshot'" in info.value.problem
     assert "written by a newer openprogram: upgrade openprogram" in str(info.value)
 
 

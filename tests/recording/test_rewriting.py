@@ -84,3 +84,32 @@ def test_an_unwritable_folder_is_one_error_and_the_original_is_kept(tmp_path: Pa
     with pytest.raises(RecordingFileError, match="cannot rewrite the recording"):
         rewrite_recording(missing, recording.header, recording.calls)
     assert path.read_bytes() == before
+
+
+def test_tape_entries_given_are_kept_with_their_order_and_fields(tmp_path: Path) -> None:
+    from tests.support.recording_rows import call_rows, header, write_rows
+
+    clock = {"args": {}, "result": 1.5, "nondeterministic": True, "within": "tool:x"}
+    call = call_rows(0, text="hi")
+    call[0]["within"] = "tool:x"  # a call made while a tool was recorded
+    rows = [
+        header(),
+        {"type": "tape", "tape": "clock", **clock},
+        *call,
+        {"type": "tape", "tape": "w", "args": {"c": "P"}, "result": {"t": 1}, "typed": True},
+        {"type": "tape", "tape": "w", "args": {}, "error": {"type": "KeyError", "message": "c"}},
+    ]
+    path = write_rows(tmp_path / "tapes.jsonl", rows)
+    recording = read_recording(path)
+    rewrite_recording(path, recording.header, recording.calls, tapes=recording.tapes)
+    rewritten = read_recording(path)
+    assert [(e.tape, e.index, e.args, e.result, e.error) for e in rewritten.tapes] == [
+        (e.tape, e.index, e.args, e.result, e.error) for e in recording.tapes
+    ]
+    assert [(e.typed, e.nondeterministic, e.within) for e in rewritten.tapes] == [
+        (False, True, "tool:x"),
+        (True, False, None),
+        (False, False, None),
+    ]
+    assert transcript_hash(rewritten) == transcript_hash(recording)
+    assert rewritten.calls[0].within == "tool:x"

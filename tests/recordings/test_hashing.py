@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,7 @@ async def test_the_hash_agrees_with_the_first_difference(tmp_path: Path) -> None
 
 
 def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
-    """Same recording, same hash, for as long as the hash version stays 2."""
+    """Same recording, same hash, for as long as the hash version stays 3."""
     rows = [
         {"type": "header", "format_version": 1, "created_at": "2026-11-30T00:00:00Z"},
         {
@@ -140,14 +141,31 @@ def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
         },
         {"type": "event", "call_index": 0, "event_index": 0, "event": {"type": "start"}},
         {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "complete"},
+        {"type": "tape", "tape": "weather", "args": {"city": "Paris"}, "result": {"temp": 21}},
+        {
+            "type": "tape",
+            "tape": "clock",
+            "args": {},
+            "result": 1767225600.5,
+            "nondeterministic": True,
+        },
     ]
     path = tmp_path / "fixed.jsonl"
     path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     assert transcript_hash(read_recording(path)) == FIXED_HASH
-    assert TRANSCRIPT_HASH_VERSION == 2
+    assert TRANSCRIPT_HASH_VERSION == 3
+    entries = [
+        b'T "weather" {"args":{"city":"Paris"},"result":{"temp":21}}',
+        b'T "clock" {"args":{},"nondeterministic":true}',
+    ]
+    digests = sorted([CALL_DIGEST, *(hashlib.sha256(entry).hexdigest() for entry in entries)])
+    text = b"openprogram-transcript-3\n" + b"".join(d.encode() + b"\n" for d in digests)
+    assert hashlib.sha256(text).hexdigest() == FIXED_HASH
 
 
-FIXED_HASH = "b403ca540d580b190417cf07005b4b697ff473d773219d90aa506231706e6410"
-"""Version 2: the SHA-256 of ``openprogram-transcript-2`` and the call's digest, each on a
-line, the digest being the SHA-256 of ``R {request}``, ``E 0 {"type":"start"}`` and ``X
-{"outcome":"complete"}`` (the timestamp left out)."""
+FIXED_HASH = "34f403a5b2f3fbe20bff965fc31126c1b1f3e8e00032c0d0837645ca97885c31"
+"""Version 3: the SHA-256 of ``openprogram-transcript-3`` and the digests, sorted, each on a
+line: the call's — the SHA-256 of ``R {request}``, ``E 0 {"type":"start"}`` and ``X
+{"outcome":"complete"}`` (the timestamp left out) — and each tape entry's: the SHA-256 of
+``T "tape" {"args":…,"result":…}``, the clock's result left out (it is non-deterministic)."""
+CALL_DIGEST = "679f8fc195821129fcdcbe71b3e4a73139ade7f4a7d23ab9fb3bd571c109daf0"

@@ -34,7 +34,8 @@ def diff(
 
     Calls are paired by their requests, whatever their order: the calls only in A or only
     in B come first, each compared with the nearest unpaired call of the other, then the
-    paired calls whose replies differ. Exits 0 when they are the same (their hashes are
+    paired calls whose replies differ, then the tape entries (each tape compared as a set of
+    entries, clock and random results left out). Exits 0 when they are the same (their hashes are
     equal), 1 when they differ, 2 when one cannot be read.
     """
     from openprogram.config.paths import recordings_dir
@@ -72,6 +73,9 @@ def _render(comparison: RecordingComparison) -> None:
         if hidden > 0:
             console.print(Text(f"… and {plural(hidden, 'more difference')} (--json lists all)"))
     console.print(Text(f"calls: A {comparison.calls_a}, B {comparison.calls_b}"))
+    if comparison.tape_entries_a or comparison.tape_entries_b:
+        a, b = comparison.tape_entries_a, comparison.tape_entries_b
+        console.print(Text(f"tape entries: A {a}, B {b}"))
     console.print(Text(f"hash:  A {comparison.hash_a}"))
     console.print(Text(f"       B {comparison.hash_b}"))
 
@@ -88,6 +92,9 @@ def _summary(comparison: RecordingComparison) -> str:
     if replies:
         whose = "whose reply differs" if replies == 1 else "whose replies differ"
         parts.append(f"{plural(replies, 'paired call')} {whose}")
+    entries = comparison.tape_entries_differing
+    if entries:
+        parts.append(f"{entries} tape {'entry differs' if entries == 1 else 'entries differ'}")
     return ", ".join(parts)
 
 

@@ -20,6 +20,7 @@ from openprogram.cli.output import (
 if TYPE_CHECKING:
     from openprogram.recordings.http_views import HttpExchange
     from openprogram.recordings.show import CallView
+    from openprogram.recordings.tape_views import TapeView
 
 PRIVACY_WARNING = (
     "recordings may hold personal data: prompts, replies and tool results are stored as "
@@ -33,7 +34,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the calls as JSON."),
 ) -> None:
     """Show each call: model, new input, streamed reply, tool calls, stop reason, usage; an
-    HTTP call also shows its request and what came back (status, SSE events or body)."""
+    HTTP call also shows its request and what came back (status, SSE events or body). Then
+    each tape entry: its tape and index, arguments, and result or exception."""
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
     from openprogram.recordings.names import RecordingNameError, resolve_recording
@@ -58,6 +60,28 @@ def show(
         _render(view)
     if not views:
         say("(no calls recorded yet)")
+    if shown.tapes:
+        count = len(shown.tapes)
+        say(f"{count} tape {'entry' if count == 1 else 'entries'}:")
+        for entry in shown.tapes:
+            _render_tape(entry)
+
+
+def _render_tape(view: TapeView) -> None:
+    from rich.text import Text
+
+    args = json.dumps(view.args, ensure_ascii=False) if view.args else ""
+    heading = f"  {_clip(args)}" if args else ""
+    if view.within is not None:
+        heading += f"  (within {_clip(view.within)})"
+    console = stdout()
+    console.print(Text.assemble((f"tape {_clip(view.label)}", "bold"), heading))
+    if view.error is not None:
+        console.print(Text(f"  ! {_clip(view.error)}", style="red"))
+        return
+    result = json.dumps(view.result, ensure_ascii=False)
+    mark = "  (non-deterministic)" if view.nondeterministic else ""
+    console.print(Text(f"  → {_clip(result)}{mark}"))
 
 
 def _render(view: CallView) -> None:

@@ -14,6 +14,7 @@ from openprogram.cli.output import (
     reporting_errors,
     say,
 )
+from openprogram.cli.tool_policy_option import TOOL_POLICY, parsed_tool_policies
 
 COMMAND = typer.Argument(
     None,
@@ -32,6 +33,7 @@ def verify(
         metavar="MODULE:ATTR",
         help="The session's own tools: an AgentTool, a list of them, or a function returning one.",
     ),
+    tool_policy: list[str] | None = TOOL_POLICY,
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Re-run the recorded session under replay, offline, and check every call.
@@ -41,7 +43,8 @@ def verify(
     in each of its Python processes (as `openprogram exec --replay` does): SDK (HTTP) calls
     included. Prints ✔ and the transcript hash when every call matches and is consumed
     (and the command exited 0); otherwise the first divergence and exit 1. Exit 2 when the
-    recording, --tools or the command cannot be used.
+    recording, --tools or the command cannot be used. The session's tools run live unless
+    --tool-policy (or record_replay.tools) says replay (their taped results) or check.
     """
     from openprogram.activation.exec_errors import ExecSetupError
     from openprogram.config.paths import recordings_dir
@@ -55,10 +58,14 @@ def verify(
 
     if command and tools is not None:
         abort("--tools applies to sessions rebuilt without a command; drop it", EXIT_USAGE)
+    policies = parsed_tool_policies(tool_policy)
     usage_errors = (RecordingNameError, RecordingFileError, VerifySetupError, ExecSetupError)
     with reporting_errors(usage_errors=usage_errors):
         path = resolve_recording(recording, recordings_dir()).path
-        result = verify_command(path, command) if command else verify_recording(path, tools=tools)
+        if command:
+            result = verify_command(path, command, tool_policies=policies)
+        else:
+            result = verify_recording(path, tools=tools, tool_policies=policies)
     if as_json:
         print_json(result.to_json())
     elif result.ok:

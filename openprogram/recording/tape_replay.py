@@ -1,0 +1,280 @@
+"""Serving a recording's tape entries under replay: :class:`TapeReplay`.
+
+Each replay session holds one, next to its calls. A call on a tape is served by the earliest
+unread entry *of that tape* whose arguments equal the call's, wherever it stands on the tape,
+so concurrent callers of one tape (``asyncio.gather`` over three cities) replay whatever
+order they arrive in, and identical calls (the clock, read five times) are served in recorded
+order. Entries are indexed by the digest of their arguments, so a lookup never scans the
+tape. Arguments are compared as calls' requests are: both sides redacted by the same rules,
+an absent key equal to null, ``True``, ``1`` and ``1.0`` different. Under ``match="order"``
+each call must equal the tape's next unread entry.
+
+A call that equals no unread entry raises :class:`ReplayMismatch` against the *nearest*
+unread entry (fewest differing fields among the first 64, ties to the lowest index)::
+
+    replay mismatch at tape fetch_weather[1], field args.city:
+    recorded 'Paris', incoming 'Lyon'
+
+and a call past the tape's last entry, at field ``tape``. A mismatch reads no entry, and is
+kept in the session's mismatches (through ``keep``), so a harness fails a run whose code
+caught it.
+
+An entry recorded *within* another call (the clock read inside a tool) need not be read when
+that call is served from its tape instead of run: inside a taped function, or a tool replayed
+with policy ``replay``.
+
+The tapes of agent tools follow each tool's policy (:mod:`~openprogram.recording.
+tool_policies`): a tool replayed ``live`` never reads its tape, so its entries are never
+unread; a tool under ``replay`` or ``check`` whose recording holds no tool tape at all (made
+before tools were taped) raises :class:`ToolTapesMissingError`: record again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from openprogram.recording.difference import count_differences, find_first_difference
+from openprogram.recording.matching import Matching
+from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.recording.nearest import NEAREST_CANDIDATES
+from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, is_tool_tape
+from openprogram.recording.tool_policies import ToolPolicies
+
+__all__ = ["TapeReplay", "ToolTapesMissingError", "arguments_digest"]
+
+Keep = Callable[[ReplayMismatch], ReplayMismatch]
+_NOTHING_IGNORED: frozenset[str] = frozenset()
+
+
+class ToolTapesMissingError(ReplayMismatch):
+    """A tool's policy is ``replay`` or ``check``, but the recording holds no tool results:
+    it was made before agent tools were taped. Record it again."""
+
+    def __init__(self, path: str, tool: str, policy: str) -> None:
+        self.path = path
+        self.tool = tool
+        self.policy = policy
+        super().__init__(
+            0,
+            "tape",
+            None,
+            tool,
+            tape=f"{TOOL_TAPE_PREFIX}{tool}",
+            detail=(
+                f"tool {tool!r} is to be replayed with policy {policy!r}, but {path} holds no "
+                "tool results (it was recorded before agent tools were taped): record again"
+            ),
+        )
+
+
+def arguments_digest(args: dict[str, Any]) -> bytes:
+    """The digest two equal argument objects share (an absent key equals null)."""
+    return orjson.dumps(_without_nulls(args), option=orjson.OPT_SORT_KEYS)
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    if type(value) is float and value == 0.0:
+        return 0.0
+    return value
+
+
+class _Tape:
+    """One tape's entries, which of them were read, and its digest index."""
+
+    __slots__ = ("by_digest", "entries", "next_unread", "read")
+
+    def __init__(self, entries: list[TapeEntry]) -> None:
+        self.entries = entries
+        self.read = bytearray(len(entries))
+        self.next_unread = 0
+        self.by_digest: dict[bytes, deque[int]] = {}
+        for position, entry in enumerate(entries):
+            self.by_digest.setdefault(arguments_digest(entry.args), deque()).append(position)
+
+    def mark_read(self, position: int) -> None:
+        self.read[position] = 1
+        while self.next_unread < len(self.read) and self.read[self.next_unread]:
+            self.next_unread += 1
+
+    def unread(self, limit: int | None = None) -> list[int]:
+        found: list[int] = []
+        for position in range(self.next_unread, len(self.read)):
+            if not self.read[position]:
+                found.append(position)
+                if limit is not None and len(found) == limit:
+                    break
+        return found
+
+
+class TapeReplay:
+    """The tape entries of one recording, served to replayed calls (see the module's
+    docstring). Thread-safe."""
+
+    def __init__(
+        self,
+        entries: Iterable[TapeEntry],
+        *,
+        path: str,
+        keep: Keep,
+        match: Matching = "content",
+        tool_policies: ToolPolicies | None = None,
+    ) -> None:
+        self.path = path
+        self.keep = keep
+        self.match: Matching = match
+        self.tool_policies = tool_policies or ToolPolicies()
+        """What replay does with each agent tool; may be replaced before the run starts."""
+        grouped: dict[str, list[TapeEntry]] = {}
+        for entry in entries:
+            grouped.setdefault(entry.tape, []).append(entry)
+        self._tapes = {name: _Tape(found) for name, found in grouped.items()}
+        self.has_tool_tapes = any(is_tool_tape(name) for name in self._tapes)
+        self._lock = threading.Lock()
+
+    @property
+    def entries_read(self) -> int:
+        return sum(sum(tape.read) for tape in self._tapes.values())
+
+    def take(self, tape: str, args: dict[str, Any]) -> TapeEntry:
+        """The entry a call on ``tape`` with ``args`` (JSON, redacted as recorded) is served
+        by; it then counts as read. Raises (and keeps) :class:`ReplayMismatch` otherwise."""
+        __tracebackhide__ = True
+        with self._lock:
+            found = self._find(tape, args)
+            if isinstance(found, ReplayMismatch):
+                raise self.keep(found)
+            return found
+
+    def compare(self, tape: str, args: dict[str, Any], result: Any) -> ReplayMismatch | None:
+        """Check a live call against the tape (a tool under ``check``): the entry it pairs
+        with counts as read, and a drift — arguments equal to no unread entry, or a result
+        that differs from the entry's — is kept and returned, not raised."""
+        with self._lock:
+            found = self._find(tape, args)
+            if isinstance(found, ReplayMismatch):
+                return self.keep(found)
+            recorded: dict[str, Any] = {"result": found.result}
+            if found.error is not None:
+                recorded = {"error": {"type": found.error.type, "message": found.error.message}}
+            difference = find_first_difference(
+                recorded, {"result": result}, ignore_fields=_NOTHING_IGNORED
+            )
+            if difference is None:
+                return None
+            return self.keep(
+                ReplayMismatch(
+                    found.index,
+                    difference.field_path,
+                    difference.recorded,
+                    difference.incoming,
+                    tape=tape,
+                )
+            )
+
+    def check_tool_tapes(self, tool: str, policy: str) -> None:
+        """Raise (and keep) :class:`ToolTapesMissingError` if the recording holds no tool
+        tape at all."""
+        if not self.has_tool_tapes:
+            raise self.keep(ToolTapesMissingError(self.path, tool, policy))
+
+    def unconsumed(self) -> dict[str, tuple[list[int], int]]:
+        """The tapes with entries never read — by tape, their indexes and the tape's length
+        — leaving out the tapes of tools replayed ``live``."""
+        found: dict[str, tuple[list[int], int]] = {}
+        with self._lock:
+            for name, tape in self._tapes.items():
+                if is_tool_tape(name) and self._tool_policy(name) == "live":
+                    continue
+                unread = [
+                    tape.entries[position].index
+                    for position in tape.unread()
+                    if not self.not_run_again(tape.entries[position].within)
+                ]
+                if unread:
+                    found[name] = (unread, len(tape.entries))
+        return found
+
+    def _tool_policy(self, tape: str) -> str:
+        return self.tool_policies.policy_for(tape.removeprefix(TOOL_TAPE_PREFIX))
+
+    def not_run_again(self, within: str | None) -> bool:
+        """Whether the taped call an entry (or a call) was made ``within`` is served from
+        its tape, not run: a taped function's always is, a tool's under policy ``replay``."""
+        if within is None:
+            return False
+        return not is_tool_tape(within) or self._tool_policy(within) == "replay"
+
+    # --- under the lock --------------------------------------------------------------------
+
+    def _find(self, name: str, args: dict[str, Any]) -> TapeEntry | ReplayMismatch:
+        tape = self._tapes.get(name)
+        if tape is None or tape.next_unread >= len(tape.entries):
+            return _past_the_end(name, 0 if tape is None else len(tape.entries))
+        if self.match == "order":
+            position = tape.next_unread
+            mismatch = _mismatch(tape.entries[position], name, args)
+            if mismatch is not None:
+                return mismatch
+            tape.mark_read(position)
+            return tape.entries[position]
+        waiting = tape.by_digest.get(arguments_digest(args))
+        if waiting:
+            while waiting and tape.read[waiting[0]]:
+                waiting.popleft()
+            for position in waiting:
+                if (
+                    not tape.read[position]
+                    and _mismatch(tape.entries[position], name, args) is None
+                ):
+                    waiting.remove(position)
+                    tape.mark_read(position)
+                    return tape.entries[position]
+        candidates = tape.unread(NEAREST_CANDIDATES)
+        nearest = min(
+            candidates,
+            key=lambda position: count_differences(
+                tape.entries[position].args, args, ignore_fields=_NOTHING_IGNORED, path="args"
+            ),
+        )
+        mismatch = _mismatch(tape.entries[nearest], name, args)
+        if mismatch is None:  # equal after all (a digest of another spelling of a number)
+            tape.mark_read(nearest)
+            return tape.entries[nearest]
+        return mismatch
+
+
+def _mismatch(entry: TapeEntry, tape: str, args: dict[str, Any]) -> ReplayMismatch | None:
+    difference = find_first_difference(
+        entry.args, args, ignore_fields=_NOTHING_IGNORED, path="args"
+    )
+    if difference is None:
+        return None
+    return ReplayMismatch(
+        entry.index, difference.field_path, difference.recorded, difference.incoming, tape=tape
+    )
+
+
+def _past_the_end(tape: str, length: int) -> ReplayMismatch:
+    recorded = (
+        f"the recording holds {length} {'entry' if length == 1 else 'entries'} on tape {tape} "
+        f"({tape}[0..{length - 1}]), all read"
+        if length
+        else f"the recording holds no entry on tape {tape}"
+    )
+    return ReplayMismatch(
+        length,
+        "tape",
+        length,
+        length + 1,
+        tape=tape,
+        detail=f"{recorded}: the run calls it more often than the recorded run did",
+    )

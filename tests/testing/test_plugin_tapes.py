@@ -1,0 +1,120 @@
+"""Tapes under the pytest fixture: a tape mismatch fails the test (also when swallowed),
+entries never read fail it like calls never made, and ``openprogram_tools`` sets the
+agent tools' policies."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.inner_project import InnerProject, literal
+
+pytest_plugins = ["pytester"]
+
+TAPED = """
+from openprogram import taped
+from openprogram.agent import run_agent, tool
+
+RUNS = []
+
+
+@taped
+def forecast(city):
+    RUNS.append(city)
+    return {{"city": city, "high": 21}}
+
+
+@tool
+def lookup(city: str) -> str:
+    \"\"\"Look a city up.\"\"\"
+    RUNS.append(city)
+    return f"found {{city}}{suffix}"
+
+
+async def test_session(openprogram_recording):
+{body}
+"""
+
+
+def write(project: InnerProject, body: str, suffix: str = "") -> None:
+    indented = "\n".join(f"    {line}" for line in body.strip().splitlines())
+    project.write_tests(TAPED.format(body=indented, suffix=suffix))
+
+
+def test_a_tape_entry_never_read_fails_the_test(project: InnerProject) -> None:
+    write(project, 'forecast("Paris")\nforecast("Lyon")')
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    write(project, 'assert forecast("Paris") == {"city": "Paris", "high": 21}\nassert RUNS == []')
+    result = project.run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*replay incomplete: tape forecast: 1 of 2 entries never read (entry 1) from *"
+            "test_session.jsonl; the run stopped before the recorded session did"
+        ]
+    )
+
+
+def test_a_tape_mismatch_the_code_swallowed_still_fails_the_test(project: InnerProject) -> None:
+    write(project, 'forecast("Paris")')
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    write(
+        project,
+        """
+try:
+    forecast("Nice")
+except Exception:
+    pass
+forecast("Paris")
+""",
+    )
+    result = project.run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*" + literal("replay mismatch at tape forecast[0], field args.city:"),
+            "*recorded 'Paris', incoming 'Nice'",
+            "*(the code under test caught a replay mismatch and carried on;*",
+        ],
+        consecutive=True,
+    )
+
+
+SESSION = """
+from openprogram.providers import ECHO_MODEL
+done = await run_agent(ECHO_MODEL, '/tool lookup {"city": "Paris"}', tools=[lookup])
+assert done.final.content[0].text == "echo:found Paris"
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "runs", "outcome"),
+    [("live", 1, "failed"), ("replay", 0, "passed"), ("check", 1, "failed")],
+)
+def test_the_tools_ini_option_sets_the_policy(
+    project: InnerProject, policy: str, runs: int, outcome: str
+) -> None:
+    write(project, SESSION)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    write(project, SESSION + f"assert len(RUNS) == {runs}", suffix=" (changed)")
+    (project.root / "pytest.ini").write_text(
+        (project.root / "pytest.ini").read_text() + f"openprogram_tools =\n    lookup={policy}\n"
+    )
+    result = project.run()
+    result.assert_outcomes(**{outcome: 1})
+    if policy == "check":
+        result.stdout.fnmatch_lines(
+            [
+                "*" + literal("replay mismatch at tape tool:lookup[0], field result.text:"),
+                "*recorded 'found Paris', incoming 'found Paris (changed)'",
+            ],
+            consecutive=True,
+        )
+
+
+def test_a_bad_tools_ini_option_is_a_usage_error(project: InnerProject) -> None:
+    write(project, "pass")
+    (project.root / "pytest.ini").write_text(
+        (project.root / "pytest.ini").read_text() + "openprogram_tools =\n    lookup=sometimes\n"
+    )
+    result = project.run()
+    result.stderr.fnmatch_lines(["*openprogram_tools: tool 'lookup': unknown policy 'sometimes'*"])
