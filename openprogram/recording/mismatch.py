@@ -35,6 +35,7 @@ __all__ = [
     "ReplayMismatch",
     "UnconsumedCallsError",
     "removed_secret_note",
+    "which_calls",
 ]
 
 
@@ -84,11 +85,12 @@ class RecordReplayEscape(BaseException):
     their own connection error. Deriving from :class:`BaseException` only, this carrier
     passes every such loop at once and unchanged; its message is ``error``'s. ``error`` is a
     :class:`ReplayMismatch` (the run drifted), a ``RecordReplayBlockedError`` (record/replay
-    is configured but could not start: no request may leave the machine) or a
-    ``RecordingFileError`` (the recording cannot be written). Whoever activated the boundary
-    turns it back into ``error`` (the ``record_replay()`` block re-raises it, the pytest
-    fixture fails the test with it). It is deliberately not an ``OpenProgramError``: that
-    would make it an ``Exception``.
+    is configured but could not start: no request may leave the machine), a
+    ``RecordingFileError`` (the recording cannot be written) or, raised from
+    ``socket.connect`` under the pytest plugin's network block, a ``NetworkBlockedError``.
+    Whoever activated the boundary turns it back into ``error`` (the ``record_replay()``
+    block re-raises it, the pytest fixture fails the test with it). It is deliberately not
+    an ``OpenProgramError``: that would make it an ``Exception``.
     """
 
     def __init__(self, error: OpenProgramError) -> None:
@@ -125,7 +127,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
         self.path = path
         self.unconsumed = unconsumed
         self.total = total
-        which = _which_calls(unconsumed)
+        which = which_calls(unconsumed)
         if total == 1:
             missed = "the 1 recorded call was never requested"
         else:
@@ -140,7 +142,7 @@ _SHOWN_RANGES = 5
 """The runs of consecutive calls an unconsumed-calls report names before ``…``."""
 
 
-def _which_calls(indexes: list[int]) -> str:
+def which_calls(indexes: list[int]) -> str:
     """``call 3``, ``calls 1..2``, or, when calls were served out of order, the runs of
     consecutive indexes: ``calls 0, 2..3, 5`` (the first few, then ``…``)."""
     runs: list[tuple[int, int]] = []

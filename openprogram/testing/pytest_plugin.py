@@ -2,23 +2,27 @@
 
 Registered under the ``pytest11`` entry point (name ``openprogram``; ``-p no:openprogram``
 turns it off). It is inert for a test that does not request the fixture: importing it loads
-no provider, and its one hook returns at once for such a test.
+no provider, and its hooks return at once for such a test.
 
 Options (command line, or the ini file):
 
-* ``--openprogram-record-mode=none|once|all`` / ``openprogram_record_mode`` — ``none``
-  (default) replays only, ``once`` records missing recordings, ``all`` re-records;
+* ``--openprogram-record-mode=MODE`` / ``openprogram_record_mode`` — ``none`` (default)
+  replays only, ``once`` records missing recordings, ``new_episodes`` replays what the
+  recording holds and records the rest, ``all`` (or ``rewrite``) re-records, ``live`` calls
+  live and records nothing (:mod:`~openprogram.testing.record_modes`);
 * ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
   even though ``CI`` is set;
+* ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
+  connection to another machine (:mod:`~openprogram.testing.network_block`), except to
+  ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``;
+* ``--openprogram-report=PATH`` — write the suite summary as JSON
+  (:mod:`~openprogram.testing.suite_summary`);
 * ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
   ``tests/recordings``; the layout is described in ``recording_paths.py``);
-* ``openprogram_ignore_fields`` — more request fields replay leaves out of the comparison;
-* ``openprogram_match`` — how replay pairs requests with recorded calls: ``content``
-  (default) or ``order``; a test's ``@pytest.mark.openprogram_match("order")`` overrides it;
-* ``openprogram_http_passthrough_hosts`` — hosts whose HTTP requests are sent live and never
-  recorded (telemetry), one a line;
-* ``openprogram_http_headers`` — request headers to store and compare besides the semantic
-  ones, one a line.
+* ``openprogram_ignore_fields``, ``openprogram_match``, ``openprogram_http_passthrough_hosts``,
+  ``openprogram_http_headers`` — the settings a test records and replays with, which the
+  ``openprogram_config`` fixture and the ``@pytest.mark.openprogram(...)`` marker override
+  (:mod:`~openprogram.testing.recording_settings` tells the order).
 
 The fixture covers both boundaries: the provider registry and every httpx / httpx2 client
 (so the official ``openai`` and ``anthropic`` SDKs), in every thread of the process. When
@@ -39,39 +43,59 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Generator, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from openprogram.testing.record_modes import (
-    DEFAULT_RECORD_MODE,
-    RECORD_MODES,
-    RecordMode,
-    record_command,
+from openprogram.testing.outcome import OUTCOME_KEY, TestOutcome
+from openprogram.testing.record_modes import RECORD_MODES, record_command
+from openprogram.testing.recording_paths import module_folder_name, recording_path
+from openprogram.testing.recording_settings import (
+    Layer,
+    RecordingSettings,
+    SettingsError,
+    check_setting,
+    checked_layer,
+    combine_layers,
 )
-from openprogram.testing.recording_paths import recording_path
 
 if TYPE_CHECKING:
+    from openprogram.testing.network_block import NetworkBlock
     from openprogram.testing.recording_session import RecordingSession
 
 DEFAULT_RECORDINGS_DIR = "tests/recordings"
 
+_INI_SETTINGS = {
+    "record_mode": "openprogram_record_mode",
+    "ignore_fields": "openprogram_ignore_fields",
+    "match": "openprogram_match",
+    "http_passthrough_hosts": "openprogram_http_passthrough_hosts",
+    "http_headers": "openprogram_http_headers",
+}
+"""The settings the ini file carries: key -> ini option."""
+
+_CONFIGURED_SETTINGS = ("ignore_fields", "match", "http_passthrough_hosts", "http_headers")
+"""The settings openprogram's configuration carries (``record_replay.<key>``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class PluginSettings:
-    record_mode: RecordMode
+    """What the run was started with; each test's settings start from ``ini_layer`` and
+    ``command_line_layer``."""
+
     recordings_dir: Path
     allow_record_on_ci: bool
-    ignore_fields: tuple[str, ...]
-    match: str = "content"
-    passthrough_hosts: tuple[str, ...] = ()
-    http_headers: tuple[str, ...] = ()
+    ini_layer: Layer
+    command_line_layer: Layer
 
 
 _SETTINGS = pytest.StashKey[PluginSettings]()
+_CONFIGURED = pytest.StashKey["Layer | str"]()
 _RESTORE_KEYS = pytest.StashKey[Callable[[], None]]()
+_BLOCK = pytest.StashKey["NetworkBlock"]()
 _ACTIVE = pytest.StashKey["RecordingSession"]()
 _BODY_PASSED = pytest.StashKey[bool]()
 
@@ -84,20 +108,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help=(
             "none: replay only, a missing recording fails (default); once: record tests "
-            "without a recording, replay the others; all: re-record every test that uses "
-            "the openprogram_recording fixture"
+            "without a recording, replay the others; new_episodes: replay what a recording "
+            "holds, record the other calls live, drop the recorded calls never requested; "
+            "all (or rewrite): re-record every test that uses the openprogram_recording "
+            "fixture; live: call live, record nothing"
         ),
     )
     group.addoption(
         "--openprogram-allow-record-on-ci",
         action="store_true",
         default=False,
-        help="record even when the CI environment variable is set (refused otherwise)",
+        help="record (or call live) even when the CI environment variable is set",
+    )
+    group.addoption(
+        "--openprogram-block-network",
+        action="store_true",
+        default=None,
+        help=(
+            "fail any test that connects to another machine (tests using the fixture may "
+            "while they record or run live)"
+        ),
+    )
+    group.addoption(
+        "--openprogram-allowed-hosts",
+        default=None,
+        metavar="HOSTS",
+        help="comma-separated hosts (names or addresses) a blocked network still reaches",
+    )
+    group.addoption(
+        "--openprogram-report",
+        default=None,
+        metavar="PATH",
+        help="write the suite summary of the recordings as JSON to PATH",
     )
     parser.addini(
         "openprogram_record_mode",
-        help="none | once | all, when --openprogram-record-mode is not given (default none)",
-        default=DEFAULT_RECORD_MODE,
+        help=f"{' | '.join(RECORD_MODES)}, when --openprogram-record-mode is not given",
+        default=None,
     )
     parser.addini(
         "openprogram_recordings_dir",
@@ -108,106 +155,189 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "openprogram_ignore_fields",
         type="linelist",
         help="request field names or dotted paths replay leaves out of the comparison",
-        default=[],
+        default=None,
     )
     parser.addini(
         "openprogram_match",
         help="content | order: how replay pairs requests with recorded calls (default content)",
-        default="content",
+        default=None,
     )
     parser.addini(
         "openprogram_http_passthrough_hosts",
         type="linelist",
         help="hosts (host or host:port) whose HTTP requests are sent live, never recorded",
-        default=[],
+        default=None,
     )
     parser.addini(
         "openprogram_http_headers",
         type="linelist",
         help="HTTP request headers to store and compare besides the semantic ones",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_block_network",
+        type="bool",
+        help="fail any test that connects to another machine (as --openprogram-block-network)",
+        default=False,
+    )
+    parser.addini(
+        "openprogram_allowed_hosts",
+        type="linelist",
+        help="hosts (names or addresses) a blocked network still reaches, one a line",
         default=[],
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    option = config.getoption("openprogram_record_mode")
-    ini_mode = str(config.getini("openprogram_record_mode")).strip()
-    record_mode = option if option is not None else ini_mode
-    if record_mode not in RECORD_MODES:
-        raise pytest.UsageError(
-            f"openprogram_record_mode must be one of {', '.join(RECORD_MODES)}, not {record_mode!r}"
-        )
-    ignore_fields = tuple(config.getini("openprogram_ignore_fields"))
-    if ignore_fields:
-        _check_ignore_fields(ignore_fields)
-    match = _checked_match(str(config.getini("openprogram_match")).strip(), "openprogram_match")
-    config.addinivalue_line(
-        "markers",
+    for marker in (
+        "openprogram(**settings): this test's recording settings: name, record_mode, "
+        "ignore_fields, match, http_passthrough_hosts, http_headers",
         "openprogram_match(match): how replay pairs this test's requests with its recorded "
         "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
-    )
+    ):
+        config.addinivalue_line("markers", marker)
+    ini_layer = _ini_layer(config)
+    option = config.getoption("openprogram_record_mode")
+    command_line_layer: Layer = {} if option is None else {"record_mode": option}
     recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
     config.stash[_SETTINGS] = PluginSettings(
-        record_mode=record_mode,
         recordings_dir=config.rootpath / recordings_dir,
         allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
-        ignore_fields=ignore_fields,
-        match=match,
-        passthrough_hosts=_entries(config, "openprogram_http_passthrough_hosts"),
-        http_headers=_entries(config, "openprogram_http_headers"),
+        ini_layer=ini_layer,
+        command_line_layer=command_line_layer,
     )
-    if record_mode == "none":
+    run_mode = combine_layers([ini_layer, command_line_layer]).record_mode
+    if run_mode == "none":
         from openprogram.activation.placeholders import set_placeholder_keys
 
         config.stash[_RESTORE_KEYS] = set_placeholder_keys()
+    _install_network_block(config)
+    from openprogram.testing.summary_plugin import SummaryPlugin
+
+    config.pluginmanager.register(SummaryPlugin(config), "openprogram-summary")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     restore_keys = config.stash.get(_RESTORE_KEYS, None)
     if restore_keys is not None:
         restore_keys()
+    block = config.stash.get(_BLOCK, None)
+    if block is not None:
+        block.uninstall()
 
 
-def _entries(config: pytest.Config, name: str) -> tuple[str, ...]:
-    """The non-empty lines of a ``linelist`` ini option, stripped."""
-    return tuple(entry.strip() for entry in config.getini(name) if entry.strip())
+def _ini_layer(config: pytest.Config) -> Layer:
+    """The settings the ini file sets, checked (a bad value is a usage error naming the
+    option)."""
+    layer: Layer = {}
+    for key, name in _INI_SETTINGS.items():
+        value = config.getini(name)
+        if value is None:
+            continue
+        try:
+            layer[key] = check_setting(key, value.strip() if isinstance(value, str) else value)
+        except ValueError as error:
+            raise pytest.UsageError(f"{name}: {error}") from None
+    return layer
 
 
-def _checked_match(match: str, where: str) -> str:
-    from openprogram.recording.matching import MATCHINGS
+def _install_network_block(config: pytest.Config) -> None:
+    option = config.getoption("openprogram_block_network")
+    if not (option or (option is None and config.getini("openprogram_block_network"))):
+        return
+    from openprogram.testing.network_block import NetworkBlock
 
-    if match not in MATCHINGS:
-        raise pytest.UsageError(f"{where} must be one of {', '.join(MATCHINGS)}, not {match!r}")
-    return match
+    allowed = list(config.getini("openprogram_allowed_hosts"))
+    listed = config.getoption("openprogram_allowed_hosts")
+    if listed:
+        allowed.extend(host.strip() for host in str(listed).split(","))
+    block = NetworkBlock(allowed)
+    block.install()
+    config.stash[_BLOCK] = block
 
 
-def _test_match(item: pytest.Item, settings: PluginSettings) -> str:
-    """The test's ``openprogram_match`` marker's matching, else the ini option's."""
-    marker = item.get_closest_marker("openprogram_match")
-    if marker is None:
-        return settings.match
-    from openprogram.recording.matching import MATCHINGS
+@pytest.fixture(scope="module")
+def openprogram_config() -> dict[str, Any]:
+    """Recording settings for every test in its scope; override it (in a test module, or a
+    ``conftest.py`` for the tests below it) to return a dict of settings: ``record_mode``,
+    ``ignore_fields``, ``match``, ``http_passthrough_hosts``, ``http_headers``. A test's
+    ``@pytest.mark.openprogram(...)`` overrides it."""
+    return {}
 
-    value = marker.args[0] if marker.args else marker.kwargs.get("match")
-    if value not in MATCHINGS:
-        pytest.fail(
-            f"@pytest.mark.openprogram_match takes one of {', '.join(MATCHINGS)}, not {value!r}",
-            pytrace=False,
+
+def settings_of_test(item: pytest.Item, fixture_settings: dict[str, Any]) -> RecordingSettings:
+    """One test's settings: configuration, ini file, command line, the ``openprogram_config``
+    fixture's dict, then its markers (see :mod:`~openprogram.testing.recording_settings`).
+    Raises :class:`SettingsError`."""
+    settings = item.config.stash[_SETTINGS]
+    if not isinstance(fixture_settings, dict):
+        raise SettingsError(
+            f"the openprogram_config fixture must return a dict, not {type(fixture_settings)}"
         )
-    return str(value)
+    layers = [
+        _configured_layer(item.config),
+        settings.ini_layer,
+        settings.command_line_layer,
+        checked_layer(fixture_settings, where="the openprogram_config fixture"),
+        *_marker_layers(item),
+    ]
+    return combine_layers(layers)
 
 
-def _check_ignore_fields(ignore_fields: tuple[str, ...]) -> None:
-    from openprogram.recording.difference import find_first_difference
+def _configured_layer(config: pytest.Config) -> Layer:
+    """The settings openprogram's configuration (file, then environment) sets explicitly;
+    read once per run, when the first test uses the fixture."""
+    cached = config.stash.get(_CONFIGURED, None)
+    if cached is None:
+        from openprogram.config.settings import load_config
 
-    try:
-        find_first_difference({}, {}, ignore_fields=ignore_fields)
-    except ValueError as error:
-        raise pytest.UsageError(f"openprogram_ignore_fields: {error}") from None
+        loaded = load_config()
+        if loaded.error is not None:
+            cached = f"openprogram's configuration: {loaded.error}"
+        else:
+            assert loaded.settings is not None
+            record_replay = loaded.settings.record_replay
+            chosen = record_replay.model_fields_set & set(_CONFIGURED_SETTINGS)
+            values = {key: getattr(record_replay, key) for key in sorted(chosen)}
+            try:
+                cached = checked_layer(values, where="openprogram's configuration")
+            except SettingsError as error:
+                cached = str(error)
+        config.stash[_CONFIGURED] = cached
+    if isinstance(cached, str):
+        raise SettingsError(cached)
+    return cached
+
+
+def _marker_layers(item: pytest.Item) -> list[Layer]:
+    """The test's markers, farthest first (a marker on the function beats one on its
+    class or module); ``openprogram_match`` before ``openprogram``."""
+    layers: list[Layer] = []
+    for marker in reversed(list(item.iter_markers("openprogram_match"))):
+        value = marker.args[0] if marker.args else marker.kwargs.get("match")
+        where = "@pytest.mark.openprogram_match"
+        try:
+            layers.append(checked_layer({"match": value}, where=where))
+        except SettingsError:
+            from openprogram.recording.matching import MATCHINGS
+
+            raise SettingsError(
+                f"{where} takes one of {', '.join(MATCHINGS)}, not {value!r}"
+            ) from None
+    for marker in reversed(list(item.iter_markers("openprogram"))):
+        if marker.args:
+            raise SettingsError(
+                "@pytest.mark.openprogram takes keywords only, e.g. "
+                "@pytest.mark.openprogram(record_mode='once')"
+            )
+        layers.append(checked_layer(marker.kwargs, where="@pytest.mark.openprogram", per_test=True))
+    return layers
 
 
 @pytest.fixture
-def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingSession]:
+def openprogram_recording(
+    request: pytest.FixtureRequest, openprogram_config: dict[str, Any]
+) -> Iterator[RecordingSession]:
     """Record or replay this test's provider calls in its own recording.
 
     Yields a :class:`~openprogram.testing.recording_session.RecordingSession` (``path``,
@@ -217,21 +347,26 @@ def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingS
     from openprogram.testing.recording_session import open_recording_session
 
     config = request.config
-    settings = config.stash[_SETTINGS]
+    plugin = config.stash[_SETTINGS]
     item = request.node
-    path = _recording_path(item, settings, config.rootpath)
+    try:
+        settings = settings_of_test(item, openprogram_config)
+    except SettingsError as error:
+        pytest.fail(str(error), pytrace=False)
+    path = _recording_path(item, plugin.recordings_dir, config.rootpath, settings.name)
+    display = _display_path(path, config.rootpath)
     argument = _test_argument(item, config)
     refusal: str | None = None
     try:
         session = open_recording_session(
             path,
             record_mode=settings.record_mode,
-            display_path=_display_path(path, config.rootpath),
+            display_path=display,
             test_argument=argument,
-            allow_record_on_ci=settings.allow_record_on_ci,
+            allow_record_on_ci=plugin.allow_record_on_ci,
             ignore_fields=settings.ignore_fields,
-            match=_test_match(item, settings),
-            passthrough_hosts=settings.passthrough_hosts,
+            match=settings.match,
+            passthrough_hosts=settings.http_passthrough_hosts,
             http_headers=settings.http_headers,
         )
     except RecordingFileError as error:
@@ -239,12 +374,16 @@ def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingS
     except OpenProgramError as error:
         refusal = str(error)
     if refusal is not None:  # failed outside the except block: no "during handling" chain
+        item.stash[OUTCOME_KEY] = TestOutcome(
+            item.nodeid, display, settings.record_mode, "error", difference=refusal
+        )
         pytest.fail(refusal, pytrace=False)
 
+    block = config.stash.get(_BLOCK, None)
     item.stash[_ACTIVE] = session
     item.stash[_BODY_PASSED] = False
     try:
-        with session.installed():
+        with session.installed(), _lifted(block, session.calls_live):
             yield session
     finally:
         del item.stash[_ACTIVE]
@@ -254,31 +393,65 @@ def openprogram_recording(request: pytest.FixtureRequest) -> Iterator[RecordingS
             session.finish(passed=passed)
         except OpenProgramError as error:
             problem = str(error)
+            passed = False
+        item.stash[OUTCOME_KEY] = session.outcome(item.nodeid, passed=passed)
     if problem is None and passed:
         problem = session.problem_at_teardown()
     if problem is not None:
         pytest.fail(problem, pytrace=False)
 
 
+def _lifted(block: NetworkBlock | None, calls_live: bool) -> Any:
+    return block.lifted() if block is not None and calls_live else nullcontext()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """The network block names the test running now."""
+    block = item.config.stash.get(_BLOCK, None)
+    if block is None:
+        return (yield)
+    block.test = item.nodeid
+    block.refusals.clear()
+    try:
+        return (yield)
+    finally:
+        block.test = None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
     """A fixture stopped by the HTTP boundary errors with the error it carries."""
-    return (yield from _carried_errors_unwrapped())
+    return (yield from _carried_errors_unwrapped(item))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
-    return (yield from _carried_errors_unwrapped())
+    return (yield from _carried_errors_unwrapped(item))
 
 
-def _carried_errors_unwrapped() -> Generator[None, object, object]:
+def _carried_errors_unwrapped(item: pytest.Item) -> Generator[None, object, object]:
     try:
-        return (yield)
+        result = yield
     except BaseException as error:
+        _fail_on_refused_connection(item)
         carried = _carried_error(error)
         if carried is None:
             raise
         raise carried from None
+    _fail_on_refused_connection(item)
+    return result
+
+
+def _fail_on_refused_connection(item: pytest.Item) -> None:
+    """Fail with the one line of the first connection the network block refused in this
+    phase of the test, however the code under test handled the refusal."""
+    block = item.config.stash.get(_BLOCK, None)
+    if block is None or not block.refusals:
+        return
+    first = block.refusals[0]
+    block.refusals.clear()
+    raise pytest.fail.Exception(str(first), pytrace=False) from None
 
 
 def _carried_error(error: BaseException) -> BaseException | None:
@@ -301,6 +474,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     try:
         result = yield
     except BaseException as error:
+        _fail_on_refused_connection(item)
         carried = _carried_error(error)
         failure = error if carried is None else carried
         if session is not None and isinstance(failure, Exception | pytest.fail.Exception):
@@ -308,6 +482,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         if carried is None:
             raise
         raise carried from None
+    _fail_on_refused_connection(item)
     if session is None:
         return result
     problem = session.problem_after_call()
@@ -317,7 +492,29 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     return result
 
 
-def _recording_path(item: pytest.Item, settings: PluginSettings, rootdir: Path) -> Path:
+def recording_path_of(item: pytest.Item) -> Path:
+    """Where ``item``'s recording lives, its ``@pytest.mark.openprogram(name=...)`` counted
+    (the summary's orphans are the recordings no collected test has this path)."""
+    name = None
+    for marker in item.iter_markers("openprogram"):
+        if "name" in marker.kwargs:
+            name = marker.kwargs["name"]
+            break
+    settings = item.config.stash[_SETTINGS]
+    return _recording_path(
+        item,
+        settings.recordings_dir,
+        item.config.rootpath,
+        name if isinstance(name, str) else None,
+    )
+
+
+def _recording_path(
+    item: pytest.Item, recordings_dir: Path, rootdir: Path, name: str | None
+) -> Path:
+    if name is not None:
+        folder = module_folder_name(item.path, recordings_dir=recordings_dir, rootdir=rootdir)
+        return recordings_dir / folder / f"{name}.jsonl"
     classes: list[str] = []
     node = item.parent
     while isinstance(node, pytest.Class):
@@ -330,7 +527,7 @@ def _recording_path(item: pytest.Item, settings: PluginSettings, rootdir: Path) 
     else:
         function, parameter_id = item.name, None
     return recording_path(
-        recordings_dir=settings.recordings_dir,
+        recordings_dir=recordings_dir,
         test_file=item.path,
         rootdir=rootdir,
         function=function,
@@ -351,3 +548,8 @@ def _display_path(path: Path, rootdir: Path) -> str:
         return str(path.relative_to(rootdir))
     except ValueError:
         return str(path)
+
+
+def recordings_dir_of(config: pytest.Config) -> Path:
+    """The run's recordings folder (absolute)."""
+    return config.stash[_SETTINGS].recordings_dir
