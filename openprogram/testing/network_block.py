@@ -45,9 +45,9 @@ class NetworkBlockedError(OpenProgramError):
         self.port = port
         self.name = name
         where = f"{host} port {port}" + (f" ({name})" if name and name != host else "")
-        who = test if test is not None else "collection"
+        who = f"from {test}" if test is not None else "during collection"
         super().__init__(
-            f"{who}: blocked a connection to {where}: the network is blocked "
+            f"blocked a connection to {where} {who}: the network is blocked "
             "(--openprogram-block-network); replay the test's calls with the "
             "openprogram_recording fixture, or list the host in openprogram_allowed_hosts"
         )
