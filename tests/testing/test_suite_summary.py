@@ -45,7 +45,7 @@ def test_the_terminal_lines() -> None:
         "34 tokens)",
         "    difference at call 1, field context.messages[0].content:",
         "    old 'hello', new 'bye'",
-        "unconsumed   t.py::test_c  (1 call replayed, calls 1..2 never requested)",
+        "unconsumed   t.py::test_c  (1 call replayed, call 1 never requested)",
         "live         t.py::test_d",
         "1 orphaned recording (no collected test uses them):",
         "    tests/recordings/test_old/test_gone.jsonl",
