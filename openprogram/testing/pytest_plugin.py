@@ -379,6 +379,7 @@ def openprogram_recording(
         )
         pytest.fail(refusal, pytrace=False)
 
+    session.settings = settings
     block = config.stash.get(_BLOCK, None)
     item.stash[_ACTIVE] = session
     item.stash[_BODY_PASSED] = False

@@ -58,6 +58,7 @@ from openprogram.testing.saving import SavedRecording, merge_recording, save_rec
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall
+    from openprogram.testing.recording_settings import RecordingSettings
 
 SessionMode = Literal["record", "replay", "replay_or_record", "live"]
 
@@ -139,6 +140,8 @@ class RecordingSession:
         """Hosts whose HTTP requests are sent live and never recorded."""
         self.http_headers = frozenset(http_headers)
         """Request headers stored and compared besides the semantic ones."""
+        self.settings: RecordingSettings | None = None
+        """The settings the fixture opened the session with (None outside the fixture)."""
         self.saved: SavedRecording | None = None
         """What :meth:`finish` made of the recording (None: it was left as it was)."""
         self._mismatches_reported = 0
