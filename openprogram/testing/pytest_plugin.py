@@ -349,10 +349,13 @@ def openprogram_recording(
     config = request.config
     plugin = config.stash[_SETTINGS]
     item = request.node
+    bad_settings: str | None = None
     try:
         settings = settings_of_test(item, openprogram_config)
     except SettingsError as error:
-        pytest.fail(str(error), pytrace=False)
+        bad_settings = str(error)
+    if bad_settings is not None:  # failed outside the except block: no "during handling" chain
+        pytest.fail(bad_settings, pytrace=False)
     path = _recording_path(item, plugin.recordings_dir, config.rootpath, settings.name)
     display = _display_path(path, config.rootpath)
     argument = _test_argument(item, config)
