@@ -120,6 +120,15 @@ class NetworkBlock:
 
         raise RecordReplayEscape(error)
 
+    def check_socket(self, sock: socket.socket, address: Any) -> None:
+        """:meth:`check` for ``sock``, which is closed when refused: the refusal is not an
+        ``OSError``, so ``socket.create_connection`` and its like would leave it open."""
+        try:
+            self.check(sock.family, address)
+        except BaseException:
+            sock.close()
+            raise
+
     def install(self) -> None:
         """Patch ``socket`` for the whole process; :meth:`uninstall` puts it back."""
         if self._restore:
@@ -130,11 +139,11 @@ class NetworkBlock:
         real_getaddrinfo = socket.getaddrinfo
 
         def connect(self: socket.socket, address: Any) -> None:
-            block.check(self.family, address)
+            block.check_socket(self, address)
             real_connect(self, address)
 
         def connect_ex(self: socket.socket, address: Any) -> int:
-            block.check(self.family, address)
+            block.check_socket(self, address)
             return real_connect_ex(self, address)
 
         def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
