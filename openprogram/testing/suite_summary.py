@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram.plural import plural
-from openprogram.recording.mismatch import which_calls
 from openprogram.testing.outcome import OUTCOME_KINDS, TestOutcome
 
 __all__ = ["REPORT_VERSION", "SuiteSummary"]
@@ -119,6 +118,8 @@ def _detail(outcome: TestOutcome) -> str:
     if outcome.dropped_calls:
         parts.append(f"{plural(outcome.dropped_calls, 'unused call')} dropped")
     if outcome.unconsumed_calls:
+        from openprogram.recording.mismatch import which_calls
+
         parts.append(f"{which_calls(outcome.unconsumed_calls)} never requested")
     if outcome.kind == "failed":
         parts.append("the test failed: its new recording was discarded")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,7 +24,9 @@ from openprogram.testing.orphan_recordings import (
     orphans_skipped_because,
 )
 from openprogram.testing.outcome import OUTCOME_KEY, TestOutcome
-from openprogram.testing.suite_summary import SuiteSummary
+
+if TYPE_CHECKING:
+    from openprogram.testing.suite_summary import SuiteSummary
 
 __all__ = ["SummaryPlugin"]
 
@@ -98,6 +100,8 @@ class SummaryPlugin:
             self.scope = CollectionScope.from_json(data)
 
     def summary(self) -> SuiteSummary:
+        from openprogram.testing.suite_summary import SuiteSummary
+
         summary = SuiteSummary(sorted(self.outcomes, key=lambda outcome: outcome.nodeid))
         reason = self._orphans_not_checked()
         if reason is not None:
