@@ -5,8 +5,9 @@ fixture would replay it (a test's own recording path, or the one its
 ``@pytest.mark.openprogram(name=...)`` gives it). That can only be told when the run collected
 the whole test tree, so the orphans are looked for only then (:class:`CollectionScope`):
 pytest was started with no file, folder or node id (or with exactly its ``testpaths``), from
-its rootdir, with no ``-k`` / ``-m``, nothing ignored or deselected (``--deselect``, ``--lf``,
-``--sw``) and no collection error. Otherwise the summary says why it did not look.
+its rootdir, with no ``-k`` / ``-m``, no ``--lf`` (which skips whole files), nothing ignored
+or deselected (``--deselect``, ``--sw``) and no collection error. Otherwise the summary says
+why it did not look.
 
 Under pytest-xdist each worker collects the whole tree: a worker sends what it collected to
 the controller, which decides (:func:`orphans_skipped_because`) with its own command line.
@@ -59,6 +60,7 @@ def orphans_skipped_because(
     keyword: str,
     markers: str,
     ignored: bool,
+    last_failed: bool = False,
 ) -> str | None:
     """Why the run cannot tell orphans (a reason in a few words), or None when it can."""
     if explicit_args:
@@ -71,6 +73,8 @@ def orphans_skipped_because(
         return "tests were selected with -m"
     if ignored:
         return "paths were ignored (--ignore)"
+    if last_failed:
+        return "only the tests that failed last were run (--lf)"
     if scope.deselected:
         return "tests were deselected"
     if scope.collection_errors:

@@ -130,6 +130,7 @@ class SummaryPlugin:
             keyword=getattr(option, "keyword", "") or "",
             markers=getattr(option, "markexpr", "") or "",
             ignored=bool(getattr(option, "ignore", None) or getattr(option, "ignore_glob", None)),
+            last_failed=bool(getattr(option, "lf", False)),
         )
 
     @pytest.hookimpl(trylast=True)

@@ -25,6 +25,7 @@ pytest_plugins = ["pytester"]
 NO_GUARD_OF_ITS_OWN = "# the block under test is the inner run's only socket rule\n"
 
 NETWORK_TESTS = """
+import os
 import socket
 
 
@@ -71,6 +72,8 @@ def test_an_allowed_host_passes():
 @pytest.mark.openprogram(record_mode="live")
 def test_live_under_the_fixture_passes(openprogram_recording):
     assert passed_the_block("192.0.2.1")
+    # a run that replays sets placeholder keys at start-up; a live call never sends them
+    assert os.environ.get("OPENAI_API_KEY") != "openprogram-replay-placeholder-key"
 
 
 async def test_replay_under_the_fixture_is_blocked(openprogram_recording):

@@ -92,6 +92,7 @@ def test_an_outcome_from_another_version_with_an_unknown_kind_is_refused() -> No
         ({"keyword": "agent"}, "tests were selected with -k"),
         ({"markers": "slow"}, "tests were selected with -m"),
         ({"ignored": True}, "paths were ignored (--ignore)"),
+        ({"last_failed": True}, "only the tests that failed last were run (--lf)"),
         ({"deselected": 2}, "tests were deselected"),
         ({"collection_errors": 1}, "some test files could not be collected"),
     ],
