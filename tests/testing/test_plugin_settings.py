@@ -138,3 +138,22 @@ def test_a_bad_marker_fails_the_test_naming_it(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*ERROR at setup of test_answers*", message])
     result.stdout.no_fnmatch_line("*During handling*")
+
+
+def test_a_broken_configuration_fails_the_fixture_tests_naming_it(project: InnerProject) -> None:
+    write_config('[record_replay]\nmatch = "sometimes"\n')
+    project.write_tests(
+        """
+        async def test_uses_the_fixture(openprogram_recording):
+            pass
+
+
+        def test_without_it():
+            pass
+        """
+    )
+    result = project.run()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["openprogram's configuration: *config.toml, line 2: record_replay.match: *"]
+    )
