@@ -13,8 +13,10 @@ registry, as a test makes them) is made once; then, each 5 times, the same N cal
    merged recording written with ``rewrite_recording``;
 
 each timed from opening the session to its ``finish`` (the merge and its comparison with the
-old recording included), on a fresh copy of the recording. Medians, and the ratio of each to
-plain replay, are printed; see ``benchmarks/README.md`` for the figures on this machine.
+old recording included), on a fresh copy of the recording, the three cases alternating.
+Medians, and the ratio of each to plain replay, are printed between two machine references
+(median µs of ``sum(range(10_000))``: far apart, the machine was busy); see
+``benchmarks/README.md`` for the figures on this machine.
 """
 
 from __future__ import annotations
@@ -35,17 +37,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 calls instead of 2,000")
     calls = 200 if parser.parse_args().quick else 2_000
+    cases = [
+        ("replay (none)", "none", prompts(calls, drifted=False)),
+        ("new_episodes, nothing drifted", "new_episodes", prompts(calls, drifted=False)),
+        ("new_episodes, 1% drifted, merged", "new_episodes", prompts(calls, drifted=True)),
+    ]
+    print(f"machine reference: {machine_reference():.0f} µs")
     with tempfile.TemporaryDirectory() as folder:
         os.environ["OPENPROGRAM_HOME"] = str(Path(folder, "home"))  # no user configuration
         recording = Path(folder, "recording.jsonl")
         run_session(recording, "once", prompts(calls, drifted=False))
-        print(f"{calls:,} calls, {recording.stat().st_size / 1e6:.1f} MB; medians of {RUNS} runs")
-        replay = timed(recording, folder, "none", prompts(calls, drifted=False))
-        print(f"  {'replay (none)':<34}{replay:8.3f} s   1.00×")
-        for label, drifted in (("nothing drifted", False), ("1% drifted, merged", True)):
-            seconds = timed(recording, folder, "new_episodes", prompts(calls, drifted=drifted))
-            name = f"new_episodes, {label}"
-            print(f"  {name:<34}{seconds:8.3f} s   {seconds / replay:.2f}×")
+        size = recording.stat().st_size / 1e6
+        print(f"{calls:,} calls, {size:.1f} MB; medians of {RUNS} runs, the cases alternating")
+        times: list[list[float]] = [[] for _ in cases]
+        for run in range(RUNS):
+            for position, (_, mode, asked) in enumerate(cases):
+                copy = Path(folder, f"run-{run}-{position}.jsonl")
+                shutil.copyfile(recording, copy)
+                start = time.perf_counter()
+                run_session(copy, mode, asked)
+                times[position].append(time.perf_counter() - start)
+        medians = [statistics.median(found) for found in times]
+        for (label, _, _), seconds in zip(cases, medians, strict=True):
+            print(f"  {label:<34}{seconds:8.3f} s   {seconds / medians[0]:.2f}×")
+    print(f"machine reference: {machine_reference():.0f} µs")
+
+
+def machine_reference() -> float:
+    """Median µs of ``sum(range(10_000))``: how busy the machine is."""
+    samples = []
+    for _ in range(200):
+        start = time.perf_counter_ns()
+        sum(range(10_000))
+        samples.append((time.perf_counter_ns() - start) / 1_000)
+    return statistics.median(samples)
 
 
 def prompts(calls: int, *, drifted: bool) -> list[str]:
@@ -54,17 +79,6 @@ def prompts(calls: int, *, drifted: bool) -> list[str]:
         f"question {index}" + (" (changed)" if drifted and index % 100 == 99 else "")
         for index in range(calls)
     ]
-
-
-def timed(recording: Path, folder: str, mode: str, asked: list[str]) -> float:
-    times = []
-    for run in range(RUNS):
-        copy = Path(folder, f"run-{mode}-{run}.jsonl")
-        shutil.copyfile(recording, copy)
-        start = time.perf_counter()
-        run_session(copy, mode, asked)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def run_session(path: Path, mode: str, asked: list[str]) -> None:
