@@ -88,7 +88,7 @@ def test_new_episodes_refreshes_only_what_drifted_under_xdist(
 ) -> None:
     project.write("conftest.py", SOCKETS_ALLOWED)
     project.write_tests(AGENT)
-    project.run("-n", "2", "--openprogram-record-mode=once").assert_outcomes(passed=2)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=2)
     assert len(server.received) == 2
     first_call = rows_of_call(project, "test_chat", 0)
 
@@ -120,7 +120,7 @@ def test_new_episodes_refreshes_only_what_drifted_under_xdist(
     assert chat["tokens_replayed"] > 0  # the SDK response's recorded usage
 
     server.stop()
-    project.run("-n", "2").assert_outcomes(passed=2)  # the merged recordings replay offline
+    project.run().assert_outcomes(passed=2)  # the merged recordings replay offline
     assert len(server.received) == 3
     before = project.recording("test_agent", "test_chat").read_bytes()
     result = project.run("--openprogram-record-mode=new_episodes")
