@@ -98,6 +98,7 @@ _RESTORE_KEYS = pytest.StashKey[Callable[[], None]]()
 _BLOCK = pytest.StashKey["NetworkBlock"]()
 _ACTIVE = pytest.StashKey["RecordingSession"]()
 _BODY_PASSED = pytest.StashKey[bool]()
+_SKIPPED = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -398,7 +399,8 @@ def openprogram_recording(
         except OpenProgramError as error:
             problem = str(error)
             passed = False
-        item.stash[OUTCOME_KEY] = session.outcome(item.nodeid, passed=passed)
+        if not item.stash.get(_SKIPPED, False):  # a skipped test did nothing to summarize
+            item.stash[OUTCOME_KEY] = session.outcome(item.nodeid, passed=passed)
     if problem is None and passed:
         problem = session.problem_at_teardown()
     if problem is not None:
@@ -479,6 +481,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         result = yield
     except BaseException as error:
         _fail_on_refused_connection(item)
+        if isinstance(error, pytest.skip.Exception):
+            item.stash[_SKIPPED] = True
         carried = _carried_error(error)
         failure = error if carried is None else carried
         if session is not None and isinstance(failure, Exception | pytest.fail.Exception):

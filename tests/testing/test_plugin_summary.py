@@ -38,6 +38,11 @@ async def test_named(openprogram_recording):
 
 def test_without_the_fixture():
     pass
+
+
+async def test_skipped_in_its_body(openprogram_recording):
+    if DRIFT:
+        pytest.skip("not today")
 """
 
 
@@ -45,7 +50,7 @@ def test_the_summary_is_whole_under_xdist_and_lists_orphans(
     project: InnerProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project.write_tests(SUITE)
-    project.run("--openprogram-record-mode=once").assert_outcomes(passed=5)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=6)
     assert project.recording("test_agent", "custom").is_file()
     orphan = project.recording("test_removed", "test_gone")
     orphan.parent.mkdir()
@@ -54,7 +59,7 @@ def test_the_summary_is_whole_under_xdist_and_lists_orphans(
     monkeypatch.setenv("DRIFT", " again")
     result = project.run("-n", "2", "--openprogram-report=out/report.json")
 
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=3, failed=2, skipped=1)  # the skipped test is not counted
     result.stdout.fnmatch_lines(
         [
             "*= openprogram recordings =*",
@@ -74,7 +79,7 @@ def test_the_summary_is_whole_under_xdist_and_lists_orphans(
     assert report["totals"]["tests"] == 4
     assert report["totals"]["tokens_replayed"] > 0
     assert report["orphans"] == ["tests/recordings/test_removed/test_gone.jsonl"]
-    assert {test["nodeid"].split("::")[1]: test["kind"] for test in report["tests"]} == {
+    assert {test["nodeid"].split("::")[1]: test["kind"] for test in report["tests"]} == {  # no skip
         "test_drifts": "mismatched",
         "test_named": "replayed",
         "test_replays": "replayed",
