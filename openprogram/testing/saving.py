@@ -52,8 +52,6 @@ def save_recording(
 ) -> SavedRecording:
     """Move the new recording at ``write_path`` over ``path``; ``replaced``: a recording was
     there, to compare with."""
-    from openprogram.recording.reader import read_recording
-
     old = _read_or_none(path) if replaced else None
     try:
         _flush_to_disk(write_path)
@@ -64,7 +62,9 @@ def save_recording(
             f"cannot save the new recording ({exc.strerror or exc})",
             advice="check the recordings folder is writable and the disk has space",
         ) from None
-    new = read_recording(path)
+    new = _read_or_none(path)
+    if new is None:  # saved all the same: only what the summary says of it is lost
+        return SavedRecording(True, difference="the new recording could not be read back")
     difference = None if old is None else _first_difference(old, new)
     if replaced and old is None:
         difference = "the old recording could not be read, so it is not compared"
@@ -90,10 +90,13 @@ def merge_recording(
     header = dict(written.header)
     _keep_older_redaction(header, old.header)
     rewrite_recording(path, header, merge.merged_calls(written), expected=expected)
-    new = read_recording(path)
-    return SavedRecording(
-        True, live_calls=live, dropped_calls=dropped, difference=_first_difference(old, new)
+    new = _read_or_none(path)
+    difference = (
+        "the merged recording could not be read back"
+        if new is None
+        else _first_difference(old, new)
     )
+    return SavedRecording(True, live_calls=live, dropped_calls=dropped, difference=difference)
 
 
 def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> None:
@@ -121,7 +124,10 @@ def _first_difference(old: Recording, new: Recording) -> str | None:
     from openprogram.recording.report import ReportSides, format_report
     from openprogram.recordings.comparison import first_difference
 
-    found = first_difference(old, new)
+    try:
+        found = first_difference(old, new)
+    except OpenProgramError as error:  # a value the comparison cannot carry
+        return f"the old and new recordings could not be compared ({error})"
     if found is None:
         return None
     return format_report(dataclasses.replace(found, sides=ReportSides("difference", "old", "new")))
