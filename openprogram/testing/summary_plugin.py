@@ -41,6 +41,8 @@ class SummaryPlugin:
         self.config = config
         self.outcomes: list[TestOutcome] = []
         self.scope: CollectionScope | None = None
+        self.report_written: Path | None = None
+        self._summary: SuiteSummary | None = None
         self._deselected = 0
         self._collection_errors = 0
 
@@ -81,9 +83,17 @@ class SummaryPlugin:
             self.scope.collection_errors = self._collection_errors
 
     def pytest_sessionfinish(self) -> None:
+        """A worker sends what it collected; elsewhere the report is written (before the
+        terminal summary, so ``-p no:terminal`` still writes it)."""
         workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None and self.scope is not None:
-            workeroutput[_WORKER_OUTPUT_KEY] = self.scope.to_json()
+        if workeroutput is not None:
+            if self.scope is not None:
+                workeroutput[_WORKER_OUTPUT_KEY] = self.scope.to_json()
+            return
+        report_path = self.config.getoption("openprogram_report")
+        if report_path is not None:
+            self.report_written = Path(self.config.invocation_params.dir, report_path)
+            _write_report(self.report_written, self.summary())
 
     # --- where the summary is printed ------------------------------------------------------
 
@@ -100,6 +110,12 @@ class SummaryPlugin:
             self.scope = CollectionScope.from_json(data)
 
     def summary(self) -> SuiteSummary:
+        """The summary of the run (made once, when first asked for after the run)."""
+        if self._summary is None:
+            self._summary = self._make_summary()
+        return self._summary
+
+    def _make_summary(self) -> SuiteSummary:
         from openprogram.testing.suite_summary import SuiteSummary
 
         summary = SuiteSummary(sorted(self.outcomes, key=lambda outcome: outcome.nodeid))
@@ -137,18 +153,14 @@ class SummaryPlugin:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput"):
             return
-        report_path = self.config.getoption("openprogram_report")
-        if not self.outcomes and report_path is None:
-            return
-        summary = self.summary()
         if self.outcomes:
             terminalreporter.write_sep("=", "openprogram recordings")
-            for line in summary.lines(verbose=self.config.get_verbosity() > 0):
+            for line in self.summary().lines(verbose=self.config.get_verbosity() > 0):
                 terminalreporter.write_line(line)
-        if report_path is not None:
-            path = Path(self.config.invocation_params.dir, report_path)
-            _write_report(path, summary)
-            terminalreporter.write_line(f"openprogram: wrote the recordings report to {path}")
+        if self.report_written is not None:
+            terminalreporter.write_line(
+                f"openprogram: wrote the recordings report to {self.report_written}"
+            )
 
 
 def _args_are_testpaths(config: pytest.Config) -> bool:
