@@ -7,6 +7,7 @@ request the ``openprogram_recording`` fixture. See ``docs/testing.md``.
     pytest_plugin        options, the fixture, the hooks around each test
     record_modes         none, once, new_episodes, all, rewrite, live
     recording_settings   a test's settings, combined from every place they can be set
+    settings_sources     those places: configuration, ini file, command line, fixture, markers
     recording_paths      where a test's recording lives
     recording_session    one test's recording, recorded, replayed, merged or left alone
     saving               putting a new or merged recording in place, and what changed

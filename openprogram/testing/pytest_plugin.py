@@ -50,35 +50,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram.testing import settings_sources
 from openprogram.testing.outcome import OUTCOME_KEY, TestOutcome
 from openprogram.testing.record_modes import RECORD_MODES, record_command
 from openprogram.testing.recording_paths import module_folder_name, recording_path
-from openprogram.testing.recording_settings import (
-    Layer,
-    RecordingSettings,
-    SettingsError,
-    check_setting,
-    checked_layer,
-    combine_layers,
-)
+from openprogram.testing.recording_settings import Layer, SettingsError, combine_layers
 
 if TYPE_CHECKING:
     from openprogram.testing.network_block import NetworkBlock
     from openprogram.testing.recording_session import RecordingSession
 
 DEFAULT_RECORDINGS_DIR = "tests/recordings"
-
-_INI_SETTINGS = {
-    "record_mode": "openprogram_record_mode",
-    "ignore_fields": "openprogram_ignore_fields",
-    "match": "openprogram_match",
-    "http_passthrough_hosts": "openprogram_http_passthrough_hosts",
-    "http_headers": "openprogram_http_headers",
-}
-"""The settings the ini file carries: key -> ini option."""
-
-_CONFIGURED_SETTINGS = ("ignore_fields", "match", "http_passthrough_hosts", "http_headers")
-"""The settings openprogram's configuration carries (``record_replay.<key>``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +75,6 @@ class PluginSettings:
 
 
 _SETTINGS = pytest.StashKey[PluginSettings]()
-_CONFIGURED = pytest.StashKey["Layer | str"]()
 _RESTORE_KEYS = pytest.StashKey[Callable[[], None]]()
 _BLOCK = pytest.StashKey["NetworkBlock"]()
 _ACTIVE = pytest.StashKey["RecordingSession"]()
@@ -197,7 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
     ):
         config.addinivalue_line("markers", marker)
-    ini_layer = _ini_layer(config)
+    ini_layer = settings_sources.ini_layer(config)
     option = config.getoption("openprogram_record_mode")
     command_line_layer: Layer = {} if option is None else {"record_mode": option}
     recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
@@ -227,21 +208,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         block.uninstall()
 
 
-def _ini_layer(config: pytest.Config) -> Layer:
-    """The settings the ini file sets, checked (a bad value is a usage error naming the
-    option)."""
-    layer: Layer = {}
-    for key, name in _INI_SETTINGS.items():
-        value = config.getini(name)
-        if value is None:
-            continue
-        try:
-            layer[key] = check_setting(key, value.strip() if isinstance(value, str) else value)
-        except ValueError as error:
-            raise pytest.UsageError(f"{name}: {error}") from None
-    return layer
-
-
 def _install_network_block(config: pytest.Config) -> None:
     option = config.getoption("openprogram_block_network")
     if not (option or (option is None and config.getini("openprogram_block_network"))):
@@ -266,75 +232,6 @@ def openprogram_config() -> dict[str, Any]:
     return {}
 
 
-def settings_of_test(item: pytest.Item, fixture_settings: dict[str, Any]) -> RecordingSettings:
-    """One test's settings: configuration, ini file, command line, the ``openprogram_config``
-    fixture's dict, then its markers (see :mod:`~openprogram.testing.recording_settings`).
-    Raises :class:`SettingsError`."""
-    settings = item.config.stash[_SETTINGS]
-    if not isinstance(fixture_settings, dict):
-        raise SettingsError(
-            f"the openprogram_config fixture must return a dict, not {type(fixture_settings)}"
-        )
-    layers = [
-        _configured_layer(item.config),
-        settings.ini_layer,
-        settings.command_line_layer,
-        checked_layer(fixture_settings, where="the openprogram_config fixture"),
-        *_marker_layers(item),
-    ]
-    return combine_layers(layers)
-
-
-def _configured_layer(config: pytest.Config) -> Layer:
-    """The settings openprogram's configuration (file, then environment) sets explicitly;
-    read once per run, when the first test uses the fixture."""
-    cached = config.stash.get(_CONFIGURED, None)
-    if cached is None:
-        from openprogram.config.settings import load_config
-
-        loaded = load_config()
-        if loaded.error is not None:
-            cached = f"openprogram's configuration: {loaded.error}"
-        else:
-            assert loaded.settings is not None
-            record_replay = loaded.settings.record_replay
-            chosen = record_replay.model_fields_set & set(_CONFIGURED_SETTINGS)
-            values = {key: getattr(record_replay, key) for key in sorted(chosen)}
-            try:
-                cached = checked_layer(values, where="openprogram's configuration")
-            except SettingsError as error:
-                cached = str(error)
-        config.stash[_CONFIGURED] = cached
-    if isinstance(cached, str):
-        raise SettingsError(cached)
-    return cached
-
-
-def _marker_layers(item: pytest.Item) -> list[Layer]:
-    """The test's markers, farthest first (a marker on the function beats one on its
-    class or module); ``openprogram_match`` before ``openprogram``."""
-    layers: list[Layer] = []
-    for marker in reversed(list(item.iter_markers("openprogram_match"))):
-        value = marker.args[0] if marker.args else marker.kwargs.get("match")
-        where = "@pytest.mark.openprogram_match"
-        try:
-            layers.append(checked_layer({"match": value}, where=where))
-        except SettingsError:
-            from openprogram.recording.matching import MATCHINGS
-
-            raise SettingsError(
-                f"{where} takes one of {', '.join(MATCHINGS)}, not {value!r}"
-            ) from None
-    for marker in reversed(list(item.iter_markers("openprogram"))):
-        if marker.args:
-            raise SettingsError(
-                "@pytest.mark.openprogram takes keywords only, e.g. "
-                "@pytest.mark.openprogram(record_mode='once')"
-            )
-        layers.append(checked_layer(marker.kwargs, where="@pytest.mark.openprogram", per_test=True))
-    return layers
-
-
 @pytest.fixture
 def openprogram_recording(
     request: pytest.FixtureRequest, openprogram_config: dict[str, Any]
@@ -352,7 +249,12 @@ def openprogram_recording(
     item = request.node
     bad_settings: str | None = None
     try:
-        settings = settings_of_test(item, openprogram_config)
+        settings = settings_sources.settings_of_test(
+            item,
+            ini=plugin.ini_layer,
+            command_line=plugin.command_line_layer,
+            fixture_settings=openprogram_config,
+        )
     except SettingsError as error:
         bad_settings = str(error)
     if bad_settings is not None:  # failed outside the except block: no "during handling" chain

@@ -19,7 +19,8 @@ The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are
 ``record_mode``, ``name`` (the marker only: the test's recording file name), ``ignore_fields``,
 ``match``, ``http_passthrough_hosts``, ``http_headers``. A new setting is a field of
 :class:`RecordingSettings` and a line in :data:`SETTING_CHECKS` (and, if the configuration or
-the ini file carries it, a line where those layers are read).
+the ini file carries it, a line in :mod:`~openprogram.testing.settings_sources`, which gathers
+the layers).
 
 This module imports nothing heavy; the checks that need the configuration's rules import
 them when they run.
