@@ -82,12 +82,18 @@ class RecordingOnCiRefusedError(OpenProgramError):
         self.path = path
         self.ci_value = ci_value
         self.live = live
-        what = f"call live providers for {path}" if live else f"record {path}"
-        super().__init__(
-            f"refusing to {what} on CI (CI={ci_value}): record locally and commit the "
-            "recording, or pass --openprogram-allow-record-on-ci "
-            "(or set OPENPROGRAM_ALLOW_RECORD_ON_CI=1) to record here anyway"
-        )
+        allow = "pass --openprogram-allow-record-on-ci (or set OPENPROGRAM_ALLOW_RECORD_ON_CI=1)"
+        if live:
+            message = (
+                f"refusing to call live providers for {path} on CI (CI={ci_value}): run it "
+                f"live locally, or {allow} to call them here anyway"
+            )
+        else:
+            message = (
+                f"refusing to record {path} on CI (CI={ci_value}): record locally and commit "
+                f"the recording, or {allow} to record here anyway"
+            )
+        super().__init__(message)
 
 
 class RecordingSession:
