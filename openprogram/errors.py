@@ -43,7 +43,9 @@
     ├── ExecSetupError                    ``exec``: a command that cannot run with
     │                                     record/replay active, or that ran without it
     ├── RecordingMissingError             pytest: replay-only, and the test has no recording
-    └── RecordingOnCiRefusedError         pytest: a test would record on CI
+    ├── RecordingOnCiRefusedError         pytest: a test would record (or call live) on CI
+    └── NetworkBlockedError               pytest: a test connected to another machine with
+                                          the network blocked
 
 Each lives beside the code that raises it; this tree is the map, and this module exports
 every one of them: ``from openprogram.errors import ReplayMismatch``. Those defined elsewhere
@@ -95,6 +97,7 @@ if TYPE_CHECKING:
     )
     from openprogram.tapes.exceptions import RecordedTapeError
     from openprogram.tapes.values import TapeValueError
+    from openprogram.testing.network_block import NetworkBlockedError
     from openprogram.testing.recording_session import (
         RecordingMissingError,
         RecordingOnCiRefusedError,
@@ -107,6 +110,7 @@ __all__ = [
     "ExecSetupError",
     "MissingApiKeyError",
     "ModelReferenceError",
+    "NetworkBlockedError",
     "OpenProgramError",
     "ProviderRuntimeError",
     "PruneCriteriaError",
@@ -141,6 +145,7 @@ _EXPORTS: dict[str, str] = {
     "CanonicalJSONError": "openprogram.recordings.hashing",
     "ConfigError": "openprogram.config.problems",
     "ExecSetupError": "openprogram.activation.exec_errors",
+    "NetworkBlockedError": "openprogram.testing.network_block",
     "PruneCriteriaError": "openprogram.recordings.store",
     "RecordReplayBlockedError": "openprogram.providers.activation",
     "RecordedProviderError": "openprogram.providers.replay",

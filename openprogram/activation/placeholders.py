@@ -17,7 +17,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, MutableMapping
 
-__all__ = ["PLACEHOLDER_API_KEY", "PLACEHOLDER_KEY_VARIABLES", "set_placeholder_keys"]
+__all__ = [
+    "PLACEHOLDER_API_KEY",
+    "PLACEHOLDER_KEY_VARIABLES",
+    "hide_placeholder_keys",
+    "set_placeholder_keys",
+]
 
 PLACEHOLDER_API_KEY = "openprogram-replay-placeholder-key"
 """The value the key variables get under replay when they are unset."""
@@ -45,5 +50,25 @@ def set_placeholder_keys(
                 del target[name]
             else:
                 target[name] = previous
+
+    return restore
+
+
+def hide_placeholder_keys(
+    environ: MutableMapping[str, str] | None = None,
+) -> Callable[[], None]:
+    """Unset each key variable that holds the placeholder (a live call must not send it);
+    returns the function that sets back exactly those (unless something set them
+    meanwhile). What the pytest plugin does for a test that calls live in a run that
+    otherwise only replays."""
+    target = os.environ if environ is None else environ
+    hidden = [name for name in PLACEHOLDER_KEY_VARIABLES if target.get(name) == PLACEHOLDER_API_KEY]
+    for name in hidden:
+        del target[name]
+
+    def restore() -> None:
+        for name in hidden:
+            if name not in target:
+                target[name] = PLACEHOLDER_API_KEY
 
     return restore

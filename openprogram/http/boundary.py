@@ -17,9 +17,13 @@ build on::
   :func:`~openprogram.recording.call_writer.writer_for` the path, shared with the provider
   boundary, so both form one call sequence); ``replay`` answers it from ``session`` (a
   :class:`~openprogram.recording.replay_session.ReplaySession`, shared with the
-  ``ReplayProvider``) without touching the network; ``blocked`` refuses it, naming
-  ``blocked_reason``. ``passthrough_hosts`` are hosts (``api.internal`` or, for one port
-  only, ``api.internal:8443``) whose requests are sent as they are, in every mode;
+  ``ReplayProvider``) without touching the network; ``replay_or_record`` answers it from
+  ``merge``'s recording when that holds an equal unconsumed call, else sends it and records
+  the exchange with ``merge``'s writer (a
+  :class:`~openprogram.recording.merging.RecordingMerge`, shared with the provider
+  registry); ``blocked`` refuses it, naming ``blocked_reason``. ``passthrough_hosts`` are
+  hosts (``api.internal`` or, for one port only, ``api.internal:8443``) whose requests are
+  sent as they are, in every mode;
   ``extra_headers`` are request headers stored and compared besides the ones that always are
   (``content-type``, ``anthropic-version``, ``anthropic-beta``, ``openai-beta``).
 * :func:`activate_http_boundary` makes a boundary the active one for the whole process —
@@ -51,6 +55,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from openprogram.recording.merging import RecordingMerge
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import UserRedaction
     from openprogram.recording.writer import RecordingWriter
@@ -71,11 +76,14 @@ providers: the HTTP boundary leaves its requests alone."""
 class HttpBoundary:
     """What the HTTP boundary does with each request while it is active."""
 
-    mode: Literal["record", "replay", "blocked"]
+    mode: Literal["record", "replay", "replay_or_record", "blocked"]
     writer: RecordingWriter | None = None
-    """record: where the exchanges are written."""
+    """record: where the exchanges are written (replay_or_record: ``merge``'s writer)."""
     session: ReplaySession | None = None
-    """replay: what requests are answered from (shared with the ``ReplayProvider``)."""
+    """replay: what requests are answered from (shared with the ``ReplayProvider``;
+    replay_or_record: ``merge``'s session)."""
+    merge: RecordingMerge | None = None
+    """replay_or_record: what requests are answered from, or recorded into."""
     blocked_reason: str | None = None
     """blocked: why every request is refused."""
     passthrough_hosts: frozenset[str] = frozenset()
@@ -84,13 +92,18 @@ class HttpBoundary:
     """Request headers stored and compared besides the semantic ones (never credentials)."""
 
     def __post_init__(self) -> None:
+        if self.mode == "replay_or_record":
+            if self.merge is None:
+                raise ValueError("an HttpBoundary in replay_or_record mode needs a merge")
+            object.__setattr__(self, "writer", self.merge.writer)
+            object.__setattr__(self, "session", self.merge.session)
         if self.mode == "record" and self.writer is None:
             raise ValueError("an HttpBoundary in record mode needs a writer")
         if self.mode == "replay" and self.session is None:
             raise ValueError("an HttpBoundary in replay mode needs a session")
         if self.mode == "blocked" and not self.blocked_reason:
             raise ValueError("an HttpBoundary in blocked mode needs a blocked_reason")
-        if self.mode not in ("record", "replay", "blocked"):
+        if self.mode not in ("record", "replay", "replay_or_record", "blocked"):
             raise ValueError(f"unknown HttpBoundary mode {self.mode!r}")
         object.__setattr__(
             self, "passthrough_hosts", frozenset(h.lower() for h in self.passthrough_hosts)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from openprogram.http.library import HttpLibrary
     from openprogram.recording.replay_session import ReplaySession
 
-__all__ = ["ReplayAsyncStream", "ReplaySyncStream", "replayed_response"]
+__all__ = ["ReplayAsyncStream", "ReplaySyncStream", "replayed_response", "response_of_call"]
 
 
 def replayed_response(
@@ -64,6 +64,18 @@ def replayed_response(
         call = session.take("http", sections, redactor=redactor.redact_http_request)
     except ReplayMismatch as mismatch:
         raise RecordReplayEscape(mismatch) from None
+    return response_of_call(call, session, library, request, asynchronous=asynchronous)
+
+
+def response_of_call(
+    call: RecordedCall,
+    session: ReplaySession,
+    library: HttpLibrary,
+    request: Any,
+    *,
+    asynchronous: bool,
+) -> Any:
+    """The response of ``call``, a recorded HTTP call of ``session`` already taken."""
     events = call.event_rows
     if not events:
         _end(call, session, library, request, responded=False)

@@ -22,7 +22,7 @@ from openprogram.errors import OpenProgramError
 from openprogram.http.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
 from openprogram.http.codec import request_sections
 from openprogram.http.recording import HttpCallRecorder
-from openprogram.http.replay import replayed_response
+from openprogram.http.replay import replayed_response, response_of_call
 from openprogram.http.websocket_refusal import check_websocket
 from openprogram.recording.enclosing_tape import taped_function_running
 from openprogram.recording.mismatch import RecordReplayEscape
@@ -77,6 +77,10 @@ class CapturingTransport:
         sections, redactor = self._sections(request)
         if self.boundary.mode == "replay":
             return self._replay(sections, redactor, request, asynchronous=False)
+        if self.boundary.mode == "replay_or_record":
+            replayed = self._replay_recorded(sections, redactor, request, asynchronous=False)
+            if replayed is not None:
+                return replayed
         recorder = self._start(sections, redactor)
         try:
             response = self.transport.handle_request(request)
@@ -99,6 +103,10 @@ class CapturingTransport:
         sections, redactor = self._sections(request)
         if self.boundary.mode == "replay":
             return self._replay(sections, redactor, request, asynchronous=True)
+        if self.boundary.mode == "replay_or_record":
+            replayed = self._replay_recorded(sections, redactor, request, asynchronous=True)
+            if replayed is not None:
+                return replayed
         recorder = self._start(sections, redactor)
         try:
             response = await self.transport.handle_async_request(request)
@@ -150,6 +158,27 @@ class CapturingTransport:
         assert session is not None  # HttpBoundary checks a replay boundary has one
         response = replayed_response(
             session, sections, redactor, self.library, request, asynchronous=asynchronous
+        )
+        response.request = request
+        return response
+
+    def _replay_recorded(
+        self,
+        sections: dict[str, Any],
+        redactor: SecretRedactor,
+        request: Any,
+        *,
+        asynchronous: bool,
+    ) -> Any:
+        """replay_or_record: the recorded response when the merge's recording holds an equal
+        unconsumed call, else None (the request is then sent and recorded)."""
+        merge = self.boundary.merge
+        assert merge is not None  # HttpBoundary checks a replay_or_record boundary has one
+        call = merge.take_recorded("http", sections, redactor=redactor.redact_http_request)
+        if call is None:
+            return None
+        response = response_of_call(
+            call, merge.session, self.library, request, asynchronous=asynchronous
         )
         response.request = request
         return response

@@ -20,14 +20,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from pathlib import Path
 
 from openprogram.errors import OpenProgramError
 from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.recording import dump_request, read_recording
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
-from openprogram.recording.format import RecordedError, Recording
+from openprogram.recording.format import RecordedCall, RecordedError, Recording
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import RecordingTruncatedError, ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
@@ -151,6 +151,14 @@ class ReplayProvider:
         call = self.session.take(
             "provider", dump_request(model, context, options), redactor=redactor.redact_request
         )
+        async for event in self.serve(call):
+            yield event
+
+    async def serve(self, call: RecordedCall) -> AsyncGenerator[AssistantMessageEvent, None]:
+        """The recorded events of ``call`` (a provider call of this provider's session, already
+        taken), then its recorded ending: an error raised again, a cancellation, or a
+        mismatch for reading past where the recorded consumer stopped."""
+        __tracebackhide__ = True
         for event in call.events:
             yield event
         if call.outcome is None:

@@ -35,6 +35,7 @@ __all__ = [
     "ReplayMismatch",
     "UnconsumedCallsError",
     "removed_secret_note",
+    "which_calls",
 ]
 
 
@@ -88,11 +89,12 @@ class RecordReplayEscape(BaseException):
     their own connection error. Deriving from :class:`BaseException` only, this carrier
     passes every such loop at once and unchanged; its message is ``error``'s. ``error`` is a
     :class:`ReplayMismatch` (the run drifted), a ``RecordReplayBlockedError`` (record/replay
-    is configured but could not start: no request may leave the machine) or a
-    ``RecordingFileError`` (the recording cannot be written). Whoever activated the boundary
-    turns it back into ``error`` (the ``record_replay()`` block re-raises it, the pytest
-    fixture fails the test with it). It is deliberately not an ``OpenProgramError``: that
-    would make it an ``Exception``.
+    is configured but could not start: no request may leave the machine), a
+    ``RecordingFileError`` (the recording cannot be written) or, raised from
+    ``socket.connect`` under the pytest plugin's network block, a ``NetworkBlockedError``.
+    Whoever activated the boundary turns it back into ``error`` (the ``record_replay()``
+    block re-raises it, the pytest fixture fails the test with it). It is deliberately not
+    an ``OpenProgramError``: that would make it an ``Exception``.
     """
 
     def __init__(self, error: OpenProgramError) -> None:
@@ -144,7 +146,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
         self.tapes = dict(tapes or {})
         parts: list[str] = []
         if unconsumed:
-            which = _which_calls(unconsumed)
+            which = which_calls(unconsumed)
             if total == 1:
                 parts.append(f"the 1 recorded call was never requested ({which})")
             else:
@@ -152,7 +154,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
                     f"{len(unconsumed)} of {total} recorded calls never requested ({which})"
                 )
         for tape, (entries, length) in self.tapes.items():
-            which = _which_calls(entries, unit=("entry", "entries"))
+            which = which_calls(entries, unit=("entry", "entries"))
             if length == 1:
                 parts.append(f"tape {tape}: the 1 recorded entry was never read ({which})")
             else:
@@ -169,7 +171,7 @@ _SHOWN_RANGES = 5
 """The runs of consecutive calls an unconsumed-calls report names before ``…``."""
 
 
-def _which_calls(indexes: list[int], *, unit: tuple[str, str] = ("call", "calls")) -> str:
+def which_calls(indexes: list[int], *, unit: tuple[str, str] = ("call", "calls")) -> str:
     """``call 3``, ``calls 1..2``, or, when calls were served out of order, the runs of
     consecutive indexes: ``calls 0, 2..3, 5`` (the first few, then ``…``)."""
     runs: list[tuple[int, int]] = []

@@ -132,6 +132,11 @@ class ReplaySession:
         return self._served_count
 
     @property
+    def served_calls(self) -> list[int]:
+        """The calls served so far, by index."""
+        return [index for index, served in enumerate(self._served) if served]
+
+    @property
     def unconsumed_calls(self) -> list[int]:
         """The calls never served, by index; a call made within a taped call that replay
         serves from its tape instead of running (a tool replayed with policy ``replay``) is
@@ -213,6 +218,41 @@ class ReplaySession:
                 found = self._equal_or_nearest(boundary, redacted, redactor, ignored)
             self._serve(found)
             return self.recording.calls[found]
+
+    def take_equal(
+        self,
+        boundary: str,
+        incoming: dict[str, Any],
+        *,
+        redactor: RequestRedactor,
+    ) -> RecordedCall | None:
+        """The recorded call :meth:`take` would serve ``incoming``, now consumed, or None
+        when :meth:`take` would raise a mismatch (nothing is then kept in
+        :attr:`mismatches`, and no call is consumed): under ``content`` the earliest
+        unconsumed call of ``boundary`` whose request equals it, under ``order`` the next
+        recorded call if it equals it. What a run that records the calls replay cannot serve
+        asks (the pytest plugin's ``new_episodes``)."""
+        ignored = self.ignore_fields_for(boundary)
+        redacted = redactor(incoming)
+        calls = self.recording.calls
+        if self.matching == "order":
+            with self._lock:
+                index = self._next_call
+                if index >= len(calls):
+                    return None
+                if self.match(calls[index], boundary, redacted, redactor, ignored) is not None:
+                    return None
+                self._serve(index)
+                return calls[index]
+        digest = request_digest(redacted, boundary, ignore_rules(ignored))
+        with self._lock:
+            found = self._equal_by_digest(boundary, digest, redacted, redactor, ignored)
+            if found is None:
+                found, mismatch = self._nearest_open_call(boundary, redacted, redactor, ignored)
+                if mismatch is not None:
+                    return None
+            self._serve(found)
+            return calls[found]
 
     def match(
         self,
@@ -319,10 +359,25 @@ class ReplaySession:
         equals ``incoming`` after all (a recorded request holding, as text, a credential
         only this call's redactor knows, which the index saw unredacted); else raise the
         mismatch against it."""
+        chosen, mismatch = self._nearest_open_call(boundary, incoming, redactor, ignored)
+        if mismatch is None:
+            return chosen
+        raise self.keep(mismatch)
+
+    def _nearest_open_call(
+        self,
+        boundary: str,
+        incoming: dict[str, Any],
+        redactor: RequestRedactor,
+        ignored: frozenset[str],
+    ) -> tuple[int, ReplayMismatch | None]:
+        """The nearest unserved call of ``boundary`` and why ``incoming`` is not it (None:
+        it is); with no unserved call of ``boundary``, -1 and the mismatch of
+        :meth:`_nothing_left`."""
         candidates = self._open_calls(boundary, NEAREST_CANDIDATES)
         calls = self.recording.calls
         if not candidates:
-            raise self.keep(self._nothing_left(boundary, incoming, redactor, ignored))
+            return -1, self._nothing_left(boundary, incoming, redactor, ignored)
         nearest = nearest_request(
             incoming,
             [redactor(calls[index].request) for index in candidates],
@@ -331,10 +386,7 @@ class ReplaySession:
         )
         assert nearest is not None
         chosen = candidates[nearest.position]
-        mismatch = self.match(calls[chosen], boundary, incoming, redactor, ignored)
-        if mismatch is None:
-            return chosen
-        raise self.keep(mismatch)
+        return chosen, self.match(calls[chosen], boundary, incoming, redactor, ignored)
 
     def _index_redactor(self, boundary: str) -> RequestRedactor:
         """How the index sees a recorded request: as stored, when the recording was

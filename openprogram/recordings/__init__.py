@@ -17,6 +17,7 @@ fast; re-running a recorded session (``verify``) lives above them, in
     http_reply            a reply put back together from a vendor's stream or body
     http_openai_views     OpenAI Chat Completions and Responses, read from HTTP calls
     http_anthropic_views  Anthropic Messages, read from HTTP calls
+    call_usage            the tokens a recorded call's usage counts
     hashing               the transcript hash (and canonical JSON)
     comparison            how two recordings differ, calls paired by content (``diff``)
     status                what record/replay is configured to do, and whether the next start works

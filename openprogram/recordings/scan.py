@@ -8,7 +8,9 @@ process knows (its environment's keys) and the user redaction given — and repo
 value that would change: ``file:line: call N, field PATH: kind``. It then joins the pieces
 of each streamed block (:mod:`~openprogram.recordings.streamed_pieces`) and redacts the
 text they make together, which finds a credential a model streamed cut across deltas
-(``field event[3..5].delta``).
+(``field event[3..5].delta``). Tape entries (what taped functions and agent tools took and
+gave) are redacted as the tapes write them — arguments as configuration, results and error
+messages as content — and reported as ``file:line: tape NAME[i], field PATH: kind``.
 
 With ``fix=True`` the recording is rewritten through
 :func:`~openprogram.recording.rewriting.rewrite_recording` (atomically, refused if another
@@ -41,6 +43,7 @@ from openprogram.errors import RecordingFileError
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.format import RecordedCall, RecordedError
 from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor, is_secret_field_name
+from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.token_shapes import TOKEN_SHAPES
 from openprogram.recording.user_redaction import substitute_pattern
 from openprogram.recordings.streamed_pieces import Piece, respread, streamed_blocks
@@ -73,12 +76,17 @@ class Finding:
     path: Path
     line: int
     call_index: int | None
-    """None: in the header."""
+    """None: in the header, or in a tape entry."""
     field: str
     kind: str
+    tape: str | None = None
+    """The tape entry it is in (``clock[3]``), or None for the header and calls."""
 
     def __str__(self) -> str:
-        where = "header" if self.call_index is None else f"call {self.call_index}"
+        if self.tape is not None:
+            where = f"tape {self.tape}"
+        else:
+            where = "header" if self.call_index is None else f"call {self.call_index}"
         return f"{self.path}:{self.line}: {where}, field {self.field}: {self.kind}"
 
     def to_json(self) -> dict[str, Any]:
@@ -86,6 +94,7 @@ class Finding:
             "file": str(self.path),
             "line": self.line,
             "call": self.call_index,
+            "tape": self.tape,
             "field": self.field,
             "kind": self.kind,
         }
@@ -171,17 +180,21 @@ def scan_recording(
     spots: list[_Spot] = []
     header = _scan_header(recording.header, redactor, spots)
     calls = [_scan_call(call, redactor, spots) for call in recording.calls]
+    tape_findings: list[Finding] = []
+    tapes = [_scan_tape_entry(path, entry, redactor, tape_findings) for entry in recording.tapes]
     result = RecordingScan(path)
-    if not spots:
+    if not spots and not tape_findings:
         return result
-    result.findings = _located(path, spots)
+    findings = _located(path, spots) + tape_findings
+    findings.sort(key=lambda finding: finding.line)
+    result.findings = findings
     if fix:
         from openprogram.recording.rewriting import rewrite_recording
 
         header["redaction_version"] = REDACTION_VERSION
         if user is not None:
             header["redaction_fingerprint"] = user.fingerprint
-        rewrite_recording(path, header, calls, expected=before)
+        rewrite_recording(path, header, calls, tapes=tapes, expected=before)
         result.fixed = True
     return result
 
@@ -252,6 +265,32 @@ def _scan_call(call: RecordedCall, redactor: SecretRedactor, spots: list[_Spot])
         message = redactor.redact_text(error.message)
         _note(index, "end", 0, "error.message", error.message, message, redactor, spots)
         fixed.error = RecordedError(error.type, message)
+    return fixed
+
+
+def _scan_tape_entry(
+    path: Path, entry: TapeEntry, redactor: SecretRedactor, findings: list[Finding]
+) -> TapeEntry:
+    """The entry redacted as a tape writes it today (its findings added to ``findings``):
+    its arguments as configuration, its result and error message as content."""
+    spots: list[_Spot] = []
+    args = redactor.redact(entry.args)
+    _note(None, "tape", 0, "args", entry.args, args, redactor, spots)
+    fixed = replace(entry, args=args)
+    if entry.error is not None:
+        message = redactor.redact_text(entry.error.message)
+        _note(None, "tape", 0, "error.message", entry.error.message, message, redactor, spots)
+        fixed = replace(fixed, error=RecordedError(entry.error.type, message))
+    else:
+        result = redactor.redact_model_output(entry.result)
+        _note(None, "tape", 0, "result", entry.result, result, redactor, spots)
+        fixed = replace(fixed, result=result)
+    findings.extend(
+        dict.fromkeys(
+            Finding(path, entry.line, None, spot.field, spot.kind, tape=entry.label)
+            for spot in spots
+        )
+    )
     return fixed
 
 

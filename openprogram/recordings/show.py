@@ -30,6 +30,7 @@ import orjson
 from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
 from openprogram.providers.recording import RecordedCall, Recording, read_recording
+from openprogram.recordings.call_usage import usage_tokens
 from openprogram.recordings.http_views import HttpExchange, http_call_parts
 from openprogram.recordings.summary import call_label
 from openprogram.recordings.tape_views import TapeView, tape_view
@@ -85,13 +86,7 @@ class CallView:
         """Tokens in and out, from the usage as the provider or the vendor counts them:
         ``input``/``output``, ``prompt_tokens``/``completion_tokens`` or
         ``input_tokens``/``output_tokens``; None without usage."""
-        if not self.usage:
-            return None
-        counts = []
-        for names in (_INPUT_COUNTS, _OUTPUT_COUNTS):
-            found = (self.usage.get(name) for name in names)
-            counts.append(next((value for value in found if type(value) is int), 0))
-        return counts[0], counts[1]
+        return usage_tokens(self.usage)
 
     def to_json(self) -> dict[str, Any]:
         """A plain, JSON-safe dict (``show --json``)."""
@@ -114,10 +109,6 @@ class CallView:
             "boundary": self.boundary,
             "http": self.http.to_json() if self.http is not None else None,
         }
-
-
-_INPUT_COUNTS = ("input", "prompt_tokens", "input_tokens")
-_OUTPUT_COUNTS = ("output", "completion_tokens", "output_tokens")
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ def test_json_lists_the_findings(project: Path) -> None:
                 "file": str(path),
                 "line": 6,
                 "call": 0,
+                "tape": None,
                 "field": "event[3..4].delta",
                 "kind": "github-token",
             }

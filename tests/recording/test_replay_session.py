@@ -197,3 +197,21 @@ def test_replay_provider_needs_a_session_with_decoded_events(tmp_path: Path) -> 
         ReplayProvider(session=session)
     with pytest.raises(TypeError, match="path of a recording, or a session"):
         ReplayProvider()
+
+
+@pytest.mark.parametrize("match", ["content", "order"])
+def test_take_equal_serves_an_equal_call_and_otherwise_keeps_and_consumes_nothing(
+    tmp_path: Path, match: str
+) -> None:
+    first, second = chat_request("one"), chat_request("two")
+    path = write_calls(tmp_path / "r.jsonl", sse_call(0, first), sse_call(1, second))
+    session = session_on(path, match=match)
+
+    assert session.take_equal("http", http_sections(chat_request("three")), redactor=redact) is None
+    assert (session.mismatches, session.calls_consumed) == ([], 0)
+    taken = session.take_equal("http", http_sections(first), redactor=redact)
+    assert taken is not None
+    assert taken.call_index == 0
+    assert session.take_equal("http", http_sections(first), redactor=redact) is None  # consumed
+    assert session.served_calls == [0]
+    assert session.unconsumed_calls == [1]

@@ -236,3 +236,34 @@ def test_the_targets_are_files_folders_names_or_the_default_folder(tmp_path: Pat
     assert scan_targets([str(folder / "mod")], cwd=project, store=store) == [
         folder / "mod" / "a.jsonl"
     ]
+
+
+def test_tape_entries_are_scanned_and_fixed_and_kept(tmp_path: Path) -> None:
+    import openprogram
+
+    @openprogram.taped(name="lookup")
+    def lookup(user: str) -> dict[str, str]:
+        return {"user": user, "note": "plain"}
+
+    path = tmp_path / "tapes.jsonl"
+    with openprogram.record_replay(path):
+        lookup("ada")
+        lookup("bob")
+    rows = read_rows(path)
+    tape_rows = [row for row in rows if row["type"] == "tape"]
+    tape_rows[1]["result"]["note"] = f"token {GITHUB_TOKEN}"  # planted, as older rules left it
+    write_rows(path, rows)
+    second_line = 1 + next(i for i, row in enumerate(rows) if row is tape_rows[1])
+
+    found = scan_recording(path, fix=True)
+    assert [str(finding) for finding in found.findings] == [
+        f"{path}:{second_line}: tape lookup[1], field result.note: github-token"
+    ]
+    assert GITHUB_TOKEN not in path.read_text()
+    fixed = read_recording(path)
+    assert [entry.label for entry in fixed.tapes] == ["lookup[0]", "lookup[1]"]
+    assert fixed.tapes[1].result == {"user": "bob", "note": f"token {PLACEHOLDER}"}
+    assert scan_recording(path).findings == []
+    with openprogram.record_replay(path, mode="replay"):
+        assert lookup("ada") == {"user": "ada", "note": "plain"}
+        assert lookup("bob") == {"user": "bob", "note": f"token {PLACEHOLDER}"}

@@ -80,7 +80,7 @@ def test_an_unknown_matching_is_refused(
     monkeypatch.setenv("INNER_SLOWER", "A")
     result = project.run("-o", "openprogram_match=fuzzy")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*openprogram_match must be one of content, order, not 'fuzzy'"])
+    result.stderr.fnmatch_lines(["*openprogram_match: must be one of content, order, not 'fuzzy'"])
     marker = '@pytest.mark.openprogram_match("fuzzy")'
     project.write("test_agents.py", GATHERED.replace("{marker}", marker))
     result = project.run("--openprogram-record-mode=once")

@@ -1,0 +1,220 @@
+"""A test's recording settings, combined from every place they can be set.
+
+Each place gives a *layer*: the keys it sets, checked. The layers combine lowest first, a
+later one replacing each key an earlier one set (a list is replaced whole, not merged):
+
+1. openprogram's configuration — ``record_replay.ignore_fields``, ``match``,
+   ``http_passthrough_hosts``, ``http_headers``, ``tools`` and ``redact_patterns`` from the
+   config file, the environment
+   (``OPENPROGRAM_RECORD_REPLAY__IGNORE_FIELDS='["temperature"]'``) overriding the file as
+   everywhere in openprogram;
+2. the ini file: ``openprogram_record_mode``, ``openprogram_ignore_fields``,
+   ``openprogram_match``, ``openprogram_http_passthrough_hosts``, ``openprogram_http_headers``,
+   ``openprogram_tools``, ``openprogram_redact_patterns``;
+3. the command line: ``--openprogram-record-mode``;
+4. the ``openprogram_config`` fixture, a dict (override it in a test module or a
+   ``conftest.py`` for the tests below it);
+5. the test's ``@pytest.mark.openprogram(...)`` marker (and the older
+   ``@pytest.mark.openprogram_match("order")``), the closest marker winning.
+
+The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are given:
+``record_mode``, ``name`` (the marker only: the test's recording file name), ``ignore_fields``,
+``match``, ``http_passthrough_hosts``, ``http_headers``, ``tools`` (agent tool name or ``"*"``
+-> ``live``, ``replay`` or ``check``), ``redact_patterns`` (regular expressions) and
+``redact`` (a function ``str -> str``; the fixture and the marker only). A new setting is a field of
+:class:`RecordingSettings` and a line in :data:`SETTING_CHECKS` (and, if the configuration or
+the ini file carries it, a line in :mod:`~openprogram.testing.settings_sources`, which gathers
+the layers).
+
+This module imports nothing heavy; the checks that need the configuration's rules import
+them when they run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from openprogram.testing.record_modes import DEFAULT_RECORD_MODE, RecordMode, check_record_mode
+
+__all__ = [
+    "PER_TEST_KEYS",
+    "SETTING_CHECKS",
+    "RecordingSettings",
+    "SettingsError",
+    "check_setting",
+    "checked_layer",
+    "combine_layers",
+]
+
+Layer = dict[str, Any]
+"""The keys one place sets, each value checked."""
+
+
+class SettingsError(ValueError):
+    """A setting with a bad value or an unknown key; the message names where it was set."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingSettings:
+    """What one test's fixture records or replays with."""
+
+    record_mode: RecordMode = DEFAULT_RECORD_MODE
+    name: str | None = None
+    """The recording's file name (without ``.jsonl``) in the test module's folder; None:
+    the test's own name."""
+    ignore_fields: tuple[str, ...] = ()
+    match: str = "content"
+    http_passthrough_hosts: tuple[str, ...] = ()
+    http_headers: tuple[str, ...] = ()
+    tools: tuple[tuple[str, str], ...] = ()
+    """How replay treats each agent tool: (tool name or ``"*"``, policy) pairs."""
+    redact_patterns: tuple[str, ...] = ()
+    """The user's redaction patterns, applied after the built-in rules."""
+    redact: Callable[[str], str] | None = None
+    """The user's redaction function, applied after the patterns."""
+
+
+def _record_mode(value: object) -> RecordMode:
+    return check_record_mode(value)
+
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,119}")
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ValueError(
+            f"must be a file name of letters, digits, '.', '_' and '-' (not starting with "
+            f"'.' or '-', at most 120 characters), not {value!r}"
+        )
+    return value
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValueError(f"must be a list of strings, not {value!r}")
+    items = tuple(value)
+    if not all(isinstance(item, str) for item in items):
+        raise ValueError(f"must be a list of strings, not {value!r}")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def _ignore_fields(value: object) -> tuple[str, ...]:
+    from openprogram.recording.difference import find_first_difference
+
+    entries = _strings(value)
+    find_first_difference({}, {}, ignore_fields=entries)  # raises ValueError naming the entry
+    return entries
+
+
+def _match(value: object) -> str:
+    from openprogram.recording.matching import MATCHINGS
+
+    if value not in MATCHINGS:
+        raise ValueError(f"must be one of {', '.join(MATCHINGS)}, not {value!r}")
+    return str(value)
+
+
+def _by_configuration_rules(key: str) -> Callable[[object], tuple[str, ...]]:
+    """A list checked, and normalized, by the configuration's own rule for ``key`` (one copy
+    of the rules for hosts and headers)."""
+
+    def check(value: object) -> tuple[str, ...]:
+        from pydantic import ValidationError
+
+        from openprogram.config.models import RecordReplaySettings
+
+        entries = _strings(value)
+        try:
+            checked = RecordReplaySettings.model_validate({key: list(entries)})
+        except ValidationError as error:
+            first = error.errors()[0]
+            raise ValueError(str(first["msg"]).removeprefix("Value error, ")) from None
+        return tuple(getattr(checked, key))
+
+    return check
+
+
+def _tools(value: object) -> tuple[tuple[str, str], ...]:
+    """Policies as a mapping (``{"get_weather": "replay", "*": "check"}``) or as lines
+    ``NAME=POLICY`` (the ini file)."""
+    from openprogram.recording.tool_policies import check_tool_policies, parse_tool_policies
+
+    if isinstance(value, Mapping):
+        return tuple(check_tool_policies(value).items())
+    return tuple(parse_tool_policies(_strings(value)).items())
+
+
+def _redact_patterns(value: object) -> tuple[str, ...]:
+    from openprogram.recording.user_redaction import compile_redact_pattern
+
+    entries = _strings(value)
+    for entry in entries:
+        compile_redact_pattern(entry)  # UserRedactionError (a ValueError) naming it
+    return entries
+
+
+def _redact(value: object) -> Callable[[str], str] | None:
+    if value is not None and not callable(value):
+        raise ValueError(f"must be a function taking a string and returning it, not {value!r}")
+    return value
+
+
+SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
+    "record_mode": _record_mode,
+    "name": _name,
+    "ignore_fields": _ignore_fields,
+    "match": _match,
+    "http_passthrough_hosts": _by_configuration_rules("http_passthrough_hosts"),
+    "http_headers": _by_configuration_rules("http_headers"),
+    "tools": _tools,
+    "redact_patterns": _redact_patterns,
+    "redact": _redact,
+}
+"""Each setting's key and the check that turns a given value into the setting's value
+(raising ``ValueError`` saying what is wrong)."""
+
+PER_TEST_KEYS = frozenset({"name"})
+"""Keys only a test's own marker may set: two tests never share a recording by accident."""
+
+assert set(SETTING_CHECKS) == {field.name for field in fields(RecordingSettings)}
+
+
+def checked_layer(values: Mapping[str, object], *, where: str, per_test: bool = False) -> Layer:
+    """``values`` checked key by key; :class:`SettingsError` naming ``where`` (``the
+    openprogram_config fixture``, ``@pytest.mark.openprogram``) and the key otherwise.
+    ``per_test``: the layer belongs to one test, so it may set :data:`PER_TEST_KEYS`."""
+    layer: Layer = {}
+    for key, value in values.items():
+        check = SETTING_CHECKS.get(key)
+        if check is None:
+            known = ", ".join(SETTING_CHECKS)
+            raise SettingsError(f"{where}: unknown setting {key!r}; the settings are {known}")
+        if key in PER_TEST_KEYS and not per_test:
+            raise SettingsError(
+                f"{where}: {key!r} belongs to one test: set it with "
+                f"@pytest.mark.openprogram({key}=...)"
+            )
+        try:
+            layer[key] = check(value)
+        except ValueError as error:
+            raise SettingsError(f"{where}: {key}: {error}") from None
+    return layer
+
+
+def check_setting(key: str, value: object) -> Any:
+    """The value of setting ``key`` that ``value`` gives; ``ValueError`` saying what is
+    wrong with it."""
+    return SETTING_CHECKS[key](value)
+
+
+def combine_layers(layers: Iterable[Layer]) -> RecordingSettings:
+    """The settings the layers give, lowest first (a later layer's key replaces an earlier
+    one's)."""
+    merged: Layer = {}
+    for layer in layers:
+        merged.update(layer)
+    return RecordingSettings(**merged)

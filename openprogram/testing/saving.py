@@ -1,0 +1,143 @@
+"""Putting a test's new recording in place once the test passed, and saying what changed.
+
+* :func:`save_recording` — a recording made afresh (``once`` for a missing recording,
+  ``all``, ``rewrite``, ``new_episodes`` without one): the private temporary file is synced
+  and renamed over the recording, atomically.
+* :func:`merge_recording` — ``new_episodes`` with a recording: the run's calls in the order
+  it made them, each replayed call as it was recorded and each live call as it was just
+  recorded (:mod:`~openprogram.recording.merging`), are written with
+  :func:`~openprogram.recording.rewriting.rewrite_recording`, atomically, and only if that
+  changes anything: a run that replayed every recorded call and made no live call leaves the
+  file byte for byte as it was.
+
+Either says what it did in a :class:`SavedRecording`, with the first difference between the
+old recording and the new one (:func:`~openprogram.recordings.comparison.first_difference`,
+the sides called ``old`` and ``new``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from openprogram.errors import OpenProgramError, RecordingFileError
+
+if TYPE_CHECKING:
+    from openprogram.recording.format import Recording
+    from openprogram.recording.merging import RecordingMerge
+
+__all__ = ["SavedRecording", "merge_recording", "save_recording"]
+
+
+@dataclass(frozen=True, slots=True)
+class SavedRecording:
+    """What finishing a test's recording did."""
+
+    changed: bool
+    """Whether the recording was written (False: left byte for byte as it was)."""
+    live_calls: int = 0
+    """Calls made live and recorded."""
+    dropped_calls: int = 0
+    """Recorded calls the run never requested, left out of a merged recording."""
+    difference: str | None = None
+    """The first difference from the old recording (None when there was none, or the two
+    hold the same calls)."""
+
+
+def save_recording(
+    write_path: Path, path: Path, display_path: str, *, replaced: bool
+) -> SavedRecording:
+    """Move the new recording at ``write_path`` over ``path``; ``replaced``: a recording was
+    there, to compare with."""
+    old = _read_or_none(path) if replaced else None
+    try:
+        _flush_to_disk(write_path)
+        os.replace(write_path, path)
+    except OSError as exc:
+        raise RecordingFileError(
+            display_path,
+            f"cannot save the new recording ({exc.strerror or exc})",
+            advice="check the recordings folder is writable and the disk has space",
+        ) from None
+    new = _read_or_none(path)
+    if new is None:  # saved all the same: only what the summary says of it is lost
+        return SavedRecording(True, difference="the new recording could not be read back")
+    difference = None if old is None else _first_difference(old, new)
+    if replaced and old is None:
+        difference = "the old recording could not be read, so it is not compared"
+    return SavedRecording(True, live_calls=len(new.calls), difference=difference)
+
+
+def merge_recording(
+    merge: RecordingMerge, write_path: Path, path: Path, *, expected: os.stat_result | None
+) -> SavedRecording:
+    """Write the run's calls (the new file at ``write_path`` holds them, the replayed ones
+    as placeholders) over the recording at ``path``, when they differ from it; ``expected``
+    is the ``stat`` of the recording as it was read (a recording changed since is not
+    overwritten: :class:`~openprogram.errors.RecordingFileError`)."""
+    from openprogram.recording.reader import read_recording
+    from openprogram.recording.rewriting import rewrite_recording
+
+    old = merge.session.recording
+    written = read_recording(write_path)
+    live = merge.live_calls(written)
+    dropped = len(merge.session.unconsumed_calls)
+    if live == 0 and dropped == 0:
+        return SavedRecording(False)
+    header = dict(written.header)
+    _keep_older_redaction(header, old.header)
+    rewrite_recording(
+        path, header, merge.merged_calls(written), tapes=written.tapes, expected=expected
+    )
+    new = _read_or_none(path)
+    difference = (
+        "the merged recording could not be read back"
+        if new is None
+        else _first_difference(old, new)
+    )
+    return SavedRecording(True, live_calls=live, dropped_calls=dropped, difference=difference)
+
+
+def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> None:
+    """The merged header claims the rules of the older calls' redaction: replay then
+    redacts every recorded request again with the current rules, the new ones changing not
+    at all."""
+    if old.get("redaction_version") == header.get("redaction_version"):
+        return
+    if "redaction_version" in old:
+        header["redaction_version"] = old["redaction_version"]
+    else:
+        header.pop("redaction_version", None)
+
+
+def _read_or_none(path: Path) -> Recording | None:
+    from openprogram.recording.reader import read_recording
+
+    try:
+        return read_recording(path)
+    except OpenProgramError:
+        return None
+
+
+def _first_difference(old: Recording, new: Recording) -> str | None:
+    from openprogram.recording.report import ReportSides, format_report
+    from openprogram.recordings.comparison import first_difference
+
+    try:
+        found = first_difference(old, new)
+    except OpenProgramError as error:  # a value the comparison cannot carry
+        return f"the old and new recordings could not be compared ({error})"
+    if found is None:
+        return None
+    return format_report(dataclasses.replace(found, sides=ReportSides("difference", "old", "new")))
+
+
+def _flush_to_disk(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,191 @@
+"""The hooks that gather the suite summary, in the process that prints it.
+
+Each test's :class:`~openprogram.testing.outcome.TestOutcome` rides on its teardown report
+(``report.openprogram_outcome``, plain data), which pytest-xdist carries from the worker
+that ran it to the controller like any report attribute; :meth:`SummaryPlugin.
+pytest_runtest_logreport` picks it up wherever the reports arrive. What the collection
+covered (:class:`~openprogram.testing.orphan_recordings.CollectionScope`) is found where
+tests are collected — in a worker under xdist, which sends it in its ``workeroutput`` —
+and judged where the summary is printed, with that process's command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from openprogram.testing.orphan_recordings import (
+    CollectionScope,
+    find_orphans,
+    orphans_skipped_because,
+)
+from openprogram.testing.outcome import OUTCOME_KEY, TestOutcome
+
+if TYPE_CHECKING:
+    from openprogram.testing.suite_summary import SuiteSummary
+
+__all__ = ["SummaryPlugin"]
+
+_REPORT_ATTRIBUTE = "openprogram_outcome"
+_WORKER_OUTPUT_KEY = "openprogram_collection"
+
+
+class SummaryPlugin:
+    """Gathers outcomes and the collection; prints the summary and writes the report."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.outcomes: list[TestOutcome] = []
+        self.scope: CollectionScope | None = None
+        self.report_written: Path | None = None
+        self._summary: SuiteSummary | None = None
+        self._deselected = 0
+        self._collection_errors = 0
+
+    # --- where tests run -------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "teardown":
+            outcome = item.stash.get(OUTCOME_KEY, None)
+            if outcome is not None:
+                setattr(report, _REPORT_ATTRIBUTE, outcome.to_json())
+        return report
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self._deselected += len(items)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._collection_errors += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from openprogram.testing.pytest_plugin import recording_path_of
+
+        used = {
+            str(recording_path_of(item))
+            for item in items
+            if "openprogram_recording" in getattr(item, "fixturenames", ())
+        }
+        self.scope = CollectionScope(used)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.scope is not None:
+            self.scope.deselected = self._deselected
+            self.scope.collection_errors = self._collection_errors
+
+    def pytest_sessionfinish(self) -> None:
+        """A worker sends what it collected; elsewhere the report is written (before the
+        terminal summary, so ``-p no:terminal`` still writes it)."""
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            if self.scope is not None:
+                workeroutput[_WORKER_OUTPUT_KEY] = self.scope.to_json()
+            return
+        report_path = self.config.getoption("openprogram_report")
+        if report_path is not None:
+            self.report_written = Path(self.config.invocation_params.dir, report_path)
+            _write_report(self.report_written, self.summary())
+
+    # --- where the summary is printed ------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, _REPORT_ATTRIBUTE, None)
+        if report.when == "teardown" and isinstance(data, dict):
+            self.outcomes.append(TestOutcome.from_json(data))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist: a worker finished; what it collected came with it."""
+        data = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT_KEY)
+        if isinstance(data, dict) and self.scope is None:
+            self.scope = CollectionScope.from_json(data)
+
+    def summary(self) -> SuiteSummary:
+        """The summary of the run (made once, when first asked for after the run)."""
+        if self._summary is None:
+            self._summary = self._make_summary()
+        return self._summary
+
+    def _make_summary(self) -> SuiteSummary:
+        from openprogram.testing.suite_summary import SuiteSummary
+
+        summary = SuiteSummary(sorted(self.outcomes, key=lambda outcome: outcome.nodeid))
+        reason = self._orphans_not_checked()
+        if reason is not None:
+            summary.orphans_not_checked = reason
+            return summary
+        assert self.scope is not None
+        from openprogram.testing.pytest_plugin import recordings_dir_of
+
+        rootdir = self.config.rootpath
+        summary.orphans = [
+            _shown(path, rootdir)
+            for path in find_orphans(recordings_dir_of(self.config), self.scope.recordings)
+        ]
+        return summary
+
+    def _orphans_not_checked(self) -> str | None:
+        if self.scope is None:
+            return "the tests were not collected"
+        config = self.config
+        option = config.option
+        return orphans_skipped_because(
+            self.scope,
+            explicit_args=config.args_source == pytest.Config.ArgsSource.ARGS
+            and not _args_are_testpaths(config),
+            started_in_rootdir=config.invocation_params.dir == config.rootpath,
+            keyword=getattr(option, "keyword", "") or "",
+            markers=getattr(option, "markexpr", "") or "",
+            ignored=bool(getattr(option, "ignore", None) or getattr(option, "ignore_glob", None)),
+            last_failed=bool(getattr(option, "lf", False)),
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        if self.outcomes:
+            terminalreporter.write_sep("=", "openprogram recordings")
+            for line in self.summary().lines(verbose=self.config.get_verbosity() > 0):
+                terminalreporter.write_line(line)
+        if self.report_written is not None:
+            terminalreporter.write_line(
+                f"openprogram: wrote the recordings report to {self.report_written}"
+            )
+
+
+def _args_are_testpaths(config: pytest.Config) -> bool:
+    """Whether the arguments given name exactly the ``testpaths`` (as the whole tree)."""
+    testpaths = config.getini("testpaths")
+    if not testpaths:
+        return False
+    given = {os.path.normpath(Path(config.invocation_params.dir, arg)) for arg in config.args}
+    wanted = {os.path.normpath(Path(config.rootpath, path)) for path in testpaths}
+    return given == wanted
+
+
+def _shown(path: Path, rootdir: Path) -> str:
+    try:
+        return str(path.relative_to(rootdir))
+    except ValueError:
+        return str(path)
+
+
+def _write_report(path: Path, summary: SuiteSummary) -> None:
+    """The JSON report, written privately (it may quote recorded values) and atomically."""
+    import orjson
+
+    from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+    replace_file(path, data, mode=PRIVATE_FILE_MODE)
