@@ -95,8 +95,13 @@ class RecordingProvider:
         # Before the dump, which would turn a NaN in a free-form field into None unseen.
         check_recordable(str(self.path), {"model": model, "context": context, "options": options})
         redactor = SecretRedactor.for_request(options.api_key)
-        request = redactor.redact_request(dump_request(model, context, options))
-        log = _CallLog(self.writer.open_call(request, checked=True), redactor)
+        call = self.writer.open_call(
+            dump_request(model, context, options),
+            checked=True,
+            redact=redactor.redact_request,
+            redaction=redactor.rules,
+        )
+        log = _CallLog(call, redactor)
         try:
             source = getattr(self.real_provider, method)(model, context, options)
             events = source.__aiter__()

@@ -46,6 +46,7 @@ from openprogram.recording.http_rows import (
     http_request_problem,
     http_request_sections,
 )
+from openprogram.recording.request_delta import BASE_FIELD, BaseProblem, rebuild_request
 
 __all__ = [
     "EventDecoder",
@@ -227,8 +228,8 @@ class RecordingParser:
             problem = http_request_problem(row)
             if problem is not None:
                 raise self.fail(number, problem, call_index)
-            call = RecordedCall(call_index, number, http_request_sections(row), boundary="http")
-            self.calls.append(call)
+            request = self.rebuilt(number, row, "http", http_request_sections(row), call_index)
+            self.calls.append(RecordedCall(call_index, number, request, boundary="http"))
             return
         if boundary != "provider":
             raise RecordingFileError(
@@ -242,7 +243,28 @@ class RecordingParser:
             if not isinstance(row.get(section), dict):
                 raise self.fail(number, f"request field {section!r} must be an object", call_index)
         request = {section: row[section] for section in PROVIDER_REQUEST_SECTIONS}
+        request = self.rebuilt(number, row, "provider", request, call_index)
         self.calls.append(RecordedCall(call_index=call_index, line=number, request=request))
+
+    def rebuilt(
+        self,
+        number: int,
+        row: dict[str, Any],
+        boundary: str,
+        request: dict[str, Any],
+        call_index: int,
+    ) -> dict[str, Any]:
+        """``request`` whole: as stored, or rebuilt from the call its ``base`` names."""
+        if BASE_FIELD not in row:
+            return request
+        try:
+            return rebuild_request(boundary, request, row[BASE_FIELD], self.base_of, call_index)
+        except BaseProblem as exc:
+            raise self.fail(number, f"request {exc}", call_index) from None
+
+    def base_of(self, call_index: int) -> tuple[str, dict[str, Any]]:
+        call = self.calls[call_index]
+        return call.boundary, call.request
 
     def add_event(self, number: int, row: dict[str, Any]) -> None:
         call = self.open_call(number, row, "event")

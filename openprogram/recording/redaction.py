@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -210,6 +210,12 @@ class SecretRedactor:
         """A redactor knowing the credential variables' values and the call's own key."""
         known = known_secret_values()
         return cls(known | {api_key} if api_key else known)
+
+    @property
+    def rules(self) -> Hashable:
+        """What this redactor removes, as a value: two redactors with equal ``rules`` redact
+        every value alike (so a value one redacted need not be redacted by the other)."""
+        return self._known
 
     def redact(self, value: object) -> Any:
         """A copy of the JSON-like ``value`` with every secret replaced (all three rules:

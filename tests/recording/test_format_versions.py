@@ -49,11 +49,11 @@ def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 
 
-def test_today_is_version_one_with_the_http_feature() -> None:
+def test_today_is_version_one_with_the_http_and_request_deltas_features() -> None:
     assert RECORDING_FORMAT_VERSION == 1
-    assert frozenset({"http"}) == KNOWN_FEATURES
-    assert WRITTEN_FEATURES == ("http",)
-    assert new_header()["features"] == ["http"]
+    assert frozenset({"http", "request_deltas"}) == KNOWN_FEATURES
+    assert WRITTEN_FEATURES == ("http", "request_deltas")
+    assert new_header()["features"] == ["http", "request_deltas"]
 
 
 @pytest.mark.usefixtures("version_two")
