@@ -143,7 +143,10 @@ class ReplayProvider:
         __tracebackhide__ = True  # pytest: show the test's line, not replay's internals
         redactor = SecretRedactor.for_request(options.api_key)
         call = self.session.take(
-            "provider", dump_request(model, context, options), redactor=redactor.redact_request
+            "provider",
+            dump_request(model, context, options),
+            redactor=redactor.redact_request,
+            redaction=redactor.rules,
         )
         for event in call.events:
             yield event

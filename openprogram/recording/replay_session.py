@@ -41,12 +41,17 @@ truncated call (no ``call_end``) is served like any other; the boundary then rai
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
 from openprogram.plural import plural
-from openprogram.recording.difference import REPORT_LIMIT, find_first_difference, ignore_rules
+from openprogram.recording.difference import (
+    REPORT_LIMIT,
+    IgnoreRules,
+    find_first_difference,
+    ignore_rules,
+)
 from openprogram.recording.format import RecordedCall, Recording, request_sections
 from openprogram.recording.matching import DEFAULT_MATCHING, Matching, check_matching
 from openprogram.recording.mismatch import (
@@ -56,8 +61,10 @@ from openprogram.recording.mismatch import (
 )
 from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor
-from openprogram.recording.request_index import RequestIndex, request_digest
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.redaction_state import recorded_redaction_is_current
+from openprogram.recording.request_index import RequestDigester, RequestIndex
+from openprogram.recording.served_conversations import ServedConversations
 
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
 
@@ -98,6 +105,10 @@ class ReplaySession:
             self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
         self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
         self._indexes: dict[tuple[str, frozenset[str]], RequestIndex] = {}
+        self._digesters: dict[IgnoreRules, RequestDigester] = {}
+        self._as_stored = recorded_redaction_is_current(recording.header)
+        """Recorded requests are compared as stored: redacted by the rules in force."""
+        self._conversations: dict[frozenset[str], ServedConversations] = {}
         self._lock = threading.Lock()
 
     @property
@@ -132,18 +143,30 @@ class ReplaySession:
         *,
         redactor: RequestRedactor,
         ignore_fields: Iterable[str] | None = None,
+        redaction: Hashable = None,
     ) -> RecordedCall:
         """The recorded call ``incoming`` (the request sections of a call at ``boundary``,
         before redaction) is paired with; it then counts as consumed.
 
         Raises :class:`ReplayMismatch` (kept in :attr:`mismatches`) otherwise.
-        ``ignore_fields`` replaces :meth:`ignore_fields_for` for this call.
+        ``ignore_fields`` replaces :meth:`ignore_fields_for` for this call. ``redaction``
+        tells redactors apart (:attr:`SecretRedactor.rules
+        <openprogram.recording.redaction.SecretRedactor.rules>`): given, the conversation a
+        request repeats from one served before is not redacted, digested or compared again
+        (see :mod:`~openprogram.recording.served_conversations`).
         """
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
         ignored = frozenset(
             self.ignore_fields_for(boundary) if ignore_fields is None else ignore_fields
         )
-        redacted = redactor(incoming)
+        rules = ignore_rules(ignored)
+        served = None
+        if redaction is not None and self._as_stored and rules.paths is None:
+            served = self._conversations.setdefault(ignored, ServedConversations())
+        if served is None:
+            redacted, texts = redactor(incoming), None
+        else:
+            redacted, texts = served.redacted(boundary, incoming, redactor, redaction)
         if self.matching == "order":
             with self._lock:
                 index = self._next_call
@@ -151,19 +174,36 @@ class ReplaySession:
                 if index >= len(calls):
                     raise self.keep(_past_the_end(index, len(calls)))
                 call = calls[index]
-                mismatch = self.match(call, boundary, redacted, redactor, ignored)
+                mismatch = self.match(
+                    call, boundary, redacted, redactor, ignored, as_stored=served is not None
+                )
+                if mismatch is not None and served is not None:
+                    # Compared again as before: the request whole, the recorded one redacted
+                    # again, so the report is the same.
+                    texts = None
+                    mismatch = self.match(call, boundary, redactor(incoming), redactor, ignored)
                 if mismatch is not None:
                     raise self.keep(mismatch)
                 self._serve(index)
+                if served is not None and texts is not None:
+                    served.remember(boundary, redaction, texts, call)
                 return call
-        rules = ignore_rules(ignored)
-        digest = request_digest(redacted, boundary, rules)
+        digester = self._digester(rules)
+        digest = digester.digest(redacted, boundary)
         with self._lock:
-            found = self._equal_by_digest(boundary, digest, redacted, redactor, ignored)
+            found = self._equal_by_digest(
+                boundary, digest, redacted, redactor, ignored, as_stored=served is not None
+            )
             if found is None:
+                if served is not None:
+                    texts = None
+                    redacted = redactor(incoming)  # as before: the report is the same
                 found = self._equal_or_nearest(boundary, redacted, redactor, ignored)
             self._serve(found)
-            return self.recording.calls[found]
+            call = self.recording.calls[found]
+            if served is not None and texts is not None:
+                served.remember(boundary, redaction, texts, call)
+            return call
 
     def match(
         self,
@@ -172,9 +212,12 @@ class ReplaySession:
         incoming: dict[str, Any],
         redactor: RequestRedactor,
         ignore_fields: frozenset[str],
+        *,
+        as_stored: bool = False,
     ) -> ReplayMismatch | None:
         """Why the redacted ``incoming`` request is not ``call``, or None when it is: the
-        exact comparison of one request with one recorded call."""
+        exact comparison of one request with one recorded call. The recorded request is
+        redacted again with the current rules first, unless ``as_stored``."""
         if call.boundary != boundary:
             return ReplayMismatch(
                 call.call_index,
@@ -187,7 +230,7 @@ class ReplaySession:
                     "another boundary than the recorded run did"
                 ),
             )
-        recorded = redactor(call.request)  # re-redacted: the current rules
+        recorded = call.request if as_stored else redactor(call.request)
         for section in request_sections(boundary):
             difference = find_first_difference(
                 recorded.get(section),
@@ -220,6 +263,12 @@ class ReplaySession:
         while self._next_call < len(served) and served[self._next_call]:
             self._next_call += 1
 
+    def _digester(self, rules: IgnoreRules) -> RequestDigester:
+        digester = self._digesters.get(rules)
+        if digester is None:
+            digester = self._digesters[rules] = RequestDigester(rules)
+        return digester
+
     def _equal_by_digest(
         self,
         boundary: str,
@@ -227,19 +276,28 @@ class ReplaySession:
         incoming: dict[str, Any],
         redactor: RequestRedactor,
         ignored: frozenset[str],
+        *,
+        as_stored: bool,
     ) -> int | None:
         """The earliest unserved call of ``boundary`` whose request has ``digest`` and
         equals ``incoming``, or None."""
         key = (boundary, ignored)
         index = self._indexes.get(key)
         if index is None:
-            redactor_of_index = self._index_redactor(boundary)
+            rules = ignore_rules(ignored)
             index = self._indexes[key] = RequestIndex(
-                self.recording.calls, boundary, ignore_rules(ignored), redactor_of_index
+                self.recording.calls,
+                boundary,
+                rules,
+                self._index_redactor(boundary),
+                self._digester(rules),
             )
         calls = self.recording.calls
         for call_index in index.candidates(digest, self._served):
-            if self.match(calls[call_index], boundary, incoming, redactor, ignored) is None:
+            mismatch = self.match(
+                calls[call_index], boundary, incoming, redactor, ignored, as_stored=as_stored
+            )
+            if mismatch is None:
                 return call_index
         return None
 
@@ -276,7 +334,7 @@ class ReplaySession:
         redacted by the current rules (redacting it again changes nothing but a credential
         this process knows that the recording process did not); else redacted again, with
         the current rules and the process's known credentials."""
-        if self.recording.header.get("redaction_version") == REDACTION_VERSION:
+        if self._as_stored:
             return _as_stored
         redactor = SecretRedactor()
         return redactor.redact_http_request if boundary == "http" else redactor.redact_request

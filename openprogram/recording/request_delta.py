@@ -26,6 +26,7 @@ This module holds the encoding's two halves: :func:`rebuild_request` (for the re
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ __all__ = [
     "DELTA_FEATURE",
     "RECENT_BASES",
     "BaseProblem",
+    "ListText",
     "RequestBases",
     "StoredList",
     "StoredRequest",
@@ -133,11 +135,46 @@ def rebuild_request(
     return request
 
 
+_HEAD = 256
+"""How many bytes of a list's text are kept as they are, to rule candidates out cheaply."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListText:
+    """A list's JSON text, kept as what the text of a list extending it must start with:
+    its size, its first bytes and a hash of the rest (the whole text is not kept: a long
+    conversation's text would be held once per request remembered)."""
+
+    size: int
+    head: bytes
+    digest: bytes
+
+    @classmethod
+    def of(cls, text: bytes) -> ListText:
+        return cls(len(text), text[: min(_HEAD, len(text) - 1)], _prefix_digest(text, len(text)))
+
+    def extended_by(self, text: bytes) -> bool:
+        """Whether ``text`` is the JSON text of a list holding this list's items first
+        (all of them, then any more)."""
+        size = self.size
+        if len(text) < size or not text.startswith(self.head):
+            return False
+        # "[a,b]" is extended by "[a,b]" and by "[a,b,c]": its text but the "]" comes
+        # first, then a "]" or a ",".
+        if text[size - 1] != (0x5D if len(text) == size else 0x2C):
+            return False
+        return _prefix_digest(text, size) == self.digest
+
+
+def _prefix_digest(text: bytes, size: int) -> bytes:
+    return hashlib.blake2b(memoryview(text)[: size - 1], digest_size=16).digest()
+
+
 @dataclass(slots=True)
 class StoredList:
     """One shared list of a stored request."""
 
-    text: bytes
+    text: ListText
     """Its JSON text, unredacted: what a later request's list is compared with."""
     items: list[Any]
     """Its items as stored (redacted), whole."""
@@ -196,9 +233,11 @@ class RequestBases:
         best: StoredRequest | None = None
         best_kept: dict[str, int] = {}
         best_items = 0
-        for stored in reversed(self._recent):
+        for stored in reversed(self._recent):  # latest first: a session's last call wins
             if stored.boundary != boundary or stored.redaction != redaction:
                 continue
+            if sum(len(kept.items) for kept in stored.lists.values()) <= best_items:
+                continue  # cannot beat the best found
             kept = _kept_items(texts, stored)
             total = sum(kept.values())
             if total > best_items:
@@ -225,11 +264,11 @@ class RequestBases:
             tail_parts = [part_of(item) for item in items]
             kept_count = best_kept.get(key)
             if best is None or kept_count is None:
-                lists[key] = StoredList(text, items, tail_parts)
+                lists[key] = StoredList(ListText.of(text), items, tail_parts)
             else:
                 start = best.lists[key]
                 lists[key] = StoredList(
-                    text,
+                    ListText.of(text),
                     start.items[:kept_count] + items,
                     start.parts[:kept_count] + tail_parts,
                 )
@@ -249,11 +288,6 @@ def _kept_items(texts: dict[str, bytes], stored: StoredRequest) -> dict[str, int
     kept: dict[str, int] = {}
     for key, old in stored.lists.items():
         new_text = texts.get(key)
-        old_text = old.text
-        if new_text is None or not old.items:
-            continue
-        if new_text == old_text or (
-            new_text.startswith(old_text[:-1]) and new_text[len(old_text) - 1] == 0x2C  # ","
-        ):
+        if new_text is not None and old.items and old.text.extended_by(new_text):
             kept[key] = len(old.items)
     return kept
