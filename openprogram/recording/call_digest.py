@@ -41,8 +41,11 @@ __all__ = [
     "call_rows",
     "canonical_part",
     "deterministic_part",
+    "ending_text",
+    "event_text",
     "request_text",
     "request_text_with_parts",
+    "rows_seal",
 ]
 
 TRANSCRIPT_HASH_VERSION = 2
@@ -201,9 +204,19 @@ class CallDigest:
 
     def finish(self, outcome: str, error: RecordedError | None) -> dict[str, Any]:
         """The ``digest`` field of the call's ``call_end``."""
-        self._call.update(b"X " + ending_text(outcome, error) + b"\n")
+        ending = ending_text(outcome, error)
+        self._call.update(b"X " + ending + b"\n")
+        call = self._call.hexdigest()
         return {
             "version": TRANSCRIPT_HASH_VERSION,
-            "call": self._call.hexdigest(),
-            "rows": self._rows.hexdigest(),
+            "call": call,
+            "rows": rows_seal(self._rows, ending, call),
         }
+
+
+def rows_seal(rows: Any, ending: bytes, call: str) -> str:
+    """The ``rows`` digest of a call: the SHA-256 of the lines written for it (``rows``, a
+    ``hashlib`` hash fed them), then its ending and its call digest — so a ``call_end`` whose
+    outcome or digest was changed by hand no longer matches."""
+    rows.update(b"X " + ending + b"\n" + call.encode())
+    return str(rows.hexdigest())

@@ -3,11 +3,12 @@
 Every ``call_end`` a writer writes holds the call's digest and the SHA-256 of the call's
 rows as written (``{"version", "call", "rows"}``: :class:`~openprogram.recording.call_digest.
 CallDigest`). When each call's rows lie together — its request line, its event lines, then
-its ``call_end`` — the bytes before the ``call_end`` can be hashed as they are and compared
-with ``rows``: equal, they are exactly the rows the writer wrote and digested, so the
-transcript hash can be taken over the stored digests, and only the header, the request rows
-(small: they store what a request adds) and the ``call_end`` rows are parsed. The cost of a
-summary is then the cost of reading the bytes and hashing them.
+its ``call_end`` — the bytes before the ``call_end`` can be hashed as they are, with the
+call's ending and digest, and compared with ``rows``: equal, they are exactly the rows the
+writer wrote and digested, so the transcript hash can be taken over the stored digests, and
+only the header, the request rows (small: they store what a request adds) and the
+``call_end`` rows are parsed. The cost of a summary is then the cost of reading the bytes
+and hashing them.
 
 :func:`summary_from_digests` returns None, and the caller parses the file with the strict
 reader, at the first thing that is not so: a digest missing, of another hash version or not
@@ -25,8 +26,8 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.json_nesting import exceeds_nesting_limit, json_text_may_exceed_nesting_limit
-from openprogram.recording.call_digest import TRANSCRIPT_HASH_VERSION
-from openprogram.recording.format import OUTCOMES
+from openprogram.recording.call_digest import TRANSCRIPT_HASH_VERSION, ending_text, rows_seal
+from openprogram.recording.format import OUTCOMES, RecordedError
 from openprogram.recording.reader import RecordingParser
 
 __all__ = ["DigestedRecording", "summary_from_digests"]
@@ -79,8 +80,8 @@ def summary_from_digests(path: Path, data: bytes) -> DigestedRecording | None:
         stored = _call_end(data[ending + 1 : after - 1])
         if stored is None:
             return None
-        count, digest, rows_digest = stored
-        if hashlib.sha256(rows).hexdigest() != rows_digest:
+        count, digest, rows_digest, ending_text_ = stored
+        if rows_seal(hashlib.sha256(rows), ending_text_, digest) != rows_digest:
             return None
         if data.count(b"\n", position, ending + 1) != count + 1:
             return None
@@ -99,9 +100,10 @@ def summary_from_digests(path: Path, data: bytes) -> DigestedRecording | None:
     return DigestedRecording(parser, digests, events)
 
 
-def _call_end(text: bytes) -> tuple[int, str, str] | None:
-    """A ``call_end`` row's event count, call digest and rows digest, when it is a row the
-    strict reader accepts holding a digest of this hash version."""
+def _call_end(text: bytes) -> tuple[int, str, str, bytes] | None:
+    """A ``call_end`` row's event count, call digest, rows digest and ending (as the digest
+    hashes it), when it is a row the strict reader accepts holding a digest of this hash
+    version."""
     try:
         row = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -115,6 +117,7 @@ def _call_end(text: bytes) -> tuple[int, str, str] | None:
         return None
     if outcome not in OUTCOMES:
         return None
+    recorded = None
     if outcome == "error":
         error = row.get("error")
         if not (
@@ -123,12 +126,13 @@ def _call_end(text: bytes) -> tuple[int, str, str] | None:
             and isinstance(error.get("message"), str)
         ):
             return None
+        recorded = RecordedError(error["type"], error["message"])
     if not isinstance(digest, dict) or digest.get("version") != TRANSCRIPT_HASH_VERSION:
         return None
     call, rows = _sha256(digest.get("call")), _sha256(digest.get("rows"))
     if call is None or rows is None:
         return None
-    return count, call, rows
+    return count, call, rows, ending_text(outcome, recorded)
 
 
 def _sha256(value: object) -> str | None:
