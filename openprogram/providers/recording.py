@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openprogram.recording.difference import (
     NON_DETERMINISTIC_FIELD_NAMES,
@@ -111,11 +111,11 @@ def provider_event_decoder() -> Callable[[dict[str, Any]], AssistantMessageEvent
 
     from openprogram.providers.events import EVENT_ADAPTER
 
-    validate = EVENT_ADAPTER.validate_python
+    validate = EVENT_ADAPTER.validator.validate_python  # the core's, without the wrapper
 
     def decode(payload: dict[str, Any]) -> AssistantMessageEvent:
         try:
-            return validate(payload)
+            return cast("AssistantMessageEvent", validate(payload))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"][1:]) or "event"

@@ -210,13 +210,13 @@ class CallDigest:
         return {
             "version": TRANSCRIPT_HASH_VERSION,
             "call": call,
-            "rows": rows_seal(self._rows, ending, call),
+            "rows": rows_seal(self._rows, self._events, ending, call),
         }
 
 
-def rows_seal(rows: Any, ending: bytes, call: str) -> str:
+def rows_seal(rows: Any, event_count: int, ending: bytes, call: str) -> str:
     """The ``rows`` digest of a call: the SHA-256 of the lines written for it (``rows``, a
-    ``hashlib`` hash fed them), then its ending and its call digest — so a ``call_end`` whose
-    outcome or digest was changed by hand no longer matches."""
-    rows.update(b"X " + ending + b"\n" + call.encode())
+    ``hashlib`` hash fed them), then its event count, its ending and its call digest — so a
+    ``call_end`` whose count, outcome or digest was changed by hand no longer matches."""
+    rows.update(b"X %d %s\n%s" % (event_count, ending, call.encode()))
     return str(rows.hexdigest())

@@ -48,6 +48,7 @@ def flip_digest(text: str) -> str:
 EDITS = {
     "an event's text": ("event", lambda row: row["event"].update(delta="changed")),
     "an outcome": ("call_end", lambda row: row.update(outcome="abandoned")),
+    "an event count": ("call_end", lambda row: row.update(event_count=row["event_count"] - 1)),
     "a call digest": (
         "call_end",
         lambda row: row["digest"].update(call=flip_digest(row["digest"]["call"])),
@@ -72,7 +73,8 @@ def test_rows_changed_after_writing_are_parsed_instead(
     assert summary_from_digests(path, path.read_bytes()) is None
     summary = summarize_recording(path)
     assert summary == parsed_summary(path, monkeypatch)
-    assert summary.transcript_hash == transcript_hash(read_recording(path))
+    if summary.valid:  # a changed count makes the file one the reader refuses
+        assert summary.transcript_hash == transcript_hash(read_recording(path))
 
 
 def test_calls_without_digests_are_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
