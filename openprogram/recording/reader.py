@@ -3,7 +3,9 @@
 It checks every row against the format (``docs/recording-format.md``) and raises
 :class:`RecordingFileError` naming the file, the line and the call at the first problem. It
 accepts ``\\r\\n`` line ends and files of any permission mode; an incomplete last line (a
-write cut short) is ignored, so the call it belonged to reads as truncated.
+write cut short) is ignored, so the call it belonged to reads as truncated. A request row
+that names a ``base`` is rebuilt whole from the earlier call it names, sharing that call's
+items (:mod:`~openprogram.recording.request_delta`).
 
 The rows of both boundaries are checked here, on their JSON values. A provider call's
 events can also be decoded into the provider's event models as they are read: the provider

@@ -5,9 +5,13 @@ serves its calls to whichever boundary asks: the provider registry's ``ReplayPro
 the HTTP boundary's transport take their calls from one session. :meth:`ReplaySession.take`
 pairs the incoming request with a recorded call and hands that call over, or raises
 :class:`~openprogram.recording.mismatch.ReplayMismatch`. Requests are compared by their
-sections, both sides redacted by the boundary's redactor first (the recorded one again, with
-the current rules), without the boundary's non-deterministic fields and the caller's
-``ignore_fields``, an absent key equal to null.
+sections, the incoming one redacted by the boundary's redactor first and the recorded one
+as stored when the recording was redacted by the rules in force
+(:func:`~openprogram.recording.redaction_state.recorded_redaction_is_current`), else
+redacted again with them, without the boundary's non-deterministic fields and the caller's
+``ignore_fields``, an absent key equal to null. The conversation a request repeats from one
+served before is not redacted, digested or compared again
+(:mod:`~openprogram.recording.served_conversations`).
 
 How a request is paired with a call is the session's ``match``
 (:mod:`~openprogram.recording.matching`):

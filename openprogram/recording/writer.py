@@ -28,8 +28,11 @@ Any boundary's codec writes a call the same way: :meth:`RecordingWriter.open_cal
 request row (``{"boundary": "http", "method": …}``, or a provider call's three sections) with
 the next free call index and returns a :class:`CallWriter`, whose
 :meth:`~CallWriter.write_event` appends the call's events in order and whose
-:meth:`~CallWriter.end_call` writes its one ``call_end``. All boundaries share one call
-sequence per file.
+:meth:`~CallWriter.end_call` writes its one ``call_end``, holding the call's digest. All
+boundaries share one call sequence per file. A request that extends one this process wrote
+into the same file is stored against it, only its new items redacted and written
+(:mod:`~openprogram.recording.request_delta`), when the file's header announces the
+feature; a file followed after it was replaced starts with no earlier request.
 """
 
 from __future__ import annotations
