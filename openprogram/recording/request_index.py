@@ -106,7 +106,8 @@ class RequestDigester:
         # finds 1 equal to True.
         ids = list(map(id, items))
         start: list[bytes] = []
-        for _held, known_ids, known_digests in reversed(self._lists):  # held: ids stay theirs
+        # A snapshot (taken at once): another thread may be digesting too.
+        for _held, known_ids, known_digests in reversed(tuple(self._lists)):  # held: ids stay
             count = len(known_ids)
             if len(start) < count <= len(ids) and ids[:count] == known_ids:
                 start = known_digests

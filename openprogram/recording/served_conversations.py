@@ -77,7 +77,7 @@ class ServedConversations:
         best: _Served | None = None
         best_kept: dict[str, int] = {}
         best_items = 0
-        for served in reversed(self._recent):
+        for served in reversed(tuple(self._recent)):  # a snapshot: other threads take too
             if served.boundary != boundary or served.redaction != redaction:
                 continue
             if sum(len(items) for _, items in served.lists.values()) <= best_items:

@@ -169,3 +169,40 @@ def test_concurrent_conversations_each_reuse_their_own(
     ]
     assert served == [1, 0, 3, 2, 4, 5]
     assert lengths == [1, 1, 1, 1, 1, 1]
+
+
+def test_threads_replaying_their_own_conversations_at_once_are_each_served(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    path = tmp_path / "r.jsonl"
+    names = [f"agent{n}" for n in range(8)]
+    writer = RecordingWriter(path)
+    for turns in range(1, 31):
+        for name in names:
+            writer.open_call(conversation(name, turns)).end_call("complete")
+    writer.close()
+    session = ReplaySession(read_rows_only(path))
+    redactor = SecretRedactor([])
+    problems: list[BaseException] = []
+
+    def agent(name: str) -> None:
+        try:
+            for turns in range(1, 31):
+                session.take(
+                    "provider",
+                    conversation(name, turns),
+                    redactor=redactor.redact_request,
+                    redaction=redactor.rules,
+                )
+        except BaseException as exc:
+            problems.append(exc)
+
+    threads = [threading.Thread(target=agent, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    assert session.unconsumed_calls == []
