@@ -427,30 +427,30 @@ def main() -> None:
         folder = Path(temporary)
         sides = {"before": export_before(folder), "after": ROOT}
         results: dict[str, dict[str, Any]] = {side: {} for side in sides}
-        for side, tree in sides.items():
-            for calls in sizes:
+        # Side by side: each measurement on one side, then at once on the other.
+        for calls in sizes:
+            for side, tree in sides.items():
                 work = folder / f"{side}-{calls}"
                 work.mkdir()
                 slow = side == "before" and calls >= 1_000
-                session = on_side(
-                    tree, "session", str(work), str(calls), "1" if slow else str(repeats)
-                )
-                base = on_side(
-                    tree, "verify", str(work), session["path"], session["root"], "imports"
-                )
-                verified = on_side(
-                    tree, "verify", str(work), session["path"], session["root"], "run"
-                )
+                times = "1" if slow else str(repeats)
+                session = on_side(tree, "session", str(work), str(calls), times)
+                recorded = session["path"], session["root"]
+                base = on_side(tree, "verify", str(work), *recorded, "imports")
+                verified = on_side(tree, "verify", str(work), *recorded, "run")
                 session["verify"] = verified["time"]
                 session["verify_memory"] = verified["rss"] - base["rss"]
                 results[side][str(calls)] = session
+        for side, tree in sides.items():
             (folder / f"{side}-load").mkdir()
             results[side]["load"] = on_side(
                 tree, "load", str(folder / f"{side}-load"), str(repeats)
             )
+        for side, tree in sides.items():
             (folder / f"{side}-list").mkdir()
+            list_repeats = "1" if side == "before" else str(repeats)
             results[side]["list"] = on_side(
-                tree, "list", str(folder / f"{side}-list"), str(files), str(repeats)
+                tree, "list", str(folder / f"{side}-list"), str(files), list_repeats
             )
     report(results, sizes, files)
 

@@ -167,10 +167,11 @@ class ReplaySession:
         served = None
         if redaction is not None and self._as_stored and rules.paths is None:
             served = self._conversations.setdefault(ignored, ServedConversations())
+        starts: dict[str, list[Any]] | None = None
         if served is None:
             redacted, texts = redactor(incoming), None
         else:
-            redacted, texts = served.redacted(boundary, incoming, redactor, redaction)
+            redacted, texts, starts = served.redacted(boundary, incoming, redactor, redaction)
         if self.matching == "order":
             with self._lock:
                 index = self._next_call
@@ -193,7 +194,7 @@ class ReplaySession:
                     served.remember(boundary, redaction, texts, call)
                 return call
         digester = self._digester(rules)
-        digest = digester.digest(redacted, boundary)
+        digest = digester.digest(redacted, boundary, starts)
         with self._lock:
             found = self._equal_by_digest(
                 boundary, digest, redacted, redactor, ignored, as_stored=served is not None

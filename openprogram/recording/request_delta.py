@@ -142,32 +142,39 @@ _HEAD = 256
 @dataclass(frozen=True, slots=True)
 class ListText:
     """A list's JSON text, kept as what the text of a list extending it must start with:
-    its size, its first bytes and a hash of the rest (the whole text is not kept: a long
-    conversation's text would be held once per request remembered)."""
+    the text itself (``keep``), or its size, its first bytes and a hash of the rest (a long
+    conversation's text is then not held once per request remembered)."""
 
     size: int
     head: bytes
     digest: bytes
+    text: bytes | None = None
 
     @classmethod
-    def of(cls, text: bytes) -> ListText:
+    def of(cls, text: bytes, *, keep: bool = False) -> ListText:
+        if keep:
+            return cls(len(text), b"", b"", text)
         return cls(len(text), text[: min(_HEAD, len(text) - 1)], _prefix_digest(text, len(text)))
 
     def extended_by(self, text: bytes) -> bool:
         """Whether ``text`` is the JSON text of a list holding this list's items first
         (all of them, then any more)."""
         size = self.size
-        if len(text) < size or not text.startswith(self.head):
+        if len(text) < size:
             return False
         # "[a,b]" is extended by "[a,b]" and by "[a,b,c]": its text but the "]" comes
         # first, then a "]" or a ",".
         if text[size - 1] != (0x5D if len(text) == size else 0x2C):
             return False
+        if self.text is not None:
+            return text.startswith(memoryview(self.text)[: size - 1])
+        if not text.startswith(self.head):
+            return False
         return _prefix_digest(text, size) == self.digest
 
 
 def _prefix_digest(text: bytes, size: int) -> bytes:
-    return hashlib.blake2b(memoryview(text)[: size - 1], digest_size=16).digest()
+    return hashlib.sha256(memoryview(text)[: size - 1]).digest()
 
 
 @dataclass(slots=True)

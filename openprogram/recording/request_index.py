@@ -55,23 +55,41 @@ class RequestDigester:
 
     Its digest is :func:`request_digest`'s but for the shared lists, each digested as the
     sequence of its items' digests (a request holding none has :func:`request_digest`'s
-    own): equal requests have equal digests all the same. An
-    item's digest is kept by identity, and so is the list of item digests of the latest
-    lists seen, so a list that starts with the items of one of them (the same objects: the
-    reader rebuilds a session's requests sharing them, and replay builds an incoming request
-    from the items of the call it matched before) costs only its new items. Without
+    own): equal requests have equal digests all the same. An item's digest is kept by
+    identity, and so are the item digests of the latest lists seen and of every recorded
+    request's lists, so a list that starts with the items of one of them (the same objects:
+    the reader rebuilds a session's requests sharing them, and replay builds an incoming
+    request from the items of the call it matched before) costs only its new items. Without
     ignored field paths only: with them, an item's form depends on its place, and each
     request is digested by :func:`request_digest`.
     """
 
-    __slots__ = ("_items", "_lists", "rules")
+    __slots__ = ("_items", "_kept", "_lists", "rules")
 
     def __init__(self, rules: IgnoreRules) -> None:
         self.rules = rules
         self._items: dict[int, tuple[Any, bytes]] = {}
         self._lists: deque[tuple[list[Any], list[int], list[bytes]]] = deque(maxlen=_RECENT_LISTS)
+        self._kept: dict[int, tuple[list[Any], list[bytes]]] = {}
+        """The item digests of the recorded requests' lists (:meth:`keep`), by the list's id
+        (the list held, so the id stays its own)."""
 
-    def digest(self, request: dict[str, Any], boundary: str) -> bytes:
+    def keep(self, request: dict[str, Any], boundary: str) -> bytes:
+        """:meth:`digest` of a recorded request, keeping its lists' item digests, so that a
+        request whose list starts with one of those lists is digested from them."""
+        return self.digest(request, boundary, keep=True)
+
+    def digest(
+        self,
+        request: dict[str, Any],
+        boundary: str,
+        starts: dict[str, list[Any]] | None = None,
+        *,
+        keep: bool = False,
+    ) -> bytes:
+        """The digest of ``request`` (the sections of a call at ``boundary``, redacted).
+        ``starts``: for some of its shared lists (by key), a recorded list digested by
+        :meth:`keep` whose items it starts with (the same objects)."""
         rules = self.rules
         if rules.paths is not None:
             return request_digest(request, boundary, rules)
@@ -90,7 +108,10 @@ class RequestDigester:
                     continue
                 if type(item) is list:
                     form[key] = len(item)
-                    lists.append(orjson.dumps(key) + b"".join(self._item_digests(item)))
+                    digests = self._item_digests(item, None if starts is None else starts.get(key))
+                    if keep:
+                        self._kept[id(item)] = (item, digests)
+                    lists.append(orjson.dumps(key) + b"".join(digests))
                 else:
                     form[key] = _without_names(item, names)
             forms.append(form)
@@ -101,7 +122,11 @@ class RequestDigester:
             digest.update(text)
         return digest.digest()
 
-    def _item_digests(self, items: list[Any]) -> list[bytes]:
+    def _item_digests(self, items: list[Any], begins: list[Any] | None) -> list[bytes]:
+        if begins is not None:
+            kept = self._kept.get(id(begins))
+            if kept is not None and kept[0] is begins and len(begins) <= len(items):
+                return kept[1] + [self._item_digest(item) for item in items[len(begins) :]]
         # By identity (the objects' ids, while the lists hold them), never by ==, which
         # finds 1 equal to True.
         ids = list(map(id, items))
@@ -217,7 +242,7 @@ class RequestIndex:
         digester = digester or RequestDigester(rules)
         for call in calls:
             if call.boundary == boundary:
-                digest = digester.digest(redactor(call.request), boundary)
+                digest = digester.keep(redactor(call.request), boundary)
                 buckets.setdefault(digest, deque()).append(call.call_index)
         self._buckets = buckets
 

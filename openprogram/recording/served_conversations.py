@@ -39,7 +39,8 @@ __all__ = ["RECENT_SERVED", "ServedConversations"]
 
 RECENT_SERVED = 16
 """How many served requests are remembered: one per conversation under way (concurrent
-agents each extend their own)."""
+agents each extend their own). Each holds its lists' JSON text, so that a request is told
+to extend it by comparing bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +65,10 @@ class ServedConversations:
         incoming: dict[str, Any],
         redact: Callable[[dict[str, Any]], dict[str, Any]],
         redaction: Hashable,
-    ) -> tuple[dict[str, Any], dict[str, tuple[bytes, int]]]:
+    ) -> tuple[dict[str, Any], dict[str, tuple[bytes, int]], dict[str, list[Any]]]:
         """``incoming`` redacted, its shared lists built from a served call's items where
-        they repeat a served request's; also the JSON text and length of each of its shared
-        lists, for :meth:`remember`."""
+        they repeat a served request's; the JSON text and length of each of its shared
+        lists, for :meth:`remember`; and the recorded list each built list starts with."""
         texts: dict[str, tuple[bytes, int]] = {}
         for key, items in shared_lists(boundary, incoming):
             try:
@@ -91,7 +92,7 @@ class ServedConversations:
             if total > best_items:
                 best, best_kept, best_items = served, kept, total
         if best is None:
-            return redact(incoming), texts
+            return redact(incoming), texts, {}
         section = shared_section(boundary)
         holder = dict(incoming[section])
         for key, count in best_kept.items():
@@ -101,11 +102,13 @@ class ServedConversations:
         if type(redacted_holder) is not dict or any(
             type(redacted_holder.get(key)) is not list for key in best_kept
         ):
-            return redact(incoming), texts  # redaction renamed a list's key
+            return redact(incoming), texts, {}  # redaction renamed a list's key
         whole = dict(redacted_holder)
+        starts: dict[str, list[Any]] = {}
         for key in best_kept:
-            whole[key] = best.lists[key][1] + redacted_holder[key]
-        return {**redacted, section: whole}, texts
+            starts[key] = best.lists[key][1]
+            whole[key] = starts[key] + redacted_holder[key]
+        return {**redacted, section: whole}, texts, starts
 
     def remember(
         self,
@@ -123,6 +126,6 @@ class ServedConversations:
         for key, (text, count) in texts.items():
             items = holder.get(key)
             if type(items) is list and len(items) == count:
-                lists[key] = (ListText.of(text), items)
+                lists[key] = (ListText.of(text, keep=True), items)
         if lists:
             self._recent.append(_Served(boundary, redaction, lists))
