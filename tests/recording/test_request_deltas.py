@@ -284,3 +284,18 @@ def test_rows_stored_whole_by_hand_still_read(tmp_path: Path) -> None:
     assert orjson.dumps(transcript_hash(read_rows_only(path))) == orjson.dumps(
         transcript_hash(recording)
     )
+
+
+def test_a_writer_repairing_a_dead_writers_cut_off_row_keeps_its_bases(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    writer = RecordingWriter(path)
+    writer.open_call(conversation("a", 1)).end_call("complete")
+    with path.open("ab") as file:  # another process died halfway through its request row
+        file.write(b'{"type":"request","call_index":1,"model":{"id":"m"},"cont')
+    writer.open_call(conversation("a", 2)).end_call("complete")
+    writer.close()
+
+    assert requests(path)[1]["base"] == {"call_index": 0, "context": {"messages": 1}}
+    recording = read_rows_only(path)
+    assert [c.request for c in recording.calls] == [conversation("a", 1), conversation("a", 2)]
+    assert recording.truncated_calls == []
