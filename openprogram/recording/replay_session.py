@@ -45,7 +45,7 @@ truncated call (no ``call_end``) is served like any other; the boundary then rai
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -67,14 +67,11 @@ from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.redaction_state import recorded_redaction_is_current
+from openprogram.recording.request_delta import RequestRedactor
 from openprogram.recording.request_index import RequestDigester, RequestIndex
 from openprogram.recording.served_conversations import ServedConversations
 
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
-
-RequestRedactor = Callable[[dict[str, Any]], dict[str, Any]]
-"""Redacts a request's sections, as the boundary redacted them when recording (for the
-provider boundary ``SecretRedactor.redact_request``, for HTTP ``redact_http_request``)."""
 
 
 class ReplaySession:

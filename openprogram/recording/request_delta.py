@@ -41,6 +41,7 @@ __all__ = [
     "BaseProblem",
     "ListText",
     "RequestBases",
+    "RequestRedactor",
     "StoredList",
     "StoredRequest",
     "rebuild_request",
@@ -57,6 +58,8 @@ RECENT_BASES = 32
 concurrent conversations, and a bound on the cost of a call."""
 
 RequestRedactor = Callable[[dict[str, Any]], dict[str, Any]]
+"""Redacts a request's sections, as the boundary redacts them (for the provider boundary
+``SecretRedactor.redact_request``, for HTTP ``redact_http_request``)."""
 
 
 def shared_section(boundary: str) -> str:
