@@ -293,6 +293,7 @@ class ReplaySession:
                 rules,
                 self._index_redactor(boundary),
                 self._digester(rules),
+                keep=self._as_stored,
             )
         calls = self.recording.calls
         for call_index in index.candidates(digest, self._served):

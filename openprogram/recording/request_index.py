@@ -55,20 +55,19 @@ class RequestDigester:
 
     Its digest is :func:`request_digest`'s but for the shared lists, each digested as the
     sequence of its items' digests (a request holding none has :func:`request_digest`'s
-    own): equal requests have equal digests all the same. An item's digest is kept by
-    identity, and so are the item digests of the latest lists seen and of every recorded
-    request's lists, so a list that starts with the items of one of them (the same objects:
-    the reader rebuilds a session's requests sharing them, and replay builds an incoming
-    request from the items of the call it matched before) costs only its new items. Without
+    own): equal requests have equal digests all the same. The item digests of the latest
+    lists seen are kept, and those of every recorded request's lists (:meth:`keep`), so a
+    list that starts with the items of one of them (the same objects: the reader rebuilds a
+    session's requests sharing them, and replay builds an incoming request from the items of
+    the call it matched before) costs only its new items. Without
     ignored field paths only: with them, an item's form depends on its place, and each
     request is digested by :func:`request_digest`.
     """
 
-    __slots__ = ("_items", "_kept", "_lists", "rules")
+    __slots__ = ("_kept", "_lists", "rules")
 
     def __init__(self, rules: IgnoreRules) -> None:
         self.rules = rules
-        self._items: dict[int, tuple[Any, bytes]] = {}
         self._lists: deque[tuple[list[Any], list[int], list[bytes]]] = deque(maxlen=_RECENT_LISTS)
         self._kept: dict[int, tuple[list[Any], list[bytes]]] = {}
         """The item digests of the recorded requests' lists (:meth:`keep`), by the list's id
@@ -141,13 +140,7 @@ class RequestDigester:
         return digests
 
     def _item_digest(self, item: Any) -> bytes:
-        known = self._items.get(id(item))
-        if known is not None and known[0] is item:
-            return known[1]
-        digest = _digest_of_forms(_without_names(item, self.rules.names))
-        if type(item) is dict or type(item) is list:
-            self._items[id(item)] = (item, digest)
-        return digest
+        return _digest_of_forms(_without_names(item, self.rules.names))
 
 
 _RECENT_LISTS = 16
@@ -233,16 +226,23 @@ class RequestIndex:
         rules: IgnoreRules,
         redactor: Callable[[dict[str, Any]], dict[str, Any]],
         digester: RequestDigester | None = None,
+        *,
+        keep: bool = False,
     ) -> None:
         """Index the ``calls`` made at ``boundary``, each request redacted by ``redactor``
         (the current rules, as the comparison re-redacts a recorded request) and digested
         by ``digester`` (one for ``rules``: the session's, which digests the incoming
-        requests too, so the items both share are walked once)."""
+        requests too). ``keep``: the digester keeps each request's item digests, for the
+        requests that start with its lists (only for requests compared as stored: the
+        digester then holds no copy of a request, only the recording's own lists)."""
         buckets: dict[bytes, deque[int]] = {}
         digester = digester or RequestDigester(rules)
         for call in calls:
             if call.boundary == boundary:
-                digest = digester.keep(redactor(call.request), boundary)
+                request = redactor(call.request)
+                digest = (
+                    digester.keep(request, boundary) if keep else digester.digest(request, boundary)
+                )
                 buckets.setdefault(digest, deque()).append(call.call_index)
         self._buckets = buckets
 
