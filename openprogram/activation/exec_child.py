@@ -34,7 +34,7 @@ import atexit
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -158,11 +158,18 @@ class ClaimingReplaySession(ReplaySession):
         *,
         redactor: RequestRedactor,
         ignore_fields: Iterable[str] | None = None,
+        redaction: Hashable = None,
     ) -> RecordedCall:
         __tracebackhide__ = True
         if not self.claimed_here:
             self._claim()
-        return super().take(boundary, incoming, redactor=redactor, ignore_fields=ignore_fields)
+        return super().take(
+            boundary,
+            incoming,
+            redactor=redactor,
+            ignore_fields=ignore_fields,
+            redaction=redaction,
+        )
 
     def take_tape(self, tape: str, args: dict[str, Any]) -> TapeEntry:
         __tracebackhide__ = True

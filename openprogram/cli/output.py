@@ -56,6 +56,13 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def print_lines(lines: list[str]) -> None:
+    """Lines already laid out to the terminal's width and made :func:`visible` (a table),
+    written to stdout at once: no markup, no wrapping (a thousand ``Console.print`` calls
+    cost more than building the table)."""
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+
+
 def visible(text: str, *, keep_lines: bool = True) -> str:
     """``text`` for a terminal: every control character (ESC, BEL, C1 codes, bidi overrides)
     written as its escape, ``\\x1b``, ``\\u202e``, so a recording or a file name cannot

@@ -61,7 +61,9 @@ def replayed_response(
 ) -> Any:
     """The recorded response to a request (its ``sections``, before redaction)."""
     try:
-        call = session.take("http", sections, redactor=redactor.redact_http_request)
+        call = session.take(
+            "http", sections, redactor=redactor.redact_http_request, redaction=redactor.rules
+        )
     except ReplayMismatch as mismatch:
         raise RecordReplayEscape(mismatch) from None
     return response_of_call(call, session, library, request, asynchronous=asynchronous)

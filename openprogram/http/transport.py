@@ -186,9 +186,11 @@ class CapturingTransport:
     def _start(self, sections: dict[str, Any], redactor: SecretRedactor) -> HttpCallRecorder:
         writer = self.boundary.writer
         assert writer is not None  # HttpBoundary checks a record boundary has one
-        row = {"boundary": "http", **redactor.redact_http_request(sections)}
+        row = {"boundary": "http", **sections}
         try:
-            call = writer.open_call(row, checked=True)  # JSON parsed by orjson (the codec)
+            call = writer.open_call(  # JSON parsed by orjson (the codec)
+                row, checked=True, redact=redactor.redact_http_request, redaction=redactor.rules
+            )
         except OpenProgramError as exc:
             raise RecordReplayEscape(exc) from None
         return HttpCallRecorder(call, redactor, self.library)

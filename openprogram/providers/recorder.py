@@ -79,6 +79,26 @@ class RecordingProvider:
         self.writer = writer_for(path)
         if redaction is not None:
             self.writer.user_redaction = redaction
+        self._checked_messages: dict[int, object] = {}
+        """The messages of the last request checked, by id (held, so the ids stay theirs)."""
+
+    def _check(self, model: Model, context: Context, options: StreamOptions) -> None:
+        """Refuse a request a recording cannot hold, before it goes out. The messages the
+        previous request of this recorder held (the same objects: an agent resends its
+        history) were checked then and are not walked again, so a call costs what it adds."""
+        checked = self._checked_messages
+        messages = context.messages
+        fresh = {
+            index: message
+            for index, message in enumerate(messages)
+            if checked.get(id(message)) is not message
+        }
+        others = {name: value for name, value in context.__dict__.items() if name != "messages"}
+        check_recordable(
+            str(self.path),
+            {"model": model, "context": {**others, "messages": fresh}, "options": options},
+        )
+        self._checked_messages = {id(message): message for message in messages}
 
     @property
     def requires_credentials(self) -> bool:
@@ -107,10 +127,15 @@ class RecordingProvider:
         options: StreamOptions,
     ) -> AsyncIterator[AssistantMessageEvent]:
         # Before the dump, which would turn a NaN in a free-form field into None unseen.
-        check_recordable(str(self.path), {"model": model, "context": context, "options": options})
+        self._check(model, context, options)
         redactor = SecretRedactor.for_request(options.api_key, user=self.writer.user_redaction)
-        request = redactor.redact_request(dump_request(model, context, options))
-        log = _CallLog(self.writer.open_call(request, checked=True), redactor)
+        call = self.writer.open_call(
+            dump_request(model, context, options),
+            checked=True,
+            redact=redactor.redact_request,
+            redaction=redactor.rules,
+        )
+        log = _CallLog(call, redactor)
         try:
             source = getattr(self.real_provider, method)(model, context, options)
             events = source.__aiter__()

@@ -15,7 +15,8 @@ The format itself — rows, header, version, features, the parsed ``Recording`` 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from openprogram.recording.difference import (
     NON_DETERMINISTIC_FIELD_NAMES,
@@ -72,6 +73,7 @@ __all__ = [
     "find_first_difference",
     "new_header",
     "parse_recording",
+    "provider_event_decoder",
     "read_recording",
     "read_recording_bytes",
     "read_recording_file",
@@ -97,18 +99,29 @@ def dump_request(model: Model, context: Context, options: StreamOptions) -> dict
 def decode_provider_event(payload: dict[str, Any]) -> AssistantMessageEvent:
     """A provider event's JSON form as its model; raises
     :class:`~openprogram.recording.reader.EventFieldError` naming the first bad field."""
+    return provider_event_decoder()(payload)
+
+
+def provider_event_decoder() -> Callable[[dict[str, Any]], AssistantMessageEvent]:
+    """:func:`decode_provider_event` with its imports done once: the decoder the reader
+    calls for every provider event of a recording."""
     # Imported here: the event models are costly to build, and summaries (list, status)
     # read recordings without them.
     from pydantic import ValidationError
 
-    from openprogram.providers.events import event_from_json
+    from openprogram.providers.events import EVENT_ADAPTER
 
-    try:
-        return event_from_json(payload)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"][1:]) or "event"
-        raise EventFieldError(where, first["msg"]) from None
+    validate = EVENT_ADAPTER.validator.validate_python  # the core's, without the wrapper
+
+    def decode(payload: dict[str, Any]) -> AssistantMessageEvent:
+        try:
+            return cast("AssistantMessageEvent", validate(payload))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"][1:]) or "event"
+            raise EventFieldError(where, first["msg"]) from None
+
+    return decode
 
 
 def read_recording(path: str | os.PathLike[str], *, validate_events: bool = True) -> Recording:
@@ -126,5 +139,5 @@ def parse_recording(
     path: str | os.PathLike[str], data: bytes, *, validate_events: bool = True
 ) -> Recording:
     """:func:`read_recording` on bytes already read from ``path`` (named in errors)."""
-    decoder = decode_provider_event if validate_events else None
+    decoder = provider_event_decoder() if validate_events else None
     return parse_any_recording(path, data, provider_events=decoder)

@@ -3,8 +3,8 @@
 :class:`ReplayProvider` wraps nothing and holds no HTTP client, so an agent loop driven by it
 cannot reach the network. It serves provider calls from a
 :class:`~openprogram.recording.replay_session.ReplaySession`: each incoming request is
-redacted with the same rules as the recording (and the recorded request re-redacted with the
-current rules), then paired with a recorded call — by default the earliest unconsumed
+redacted with the same rules as the recording (the recorded request redacted again when the
+recording's rules are older), then paired with a recorded call — by default the earliest unconsumed
 provider call whose request equals it (``match="content"``), or strictly the call of the
 next ``call_index`` (``match="order"``) — comparing model, then context, then options. With
 no equal request it raises :class:`ReplayMismatch` naming the first difference from the
@@ -149,7 +149,10 @@ class ReplayProvider:
         __tracebackhide__ = True  # pytest: show the test's line, not replay's internals
         redactor = SecretRedactor.for_request(options.api_key, user=self.session.user_redaction)
         call = self.session.take(
-            "provider", dump_request(model, context, options), redactor=redactor.redact_request
+            "provider",
+            dump_request(model, context, options),
+            redactor=redactor.redact_request,
+            redaction=redactor.rules,
         )
         async for event in self.serve(call):
             yield event

@@ -4,6 +4,9 @@ type and no HTTP client.
     format            the rows, the header, the format version and features; the parsed
                       form (``Recording``, ``RecordedCall``, ``RecordedError``)
     reader            the strict reader (``read_recording``, ``parse_recording``)
+    request_delta     requests stored against an earlier one: what a request adds to its
+                      conversation (the reader's rebuild, the writer's bases)
+    call_digest       a call's digest, as the writer stores it and the transcript hash takes it
     http_rows         the HTTP boundary's rows, checked field by field for the reader
     file_door         the one door a recording's bytes are read through
     writer            ``RecordingWriter``: appending calls safely (threads, processes, a
@@ -14,6 +17,7 @@ type and no HTTP client.
     redaction         credentials removed from everything written
     token_shapes      the shapes of credentials redaction finds in text, each with its kind
     user_redaction    the user's own patterns and functions, and their fingerprint
+    redaction_state   whether a recording was redacted by the rules in force (compared as stored)
     difference        the first difference between two JSON values, and how a value or a path
                       is shown on a report line
     nondeterministic  the fields that change from run to run, left out of comparisons
@@ -22,6 +26,8 @@ type and no HTTP client.
     replay_session    ``ReplaySession``: one replay, serving calls to any boundary
     matching          how replay pairs a request with a recorded call: by content or order
     request_index     recorded calls by the digest of their comparable request
+    served_conversations  what replay remembers of the requests it served: a conversation
+                      walked once
     nearest           the nearest recorded request, for reports of requests equal to none
 
 Each boundary keeps its own codec above this package: the provider registry's

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram.recording.format import Outcome, RecordedError
 
 if TYPE_CHECKING:
+    from openprogram.recording.call_digest import CallDigest
     from openprogram.recording.redaction import SecretRedactor
     from openprogram.recording.writer import OpenRecording, RecordingWriter
 
@@ -29,14 +30,22 @@ class CallWriter:
     ``call_end``. Made by :meth:`RecordingWriter.open_call`; every row goes to the file the
     call started in, even if the path is replaced meanwhile."""
 
-    __slots__ = ("call_index", "event_count", "file", "writer")
+    __slots__ = ("call_index", "digest", "event_count", "file", "writer")
 
-    def __init__(self, writer: RecordingWriter, file: OpenRecording, call_index: int) -> None:
+    def __init__(
+        self,
+        writer: RecordingWriter,
+        file: OpenRecording,
+        call_index: int,
+        digest: CallDigest | None = None,
+    ) -> None:
         self.writer = writer
         self.file: OpenRecording | None = file
         """None once the call has ended."""
         self.call_index = call_index
         self.event_count = 0
+        self.digest = digest
+        """The call's digest as its rows are written, stored in its ``call_end``."""
 
     @property
     def ended(self) -> bool:
@@ -57,8 +66,10 @@ class CallWriter:
             "event_index": self.event_count,
             "event": event,
         }
-        self.writer.write_row(row, self.file, checked=checked)
+        line = self.writer.write_row(row, self.file, checked=checked)
         self.event_count += 1
+        if self.digest is not None:
+            self.digest.add_event(event, line)
 
     def end_call(self, outcome: Outcome, *, error: RecordedError | None = None) -> None:
         """Write the call's ``call_end`` (``error``, already redacted, for outcome
@@ -73,6 +84,8 @@ class CallWriter:
         }
         if error is not None:
             row["error"] = {"type": error.type, "message": error.message}
+        if self.digest is not None:
+            row["digest"] = self.digest.finish(outcome, error)
         file, self.file = self.file, None  # ended even if the write fails: never twice
         self.writer.write_row(row, file, checked=True)
 

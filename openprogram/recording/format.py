@@ -2,7 +2,7 @@
 
 A recording is one JSON object a line, in the order things happened::
 
-    {"type":"header","format_version":1,"features":["http"],"created_at":…,…}
+    {"type":"header","format_version":1,"features":["http","request_deltas"],"created_at":…,…}
     {"type":"request","call_index":0,"model":{…},"context":{…},"options":{…}}
     {"type":"event","call_index":0,"event_index":0,"event":{"type":"start",…}}
     {"type":"call_end","call_index":0,"event_count":5,"outcome":"complete"}
@@ -17,6 +17,8 @@ Calls are made at one of two *boundaries*, in one call sequence: the provider re
 Calls recorded concurrently may interleave their event rows; each call's rows stay in order.
 Tape rows (:mod:`openprogram.recording.tape_rows`) record the calls of taped functions and
 agent tools, one row each, between the call rows.
+A request row may store only what its lists add to an earlier call's (its ``base``:
+:mod:`~openprogram.recording.request_delta`); the reader rebuilds it whole.
 ``docs/recording-format.md`` is the full description.
 
 This module holds definitions only; it works on JSON values and imports neither a provider
@@ -34,6 +36,7 @@ import orjson
 
 from openprogram import __version__
 from openprogram.recording.redaction import REDACTION_VERSION
+from openprogram.recording.request_delta import DELTA_FEATURE
 
 if TYPE_CHECKING:
     from openprogram.recording.tape_rows import TapeEntry
@@ -67,16 +70,18 @@ Bumped when the meaning of a row or field changes, or a field becomes required. 
 types and optional fields are additive: they are announced as header ``features`` instead.
 """
 
-KNOWN_FEATURES: frozenset[str] = frozenset({"http", "tapes"})
+KNOWN_FEATURES: frozenset[str] = frozenset({"http", "tapes", DELTA_FEATURE})
 """The header ``features`` this openprogram reads: the row types and optional fields added
 since its format version, each by name. A recording announcing any other was written by a
 newer openprogram and is refused, with the advice to upgrade.
 
 ``http``: request rows with ``"boundary": "http"`` and the HTTP event types.
 ``tapes``: ``tape`` rows, the entries of taped functions and agent tools
-(:mod:`openprogram.recording.tape_rows`)."""
+(:mod:`openprogram.recording.tape_rows`).
+``request_deltas``: request rows that store only what they add to an earlier request, named
+by their ``base`` field (:mod:`openprogram.recording.request_delta`)."""
 
-WRITTEN_FEATURES: tuple[str, ...] = ("http", "tapes")
+WRITTEN_FEATURES: tuple[str, ...] = ("http", "tapes", DELTA_FEATURE)
 """The features a file created by this openprogram announces (it may write them)."""
 
 UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"

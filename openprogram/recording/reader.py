@@ -3,7 +3,9 @@
 It checks every row against the format (``docs/recording-format.md``) and raises
 :class:`RecordingFileError` naming the file, the line and the call at the first problem. It
 accepts ``\\r\\n`` line ends and files of any permission mode; an incomplete last line (a
-write cut short) is ignored, so the call it belonged to reads as truncated.
+write cut short) is ignored, so the call it belonged to reads as truncated. A request row
+that names a ``base`` is rebuilt whole from the earlier call it names, sharing that call's
+items (:mod:`~openprogram.recording.request_delta`).
 
 The rows of both boundaries are checked here, on their JSON values. A provider call's
 events can also be decoded into the provider's event models as they are read: the provider
@@ -46,6 +48,7 @@ from openprogram.recording.http_rows import (
     http_request_problem,
     http_request_sections,
 )
+from openprogram.recording.request_delta import BASE_FIELD, BaseProblem, rebuild_request
 from openprogram.recording.tape_rows import TapeEntry, tape_entry_from_row, tape_row_problem
 
 __all__ = [
@@ -119,9 +122,10 @@ class RecordingParser:
     def parse(self, data: bytes) -> Recording:
         lines = data.split(b"\n")
         last = len(lines)
+        add_event = self.add_event
         for number, raw in enumerate(lines, start=1):
             text = raw[:-1] if raw.endswith(b"\r") else raw
-            if not text.strip():
+            if not text.startswith(b"{") and not text.strip():
                 continue
             try:
                 row = orjson.loads(text)
@@ -135,10 +139,17 @@ class RecordingParser:
                 raise self.fail(number, "a row must be a JSON object")
             # Counting brackets is cheap; only a row with more than the limit may nest that
             # deep, and only such a row is walked.
-            if json_text_may_exceed_nesting_limit(text) and exceeds_nesting_limit(row):
+            if (
+                len(text) > MAX_NESTING_DEPTH
+                and json_text_may_exceed_nesting_limit(text)
+                and exceeds_nesting_limit(row)
+            ):
                 call_index = row.get("call_index")
                 raise self.fail(number, TOO_DEEP, call_index if type(call_index) is int else None)
-            self.add_row(number, row)
+            if row.get("type") == "event" and self.header is not None:
+                add_event(number, row)
+            else:
+                self.add_row(number, row)
         if self.header is None:
             raise RecordingFileError(
                 str(self.path),
@@ -247,8 +258,8 @@ class RecordingParser:
             problem = http_request_problem(row)
             if problem is not None:
                 raise self.fail(number, problem, call_index)
-            sections = http_request_sections(row)
-            call = RecordedCall(call_index, number, sections, boundary="http", within=within)
+            request = self.rebuilt(number, row, "http", http_request_sections(row), call_index)
+            call = RecordedCall(call_index, number, request, boundary="http", within=within)
             self.calls.append(call)
             return
         if boundary != "provider":
@@ -263,11 +274,63 @@ class RecordingParser:
             if not isinstance(row.get(section), dict):
                 raise self.fail(number, f"request field {section!r} must be an object", call_index)
         request = {section: row[section] for section in PROVIDER_REQUEST_SECTIONS}
+        request = self.rebuilt(number, row, "provider", request, call_index)
         self.calls.append(
             RecordedCall(call_index=call_index, line=number, request=request, within=within)
         )
 
+    def rebuilt(
+        self,
+        number: int,
+        row: dict[str, Any],
+        boundary: str,
+        request: dict[str, Any],
+        call_index: int,
+    ) -> dict[str, Any]:
+        """``request`` whole: as stored, or rebuilt from the call its ``base`` names."""
+        if BASE_FIELD not in row:
+            return request
+        try:
+            return rebuild_request(boundary, request, row[BASE_FIELD], self.base_of, call_index)
+        except BaseProblem as exc:
+            raise self.fail(number, f"request {exc}", call_index) from None
+
+    def base_of(self, call_index: int) -> tuple[str, dict[str, Any]]:
+        call = self.calls[call_index]
+        return call.boundary, call.request
+
     def add_event(self, number: int, row: dict[str, Any]) -> None:
+        # Most of a recording: the next event of an open provider call, checked inline;
+        # anything else takes the path that names the problem.
+        call_index = row.get("call_index")
+        calls = self.calls
+        if type(call_index) is int and 0 <= call_index < len(calls):
+            call = calls[call_index]
+            rows = call.event_rows
+            payload = row.get("event")
+            if (
+                call.boundary == "provider"
+                and call.outcome is None
+                and row.get("event_index") == len(rows)
+                and type(row.get("event_index")) is int
+                and type(payload) is dict
+                and type(event_type := payload.get("type")) is str
+                and event_type in PROVIDER_EVENT_TYPES
+            ):  # (a call without an outcome has not ended)
+                if self.provider_events is not None:
+                    try:
+                        call.events.append(self.provider_events(payload))
+                    except EventFieldError as exc:
+                        raise self.fail(
+                            number,
+                            f"{event_type} event field {exc.where}: {exc.problem}",
+                            call_index,
+                        ) from None
+                rows.append(payload)
+                return
+        self.add_any_event(number, row)
+
+    def add_any_event(self, number: int, row: dict[str, Any]) -> None:
         call = self.open_call(number, row, "event")
         event_index = self.index(number, row, "event_index")
         if event_index != len(call.event_rows):

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from openprogram.recording.token_shapes import HINTS_LOWER, PLACEHOLDER, TOKEN_SHAPES
@@ -229,6 +229,13 @@ class SecretRedactor:
     def user(self) -> UserRedaction | None:
         """The user redaction it applies after the built-in rules."""
         return self._rules.user
+
+    @property
+    def rules(self) -> Hashable:
+        """What this redactor removes, as a value: two redactors with equal ``rules`` redact
+        every value alike (so a value one redacted need not be redacted by the other): the
+        known values and the user redaction, as one number for the life of the process."""
+        return self._rules.identity
 
     def redact(self, value: object) -> Any:
         """A copy of the JSON-like ``value`` with every secret replaced (all three rules:

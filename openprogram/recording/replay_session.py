@@ -5,9 +5,13 @@ serves its calls to whichever boundary asks: the provider registry's ``ReplayPro
 the HTTP boundary's transport take their calls from one session. :meth:`ReplaySession.take`
 pairs the incoming request with a recorded call and hands that call over, or raises
 :class:`~openprogram.recording.mismatch.ReplayMismatch`. Requests are compared by their
-sections, both sides redacted by the boundary's redactor first (the recorded one again, with
-the current rules), without the boundary's non-deterministic fields and the caller's
-``ignore_fields``, an absent key equal to null.
+sections, the incoming one redacted by the boundary's redactor first and the recorded one
+as stored when the recording was redacted by the rules in force
+(:func:`~openprogram.recording.redaction_state.recorded_redaction_is_current`), else
+redacted again with them, without the boundary's non-deterministic fields and the caller's
+``ignore_fields``, an absent key equal to null. The conversation a request repeats from one
+served before is not redacted, digested or compared again
+(:mod:`~openprogram.recording.served_conversations`).
 
 How a request is paired with a call is the session's ``match``
 (:mod:`~openprogram.recording.matching`):
@@ -45,12 +49,17 @@ fail :meth:`~ReplaySession.assert_consumed` as unconsumed calls do.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from openprogram.plural import plural
-from openprogram.recording.difference import REPORT_LIMIT, find_first_difference, ignore_rules
+from openprogram.recording.difference import (
+    REPORT_LIMIT,
+    IgnoreRules,
+    find_first_difference,
+    ignore_rules,
+)
 from openprogram.recording.format import RecordedCall, Recording, request_sections
 from openprogram.recording.matching import DEFAULT_MATCHING, Matching, check_matching
 from openprogram.recording.mismatch import (
@@ -60,18 +69,17 @@ from openprogram.recording.mismatch import (
 )
 from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor
-from openprogram.recording.request_index import RequestIndex, request_digest
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.redaction_state import recorded_redaction_is_current
+from openprogram.recording.request_delta import RequestRedactor
+from openprogram.recording.request_index import RequestDigester, RequestIndex
+from openprogram.recording.served_conversations import ServedConversations
 from openprogram.recording.tape_replay import TapeReplay
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.tool_policies import ToolPolicies
 from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
-
-RequestRedactor = Callable[[dict[str, Any]], dict[str, Any]]
-"""Redacts a request's sections, as the boundary redacted them when recording (for the
-provider boundary ``SecretRedactor.redact_request``, for HTTP ``redact_http_request``)."""
 
 
 class ReplaySession:
@@ -89,13 +97,11 @@ class ReplaySession:
         *,
         ignore_fields: Iterable[str] = (),
         match: str = DEFAULT_MATCHING,
-        user_redaction: UserRedaction | None = None,
         tools: Mapping[str, str] | None = None,
+        user_redaction: UserRedaction | None = None,
     ) -> None:
         self.recording = recording
-        self.user_redaction = user_redaction
-        """The user redaction both sides of every comparison are redacted with, after the
-        built-in rules (the boundaries build their redactors with it)."""
+        self._user_redaction = user_redaction
         self.ignore_fields = frozenset(ignore_fields)
         """The caller's own fields to ignore, for every boundary."""
         self.matching: Matching = check_matching(match)
@@ -111,6 +117,10 @@ class ReplaySession:
             self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
         self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
         self._indexes: dict[tuple[str, frozenset[str]], RequestIndex] = {}
+        self._digesters: dict[IgnoreRules, RequestDigester] = {}
+        self._as_stored = recorded_redaction_is_current(recording.header, user_redaction)
+        """Recorded requests are compared as stored: redacted by the rules in force."""
+        self._conversations: dict[frozenset[str], ServedConversations] = {}
         self._lock = threading.Lock()
         self.tapes = TapeReplay(
             recording.tapes,
@@ -122,6 +132,18 @@ class ReplaySession:
         """The recording's tape entries, served to taped functions and agent tools by
         :meth:`take_tape`; ``tools`` (tool name or ``"*"`` to policy) says which tools are
         replayed, checked or run live."""
+
+    @property
+    def user_redaction(self) -> UserRedaction | None:
+        """The user redaction both sides of every comparison are redacted with, after the
+        built-in rules (the boundaries build their redactors with it)."""
+        return self._user_redaction
+
+    @user_redaction.setter
+    def user_redaction(self, user: UserRedaction | None) -> None:
+        """Set before the first request: it decides how recorded requests are compared."""
+        self._user_redaction = user
+        self._as_stored = recorded_redaction_is_current(self.recording.header, user)
 
     @property
     def path(self) -> Path:
@@ -184,18 +206,31 @@ class ReplaySession:
         *,
         redactor: RequestRedactor,
         ignore_fields: Iterable[str] | None = None,
+        redaction: Hashable = None,
     ) -> RecordedCall:
         """The recorded call ``incoming`` (the request sections of a call at ``boundary``,
         before redaction) is paired with; it then counts as consumed.
 
         Raises :class:`ReplayMismatch` (kept in :attr:`mismatches`) otherwise.
-        ``ignore_fields`` replaces :meth:`ignore_fields_for` for this call.
+        ``ignore_fields`` replaces :meth:`ignore_fields_for` for this call. ``redaction``
+        tells redactors apart (:attr:`SecretRedactor.rules
+        <openprogram.recording.redaction.SecretRedactor.rules>`): given, the conversation a
+        request repeats from one served before is not redacted, digested or compared again
+        (see :mod:`~openprogram.recording.served_conversations`).
         """
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
         ignored = frozenset(
             self.ignore_fields_for(boundary) if ignore_fields is None else ignore_fields
         )
-        redacted = redactor(incoming)
+        rules = ignore_rules(ignored)
+        served = None
+        if redaction is not None and self._as_stored and rules.paths is None:
+            served = self._conversations.setdefault(ignored, ServedConversations())
+        starts: dict[str, list[Any]] | None = None
+        if served is None:
+            redacted, texts = redactor(incoming), None
+        else:
+            redacted, texts, starts = served.redacted(boundary, incoming, redactor, redaction)
         if self.matching == "order":
             with self._lock:
                 index = self._next_call
@@ -205,19 +240,36 @@ class ReplaySession:
                 if index >= len(calls):
                     raise self.keep(_past_the_end(index, len(calls)))
                 call = calls[index]
-                mismatch = self.match(call, boundary, redacted, redactor, ignored)
+                mismatch = self.match(
+                    call, boundary, redacted, redactor, ignored, as_stored=served is not None
+                )
+                if mismatch is not None and served is not None:
+                    # Compared again as before: the request whole, the recorded one redacted
+                    # again, so the report is the same.
+                    texts = None
+                    mismatch = self.match(call, boundary, redactor(incoming), redactor, ignored)
                 if mismatch is not None:
                     raise self.keep(mismatch)
                 self._serve(index)
+                if served is not None and texts is not None:
+                    served.remember(boundary, redaction, texts, call)
                 return call
-        rules = ignore_rules(ignored)
-        digest = request_digest(redacted, boundary, rules)
+        digester = self._digester(rules)
+        digest = digester.digest(redacted, boundary, starts)
         with self._lock:
-            found = self._equal_by_digest(boundary, digest, redacted, redactor, ignored)
+            found = self._equal_by_digest(
+                boundary, digest, redacted, redactor, ignored, as_stored=served is not None
+            )
             if found is None:
+                if served is not None:
+                    texts = None
+                    redacted = redactor(incoming)  # as before: the report is the same
                 found = self._equal_or_nearest(boundary, redacted, redactor, ignored)
             self._serve(found)
-            return self.recording.calls[found]
+            call = self.recording.calls[found]
+            if served is not None and texts is not None:
+                served.remember(boundary, redaction, texts, call)
+            return call
 
     def take_equal(
         self,
@@ -244,9 +296,11 @@ class ReplaySession:
                     return None
                 self._serve(index)
                 return calls[index]
-        digest = request_digest(redacted, boundary, ignore_rules(ignored))
+        digest = self._digester(ignore_rules(ignored)).digest(redacted, boundary, None)
         with self._lock:
-            found = self._equal_by_digest(boundary, digest, redacted, redactor, ignored)
+            found = self._equal_by_digest(
+                boundary, digest, redacted, redactor, ignored, as_stored=False
+            )
             if found is None:
                 found, mismatch = self._nearest_open_call(boundary, redacted, redactor, ignored)
                 if mismatch is not None:
@@ -261,9 +315,12 @@ class ReplaySession:
         incoming: dict[str, Any],
         redactor: RequestRedactor,
         ignore_fields: frozenset[str],
+        *,
+        as_stored: bool = False,
     ) -> ReplayMismatch | None:
         """Why the redacted ``incoming`` request is not ``call``, or None when it is: the
-        exact comparison of one request with one recorded call."""
+        exact comparison of one request with one recorded call. The recorded request is
+        redacted again with the current rules first, unless ``as_stored``."""
         if call.boundary != boundary:
             return ReplayMismatch(
                 call.call_index,
@@ -276,7 +333,7 @@ class ReplaySession:
                     "another boundary than the recorded run did"
                 ),
             )
-        recorded = redactor(call.request)  # re-redacted: the current rules
+        recorded = call.request if as_stored else redactor(call.request)
         for section in request_sections(boundary):
             difference = find_first_difference(
                 recorded.get(section),
@@ -285,15 +342,20 @@ class ReplaySession:
                 path=section,
             )
             if difference is not None:
-                note = removed_secret_note(incoming, self.recording.calls[: call.call_index])
                 return ReplayMismatch(
                     call.call_index,
                     difference.field_path,
                     difference.recorded,
                     difference.incoming,
-                    note=note or self._other_redaction_note(),
+                    note=self._note(incoming, call.call_index),
                 )
         return None
+
+    def _note(self, incoming: dict[str, Any], call_index: int) -> str | None:
+        """A third line for a mismatch: a secret the recording removed that the run sent, or
+        a user redaction other than the recording's."""
+        note = removed_secret_note(incoming, self.recording.calls[:call_index])
+        return note or self._other_redaction_note()
 
     def _other_redaction_note(self) -> str | None:
         """The note for a mismatch in a replay whose user redaction is not the one the
@@ -325,6 +387,12 @@ class ReplaySession:
         while self._next_call < len(served) and served[self._next_call]:
             self._next_call += 1
 
+    def _digester(self, rules: IgnoreRules) -> RequestDigester:
+        digester = self._digesters.get(rules)
+        if digester is None:
+            digester = self._digesters[rules] = RequestDigester(rules)
+        return digester
+
     def _equal_by_digest(
         self,
         boundary: str,
@@ -332,19 +400,29 @@ class ReplaySession:
         incoming: dict[str, Any],
         redactor: RequestRedactor,
         ignored: frozenset[str],
+        *,
+        as_stored: bool,
     ) -> int | None:
         """The earliest unserved call of ``boundary`` whose request has ``digest`` and
         equals ``incoming``, or None."""
         key = (boundary, ignored)
         index = self._indexes.get(key)
         if index is None:
-            redactor_of_index = self._index_redactor(boundary)
+            rules = ignore_rules(ignored)
             index = self._indexes[key] = RequestIndex(
-                self.recording.calls, boundary, ignore_rules(ignored), redactor_of_index
+                self.recording.calls,
+                boundary,
+                rules,
+                self._index_redactor(boundary),
+                self._digester(rules),
+                keep=self._as_stored,
             )
         calls = self.recording.calls
         for call_index in index.candidates(digest, self._served):
-            if self.match(calls[call_index], boundary, incoming, redactor, ignored) is None:
+            mismatch = self.match(
+                calls[call_index], boundary, incoming, redactor, ignored, as_stored=as_stored
+            )
+            if mismatch is None:
                 return call_index
         return None
 
@@ -394,13 +472,9 @@ class ReplaySession:
         changes nothing but a credential this process knows that the recording process did
         not); else redacted again, with the current rules, the session's user redaction and
         the process's known credentials."""
-        header = self.recording.header
-        user = self.user_redaction
-        if header.get("redaction_version") == REDACTION_VERSION and header.get(
-            "redaction_fingerprint"
-        ) == (None if user is None else user.fingerprint):
+        if self._as_stored:
             return _as_stored
-        redactor = SecretRedactor(user=user)
+        redactor = SecretRedactor(user=self.user_redaction)
         return redactor.redact_http_request if boundary == "http" else redactor.redact_request
 
     def _open_calls(self, boundary: str, limit: int) -> list[int]:

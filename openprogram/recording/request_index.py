@@ -28,8 +28,9 @@ import orjson
 
 from openprogram.recording.difference import IgnoreRules, join_field_path
 from openprogram.recording.format import RecordedCall, request_sections
+from openprogram.recording.request_delta import shared_section
 
-__all__ = ["RequestIndex", "comparable_form", "request_digest"]
+__all__ = ["RequestDigester", "RequestIndex", "comparable_form", "request_digest"]
 
 _IGNORED: Final = object()
 """A list item left out by an ignore path: any value there compares equal."""
@@ -43,6 +44,110 @@ def request_digest(request: dict[str, Any], boundary: str, rules: IgnoreRules) -
         None if rules.skips(section) else comparable_form(request.get(section), rules, section)
         for section in request_sections(boundary)
     ]
+    return _digest_of_forms(forms)
+
+
+class RequestDigester:
+    """Digests of requests under one set of rules, for :class:`RequestIndex` and the
+    requests replay looks up in it; the items of shared lists (a conversation's messages,
+    which the requests of one session share: see :mod:`~openprogram.recording.request_delta`)
+    each digested once.
+
+    Its digest is :func:`request_digest`'s but for the shared lists, each digested as the
+    sequence of its items' digests (a request holding none has :func:`request_digest`'s
+    own): equal requests have equal digests all the same. The item digests of the latest
+    lists seen are kept, and those of every recorded request's lists (:meth:`keep`), so a
+    list that starts with the items of one of them (the same objects: the reader rebuilds a
+    session's requests sharing them, and replay builds an incoming request from the items of
+    the call it matched before) costs only its new items. Without
+    ignored field paths only: with them, an item's form depends on its place, and each
+    request is digested by :func:`request_digest`.
+    """
+
+    __slots__ = ("_kept", "_lists", "rules")
+
+    def __init__(self, rules: IgnoreRules) -> None:
+        self.rules = rules
+        self._lists: deque[tuple[list[Any], list[int], list[bytes]]] = deque(maxlen=_RECENT_LISTS)
+        self._kept: dict[int, tuple[list[Any], list[bytes]]] = {}
+        """The item digests of the recorded requests' lists (:meth:`keep`), by the list's id
+        (the list held, so the id stays its own)."""
+
+    def keep(self, request: dict[str, Any], boundary: str) -> bytes:
+        """:meth:`digest` of a recorded request, keeping its lists' item digests, so that a
+        request whose list starts with one of those lists is digested from them."""
+        return self.digest(request, boundary, keep=True)
+
+    def digest(
+        self,
+        request: dict[str, Any],
+        boundary: str,
+        starts: dict[str, list[Any]] | None = None,
+        *,
+        keep: bool = False,
+    ) -> bytes:
+        """The digest of ``request`` (the sections of a call at ``boundary``, redacted).
+        ``starts``: for some of its shared lists (by key), a recorded list digested by
+        :meth:`keep` whose items it starts with (the same objects)."""
+        rules = self.rules
+        if rules.paths is not None:
+            return request_digest(request, boundary, rules)
+        names = rules.names
+        shared = shared_section(boundary)
+        forms: list[Any] = []
+        lists: list[bytes] = []
+        for section in request_sections(boundary):
+            value = request.get(section)
+            if section != shared or type(value) is not dict:
+                forms.append(_without_names(value, names))
+                continue
+            form: dict[str, Any] = {}
+            for key, item in value.items():
+                if item is None or key in names:
+                    continue
+                if type(item) is list:
+                    form[key] = len(item)
+                    digests = self._item_digests(item, None if starts is None else starts.get(key))
+                    if keep:
+                        self._kept[id(item)] = (item, digests)
+                    lists.append(orjson.dumps(key) + b"".join(digests))
+                else:
+                    form[key] = _without_names(item, names)
+            forms.append(form)
+        if not lists:
+            return _digest_of_forms(forms)
+        digest = hashlib.blake2b(_digest_of_forms(forms), digest_size=16)
+        for text in sorted(lists):
+            digest.update(text)
+        return digest.digest()
+
+    def _item_digests(self, items: list[Any], begins: list[Any] | None) -> list[bytes]:
+        if begins is not None:
+            kept = self._kept.get(id(begins))
+            if kept is not None and kept[0] is begins and len(begins) <= len(items):
+                return kept[1] + [self._item_digest(item) for item in items[len(begins) :]]
+        # By identity (the objects' ids, while the lists hold them), never by ==, which
+        # finds 1 equal to True.
+        ids = list(map(id, items))
+        start: list[bytes] = []
+        # A snapshot (taken at once): another thread may be digesting too.
+        for _held, known_ids, known_digests in reversed(tuple(self._lists)):  # held: ids stay
+            count = len(known_ids)
+            if len(start) < count <= len(ids) and ids[:count] == known_ids:
+                start = known_digests
+        digests = start + [self._item_digest(item) for item in items[len(start) :]]
+        self._lists.append((items, ids, digests))
+        return digests
+
+    def _item_digest(self, item: Any) -> bytes:
+        return _digest_of_forms(_without_names(item, self.rules.names))
+
+
+_RECENT_LISTS = 16
+"""How many of the latest lists a :class:`RequestDigester` keeps the item digests of."""
+
+
+def _digest_of_forms(forms: Any) -> bytes:
     try:
         text = orjson.dumps(forms, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # a lone surrogate, an integer beyond 64 bits
@@ -120,13 +225,24 @@ class RequestIndex:
         boundary: str,
         rules: IgnoreRules,
         redactor: Callable[[dict[str, Any]], dict[str, Any]],
+        digester: RequestDigester | None = None,
+        *,
+        keep: bool = False,
     ) -> None:
         """Index the ``calls`` made at ``boundary``, each request redacted by ``redactor``
-        (the current rules, as the comparison re-redacts a recorded request)."""
+        (the current rules, as the comparison re-redacts a recorded request) and digested
+        by ``digester`` (one for ``rules``: the session's, which digests the incoming
+        requests too). ``keep``: the digester keeps each request's item digests, for the
+        requests that start with its lists (only for requests compared as stored: the
+        digester then holds no copy of a request, only the recording's own lists)."""
         buckets: dict[bytes, deque[int]] = {}
+        digester = digester or RequestDigester(rules)
         for call in calls:
             if call.boundary == boundary:
-                digest = request_digest(redactor(call.request), boundary, rules)
+                request = redactor(call.request)
+                digest = (
+                    digester.keep(request, boundary) if keep else digester.digest(request, boundary)
+                )
                 buckets.setdefault(digest, deque()).append(call.call_index)
         self._buckets = buckets
 

@@ -13,9 +13,15 @@ was read (same device, inode and size): a writer that appended in between makes 
 fail with :class:`~openprogram.errors.RecordingFileError` instead of dropping its call. A
 writer that appends later finds the path replaced and follows it to the new file.
 
-:func:`recording_rows` is the row encoding itself: the header, then each call's request, its
+:func:`recording_lines` is the encoding itself: the header, then each call's request, its
 events in order and its ``call_end`` (none for a call that was cut short), the calls
-numbered from 0 in the order given, then the tape entries' rows.
+numbered from 0 in the order given — encoded exactly as the writer encodes a session: each
+request stored against the earlier request it extends
+(:mod:`~openprogram.recording.request_delta`; the header announces the feature) and each
+``call_end`` holding the call's digest, recomputed (so ``list`` can trust it) — then the
+tape entries' rows, in the order given (each tape's entries keep their order, so their
+indexes). Rewriting a recording as it was read gives the same bytes when its tape rows came
+after its calls.
 """
 
 from __future__ import annotations
@@ -28,16 +34,32 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, sync_folder
+from openprogram.recording.call_digest import (
+    CallDigest,
+    DeterministicParts,
+    request_text_with_parts,
+)
 from openprogram.recording.format import RecordedCall, encode_row
-from openprogram.recording.tape_rows import TapeEntry, row_of_entry
+from openprogram.recording.nondeterministic import request_ignore_fields
+from openprogram.recording.request_delta import BASE_FIELD, DELTA_FEATURE, RequestBases
+from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
 
-__all__ = ["call_rows_of", "recording_rows", "rewrite_recording"]
+__all__ = [
+    "announcing_deltas",
+    "call_rows_of",
+    "recording_lines",
+    "recording_rows",
+    "rewrite_recording",
+]
 
 
 def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]]:
-    """The rows of one call, numbered ``call_index``: request, events, ``call_end``."""
+    """The rows of one call on its own, numbered ``call_index``: its request whole, its
+    events, its ``call_end`` (without a digest). A rewrite writes :func:`recording_lines`."""
     request: dict[str, Any] = {"type": "request", "call_index": call_index}
     if call.boundary != "provider":
         request["boundary"] = call.boundary
@@ -65,17 +87,89 @@ def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]
     yield end
 
 
+def recording_lines(
+    header: dict[str, Any], calls: Iterable[RecordedCall], tapes: Iterable[TapeEntry] = ()
+) -> Iterator[bytes]:
+    """Every line of a recording holding ``header``, ``calls`` and ``tapes``, the calls
+    renumbered from 0, encoded as a writer encodes them: each request against the earlier one
+    it extends (the header announces
+    :data:`~openprogram.recording.request_delta.DELTA_FEATURE`), each ``call_end`` with the
+    call's digest; then the tape entries' rows, in the order given."""
+    entries = list(tapes)
+    yield encode_row(announcing_deltas(header, tapes=bool(entries)))
+    bases = RequestBases()
+    parts = DeterministicParts()
+    for call_index, call in enumerate(calls):
+        yield from _call_lines(call, call_index, bases, parts)
+    for entry in entries:
+        yield encode_row(row_of_entry(entry))
+
+
 def recording_rows(
     header: dict[str, Any], calls: Iterable[RecordedCall], tapes: Iterable[TapeEntry] = ()
 ) -> Iterator[dict[str, Any]]:
-    """Every row of a recording holding ``header`` and ``calls``, renumbered from 0, then
-    ``tapes``' rows in the order given (each tape's entries keep their order, so their
-    indexes)."""
-    yield header
-    for call_index, call in enumerate(calls):
-        yield from call_rows_of(call, call_index)
-    for entry in tapes:
-        yield row_of_entry(entry)
+    """The rows of :func:`recording_lines`, as JSON values."""
+    for line in recording_lines(header, calls, tapes):
+        yield orjson.loads(line)
+
+
+def announcing_deltas(header: dict[str, Any], *, tapes: bool = False) -> dict[str, Any]:
+    """``header``, its ``features`` announcing the request deltas a rewrite writes (and the
+    tape rows, when it writes any)."""
+    features = header.get("features")
+    listed = list(features) if isinstance(features, list) else []
+    wanted = [DELTA_FEATURE, TAPES_FEATURE] if tapes else [DELTA_FEATURE]
+    missing = [feature for feature in wanted if feature not in listed]
+    if not missing:
+        return header
+    return {**header, "features": [*listed, *missing]}
+
+
+def _call_lines(
+    call: RecordedCall, call_index: int, bases: RequestBases, parts: DeterministicParts
+) -> Iterator[bytes]:
+    boundary = call.boundary
+    names = request_ignore_fields(boundary)
+    stored = bases.encode(
+        boundary, call.request, _as_given, None, lambda item: parts.item(item, names)
+    )
+    request: dict[str, Any] = {"type": "request", "call_index": call_index}
+    if boundary != "provider":
+        request["boundary"] = boundary
+    if stored.base is not None:
+        request[BASE_FIELD] = stored.base
+    request.update(stored.sections)
+    if call.within is not None:
+        request["within"] = call.within
+    line = encode_row(request)
+    bases.remember(stored, call_index)
+    text = request_text_with_parts(
+        boundary, stored.sections, {key: kept.parts for key, kept in stored.lists.items()}
+    )
+    digest = CallDigest(boundary, text, line)
+    yield line
+    for event_index, event in enumerate(call.event_rows):
+        line = encode_row(
+            {"type": "event", "call_index": call_index, "event_index": event_index, "event": event}
+        )
+        digest.add_event(event, line)
+        yield line
+    if call.outcome is None:
+        return  # cut short: it stays truncated
+    end: dict[str, Any] = {
+        "type": "call_end",
+        "call_index": call_index,
+        "event_count": len(call.event_rows),
+        "outcome": call.outcome,
+    }
+    if call.error is not None:
+        end["error"] = {"type": call.error.type, "message": call.error.message}
+    end["digest"] = digest.finish(call.outcome, call.error)
+    yield encode_row(end)
+
+
+def _as_given(sections: dict[str, Any]) -> dict[str, Any]:
+    return sections
 
 
 def rewrite_recording(
@@ -93,7 +187,7 @@ def rewrite_recording(
     (another writer appended a call), nothing is written and :class:`RecordingFileError`
     says so. Raises :class:`RecordingFileError` when the folder cannot be written.
     """
-    data = b"".join(encode_row(row) for row in recording_rows(header, calls, tapes))
+    data = b"".join(recording_lines(header, calls, tapes))
     with _locked_original(path) as original:
         if expected is not None and (
             original is None

@@ -31,8 +31,11 @@ Any boundary's codec writes a call the same way: :meth:`RecordingWriter.open_cal
 request row (``{"boundary": "http", "method": …}``, or a provider call's three sections) with
 the next free call index and returns a :class:`CallWriter`, whose
 :meth:`~CallWriter.write_event` appends the call's events in order and whose
-:meth:`~CallWriter.end_call` writes its one ``call_end``. All boundaries share one call
-sequence per file.
+:meth:`~CallWriter.end_call` writes its one ``call_end``, holding the call's digest. All
+boundaries share one call sequence per file. A request that extends one this process wrote
+into the same file is stored against it, only its new items redacted and written
+(:mod:`~openprogram.recording.request_delta`), when the file's header announces the
+feature; a file followed after it was replaced starts with no earlier request.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import fcntl
 import os
 import stat
 import threading
+from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +53,11 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
+from openprogram.recording.call_digest import (
+    CallDigest,
+    DeterministicParts,
+    request_text_with_parts,
+)
 from openprogram.recording.call_writer import CallWriter
 from openprogram.recording.enclosing_tape import enclosing_tape
 from openprogram.recording.format import (
@@ -59,7 +68,15 @@ from openprogram.recording.format import (
     encode_row,
     new_header,
 )
+from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.recordable import encode_recordable_row
+from openprogram.recording.request_delta import (
+    BASE_FIELD,
+    DELTA_FEATURE,
+    RequestBases,
+    RequestRedactor,
+    StoredRequest,
+)
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
@@ -96,6 +113,7 @@ class OpenRecording:
     """
 
     __slots__ = (
+        "bases",
         "dev",
         "end",
         "fd",
@@ -123,6 +141,8 @@ class OpenRecording:
         """The features its header announces."""
         self.fingerprint: str | None = None
         """The ``redaction_fingerprint`` its header holds (None: no user redaction)."""
+        self.bases = RequestBases()
+        """The requests this process wrote into it, which the next ones may extend."""
 
     @property
     def usable(self) -> bool:
@@ -139,6 +159,23 @@ class OpenRecording:
         except OSError:
             return True  # cannot tell; writing will say what is wrong
         return (info.st_dev, info.st_ino) == (self.dev, self.ino)
+
+    def store(
+        self,
+        boundary: str,
+        sections: dict[str, Any],
+        redact: RequestRedactor,
+        redaction: Hashable,
+    ) -> StoredRequest:
+        """A request's sections as its row stores them: against an earlier request of this
+        process when the header announces the feature, else whole."""
+        # Without the feature, against nothing: the request is stored whole.
+        bases = self.bases if DELTA_FEATURE in self.features else RequestBases()
+        names = request_ignore_fields(boundary)
+        parts = DeterministicParts()
+        return bases.encode(
+            boundary, sections, redact, redaction, lambda item: parts.item(item, names)
+        )
 
     def close(self) -> None:
         if self.usable:
@@ -175,24 +212,40 @@ class RecordingWriter:
             self._check_fingerprint(self._current(follow_replaced=True))
             return self.existing_calls
 
-    def open_call(self, request: dict[str, Any], *, checked: bool = False) -> CallWriter:
+    def open_call(
+        self,
+        request: dict[str, Any],
+        *,
+        checked: bool = False,
+        redact: RequestRedactor | None = None,
+        redaction: Hashable = None,
+    ) -> CallWriter:
         """Write a call's request row with the next free call index; returns the
         :class:`CallWriter` its events and its end go through.
 
         ``request`` holds the row's fields after ``type`` and ``call_index``: a provider
         call's ``model``, ``context`` and ``options``, or ``boundary`` and the sections of its
-        boundary. Raises :class:`~openprogram.recording.recordable.UnrecordableValueError`,
-        writing nothing, for a request a recording cannot hold (``checked``: the caller
-        already made sure), and :class:`RecordingFileError` for a boundary whose feature the
-        file's header does not announce.
+        boundary. ``redact`` redacts the sections (the boundary's redactor: only what the
+        row stores is redacted, the items a request shares with an earlier one are not
+        redacted again); without it ``request`` is stored as it is, already redacted.
+        ``redaction`` tells redactors apart (:attr:`SecretRedactor.rules`): items are shared
+        with an earlier request only if it was redacted alike.
+
+        A request that extends an earlier request of this writer is stored against it (see
+        :mod:`~openprogram.recording.request_delta`) in a file that announces the feature.
+        Raises :class:`~openprogram.recording.recordable.UnrecordableValueError`, writing
+        nothing, for a request a recording cannot hold (``checked``: the caller already made
+        sure), and :class:`RecordingFileError` for a boundary whose feature the file's
+        header does not announce.
         """
-        call_index, file = self.begin_call(request, checked=checked)
-        return CallWriter(self, file, call_index)
+        call_index, file, digest = self._begin(request, checked, redact, redaction)
+        return CallWriter(self, file, call_index, digest)
 
     def start_call(self, request: dict[str, Any]) -> int:
-        """Write a request row with the next free call index; returns that index (rows after
-        it go through :meth:`write_row`; :meth:`open_call` keeps track of them instead)."""
-        return self.begin_call(request)[0]
+        """Write a request row (already redacted) with the next free call index; returns
+        that index (rows after it go through :meth:`write_row`; :meth:`open_call` keeps track
+        of them instead)."""
+        return self._begin(request, False, None, None)[0]
 
     def begin_call(
         self, request: dict[str, Any], *, checked: bool = False
@@ -201,13 +254,24 @@ class RecordingWriter:
         to :meth:`write_row`). Raises :class:`~openprogram.recording.recordable.
         UnrecordableValueError`, writing nothing, for a request a recording cannot hold
         (``checked``: the caller already made sure with ``check_recordable``)."""
-        within = enclosing_tape()
-        if within is not None:  # made while a taped call is recorded: its tape covers it
-            request = {**request, "within": within}
-        # Encoded (and checked) before the lock; the index, known only under the lock, is
-        # put in front.
-        body = encode_recordable_row(str(self.path), request, checked=checked)
-        feature = BOUNDARY_FEATURES.get(request.get("boundary", ""))
+        call_index, file, _ = self._begin(request, checked, None, None)
+        return call_index, file
+
+    def _begin(
+        self,
+        request: dict[str, Any],
+        checked: bool,
+        redact: RequestRedactor | None,
+        redaction: Hashable,
+    ) -> tuple[int, OpenRecording, CallDigest]:
+        boundary = request.get("boundary", "provider")
+        sections = {
+            key: value for key, value in request.items() if key not in ("boundary", "within")
+        }
+        # Made while a taped call is recorded: its tape covers it (replay does not ask for it
+        # when the tape is served).
+        within = request.get("within", enclosing_tape())
+        feature = BOUNDARY_FEATURES.get(boundary if isinstance(boundary, str) else "")
         with self._lock:
             file = self._current(follow_replaced=True)
             self._check_fingerprint(file)
@@ -219,18 +283,33 @@ class RecordingWriter:
                     line=1,
                     advice=_START_ANEW,
                 )
+            stored = file.store(boundary, sections, redact or _as_given, redaction)
+            fields: dict[str, Any] = {} if boundary == "provider" else {"boundary": boundary}
+            if stored.base is not None:
+                fields[BASE_FIELD] = stored.base
+            fields.update(stored.sections)
+            if within is not None:
+                fields["within"] = within
+            # The index, known only under the file lock, is put in front.
+            body = encode_recordable_row(str(self.path), fields, checked=checked)
             with _FileLock(file.fd):
                 size = self._prepare(file)
                 call_index = file.next_call_index
                 start = b"%s%d" % (_REQUEST_ROW_START, call_index)
-                self._append(file, start + (b"," + body[1:] if len(body) > 3 else b"}\n"), size)
+                line = start + (b"," + body[1:] if len(body) > 3 else b"}\n")
+                self._append(file, line, size)
                 file.next_call_index = call_index + 1
-            return call_index, file
+            file.bases.remember(stored, call_index)
+            text = request_text_with_parts(
+                boundary, stored.sections, {key: kept.parts for key, kept in stored.lists.items()}
+            )
+            return call_index, file, CallDigest(boundary, text, line)
 
     def write_row(
         self, row: dict[str, Any], file: OpenRecording | None = None, *, checked: bool = False
-    ) -> None:
-        """Append one row as one whole line (to ``file``, the one its call started in).
+    ) -> bytes:
+        """Append one row as one whole line (to ``file``, the one its call started in);
+        returns the line.
 
         Raises :class:`~openprogram.recording.recordable.UnrecordableValueError`, writing
         nothing, for a row holding a value a recording cannot hold (``checked``: the caller
@@ -242,6 +321,7 @@ class RecordingWriter:
                 file = self._current(follow_replaced=False)
             with _FileLock(file.fd):
                 self._append(file, line, self._repaired_size(file))
+        return line
 
     def write_feature_row(self, row: dict[str, Any], feature: str) -> None:
         """Append a row of a kind added by header ``feature`` (a ``tape`` row: ``tapes``),
@@ -476,6 +556,10 @@ class RecordingWriter:
             f"cannot write the recording ({exc.strerror or exc})",
             advice="check the folder exists and is writable and the disk has space",
         )
+
+
+def _as_given(sections: dict[str, Any]) -> dict[str, Any]:
+    return sections
 
 
 class _UnreadableRow(Exception):

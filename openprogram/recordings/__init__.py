@@ -10,6 +10,7 @@ fast; re-running a recorded session (``verify``) lives above them, in
     names                 what a recording may be called, and where a NAME or PATH argument points
     configured            the recording ``record_replay.file`` names, worked out in one place
     summary               one line of ``list`` per recording, read fast
+    digest_summary        a summary from the digests the writer stored, its events unparsed
     summary_cache         every recording in a store summarized, through a cache in the store
     store                 create, delete and prune recordings in the store
     show                  each recorded call as a person wants to read it

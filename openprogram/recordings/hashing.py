@@ -31,27 +31,43 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from openprogram.errors import OpenProgramError
-from openprogram.recording.difference import join_field_path
-from openprogram.recording.nondeterministic import (
-    NON_DETERMINISTIC_FIELD_NAMES,
-    deterministic_event,
-    request_ignore_fields,
+from openprogram.recording.call_digest import (
+    TRANSCRIPT_HASH_VERSION,
+    DeterministicParts,
+    call_digest,
+    call_rows,
+    canonical_part,
+    deterministic_part,
+    request_text,
 )
+from openprogram.recording.difference import join_field_path
 
 if TYPE_CHECKING:
-    from openprogram.recording.format import RecordedCall, Recording
+    from openprogram.recording.format import Recording
     from openprogram.recording.tape_rows import TapeEntry
 
-TRANSCRIPT_HASH_VERSION = 3
-"""Part of the hashed text: bumped only if what is hashed changes meaning. Version 1 hashed
-the calls in recorded order; version 2 hashes them in any order; version 3 hashes the tape
-entries too."""
+__all__ = [
+    "SHORT_HASH_LENGTH",
+    "TRANSCRIPT_HASH_VERSION",
+    "CanonicalJSONError",
+    "call_digest",
+    "call_rows",
+    "canonical_json",
+    "deterministic_part",
+    "hash_of_digests",
+    "recording_digests",
+    "request_text",
+    "short_hash",
+    "tape_entry_digest",
+    "transcript_hash",
+]
+
 SHORT_HASH_LENGTH = 12
 _NO_NAMES: frozenset[str] = frozenset()
 _INT64 = range(-(2**63), 2**64)
@@ -97,74 +113,6 @@ def _check(value: Any, path: str) -> None:
     raise CanonicalJSONError(path, f"a {type(value).__name__} is not a JSON value")
 
 
-def deterministic_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> Any:
-    """``value`` without its fields called one of ``names`` (at any depth) and its
-    null-valued entries, with ``-0.0`` as ``0.0`` (the comparison finds them equal)."""
-    if isinstance(value, dict):
-        return {
-            key: deterministic_part(item, names)
-            for key, item in value.items()
-            if item is not None and key not in names
-        }
-    if isinstance(value, list):
-        return [deterministic_part(item, names) for item in value]
-    if type(value) is float and value == 0.0:
-        return 0.0
-    return value
-
-
-def _canonical_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> bytes:
-    """Canonical JSON of the deterministic part of a value read from a recording.
-
-    Values parsed from JSON need no checking, and most rows (text deltas) hold neither a
-    null, a timestamp nor a negative zero: serialize first, and strip only when the bytes
-    say there may be something to strip.
-    """
-    encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    if b"null" in encoded or b"-0.0" in encoded or any(name.encode() in encoded for name in names):
-        encoded = orjson.dumps(deterministic_part(value, names), option=orjson.OPT_SORT_KEYS)
-    return encoded
-
-
-def request_text(call: RecordedCall) -> bytes:
-    """The canonical JSON of the deterministic part of ``call``'s request (an HTTP call's
-    with ``"boundary": "http"``): two calls made the same request exactly when these bytes
-    are equal."""
-    if call.boundary == "provider":
-        return _canonical_part(call.request)
-    request = {"boundary": call.boundary, **call.request}
-    return _canonical_part(request, request_ignore_fields(call.boundary))
-
-
-def call_rows(call: RecordedCall) -> Iterator[bytes]:
-    """The lines a call's digest is computed over: ``R <request>`` (see
-    :func:`request_text`), ``E <event_index> <event>`` for each event and ``X <ending>``, each
-    value as canonical JSON of its deterministic part. The call's index is not among them."""
-    yield b"R " + request_text(call)
-    if call.boundary == "provider":
-        for event_index, event in enumerate(call.event_rows):
-            yield b"E %d %s" % (event_index, _canonical_part(event))
-    else:
-        names = request_ignore_fields(call.boundary)
-        for event_index, event in enumerate(call.event_rows):
-            row = deterministic_event(call.boundary, event)
-            yield b"E %d %s" % (event_index, _canonical_part(row, names))
-    ending: dict[str, Any] = {"outcome": call.outcome}
-    if call.error is not None:
-        ending["error"] = {"type": call.error.type, "message": call.error.message}
-    yield b"X " + _canonical_part(ending)
-
-
-def call_digest(call: RecordedCall) -> str:
-    """The SHA-256 of ``call``'s request, events and ending (:func:`call_rows`), as 64 hex
-    digits: equal for two calls exactly when ``diff`` finds nothing between them."""
-    digest = hashlib.sha256()
-    for row in call_rows(call):
-        digest.update(row)
-        digest.update(b"\n")
-    return digest.hexdigest()
-
-
 def hash_of_digests(digests: Iterable[str]) -> str:
     """The transcript hash of a recording whose calls have these digests (in any order): the
     SHA-256 of a version line and the digests sorted, one a line."""
@@ -186,13 +134,16 @@ def tape_entry_digest(entry: TapeEntry) -> str:
     digest = hashlib.sha256(b"T ")
     digest.update(canonical_json(entry.tape))
     digest.update(b" ")
-    digest.update(_canonical_part(comparable_entry(entry), _NO_NAMES))
+    digest.update(canonical_part(comparable_entry(entry), _NO_NAMES))
     return digest.hexdigest()
 
 
 def recording_digests(recording: Recording) -> list[str]:
-    """The digests the transcript hash is taken over: each call's and each tape entry's."""
-    digests = [call_digest(call) for call in recording.calls]
+    """The digests the transcript hash is taken over: each call's and each tape entry's. The
+    list items its calls' requests share are walked once (see
+    :class:`~openprogram.recording.call_digest.DeterministicParts`)."""
+    parts = DeterministicParts()
+    digests = [call_digest(call, parts) for call in recording.calls]
     digests.extend(tape_entry_digest(entry) for entry in recording.tapes)
     return digests
 

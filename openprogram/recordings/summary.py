@@ -1,7 +1,10 @@
 """What ``openprogram recordings list`` shows about each recording.
 
-:func:`summarize_recording` reads a file once and parses it with the strict reader (events
-left as plain rows), so a summary says exactly what replay would find: the calls (and how many
+:func:`summarize_recording` reads a file once. When the digests its writer stored in each
+``call_end`` vouch for every call (:mod:`~openprogram.recordings.digest_summary`: each
+call's rows lie together and hash to what the writer wrote), only the header, the requests
+and the call ends are parsed; otherwise the strict reader parses it all (events left as
+plain rows). Either way a summary says exactly what replay would find: the calls (and how many
 of them are HTTP calls), events and models (an HTTP call's is its host and the ``model`` its
 JSON body names: ``api.openai.com:gpt-4o-mini``), whether a call was cut short, and the
 transcript hash. A bad file gives
@@ -24,9 +27,10 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.recording.file_door import read_recording_file
-from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.format import RecordedCall
 from openprogram.recording.reader import parse_recording
-from openprogram.recordings.hashing import transcript_hash
+from openprogram.recordings.digest_summary import summary_from_digests
+from openprogram.recordings.hashing import hash_of_digests, transcript_hash
 
 __all__ = ["RecordingSummary", "call_label", "model_label", "summarize_recording"]
 
@@ -158,6 +162,18 @@ def summarize_recording(path: Path) -> RecordingSummary:
     except RecordingFileError as exc:
         return _unreadable(path, exc)
     found = _File(path, info.st_size, info.st_mtime)
+    digested = summary_from_digests(path, data)
+    if digested is not None:  # the writer's digests vouch for every call: nothing parsed
+        calls = digested.parser.calls
+        return found.summary(
+            digested.header,
+            calls=len(calls),
+            http_calls=sum(call.boundary == "http" for call in calls),
+            events=digested.events,
+            models=_models(calls),
+            valid=True,
+            transcript_hash=hash_of_digests(digested.digests),
+        )
     _, cut_off = _complete_lines(data)
     try:
         # The transcript hash needs every row parsed, so the strict reader does the work
@@ -171,7 +187,7 @@ def summarize_recording(path: Path) -> RecordingSummary:
         calls=len(recording.calls),
         http_calls=sum(call.boundary == "http" for call in recording.calls),
         events=recording.event_count,
-        models=_models(recording),
+        models=_models(recording.calls),
         valid=True,
         truncated=bool(recording.truncated_calls) or cut_off,
         transcript_hash=digest,
@@ -211,9 +227,9 @@ def _first_row(body: bytes) -> dict[str, Any] | None:
     return row if isinstance(row, dict) else None
 
 
-def _models(recording: Recording) -> list[str]:
+def _models(calls: list[RecordedCall]) -> list[str]:
     models: list[str] = []
-    for call in recording.calls:
+    for call in calls:
         label = call_label(call)
         if label not in models:
             models.append(label)

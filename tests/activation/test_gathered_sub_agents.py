@@ -15,6 +15,7 @@ from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.reader import read_recording
 from tests.support.gathered_agents import http_agents, provider_agents
 from tests.support.offline import offline
+from tests.support.recording_rows import read_rows
 from tests.support.sdk_server import SdkServer
 
 A_SLOWER = {"A": 0.03, "B": 0.0}
@@ -69,6 +70,10 @@ def test_http_sub_agents_replay_whatever_order_their_calls_arrive_in(tmp_path: P
         recorded = asyncio.run(http_agents(url, A_SLOWER))
         assert len(server.received) == 6
     assert first_messages(path) == ["B start"] * 3 + ["A start"] * 3
+    # Each later turn's body stores only what it adds to its own agent's previous turn.
+    bases = [row.get("base") for row in read_rows(path) if row["type"] == "request"]
+    assert [base and base["call_index"] for base in bases] == [None, 0, 1, None, 3, 4]
+    assert all(base is None or set(base) == {"call_index", "body"} for base in bases)
 
     with offline(), openprogram.record_replay(path, mode="replay") as active:
         replayed = asyncio.run(http_agents(url, B_SLOWER))

@@ -12,6 +12,8 @@ import pytest
 from typer.testing import Result
 
 from openprogram.agent.file_tools import builtin_tools
+from openprogram.recording.reader import read_recording
+from openprogram.recording.rewriting import call_rows_of
 from tests.support.cli_runner import run
 from tests.support.tool_sessions import record_agent_session
 
@@ -36,9 +38,13 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def with_call_0(path: Path, change: Callable[[Row], None], *, raw: bytes | None = None) -> Path:
-    """A copy of the recording with call 0's request row changed."""
-    lines = path.read_bytes().splitlines()
-    rows = [orjson.loads(line) for line in lines]
+    """A copy of the recording with call 0's request row changed (every request stored
+    whole, so that call 1 does not depend on call 0's)."""
+    recording = read_recording(path)
+    rows = [recording.header]
+    for call in recording.calls:
+        rows.extend(call_rows_of(call, call.call_index))
+    lines = [orjson.dumps(row) for row in rows]
     for number, row in enumerate(rows):
         if row["type"] == "request" and row["call_index"] == 0:
             change(row)

@@ -34,8 +34,9 @@ from openprogram.providers import (
     stream_simple,
 )
 from openprogram.providers.recording import RECORDING_FORMAT_VERSION, read_recording
+from openprogram.recording.call_digest import call_digest
 from tests.support.offline import offline
-from tests.support.recording_rows import read_rows
+from tests.support.recording_rows import read_rows, without_digest
 from tests.support.tool_sessions import recording_into, tool_session
 
 
@@ -59,7 +60,9 @@ async def test_tool_loop_records_the_documented_shape(tmp_path: Path) -> None:
         request = written[position]
         assert request["type"] == "request"
         assert request["call_index"] == call_index
-        assert set(request) == {"type", "call_index", "model", "context", "options"}
+        sections = {"type", "call_index", "model", "context", "options"}
+        # Call 1 repeats call 0's message and tool: it stores only what it adds.
+        assert set(request) == (sections if call_index == 0 else {*sections, "base"})
         position += 1
         event_index = 0
         while written[position]["type"] == "event":
@@ -68,17 +71,31 @@ async def test_tool_loop_records_the_documented_shape(tmp_path: Path) -> None:
             event_index += 1
             position += 1
         end = written[position]
-        assert end == {
+        assert without_digest(end) == {
             "type": "call_end",
             "call_index": call_index,
             "event_count": event_index,
             "outcome": "complete",
         }
+        assert end["digest"]["call"] == call_digest(read_recording(path).calls[call_index])
         position += 1
     assert position == len(written)
     # call 0 emits the tool call; call 1 continues after the tool result
     assert written[1]["context"]["messages"][0]["content"] == '/tool lookup {"q": "x"}'
-    assert written[1 + 1 + 5 + 1]["context"]["messages"][2]["role"] == "toolResult"
+    second = written[1 + 1 + 5 + 1]
+    assert second["base"] == {"call_index": 0, "context": {"messages": 1, "tools": 1}}
+    assert [message["role"] for message in second["context"]["messages"]] == [
+        "assistant",
+        "toolResult",
+    ]
+    assert second["context"]["tools"] == []
+    rebuilt = read_recording(path).calls[1].request["context"]
+    assert [message["role"] for message in rebuilt["messages"]] == [
+        "user",
+        "assistant",
+        "toolResult",
+    ]
+    assert rebuilt["tools"] == written[1]["context"]["tools"]
 
 
 async def test_events_are_deltas_not_the_growing_message(tmp_path: Path) -> None:
@@ -339,7 +356,7 @@ async def test_a_consumer_that_stops_early_records_abandoned(tmp_path: Path) -> 
     first = await anext(events)
     assert isinstance(first, StartEvent)
     await events.aclose()
-    end = read_rows(path)[-1]
+    end = without_digest(read_rows(path)[-1])
     assert end == {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "abandoned"}
 
     # Replay gives the one recorded event, then says the recorded consumer stopped there.

@@ -170,9 +170,9 @@ def test_a_lookup_compares_only_the_calls_with_the_same_digest(tmp_path: Path) -
     compared: list[int] = []
 
     class Counting(ReplaySession):
-        def match(self, call: RecordedCall, *args: Any) -> ReplayMismatch | None:
+        def match(self, call: RecordedCall, *args: Any, **kwargs: Any) -> ReplayMismatch | None:
             compared.append(call.call_index)
-            return super().match(call, *args)
+            return super().match(call, *args, **kwargs)
 
     requests = [chat_request(f"call {n}") for n in range(300)]
     calls = [sse_call(index, request) for index, request in enumerate(requests)]

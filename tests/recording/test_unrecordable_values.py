@@ -142,3 +142,21 @@ async def test_a_non_finite_number_in_an_event_ends_the_call_with_that_error(
             replayed.append(event)
     assert [event.type for event in replayed] == ["start", "toolcall_start"]
     assert "event.tool_call.arguments.x" in str(replayed_error.value)
+
+
+async def test_a_non_finite_number_in_a_message_a_request_adds_is_named_at_its_place(
+    tmp_path: Path,
+) -> None:
+    # The messages the previous request held are not walked again; the new one is.
+    recorder = RecordingProvider(EchoProvider(), tmp_path / "r.jsonl")
+    first = UserMessage(content="hello")
+    await collect(recorder.stream(ECHO_MODEL, Context(messages=[first])))
+    reply = AssistantMessage(
+        content=[ToolCall(id="t1", name="score", arguments={"value": math.nan})],
+        api="echo",
+        provider="echo",
+        model="echo",
+    )
+    with pytest.raises(UnrecordableValueError) as info:
+        await collect(recorder.stream(ECHO_MODEL, Context(messages=[first, reply])))
+    assert info.value.field_path == "context.messages[1].content[0].arguments.value"

@@ -111,8 +111,8 @@ def test_secrets_left_by_older_rules_are_found_and_fixed_and_replay(tmp_path: Pa
     close_recording_writers()
     rows = read_rows(path)
     rows[0]["redaction_version"] = 2
-    for row in rows:  # as version 2 wrote it: the key as it was
-        if row["type"] == "request":
+    for row in rows:  # as version 2 wrote it: the key as it was (call 1 keeps call 0's)
+        if row["type"] == "request" and "base" not in row:
             row["context"]["messages"][0]["content"] = prompt
     write_rows(path, rows)
 

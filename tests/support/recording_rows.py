@@ -192,6 +192,11 @@ def read_rows(path: Path) -> list[Row]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
 
+def without_digest(row: Row) -> Row:
+    """A ``call_end`` row without the ``digest`` the writer adds (to compare the rest)."""
+    return {key: value for key, value in row.items() if key != "digest"}
+
+
 def hand_formatted(rows: Sequence[Row]) -> list[bytes]:
     """The rows as a person might write them: spaces after separators, keys sorted."""
     return [orjson.dumps(row, option=orjson.OPT_SORT_KEYS).replace(b'":', b'": ') for row in rows]

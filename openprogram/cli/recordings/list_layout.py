@@ -138,6 +138,8 @@ def _text(value: str) -> str:
 
 
 def _width(text: str) -> int:
+    if text.isascii():  # one column a character: made visible, it holds no control
+        return len(text)
     from rich.cells import cell_len
 
     return cell_len(text)

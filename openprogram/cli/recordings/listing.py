@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import print_json, reporting_errors, say, stdout
+from openprogram.cli.output import print_json, print_lines, reporting_errors, say, stdout
 
 
 def list_recordings(
@@ -32,17 +32,13 @@ def list_recordings(
     if not summaries:
         say(f"No recordings in {store}. Start one with `openprogram recordings record`.")
         return
-    from rich.text import Text
-
     from openprogram.cli.recordings.list_layout import ListedRecording, lay_out
 
-    console = stdout()
     listed = [
         ListedRecording.of(summary, active=is_same_file(summary.path, active))
         for summary in summaries
     ]
-    for line in lay_out(listed, console.width):
-        console.print(Text(line))  # literal text: names hold brackets
+    print_lines(lay_out(listed, stdout().width))  # literal text: names hold brackets
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,223 @@
+"""A call's digest: the SHA-256 of its request, its events and how it ended, as canonical JSON.
+
+Each call's digest is taken over lines (see :func:`call_rows`): ``R <request>``, then
+``E <event_index> <event>`` for each event and ``X <ending>``, each value as canonical JSON
+(keys sorted, compact) of its *deterministic part*: without the non-deterministic fields
+(:mod:`openprogram.recording.nondeterministic`), without entries holding null (an absent key
+equals null), with ``-0.0`` as ``0.0``. Two calls have the same digest exactly when
+``recordings diff`` finds nothing between them; the transcript hash
+(:mod:`openprogram.recordings.hashing`) combines the digests of a recording's calls.
+
+The digest is computed in three places that must agree: the writer, as a call's rows are
+written (:class:`CallDigest`, stored in the ``call_end`` row so that ``list`` need not parse
+the events); :func:`rewrite_recording <openprogram.recording.rewriting.rewrite_recording>`;
+and from a parsed call (:func:`call_digest`). :class:`DeterministicParts` keeps the
+deterministic part of each list item it has seen, by identity, so the items that requests of
+one session share (the reader rebuilds them shared) are walked once, not once per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from openprogram.recording.nondeterministic import (
+    NON_DETERMINISTIC_FIELD_NAMES,
+    deterministic_event,
+    request_ignore_fields,
+)
+from openprogram.recording.request_delta import shared_section
+
+if TYPE_CHECKING:
+    from openprogram.recording.format import RecordedCall, RecordedError
+
+__all__ = [
+    "TRANSCRIPT_HASH_VERSION",
+    "CallDigest",
+    "DeterministicParts",
+    "call_digest",
+    "call_rows",
+    "canonical_part",
+    "deterministic_part",
+    "ending_text",
+    "event_text",
+    "request_text",
+    "request_text_with_parts",
+    "rows_seal",
+]
+
+TRANSCRIPT_HASH_VERSION = 3
+"""Part of the hashed text: bumped only if what is hashed changes meaning. Version 1 hashed
+the calls in recorded order; version 2 hashes them in any order; version 3 hashes the tape
+entries too (a call's digest is the same as in version 2)."""
+
+
+def deterministic_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> Any:
+    """``value`` without its fields called one of ``names`` (at any depth) and its
+    null-valued entries, with ``-0.0`` as ``0.0`` (the comparison finds them equal)."""
+    if isinstance(value, dict):
+        return {
+            key: deterministic_part(item, names)
+            for key, item in value.items()
+            if item is not None and key not in names
+        }
+    if isinstance(value, list):
+        return [deterministic_part(item, names) for item in value]
+    if type(value) is float and value == 0.0:
+        return 0.0
+    return value
+
+
+def canonical_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> bytes:
+    """Canonical JSON of the deterministic part of a value read from a recording.
+
+    Values parsed from JSON need no checking, and most rows (text deltas) hold neither a
+    null, a timestamp nor a negative zero: serialize first, and strip only when the bytes
+    say there may be something to strip.
+    """
+    encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    if b"null" in encoded or b"-0.0" in encoded or any(name.encode() in encoded for name in names):
+        encoded = orjson.dumps(deterministic_part(value, names), option=orjson.OPT_SORT_KEYS)
+    return encoded
+
+
+class DeterministicParts:
+    """:func:`deterministic_part` of requests, each shared list item walked once.
+
+    The items of the lists a request may share with an earlier one (``context.messages``,
+    an HTTP body's ``messages``, …) are kept by identity with their deterministic part; an
+    item is never changed once read or written, so the same object has the same part.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[Any, Any]] = {}
+
+    def request_text(self, boundary: str, request: dict[str, Any]) -> bytes:
+        """:func:`request_text` of a request of ``boundary`` (its sections)."""
+        names = request_ignore_fields(boundary)
+        holder = request.get(shared_section(boundary))
+        parts: dict[str, list[Any]] = {}
+        if type(holder) is dict:
+            for key, items in holder.items():
+                if type(items) is list:
+                    parts[key] = [self.item(item, names) for item in items]
+        return request_text_with_parts(boundary, request, parts)
+
+    def item(self, item: Any, names: frozenset[str]) -> Any:
+        """The deterministic part of one list item (scalars are their own)."""
+        if type(item) is not dict and type(item) is not list:
+            return deterministic_part(item, names)
+        known = self._items.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        part = deterministic_part(item, names)
+        self._items[id(item)] = (item, part)
+        return part
+
+
+def request_text_with_parts(
+    boundary: str, request: dict[str, Any], parts: dict[str, list[Any]]
+) -> bytes:
+    """:func:`request_text` of a request whose shared lists (by key, in its shared section)
+    have the deterministic parts ``parts`` already (each item's)."""
+    names = request_ignore_fields(boundary)
+    section = shared_section(boundary)
+    holder = request.get(section)
+    value = request
+    if parts and type(holder) is dict:
+        value = {**request, section: {k: v for k, v in holder.items() if k not in parts}}
+    if boundary != "provider":
+        value = {"boundary": boundary, **value}
+    part = deterministic_part(value, names)
+    if parts and type(holder) is dict:
+        kept = part[section]
+        for key, items in parts.items():
+            if key not in names:
+                kept[key] = items
+    return orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
+
+
+def request_text(call: RecordedCall, parts: DeterministicParts | None = None) -> bytes:
+    """The canonical JSON of the deterministic part of ``call``'s request (an HTTP call's
+    with ``"boundary": "http"``): two calls made the same request exactly when these bytes
+    are equal."""
+    return (parts or DeterministicParts()).request_text(call.boundary, call.request)
+
+
+def event_text(boundary: str, event: dict[str, Any]) -> bytes:
+    """The canonical JSON of the deterministic part of one event of a call at ``boundary``."""
+    if boundary == "provider":
+        return canonical_part(event)
+    return canonical_part(deterministic_event(boundary, event), request_ignore_fields(boundary))
+
+
+def ending_text(outcome: str | None, error: RecordedError | None) -> bytes:
+    ending: dict[str, Any] = {"outcome": outcome}
+    if error is not None:
+        ending["error"] = {"type": error.type, "message": error.message}
+    return canonical_part(ending)
+
+
+def call_rows(call: RecordedCall, parts: DeterministicParts | None = None) -> list[bytes]:
+    """The lines a call's digest is computed over: ``R <request>`` (see
+    :func:`request_text`), ``E <event_index> <event>`` for each event and ``X <ending>``, each
+    value as canonical JSON of its deterministic part. The call's index is not among them."""
+    rows = [b"R " + request_text(call, parts)]
+    boundary = call.boundary
+    for event_index, event in enumerate(call.event_rows):
+        rows.append(b"E %d %s" % (event_index, event_text(boundary, event)))
+    rows.append(b"X " + ending_text(call.outcome, call.error))
+    return rows
+
+
+def call_digest(call: RecordedCall, parts: DeterministicParts | None = None) -> str:
+    """The SHA-256 of ``call``'s request, events and ending (:func:`call_rows`), as 64 hex
+    digits: equal for two calls exactly when ``diff`` finds nothing between them."""
+    digest = hashlib.sha256()
+    for row in call_rows(call, parts):
+        digest.update(row)
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+class CallDigest:
+    """:func:`call_digest` of a call being written, fed its request, then each event as it
+    is written, then its ending; also the SHA-256 of the exact lines written for it (the
+    ``rows`` a reader checks the stored digest against)."""
+
+    __slots__ = ("_boundary", "_call", "_events", "_rows")
+
+    def __init__(self, boundary: str, request_text: bytes, request_line: bytes) -> None:
+        self._boundary = boundary
+        self._call = hashlib.sha256(b"R " + request_text + b"\n")
+        self._rows = hashlib.sha256(request_line)
+        self._events = 0
+
+    def add_event(self, event: dict[str, Any], line: bytes) -> None:
+        """The call's next event (as written) and its line."""
+        self._call.update(b"E %d %s\n" % (self._events, event_text(self._boundary, event)))
+        self._rows.update(line)
+        self._events += 1
+
+    def finish(self, outcome: str, error: RecordedError | None) -> dict[str, Any]:
+        """The ``digest`` field of the call's ``call_end``."""
+        ending = ending_text(outcome, error)
+        self._call.update(b"X " + ending + b"\n")
+        call = self._call.hexdigest()
+        return {
+            "version": TRANSCRIPT_HASH_VERSION,
+            "call": call,
+            "rows": rows_seal(self._rows, self._events, ending, call),
+        }
+
+
+def rows_seal(rows: Any, event_count: int, ending: bytes, call: str) -> str:
+    """The ``rows`` digest of a call: the SHA-256 of the lines written for it (``rows``, a
+    ``hashlib`` hash fed them), then its event count, its ending and its call digest — so a
+    ``call_end`` whose count, outcome or digest was changed by hand no longer matches."""
+    rows.update(b"X %d %s\n%s" % (event_count, ending, call.encode()))
+    return str(rows.hexdigest())
