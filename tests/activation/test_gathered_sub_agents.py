@@ -20,6 +20,10 @@ from tests.support.sdk_server import SdkServer
 
 A_SLOWER = {"A": 0.03, "B": 0.0}
 B_SLOWER = {"A": 0.0, "B": 0.03}
+# Over HTTP each turn is a round trip to the loopback server, which a busy machine can stretch
+# past 30 ms: the slower agent waits long enough that the other's three turns come first.
+A_SLOWER_HTTP = {"A": 0.3, "B": 0.0}
+B_SLOWER_HTTP = {"A": 0.0, "B": 0.3}
 
 
 def first_messages(path: Path) -> list[str]:
@@ -67,7 +71,7 @@ def test_http_sub_agents_replay_whatever_order_their_calls_arrive_in(tmp_path: P
     path = tmp_path / "gathered.jsonl"
     with SdkServer() as server, openprogram.record_replay(path, mode="record"):
         url = server.openai_url
-        recorded = asyncio.run(http_agents(url, A_SLOWER))
+        recorded = asyncio.run(http_agents(url, A_SLOWER_HTTP))
         assert len(server.received) == 6
     assert first_messages(path) == ["B start"] * 3 + ["A start"] * 3
     # Each later turn's body stores only what it adds to its own agent's previous turn.
@@ -76,7 +80,7 @@ def test_http_sub_agents_replay_whatever_order_their_calls_arrive_in(tmp_path: P
     assert all(base is None or set(base) == {"call_index", "body"} for base in bases)
 
     with offline(), openprogram.record_replay(path, mode="replay") as active:
-        replayed = asyncio.run(http_agents(url, B_SLOWER))
+        replayed = asyncio.run(http_agents(url, B_SLOWER_HTTP))
 
     assert replayed == recorded == ["You said: A turn 2", "You said: B turn 2"]
     assert active.session is not None
