@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from typing import Any
 import orjson
 
 from openprogram.errors import RecordingFileError
-from openprogram.private_files import PRIVATE_FILE_MODE, sync_folder
+from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.recording.call_digest import (
     CallDigest,
     DeterministicParts,
@@ -74,8 +73,12 @@ def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]
             "event_index": event_index,
             "event": event,
         }
-    if call.outcome is None:
-        return  # cut short: it stays truncated
+    if call.outcome is not None:  # else cut short: it stays truncated
+        yield _end_row(call, call_index)
+
+
+def _end_row(call: RecordedCall, call_index: int) -> dict[str, Any]:
+    """The ``call_end`` row of a call that ended (without a digest)."""
     end: dict[str, Any] = {
         "type": "call_end",
         "call_index": call_index,
@@ -84,7 +87,7 @@ def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]
     }
     if call.error is not None:
         end["error"] = {"type": call.error.type, "message": call.error.message}
-    yield end
+    return end
 
 
 def recording_lines(
@@ -156,14 +159,7 @@ def _call_lines(
         yield line
     if call.outcome is None:
         return  # cut short: it stays truncated
-    end: dict[str, Any] = {
-        "type": "call_end",
-        "call_index": call_index,
-        "event_count": len(call.event_rows),
-        "outcome": call.outcome,
-    }
-    if call.error is not None:
-        end["error"] = {"type": call.error.type, "message": call.error.message}
+    end = _end_row(call, call_index)
     end["digest"] = digest.finish(call.outcome, call.error)
     yield encode_row(end)
 
@@ -222,27 +218,10 @@ def _locked_original(path: Path) -> Iterator[os.stat_result | None]:
 
 
 def _replace(path: Path, data: bytes, mode: int) -> None:
-    folder = path.parent
     try:
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        replace_file(path, data, mode=mode)
     except OSError as exc:
         raise _write_error(path, exc) from None
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fchmod(stream.fileno(), mode)
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise _write_error(path, exc) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    sync_folder(folder)
 
 
 def _write_error(path: Path, exc: OSError) -> RecordingFileError:
