@@ -7,8 +7,10 @@
   it made them, each replayed call as it was recorded and each live call as it was just
   recorded (:mod:`~openprogram.recording.merging`), are written with
   :func:`~openprogram.recording.rewriting.rewrite_recording`, atomically, and only if that
-  changes anything: a run that replayed every recorded call and made no live call leaves the
-  file byte for byte as it was.
+  changes anything: a run that replayed every recorded call, made no live call and taped
+  what the recording holds leaves the file byte for byte as it was. Taped functions and
+  tools run live under ``new_episodes`` and their entries are recorded afresh, so a run
+  whose tape entries differ from the recording's is written even when every call replayed.
 
 Either says what it did in a :class:`SavedRecording`, with the first difference between the
 old recording and the new one (:func:`~openprogram.recordings.comparison.first_difference`,
@@ -85,7 +87,7 @@ def merge_recording(
     written = read_recording(write_path)
     live = merge.live_calls(written)
     dropped = len(merge.session.unconsumed_calls)
-    if live == 0 and dropped == 0:
+    if live == 0 and dropped == 0 and _same_tapes(old, written):
         return SavedRecording(False)
     header = dict(written.header)
     _keep_older_redaction(header, old.header)
@@ -111,6 +113,18 @@ def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> 
         header["redaction_version"] = old["redaction_version"]
     else:
         header.pop("redaction_version", None)
+
+
+def _same_tapes(old: Recording, new: Recording) -> bool:
+    """Whether the run taped what the recording holds: each tape the same multiset of
+    entries, as ``recordings diff`` compares them (the values of the clock and random draws
+    left out). The run records its tapes afresh, so entries that differ are kept only by
+    writing the merged recording."""
+    from collections import Counter
+
+    from openprogram.recordings.hashing import tape_entry_digest
+
+    return Counter(map(tape_entry_digest, old.tapes)) == Counter(map(tape_entry_digest, new.tapes))
 
 
 def _read_or_none(path: Path) -> Recording | None:

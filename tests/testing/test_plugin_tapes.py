@@ -1,7 +1,8 @@
 """Tapes under the pytest fixture: a tape mismatch fails the test (also when swallowed),
 entries never read fail it like calls never made, and the agent tools' policies come from
 the ``openprogram_tools`` ini option, the configuration's ``[record_replay.tools]``, the
-``openprogram_config`` fixture and the marker."""
+``openprogram_config`` fixture and the marker; under ``new_episodes`` the merged recording
+keeps the tapes, taped afresh (a tape that alone drifted is written too), and replays."""
 
 from __future__ import annotations
 
@@ -198,3 +199,33 @@ def test_the_configuration_the_fixture_and_the_marker_set_the_tools_policy(
         consecutive=True,
     )
     result.stdout.fnmatch_lines(["FAILED tests/test_agent.py::test_configured - *"])
+
+
+EPISODE = """
+import openprogram
+assert openprogram.now() > 0  # a taped clock: its reading differs from run to run
+assert forecast({city!r}) == {{"city": {city!r}, "high": 21}}
+assert RUNS == ([] if openprogram_recording.mode == "replay" else [{city!r}])
+assert await ask({question!r}) == "echo:" + {question!r}
+"""
+
+
+@pytest.mark.parametrize("drifted", ["call", "tape", "nothing"])
+def test_new_episodes_keeps_the_tapes_in_the_merged_recording_which_replays(
+    project: InnerProject, drifted: str
+) -> None:
+    write(project, EPISODE.format(city="Paris", question="How warm is it?"))
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    recording = project.recording("test_agent", "test_session")
+    before = recording.read_bytes()
+    if drifted == "call":  # one model call goes live; the taped call is the same
+        write(project, EPISODE.format(city="Paris", question="Will it rain?"))
+    elif drifted == "tape":  # every model call replays; only the taped call differs
+        write(project, EPISODE.format(city="Nice", question="How warm is it?"))
+    project.run("--openprogram-record-mode=new_episodes").assert_outcomes(passed=1)
+    if drifted == "nothing":  # the clock read anew is no drift: the file is as it was
+        assert recording.read_bytes() == before
+        return
+    assert recording.read_bytes() != before
+    assert '"type":"tape"' in recording.read_text()
+    project.run().assert_outcomes(passed=1)  # replays: the taped function does not run
