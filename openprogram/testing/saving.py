@@ -11,6 +11,9 @@
   what the recording holds leaves the file byte for byte as it was. Taped functions and
   tools run live under ``new_episodes`` and their entries are recorded afresh, so a run
   whose tape entries differ from the recording's is written even when every call replayed.
+  So is a run whose user redaction is not the one the recording was made with (its
+  header's ``redaction_fingerprint``): the replayed calls are redacted again with this
+  run's, so the merged recording holds no match of a pattern its header names.
 
 Either says what it did in a :class:`SavedRecording`, with the first difference between the
 old recording and the new one (:func:`~openprogram.recordings.comparison.first_difference`,
@@ -28,8 +31,9 @@ from typing import TYPE_CHECKING
 from openprogram.errors import OpenProgramError, RecordingFileError
 
 if TYPE_CHECKING:
-    from openprogram.recording.format import Recording
+    from openprogram.recording.format import RecordedCall, Recording
     from openprogram.recording.merging import RecordingMerge
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["SavedRecording", "merge_recording", "save_recording"]
 
@@ -87,13 +91,18 @@ def merge_recording(
     written = read_recording(write_path)
     live = merge.live_calls(written)
     dropped = len(merge.session.unconsumed_calls)
-    if live == 0 and dropped == 0 and _same_tapes(old, written):
+    user = merge.writer.user_redaction
+    redaction_changed = old.header.get("redaction_fingerprint") != (
+        None if user is None else user.fingerprint
+    )
+    if live == 0 and dropped == 0 and not redaction_changed and _same_tapes(old, written):
         return SavedRecording(False)
     header = dict(written.header)
     _keep_older_redaction(header, old.header)
-    rewrite_recording(
-        path, header, merge.merged_calls(written), tapes=written.tapes, expected=expected
-    )
+    calls = merge.merged_calls(written)
+    if redaction_changed and user is not None:
+        calls = _redacted_again(calls, user)
+    rewrite_recording(path, header, calls, tapes=written.tapes, expected=expected)
     new = _read_or_none(path)
     difference = (
         "the merged recording could not be read back"
@@ -113,6 +122,16 @@ def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> 
         header["redaction_version"] = old["redaction_version"]
     else:
         header.pop("redaction_version", None)
+
+
+def _redacted_again(calls: list[RecordedCall], user: UserRedaction) -> list[RecordedCall]:
+    """``calls`` redacted with the user redaction of this run: the replayed ones were
+    recorded with another (or none), and the merged header names this one."""
+    from openprogram.recording.redaction import SecretRedactor
+    from openprogram.recordings.scan import redacted_call
+
+    redactor = SecretRedactor(user=user)
+    return [redacted_call(call, redactor) for call in calls]
 
 
 def _same_tapes(old: Recording, new: Recording) -> bool:

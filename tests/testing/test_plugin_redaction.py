@@ -2,7 +2,8 @@
 configuration or the ``openprogram_redact_patterns`` ini option, and a ``redact=`` function
 in the marker, are applied to everything a test records (its calls and its tapes), the
 recording's header names them (``redaction_fingerprint``), and the recording replays; a bad
-pattern fails naming where it was set."""
+pattern fails naming where it was set; ``new_episodes`` after a pattern was added redacts the
+calls it keeps."""
 
 from __future__ import annotations
 
@@ -111,3 +112,21 @@ def test_a_bad_pattern_fails_naming_where_it_was_set(
     output.fnmatch_lines([message])
     if source != "ini":  # the ini file is read at start-up: a usage error, no test runs
         result.assert_outcomes(errors=1)
+
+
+def test_new_episodes_redacts_the_replayed_calls_with_a_pattern_added_since(
+    project: InnerProject,
+) -> None:
+    project.write_tests(SESSION.format(marker=""))
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    recording = project.recording("test_agent", "test_order")
+    assert SECRET in recording.read_text()
+    write_config("[record_replay]\nredact_patterns = ['ACME-[0-9]{6}']\n")
+    # Every call replays, so only the redaction changed: the merged recording is written
+    # with it, the replayed calls redacted again, not kept as they were under a header
+    # that names the new pattern.
+    project.run("--openprogram-record-mode=new_episodes").assert_outcomes(passed=1)
+    text = recording.read_text()
+    assert SECRET not in text
+    assert json.loads(text.splitlines()[0])["redaction_fingerprint"].startswith("sha256:")
+    project.run().assert_outcomes(passed=1)
