@@ -56,6 +56,7 @@ __all__ = [
     "Finding",
     "RecordingScan",
     "ScanReport",
+    "redacted_call",
     "scan_recording",
     "scan_recordings",
     "scan_targets",
@@ -242,6 +243,12 @@ def _scan_header(header: dict[str, Any], redactor: SecretRedactor, spots: list[_
     redacted = redactor.redact(metadata)
     _note(None, "header", 0, "", metadata, redacted, redactor, spots)
     return {**header, **redacted}
+
+
+def redacted_call(call: RecordedCall, redactor: SecretRedactor) -> RecordedCall:
+    """A copy of ``call`` as the recorder would write it now with ``redactor``: every value
+    :func:`scan_recording` would report replaced (a call redacted so already is unchanged)."""
+    return _scan_call(call, redactor, [])
 
 
 def _scan_call(call: RecordedCall, redactor: SecretRedactor, spots: list[_Spot]) -> RecordedCall:

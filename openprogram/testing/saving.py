@@ -7,8 +7,13 @@
   it made them, each replayed call as it was recorded and each live call as it was just
   recorded (:mod:`~openprogram.recording.merging`), are written with
   :func:`~openprogram.recording.rewriting.rewrite_recording`, atomically, and only if that
-  changes anything: a run that replayed every recorded call and made no live call leaves the
-  file byte for byte as it was.
+  changes anything: a run that replayed every recorded call, made no live call and taped
+  what the recording holds leaves the file byte for byte as it was. Taped functions and
+  tools run live under ``new_episodes`` and their entries are recorded afresh, so a run
+  whose tape entries differ from the recording's is written even when every call replayed.
+  So is a run whose user redaction is not the one the recording was made with (its
+  header's ``redaction_fingerprint``): the replayed calls are redacted again with this
+  run's, so the merged recording holds no match of a pattern its header names.
 
 Either says what it did in a :class:`SavedRecording`, with the first difference between the
 old recording and the new one (:func:`~openprogram.recordings.comparison.first_difference`,
@@ -26,8 +31,9 @@ from typing import TYPE_CHECKING
 from openprogram.errors import OpenProgramError, RecordingFileError
 
 if TYPE_CHECKING:
-    from openprogram.recording.format import Recording
+    from openprogram.recording.format import RecordedCall, Recording
     from openprogram.recording.merging import RecordingMerge
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["SavedRecording", "merge_recording", "save_recording"]
 
@@ -85,13 +91,18 @@ def merge_recording(
     written = read_recording(write_path)
     live = merge.live_calls(written)
     dropped = len(merge.session.unconsumed_calls)
-    if live == 0 and dropped == 0:
+    user = merge.writer.user_redaction
+    redaction_changed = old.header.get("redaction_fingerprint") != (
+        None if user is None else user.fingerprint
+    )
+    if live == 0 and dropped == 0 and not redaction_changed and _same_tapes(old, written):
         return SavedRecording(False)
     header = dict(written.header)
     _keep_older_redaction(header, old.header)
-    rewrite_recording(
-        path, header, merge.merged_calls(written), tapes=written.tapes, expected=expected
-    )
+    calls = merge.merged_calls(written)
+    if redaction_changed and user is not None:
+        calls = _redacted_again(calls, user)
+    rewrite_recording(path, header, calls, tapes=written.tapes, expected=expected)
     new = _read_or_none(path)
     difference = (
         "the merged recording could not be read back"
@@ -111,6 +122,28 @@ def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> 
         header["redaction_version"] = old["redaction_version"]
     else:
         header.pop("redaction_version", None)
+
+
+def _redacted_again(calls: list[RecordedCall], user: UserRedaction) -> list[RecordedCall]:
+    """``calls`` redacted with the user redaction of this run: the replayed ones were
+    recorded with another (or none), and the merged header names this one."""
+    from openprogram.recording.redaction import SecretRedactor
+    from openprogram.recordings.scan import redacted_call
+
+    redactor = SecretRedactor(user=user)
+    return [redacted_call(call, redactor) for call in calls]
+
+
+def _same_tapes(old: Recording, new: Recording) -> bool:
+    """Whether the run taped what the recording holds: each tape the same multiset of
+    entries, as ``recordings diff`` compares them (the values of the clock and random draws
+    left out). The run records its tapes afresh, so entries that differ are kept only by
+    writing the merged recording."""
+    from collections import Counter
+
+    from openprogram.recordings.hashing import tape_entry_digest
+
+    return Counter(map(tape_entry_digest, old.tapes)) == Counter(map(tape_entry_digest, new.tapes))
 
 
 def _read_or_none(path: Path) -> Recording | None:

@@ -1,4 +1,5 @@
-"""The example in docs/testing.md runs as documented: recorded once, then replayed."""
+"""The examples in docs/testing.md run as documented: recorded once, then replayed (the
+order agent: its tool served from the recording, its order numbers redacted)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,38 @@ def test_the_documented_drift_report_is_what_pytest_prints(project: InnerProject
     expected = documented(DRIFT_OUTPUT, "output").splitlines()
     assert len(expected) == 3
     result.stdout.fnmatch_lines([f"E *{literal(line)}" for line in expected], consecutive=True)
+
+
+ORDER_EXAMPLE = re.compile(
+    r"<!-- example-test: order-agent -->\s*```python\n(?P<code>.*?)```", re.DOTALL
+)
+CHECK_OUTPUT = re.compile(
+    r"the order service answering differently:\s*```text\n(?P<output>.*?)```", re.DOTALL
+)
+
+
+def test_the_documented_order_agent_replays_its_tool_and_records_no_order_number(
+    project: InnerProject,
+) -> None:
+    code = documented(ORDER_EXAMPLE, "code")
+    (project.root / "pytest.ini").write_text(STRICT_INI)
+    project.write("test_orders.py", code)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    recording = project.recording("test_orders", "test_agent_reports_where_the_order_is")
+    text = recording.read_text()
+    assert "ORD-123456" not in text
+    assert '"redaction_fingerprint":"sha256:' in text
+
+    live = 'return f"{order} left the warehouse"'
+    project.write("test_orders.py", code.replace(live, 'raise RuntimeError("service down")'))
+    project.run().assert_outcomes(passed=1)  # replay: the tool does not run
+
+    checked = code.replace(live, 'return f"{order} is delayed"').replace(
+        '"order_status": "replay"', '"order_status": "check"'
+    )
+    project.write("test_orders.py", checked)
+    result = project.run()
+    result.assert_outcomes(failed=1)
+    expected = documented(CHECK_OUTPUT, "output").splitlines()
+    assert len(expected) == 2
+    result.stdout.fnmatch_lines([f"*{literal(line)}" for line in expected], consecutive=True)

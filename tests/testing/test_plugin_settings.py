@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.config_files import write_config
-from tests.support.inner_project import InnerProject
+from tests.support.inner_project import InnerProject, literal
 
 pytest_plugins = ["pytester"]
 
@@ -121,6 +121,20 @@ def test_the_environment_example_of_the_configuration_docs_works_for_fixture_tes
         (
             '@pytest.mark.openprogram(http_headers=["x-api-key"])',
             "@pytest.mark.openprogram: http_headers: 'x-api-key' may carry a credential, *",
+        ),
+        (
+            '@pytest.mark.openprogram(tools={"lookup": "sometimes"})',
+            "@pytest.mark.openprogram: tools: tool 'lookup': unknown policy 'sometimes'; a "
+            "tool's policy is live, replay, check",
+        ),
+        (
+            '@pytest.mark.openprogram(redact_patterns=["ACME-(["])',
+            literal("@pytest.mark.openprogram: redact_patterns: 'ACME-([' is not a regular ") + "*",
+        ),
+        (
+            '@pytest.mark.openprogram(redact="ACME")',
+            "@pytest.mark.openprogram: redact: must be a function taking a string and "
+            "returning it, not 'ACME'",
         ),
     ],
 )
