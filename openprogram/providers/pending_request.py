@@ -108,9 +108,13 @@ class PendingProviderRequest:
         return dump_request(self.model, self.context, self.options)
 
     def without_first(self, counts: dict[str, int]) -> dict[str, Any]:
-        left_out = {key: set(range(count)) for key, count in counts.items()}
+        # A shallow copy holding the lists' later items, dumped by the same schema: the
+        # dump is a function of the fields' values (an ``exclude`` of the first indexes
+        # would still walk every item).
+        context = self.context
+        later = {key: getattr(context, key)[count:] for key, count in counts.items()}
         return {
             "model": self.model.model_dump(mode="json"),
-            "context": self.context.model_dump(mode="json", exclude=left_out),
+            "context": context.model_copy(update=later).model_dump(mode="json"),
             "options": self.options.model_dump(mode="json"),
         }
