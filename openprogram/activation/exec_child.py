@@ -44,6 +44,7 @@ from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession, RequestRedactor
+from openprogram.recording.served_conversations import DumpableRequest
 from openprogram.recording.tape_rows import TapeEntry
 
 __all__ = ["ClaimingReplaySession", "activate_from_environment"]
@@ -154,7 +155,7 @@ class ClaimingReplaySession(ReplaySession):
     def take(
         self,
         boundary: str,
-        incoming: dict[str, Any],
+        incoming: dict[str, Any] | DumpableRequest,
         *,
         redactor: RequestRedactor,
         ignore_fields: Iterable[str] | None = None,

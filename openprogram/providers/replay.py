@@ -25,7 +25,8 @@ from pathlib import Path
 
 from openprogram.errors import OpenProgramError
 from openprogram.providers.events import AssistantMessageEvent
-from openprogram.providers.recording import dump_request, read_recording
+from openprogram.providers.pending_request import PendingProviderRequest
+from openprogram.providers.recording import read_recording
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 from openprogram.recording.format import RecordedCall, RecordedError, Recording
 from openprogram.recording.matching import DEFAULT_MATCHING
@@ -150,7 +151,7 @@ class ReplayProvider:
         redactor = SecretRedactor.for_request(options.api_key, user=self.session.user_redaction)
         call = self.session.take(
             "provider",
-            dump_request(model, context, options),
+            PendingProviderRequest(model, context, options),
             redactor=redactor.redact_request,
             redaction=redactor.rules,
         )

@@ -30,6 +30,8 @@ import json
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import compress, count
+from operator import is_not
 from typing import Any, Final, NamedTuple
 
 from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
@@ -183,7 +185,12 @@ class _Walker:
         path: str,
     ) -> Difference | None:
         paths = self._paths
-        for index, (old, new) in enumerate(zip(recorded, incoming, strict=False)):
+        # The items both hold as the same objects first, found without a Python loop: the
+        # conversation a replayed request repeats is the recorded call's own items.
+        shorter = min(len(recorded), len(incoming))
+        first = next(compress(count(), map(is_not, recorded, incoming)), shorter)
+        for index in range(first, shorter):
+            old, new = recorded[index], incoming[index]
             if old is new:
                 continue
             kind = type(old)

@@ -73,7 +73,11 @@ from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.redaction_state import recorded_redaction_is_current
 from openprogram.recording.request_delta import RequestRedactor
 from openprogram.recording.request_index import RequestDigester, RequestIndex
-from openprogram.recording.served_conversations import ServedConversations
+from openprogram.recording.served_conversations import (
+    DumpableRequest,
+    ServedConversations,
+    dumped,
+)
 from openprogram.recording.tape_replay import TapeReplay
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.tool_policies import ToolPolicies
@@ -202,7 +206,7 @@ class ReplaySession:
     def take(
         self,
         boundary: str,
-        incoming: dict[str, Any],
+        incoming: dict[str, Any] | DumpableRequest,
         *,
         redactor: RequestRedactor,
         ignore_fields: Iterable[str] | None = None,
@@ -216,7 +220,9 @@ class ReplaySession:
         tells redactors apart (:attr:`SecretRedactor.rules
         <openprogram.recording.redaction.SecretRedactor.rules>`): given, the conversation a
         request repeats from one served before is not redacted, digested or compared again
-        (see :mod:`~openprogram.recording.served_conversations`).
+        (see :mod:`~openprogram.recording.served_conversations`); ``incoming`` may then be a
+        :class:`~openprogram.recording.served_conversations.DumpableRequest`, dumped only
+        as far as that needs.
         """
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
         ignored = frozenset(
@@ -228,7 +234,7 @@ class ReplaySession:
             served = self._conversations.setdefault(ignored, ServedConversations())
         starts: dict[str, list[Any]] | None = None
         if served is None:
-            redacted, texts = redactor(incoming), None
+            redacted, texts = redactor(dumped(incoming)), None
         else:
             redacted, texts, starts = served.redacted(boundary, incoming, redactor, redaction)
         if self.matching == "order":
@@ -247,7 +253,8 @@ class ReplaySession:
                     # Compared again as before: the request whole, the recorded one redacted
                     # again, so the report is the same.
                     texts = None
-                    mismatch = self.match(call, boundary, redactor(incoming), redactor, ignored)
+                    again = redactor(dumped(incoming))
+                    mismatch = self.match(call, boundary, again, redactor, ignored)
                 if mismatch is not None:
                     raise self.keep(mismatch)
                 self._serve(index)
@@ -263,7 +270,7 @@ class ReplaySession:
             if found is None:
                 if served is not None:
                     texts = None
-                    redacted = redactor(incoming)  # as before: the report is the same
+                    redacted = redactor(dumped(incoming))  # as before: the report is the same
                 found = self._equal_or_nearest(boundary, redacted, redactor, ignored)
             self._serve(found)
             call = self.recording.calls[found]

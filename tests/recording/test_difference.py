@@ -103,6 +103,18 @@ def test_item_difference_comes_before_length_difference() -> None:
     assert find_first_difference([1, 2], [1, 5, 3]) == Difference("[1]", 2, 5)
 
 
+def test_items_held_by_both_lists_as_the_same_objects_are_passed_over_to_the_first_change() -> None:
+    shared = [{"n": n} for n in range(50)]
+    assert find_first_difference([*shared, {"n": 1}], [*shared, {"n": 1}]) is None
+    changed = find_first_difference([*shared, {"n": 1}, 7], [*shared, {"n": 2}, 7])
+    assert changed == Difference("[50].n", 1, 2)
+    assert find_first_difference(shared, [*shared[:30], {"n": 30}, *shared[31:]]) is None
+    float_copy = [*shared[:30], {"n": 30.0}, *shared[31:]]  # 30.0 beside 30: unequal
+    assert find_first_difference(shared, float_copy) == Difference("[30].n", 30, 30.0)
+    assert find_first_difference(shared, [*shared, None]) == Difference("[50]", MISSING, None)
+    assert find_first_difference([*shared, 1], shared) == Difference("[50]", 1, MISSING)
+
+
 def test_type_change_reports_both_whole_values() -> None:
     found = find_first_difference({"a": {"b": 1}}, {"a": [1]})
     assert found == Difference("a", {"b": 1}, [1])
