@@ -1,7 +1,9 @@
 """A test's recording settings, combined from every place they can be set.
 
 Each place gives a *layer*: the keys it sets, checked. The layers combine lowest first, a
-later one replacing each key an earlier one set (a list is replaced whole, not merged):
+later one replacing each key an earlier one set (a list is replaced whole, not merged) —
+except ``redact_patterns``, which add up (:data:`ADDITIVE_KEYS`): a marker that adds a
+pattern for one test cannot drop the configuration's, so no layer un-redacts a secret:
 
 1. openprogram's configuration — ``record_replay.ignore_fields``, ``match``,
    ``http_passthrough_hosts``, ``http_headers``, ``tools`` and ``redact_patterns`` from the
@@ -40,6 +42,7 @@ from typing import Any
 from openprogram.testing.record_modes import DEFAULT_RECORD_MODE, RecordMode, check_record_mode
 
 __all__ = [
+    "ADDITIVE_KEYS",
     "PER_TEST_KEYS",
     "SETTING_CHECKS",
     "RecordingSettings",
@@ -177,6 +180,11 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
 """Each setting's key and the check that turns a given value into the setting's value
 (raising ``ValueError`` saying what is wrong)."""
 
+ADDITIVE_KEYS = frozenset({"redact_patterns"})
+"""Keys whose lists add up across layers (in layer order, each entry once) instead of a later
+layer replacing an earlier one's: the user's redaction only ever grows, so a pattern set in the
+configuration still applies to a test whose marker adds its own."""
+
 PER_TEST_KEYS = frozenset({"name"})
 """Keys only a test's own marker may set: two tests never share a recording by accident."""
 
@@ -212,9 +220,13 @@ def check_setting(key: str, value: object) -> Any:
 
 
 def combine_layers(layers: Iterable[Layer]) -> RecordingSettings:
-    """The settings the layers give, lowest first (a later layer's key replaces an earlier
-    one's)."""
+    """The settings the layers give, lowest first: a later layer's key replaces an earlier
+    one's, and the lists of :data:`ADDITIVE_KEYS` are joined (each entry once, first place
+    kept)."""
     merged: Layer = {}
     for layer in layers:
-        merged.update(layer)
+        for key, value in layer.items():
+            if key in ADDITIVE_KEYS and key in merged:
+                value = tuple(dict.fromkeys((*merged[key], *value)))
+            merged[key] = value
     return RecordingSettings(**merged)

@@ -70,6 +70,28 @@ def test_the_users_redaction_applies_to_what_the_fixture_records(
     project.run().assert_outcomes(passed=1)  # replays, offline
 
 
+def test_a_markers_pattern_adds_to_the_configured_ones(project: InnerProject) -> None:
+    # The configuration hides order numbers; one test's marker adds customer ids. Both are
+    # removed from that test's recording: a marker cannot drop a pattern set below it.
+    write_config("[record_replay]\nredact_patterns = ['ACME-[0-9]{6}']\n")
+    project.write_tests(
+        """
+        @pytest.mark.openprogram(redact_patterns=["cust-[0-9]{4}"])
+        async def test_order(openprogram_recording):
+            reply = await ask("ACME-123456 for cust-0042")
+            # Live, the reply holds both; replayed, the recorded one holds the placeholders.
+            assert reply in (
+                "echo:ACME-123456 for cust-0042", "echo:[secret removed] for [secret removed]"
+            )
+        """
+    )
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    text = project.recording("test_agent", "test_order").read_text()
+    assert SECRET not in text
+    assert "cust-0042" not in text
+    project.run().assert_outcomes(passed=1)
+
+
 @pytest.mark.parametrize(
     ("source", "message"),
     [

@@ -27,6 +27,20 @@ def test_a_later_layer_replaces_the_keys_it_sets_and_only_those() -> None:
     assert combine_layers([]) == RecordingSettings()  # none, content, nothing ignored
 
 
+def test_redact_patterns_add_up_across_layers_so_no_layer_drops_one() -> None:
+    configured = checked_layer({"redact_patterns": ["ACME-[0-9]+"]}, where="config")
+    ini = checked_layer({"redact_patterns": ["ORD-[0-9]+", "ACME-[0-9]+"]}, where="ini")
+    fixture = checked_layer({"ignore_fields": ["seed"]}, where="fixture")
+    marker = checked_layer({"redact_patterns": ["cust-[0-9]+"]}, where="m", per_test=True)
+
+    settings = combine_layers([configured, ini, fixture, marker])
+
+    # In layer order, each pattern once; the other lists are still replaced whole.
+    assert settings.redact_patterns == ("ACME-[0-9]+", "ORD-[0-9]+", "cust-[0-9]+")
+    assert settings.ignore_fields == ("seed",)
+    assert combine_layers([marker]).redact_patterns == ("cust-[0-9]+",)
+
+
 def test_lists_are_checked_by_the_configurations_rules() -> None:
     layer = checked_layer(
         {"http_passthrough_hosts": ["Telemetry.Example.com:4318"], "http_headers": ["X-Run"]},
