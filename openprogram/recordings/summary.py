@@ -4,11 +4,11 @@
 ``call_end`` vouch for every call (:mod:`~openprogram.recordings.digest_summary`: each
 call's rows lie together and hash to what the writer wrote), only the header, the requests
 and the call ends are parsed; otherwise the strict reader parses it all (events left as
-plain rows). Either way a summary says exactly what replay would find: the calls (and how many
-of them are HTTP calls), events and models (an HTTP call's is its host and the ``model`` its
-JSON body names: ``api.openai.com:gpt-4o-mini``), whether a call was cut short, and the
-transcript hash. A bad file gives
-``valid=False`` and a one-line ``problem``, never an error.
+plain rows). Either way a summary says exactly what replay would find: the calls (and how
+many of them are HTTP calls), events, tape entries and models (an HTTP call's is its host
+and the ``model`` its JSON body names: ``api.openai.com:gpt-4o-mini``), whether a call was
+cut short, and the transcript hash. A bad file gives ``valid=False`` and a one-line
+``problem``, never an error.
 
 :func:`~openprogram.recordings.summary_cache.summarize_store` summarizes a whole store and
 keeps the summaries in a cache, so a file is parsed again only when it changes.
@@ -59,6 +59,9 @@ class RecordingSummary:
     http_calls: int = 0
     """How many of ``calls`` were made at the HTTP boundary (the rest at the provider
     registry)."""
+    tape_entries: int = 0
+    """How many tape entries (calls of taped functions and agent tools) the recording holds,
+    besides its calls."""
 
     @property
     def created_time(self) -> float:
@@ -90,6 +93,7 @@ class RecordingSummary:
             "problem": self.problem,
             "transcript_hash": self.transcript_hash,
             "http_calls": self.http_calls,
+            "tape_entries": self.tape_entries,
         }
 
     @classmethod
@@ -120,6 +124,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "problem": (str, _NONE),
     "transcript_hash": (str, _NONE),
     "http_calls": (int,),
+    "tape_entries": (int,),
 }
 """The exact JSON types of the fields :meth:`RecordingSummary.from_json` reads back."""
 
@@ -170,6 +175,7 @@ def summarize_recording(path: Path) -> RecordingSummary:
             calls=len(calls),
             http_calls=sum(call.boundary == "http" for call in calls),
             events=digested.events,
+            tape_entries=len(digested.parser.tapes),
             models=_models(calls),
             valid=True,
             transcript_hash=hash_of_digests(digested.digests),
@@ -187,6 +193,7 @@ def summarize_recording(path: Path) -> RecordingSummary:
         calls=len(recording.calls),
         http_calls=sum(call.boundary == "http" for call in recording.calls),
         events=recording.event_count,
+        tape_entries=len(recording.tapes),
         models=_models(recording.calls),
         valid=True,
         truncated=bool(recording.truncated_calls) or cut_off,

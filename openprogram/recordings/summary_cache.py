@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 CACHE_FILE_NAME = ".summary-cache.json"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 """Bumped when the summary fields or their meaning change; an older cache is rebuilt."""
 READ_AHEAD = 2
 """While one file is scanned, the kernel reads the next few (a listing with a cold cache)."""

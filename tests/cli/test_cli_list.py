@@ -80,6 +80,7 @@ def test_json_fields() -> None:
         "problem": None,
         "transcript_hash": transcript_hash(read_recording(path)),
         "http_calls": 0,
+        "tape_entries": 0,
         "active": False,
     }
     assert listed["fresh"]["active"] is True

@@ -145,6 +145,7 @@ def test_tape_entries_between_calls_are_hashed_as_the_reader_hashes_them(
     quick = summarize_recording(path)
     assert quick == parsed_summary(path, monkeypatch)
     assert quick.transcript_hash == transcript_hash(recording)
+    assert quick.tape_entries == 1  # counted on both paths (the summaries are equal)
 
     rows = [orjson.loads(line) for line in path.read_bytes().splitlines()]
     tape = next(row for row in rows if row["type"] == "tape")
