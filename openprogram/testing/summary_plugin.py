@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram.testing.item_paths import recording_path_of, recordings_dir_of
 from openprogram.testing.orphan_recordings import (
     CollectionScope,
     find_orphans,
@@ -68,8 +69,6 @@ class SummaryPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        from openprogram.testing.pytest_plugin import recording_path_of
-
         used = {
             str(recording_path_of(item))
             for item in items
@@ -124,8 +123,6 @@ class SummaryPlugin:
             summary.orphans_not_checked = reason
             return summary
         assert self.scope is not None
-        from openprogram.testing.pytest_plugin import recordings_dir_of
-
         rootdir = self.config.rootpath
         summary.orphans = [
             _shown(path, rootdir)
