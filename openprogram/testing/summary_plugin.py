@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from openprogram.testing.item_paths import recording_path_of, recordings_dir_of
+from openprogram.testing.item_paths import display_path, recording_path_of, recordings_dir_of
 from openprogram.testing.orphan_recordings import (
     CollectionScope,
     find_orphans,
@@ -125,7 +125,7 @@ class SummaryPlugin:
         assert self.scope is not None
         rootdir = self.config.rootpath
         summary.orphans = [
-            _shown(path, rootdir)
+            display_path(path, rootdir)
             for path in find_orphans(recordings_dir_of(self.config), self.scope.recordings)
         ]
         return summary
@@ -168,13 +168,6 @@ def _args_are_testpaths(config: pytest.Config) -> bool:
     given = {os.path.normpath(Path(config.invocation_params.dir, arg)) for arg in config.args}
     wanted = {os.path.normpath(Path(config.rootpath, path)) for path in testpaths}
     return given == wanted
-
-
-def _shown(path: Path, rootdir: Path) -> str:
-    try:
-        return str(path.relative_to(rootdir))
-    except ValueError:
-        return str(path)
 
 
 def _write_report(path: Path, summary: SuiteSummary) -> None:
