@@ -11,7 +11,8 @@ request the ``openprogram_recording`` fixture. See ``docs/testing.md``.
     settings_sources     those places: configuration, ini file, command line, fixture, markers
     recording_paths      where a test's recording lives
     item_paths           a collected test's recording, shown path and command-line argument
-    recording_session    one test's recording, recorded, replayed, merged or left alone
+    recording_session    opening one test's recording: recorded, replayed, merged or left alone
+    session_lifecycle    that session installed while the test runs, judged, then finished
     saving               putting a new or merged recording in place, and what changed
     network_block        --openprogram-block-network: connections to other machines refused
     outcome              what one test did with its recording, as plain data

@@ -51,7 +51,7 @@ from openprogram.testing.recording_settings import SettingsError, combine_layers
 
 if TYPE_CHECKING:
     from openprogram.testing.network_block import NetworkBlock
-    from openprogram.testing.recording_session import RecordingSession
+    from openprogram.testing.session_lifecycle import RecordingSession
 
 _RESTORE_KEYS = pytest.StashKey[Callable[[], None]]()
 _BLOCK = pytest.StashKey["NetworkBlock"]()
@@ -115,7 +115,7 @@ def openprogram_recording(
 ) -> Iterator[RecordingSession]:
     """Record or replay this test's provider calls in its own recording.
 
-    Yields a :class:`~openprogram.testing.recording_session.RecordingSession` (``path``,
+    Yields a :class:`~openprogram.testing.session_lifecycle.RecordingSession` (``path``,
     ``mode``, ``replay``). See ``docs/testing.md``.
     """
     from openprogram.errors import OpenProgramError, RecordingFileError
