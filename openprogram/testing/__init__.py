@@ -4,12 +4,15 @@
 pytest loads it whenever openprogram is installed; it does nothing for a test that does not
 request the ``openprogram_recording`` fixture. See ``docs/testing.md``.
 
-    pytest_plugin        options, the fixture, the hooks around each test
+    pytest_plugin        the hooks: configure, the fixture, the wrappers around each test
+    plugin_options       the plugin's options and markers, declared and read once per run
     record_modes         none, once, new_episodes, all, rewrite, live
     recording_settings   a test's settings, combined from every place they can be set
     settings_sources     those places: configuration, ini file, command line, fixture, markers
     recording_paths      where a test's recording lives
-    recording_session    one test's recording, recorded, replayed, merged or left alone
+    item_paths           a collected test's recording, shown path and command-line argument
+    recording_session    opening one test's recording: recorded, replayed, merged or left alone
+    session_lifecycle    that session installed while the test runs, judged, then finished
     saving               putting a new or merged recording in place, and what changed
     network_block        --openprogram-block-network: connections to other machines refused
     outcome              what one test did with its recording, as plain data

@@ -4,27 +4,15 @@ Registered under the ``pytest11`` entry point (name ``openprogram``; ``-p no:ope
 turns it off). It is inert for a test that does not request the fixture: importing it loads
 no provider, and its hooks return at once for such a test.
 
-Options (command line, or the ini file):
-
-* ``--openprogram-record-mode=MODE`` / ``openprogram_record_mode`` — ``none`` (default)
-  replays only, ``once`` records missing recordings, ``new_episodes`` replays what the
-  recording holds and records the rest, ``all`` (or ``rewrite``) re-records, ``live`` calls
-  live and records nothing (:mod:`~openprogram.testing.record_modes`);
-* ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
-  even though ``CI`` is set;
-* ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
-  connection to another machine (:mod:`~openprogram.testing.network_block`), except to
-  ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``;
-* ``--openprogram-report=PATH`` — write the suite summary as JSON
-  (:mod:`~openprogram.testing.suite_summary`);
-* ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
-  ``tests/recordings``; the layout is described in ``recording_paths.py``);
-* ``openprogram_ignore_fields``, ``openprogram_match``, ``openprogram_http_passthrough_hosts``,
-  ``openprogram_http_headers``, ``openprogram_tools`` (how replay treats each agent tool:
-  ``NAME=POLICY`` lines, ``live``, ``replay`` or ``check``), ``openprogram_redact_patterns``
-  (the user's own redaction) — the settings a test records and replays with, which the
-  ``openprogram_config`` fixture and the ``@pytest.mark.openprogram(...)`` marker override
-  (:mod:`~openprogram.testing.recording_settings` tells the order).
+Its options and markers — the record mode, recording on CI, the network block, the JSON
+report, the recordings folder and the settings a test records and replays with — are declared
+and read in :mod:`~openprogram.testing.plugin_options`; where a test's recording lives, and
+how the plugin names it and the test, in :mod:`~openprogram.testing.item_paths`. This module
+holds the hooks: ``pytest_addoption``; ``pytest_configure`` and ``pytest_unconfigure``
+(placeholder API keys, the network block, the summary plugin of
+:mod:`~openprogram.testing.summary_plugin`); the ``openprogram_config`` and
+``openprogram_recording`` fixtures; and the wrappers around each test's protocol, setup,
+call and teardown.
 
 The fixture covers both boundaries: the provider registry and every httpx / httpx2 client
 (so the official ``openai`` and ``anthropic`` SDKs), in every thread of the process. When
@@ -42,41 +30,29 @@ keeps the previous recording.
 
 from __future__ import annotations
 
-import os
-import shlex
 from collections.abc import Callable, Generator, Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from openprogram.testing import settings_sources
+from openprogram.testing.item_paths import display_path, item_recording_path, selecting_argument
 from openprogram.testing.outcome import OUTCOME_KEY, TestOutcome
-from openprogram.testing.record_modes import RECORD_MODES, record_command
-from openprogram.testing.recording_paths import module_folder_name, recording_path
-from openprogram.testing.recording_settings import Layer, SettingsError, combine_layers
+from openprogram.testing.plugin_options import (
+    PLUGIN_SETTINGS,
+    add_markers,
+    add_options,
+    network_block_allowed_hosts,
+    read_plugin_settings,
+)
+from openprogram.testing.record_modes import record_command
+from openprogram.testing.recording_settings import SettingsError, combine_layers
 
 if TYPE_CHECKING:
     from openprogram.testing.network_block import NetworkBlock
-    from openprogram.testing.recording_session import RecordingSession
+    from openprogram.testing.session_lifecycle import RecordingSession
 
-DEFAULT_RECORDINGS_DIR = "tests/recordings"
-
-
-@dataclass(frozen=True, slots=True)
-class PluginSettings:
-    """What the run was started with; each test's settings start from ``ini_layer`` and
-    ``command_line_layer``."""
-
-    recordings_dir: Path
-    allow_record_on_ci: bool
-    ini_layer: Layer
-    command_line_layer: Layer
-
-
-_SETTINGS = pytest.StashKey[PluginSettings]()
 _RESTORE_KEYS = pytest.StashKey[Callable[[], None]]()
 _BLOCK = pytest.StashKey["NetworkBlock"]()
 _ACTIVE = pytest.StashKey["RecordingSession"]()
@@ -85,126 +61,14 @@ _SKIPPED = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("openprogram", "openprogram recordings")
-    group.addoption(
-        "--openprogram-record-mode",
-        choices=RECORD_MODES,
-        default=None,
-        help=(
-            "none: replay only, a missing recording fails (default); once: record tests "
-            "without a recording, replay the others; new_episodes: replay what a recording "
-            "holds, record the other calls live, drop the recorded calls never requested; "
-            "all (or rewrite): re-record every test that uses the openprogram_recording "
-            "fixture; live: call live, record nothing"
-        ),
-    )
-    group.addoption(
-        "--openprogram-allow-record-on-ci",
-        action="store_true",
-        default=False,
-        help="record (or call live) even when the CI environment variable is set",
-    )
-    group.addoption(
-        "--openprogram-block-network",
-        action="store_true",
-        default=None,
-        help=(
-            "fail any test that connects to another machine (tests using the fixture may "
-            "while they record or run live)"
-        ),
-    )
-    group.addoption(
-        "--openprogram-allowed-hosts",
-        default=None,
-        metavar="HOSTS",
-        help="comma-separated hosts (names or addresses) a blocked network still reaches",
-    )
-    group.addoption(
-        "--openprogram-report",
-        default=None,
-        metavar="PATH",
-        help="write the suite summary of the recordings as JSON to PATH",
-    )
-    parser.addini(
-        "openprogram_record_mode",
-        help=f"{' | '.join(RECORD_MODES)}, when --openprogram-record-mode is not given",
-        default=None,
-    )
-    parser.addini(
-        "openprogram_recordings_dir",
-        help=f"folder of the recordings, relative to rootdir (default {DEFAULT_RECORDINGS_DIR})",
-        default=DEFAULT_RECORDINGS_DIR,
-    )
-    parser.addini(
-        "openprogram_ignore_fields",
-        type="linelist",
-        help="request field names or dotted paths replay leaves out of the comparison",
-        default=None,
-    )
-    parser.addini(
-        "openprogram_match",
-        help="content | order: how replay pairs requests with recorded calls (default content)",
-        default=None,
-    )
-    parser.addini(
-        "openprogram_http_passthrough_hosts",
-        type="linelist",
-        help="hosts (host or host:port) whose HTTP requests are sent live, never recorded",
-        default=None,
-    )
-    parser.addini(
-        "openprogram_http_headers",
-        type="linelist",
-        help="HTTP request headers to store and compare besides the semantic ones",
-        default=None,
-    )
-    parser.addini(
-        "openprogram_tools",
-        type="linelist",
-        help="agent tools under replay: NAME=POLICY or *=POLICY lines, POLICY live (default), "
-        "replay or check",
-        default=None,
-    )
-    parser.addini(
-        "openprogram_redact_patterns",
-        type="linelist",
-        help="regular expressions whose matches are removed from recordings (your own secrets)",
-        default=None,
-    )
-    parser.addini(
-        "openprogram_block_network",
-        type="bool",
-        help="fail any test that connects to another machine (as --openprogram-block-network)",
-        default=False,
-    )
-    parser.addini(
-        "openprogram_allowed_hosts",
-        type="linelist",
-        help="hosts (names or addresses) a blocked network still reaches, one a line",
-        default=[],
-    )
+    add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for marker in (
-        "openprogram(**settings): this test's recording settings: name, record_mode, "
-        "ignore_fields, match, http_passthrough_hosts, http_headers, tools, redact_patterns, "
-        "redact",
-        "openprogram_match(match): how replay pairs this test's requests with its recorded "
-        "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
-    ):
-        config.addinivalue_line("markers", marker)
-    ini_layer = settings_sources.ini_layer(config)
-    option = config.getoption("openprogram_record_mode")
-    command_line_layer: Layer = {} if option is None else {"record_mode": option}
-    recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
-    config.stash[_SETTINGS] = PluginSettings(
-        recordings_dir=config.rootpath / recordings_dir,
-        allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
-        ini_layer=ini_layer,
-        command_line_layer=command_line_layer,
-    )
-    run_mode = combine_layers([ini_layer, command_line_layer]).record_mode
+    add_markers(config)
+    settings = read_plugin_settings(config)
+    config.stash[PLUGIN_SETTINGS] = settings
+    run_mode = combine_layers([settings.ini_layer, settings.command_line_layer]).record_mode
     if run_mode == "none":
         from openprogram.activation.placeholders import set_placeholder_keys
 
@@ -225,15 +89,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _install_network_block(config: pytest.Config) -> None:
-    option = config.getoption("openprogram_block_network")
-    if not (option or (option is None and config.getini("openprogram_block_network"))):
+    allowed = network_block_allowed_hosts(config)
+    if allowed is None:
         return
     from openprogram.testing.network_block import NetworkBlock
 
-    allowed = list(config.getini("openprogram_allowed_hosts"))
-    listed = config.getoption("openprogram_allowed_hosts")
-    if listed:
-        allowed.extend(host.strip() for host in str(listed).split(","))
     block = NetworkBlock(allowed)
     block.install()
     config.stash[_BLOCK] = block
@@ -255,7 +115,7 @@ def openprogram_recording(
 ) -> Iterator[RecordingSession]:
     """Record or replay this test's provider calls in its own recording.
 
-    Yields a :class:`~openprogram.testing.recording_session.RecordingSession` (``path``,
+    Yields a :class:`~openprogram.testing.session_lifecycle.RecordingSession` (``path``,
     ``mode``, ``replay``). See ``docs/testing.md``.
     """
     from openprogram.errors import OpenProgramError, RecordingFileError
@@ -263,7 +123,7 @@ def openprogram_recording(
     from openprogram.testing.recording_session import open_recording_session
 
     config = request.config
-    plugin = config.stash[_SETTINGS]
+    plugin = config.stash[PLUGIN_SETTINGS]
     item = request.node
     bad_settings: str | None = None
     try:
@@ -277,9 +137,9 @@ def openprogram_recording(
         bad_settings = str(error)
     if bad_settings is not None:  # failed outside the except block: no "during handling" chain
         pytest.fail(bad_settings, pytrace=False)
-    path = _recording_path(item, plugin.recordings_dir, config.rootpath, settings.name)
-    display = _display_path(path, config.rootpath)
-    argument = _test_argument(item, config)
+    path = item_recording_path(item, plugin.recordings_dir, config.rootpath, settings.name)
+    display = display_path(path, config.rootpath)
+    argument = selecting_argument(item, config)
     refusal: str | None = None
     try:
         session = open_recording_session(
@@ -422,66 +282,3 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         pytest.fail(problem, pytrace=False)
     item.stash[_BODY_PASSED] = True
     return result
-
-
-def recording_path_of(item: pytest.Item) -> Path:
-    """Where ``item``'s recording lives, its ``@pytest.mark.openprogram(name=...)`` counted
-    (the summary's orphans are the recordings no collected test has this path)."""
-    name = None
-    for marker in item.iter_markers("openprogram"):
-        if "name" in marker.kwargs:
-            name = marker.kwargs["name"]
-            break
-    settings = item.config.stash[_SETTINGS]
-    return _recording_path(
-        item,
-        settings.recordings_dir,
-        item.config.rootpath,
-        name if isinstance(name, str) else None,
-    )
-
-
-def _recording_path(
-    item: pytest.Item, recordings_dir: Path, rootdir: Path, name: str | None
-) -> Path:
-    if name is not None:
-        folder = module_folder_name(item.path, recordings_dir=recordings_dir, rootdir=rootdir)
-        return recordings_dir / folder / f"{name}.jsonl"
-    classes: list[str] = []
-    node = item.parent
-    while isinstance(node, pytest.Class):
-        classes.append(node.name)
-        node = node.parent
-    if isinstance(item, pytest.Function):
-        function = item.originalname
-        callspec = getattr(item, "callspec", None)
-        parameter_id = None if callspec is None else str(callspec.id)
-    else:
-        function, parameter_id = item.name, None
-    return recording_path(
-        recordings_dir=recordings_dir,
-        test_file=item.path,
-        rootdir=rootdir,
-        function=function,
-        classes=classes[::-1],
-        parameter_id=parameter_id,
-    )
-
-
-def _test_argument(item: pytest.Item, config: pytest.Config) -> str:
-    """The command-line argument that selects ``item``, from where pytest was started."""
-    file = os.path.relpath(item.path, config.invocation_params.dir)
-    _, separator, rest = item.nodeid.partition("::")
-    return shlex.quote(f"{file}{separator}{rest}")
-
-
-def _display_path(path: Path, rootdir: Path) -> str:
-    try:
-        return str(path.relative_to(rootdir))
-    except ValueError:
-        return str(path)
-
-
-def recordings_dir_of(config: pytest.Config) -> Path:
-    """The run's recordings folder (absolute)."""
-    return config.stash[_SETTINGS].recordings_dir

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram.testing.item_paths import display_path, recording_path_of, recordings_dir_of
 from openprogram.testing.orphan_recordings import (
     CollectionScope,
     find_orphans,
@@ -68,8 +69,6 @@ class SummaryPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        from openprogram.testing.pytest_plugin import recording_path_of
-
         used = {
             str(recording_path_of(item))
             for item in items
@@ -124,11 +123,9 @@ class SummaryPlugin:
             summary.orphans_not_checked = reason
             return summary
         assert self.scope is not None
-        from openprogram.testing.pytest_plugin import recordings_dir_of
-
         rootdir = self.config.rootpath
         summary.orphans = [
-            _shown(path, rootdir)
+            display_path(path, rootdir)
             for path in find_orphans(recordings_dir_of(self.config), self.scope.recordings)
         ]
         return summary
@@ -171,13 +168,6 @@ def _args_are_testpaths(config: pytest.Config) -> bool:
     given = {os.path.normpath(Path(config.invocation_params.dir, arg)) for arg in config.args}
     wanted = {os.path.normpath(Path(config.rootpath, path)) for path in testpaths}
     return given == wanted
-
-
-def _shown(path: Path, rootdir: Path) -> str:
-    try:
-        return str(path.relative_to(rootdir))
-    except ValueError:
-        return str(path)
 
 
 def _write_report(path: Path, summary: SuiteSummary) -> None:

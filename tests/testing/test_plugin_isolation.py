@@ -79,6 +79,7 @@ def test_nothing_of_openprogram_is_loaded():
     assert "openprogram.testing.pytest_plugin" in sys.modules  # loaded, yet idle
     assert "openprogram.providers.api_registry" not in sys.modules
     assert "openprogram.testing.recording_session" not in sys.modules
+    assert "openprogram.testing.session_lifecycle" not in sys.modules
 
 
 def test_a_plain_failure_is_reported_as_usual():

@@ -1,0 +1,205 @@
+"""The pytest plugin's options and markers: declared for pytest, and read back once per run.
+
+Options (command line, or the ini file):
+
+* ``--openprogram-record-mode=MODE`` / ``openprogram_record_mode`` — ``none`` (default)
+  replays only, ``once`` records missing recordings, ``new_episodes`` replays what the
+  recording holds and records the rest, ``all`` (or ``rewrite``) re-records, ``live`` calls
+  live and records nothing (:mod:`~openprogram.testing.record_modes`);
+* ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
+  even though ``CI`` is set;
+* ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
+  connection to another machine (:mod:`~openprogram.testing.network_block`), except to
+  ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``;
+* ``--openprogram-report=PATH`` — write the suite summary as JSON
+  (:mod:`~openprogram.testing.suite_summary`);
+* ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
+  ``tests/recordings``; the layout is described in ``recording_paths.py``);
+* ``openprogram_ignore_fields``, ``openprogram_match``, ``openprogram_http_passthrough_hosts``,
+  ``openprogram_http_headers``, ``openprogram_tools`` (how replay treats each agent tool:
+  ``NAME=POLICY`` lines, ``live``, ``replay`` or ``check``), ``openprogram_redact_patterns``
+  (the user's own redaction) — the settings a test records and replays with, which the
+  ``openprogram_config`` fixture and the ``@pytest.mark.openprogram(...)`` marker override
+  (:mod:`~openprogram.testing.recording_settings` tells the order).
+
+Markers: ``openprogram(**settings)`` (a test's own settings) and ``openprogram_match(match)``.
+
+:func:`read_plugin_settings` reads what every test's settings start from into
+:class:`PluginSettings`, which the plugin keeps in ``config.stash[PLUGIN_SETTINGS]``;
+:func:`network_block_allowed_hosts` reads whether the network is blocked, and for which hosts
+it is not. This module imports nothing heavy: the plugin loads it in every pytest run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from openprogram.testing import settings_sources
+from openprogram.testing.record_modes import RECORD_MODES
+from openprogram.testing.recording_settings import Layer
+
+DEFAULT_RECORDINGS_DIR = "tests/recordings"
+
+MARKERS = (
+    "openprogram(**settings): this test's recording settings: name, record_mode, "
+    "ignore_fields, match, http_passthrough_hosts, http_headers, tools, redact_patterns, "
+    "redact",
+    "openprogram_match(match): how replay pairs this test's requests with its recorded "
+    "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
+)
+"""The plugin's markers, as the ``markers`` ini lines that declare them."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSettings:
+    """What the run was started with; each test's settings start from ``ini_layer`` and
+    ``command_line_layer``."""
+
+    recordings_dir: Path
+    allow_record_on_ci: bool
+    ini_layer: Layer
+    command_line_layer: Layer
+
+
+PLUGIN_SETTINGS = pytest.StashKey[PluginSettings]()
+"""Where the run's :class:`PluginSettings` are kept, in ``config.stash``."""
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Declare the plugin's command-line and ini options (see the module docstring)."""
+    group = parser.getgroup("openprogram", "openprogram recordings")
+    group.addoption(
+        "--openprogram-record-mode",
+        choices=RECORD_MODES,
+        default=None,
+        help=(
+            "none: replay only, a missing recording fails (default); once: record tests "
+            "without a recording, replay the others; new_episodes: replay what a recording "
+            "holds, record the other calls live, drop the recorded calls never requested; "
+            "all (or rewrite): re-record every test that uses the openprogram_recording "
+            "fixture; live: call live, record nothing"
+        ),
+    )
+    group.addoption(
+        "--openprogram-allow-record-on-ci",
+        action="store_true",
+        default=False,
+        help="record (or call live) even when the CI environment variable is set",
+    )
+    group.addoption(
+        "--openprogram-block-network",
+        action="store_true",
+        default=None,
+        help=(
+            "fail any test that connects to another machine (tests using the fixture may "
+            "while they record or run live)"
+        ),
+    )
+    group.addoption(
+        "--openprogram-allowed-hosts",
+        default=None,
+        metavar="HOSTS",
+        help="comma-separated hosts (names or addresses) a blocked network still reaches",
+    )
+    group.addoption(
+        "--openprogram-report",
+        default=None,
+        metavar="PATH",
+        help="write the suite summary of the recordings as JSON to PATH",
+    )
+    parser.addini(
+        "openprogram_record_mode",
+        help=f"{' | '.join(RECORD_MODES)}, when --openprogram-record-mode is not given",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_recordings_dir",
+        help=f"folder of the recordings, relative to rootdir (default {DEFAULT_RECORDINGS_DIR})",
+        default=DEFAULT_RECORDINGS_DIR,
+    )
+    parser.addini(
+        "openprogram_ignore_fields",
+        type="linelist",
+        help="request field names or dotted paths replay leaves out of the comparison",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_match",
+        help="content | order: how replay pairs requests with recorded calls (default content)",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_http_passthrough_hosts",
+        type="linelist",
+        help="hosts (host or host:port) whose HTTP requests are sent live, never recorded",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_http_headers",
+        type="linelist",
+        help="HTTP request headers to store and compare besides the semantic ones",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_tools",
+        type="linelist",
+        help="agent tools under replay: NAME=POLICY or *=POLICY lines, POLICY live (default), "
+        "replay or check",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_redact_patterns",
+        type="linelist",
+        help="regular expressions whose matches are removed from recordings (your own secrets)",
+        default=None,
+    )
+    parser.addini(
+        "openprogram_block_network",
+        type="bool",
+        help="fail any test that connects to another machine (as --openprogram-block-network)",
+        default=False,
+    )
+    parser.addini(
+        "openprogram_allowed_hosts",
+        type="linelist",
+        help="hosts (names or addresses) a blocked network still reaches, one a line",
+        default=[],
+    )
+
+
+def add_markers(config: pytest.Config) -> None:
+    """Declare the plugin's markers (:data:`MARKERS`)."""
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+
+
+def read_plugin_settings(config: pytest.Config) -> PluginSettings:
+    """The run's settings from the ini file and the command line (a bad ini value is a usage
+    error naming the option)."""
+    ini_layer = settings_sources.ini_layer(config)
+    option = config.getoption("openprogram_record_mode")
+    command_line_layer: Layer = {} if option is None else {"record_mode": option}
+    recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
+    return PluginSettings(
+        recordings_dir=config.rootpath / recordings_dir,
+        allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
+        ini_layer=ini_layer,
+        command_line_layer=command_line_layer,
+    )
+
+
+def network_block_allowed_hosts(config: pytest.Config) -> list[str] | None:
+    """The hosts a blocked network still reaches (the ini lines, then the command line's
+    comma-separated list), or None when the network is not blocked: the command-line flag
+    when given, else the ini option."""
+    option = config.getoption("openprogram_block_network")
+    if not (option or (option is None and config.getini("openprogram_block_network"))):
+        return None
+    allowed = list(config.getini("openprogram_allowed_hosts"))
+    listed = config.getoption("openprogram_allowed_hosts")
+    if listed:
+        allowed.extend(host.strip() for host in str(listed).split(","))
+    return allowed

@@ -1,0 +1,333 @@
+"""One test's :class:`RecordingSession`, from the moment it is opened until it is finished.
+
+:func:`~openprogram.testing.recording_session.open_recording_session` decides which kind of
+session a test gets; this module is what the session then does while the test runs and after.
+
+:meth:`RecordingSession.installed` installs record, replay or both on both boundaries — the
+provider registry (a process-wide registry scope of its own, so it overrides whatever mode
+the user's configuration set, and the registry is exactly as before once the test ends) and
+every httpx / httpx2 client (the official SDKs stand on them) — for every thread and task
+of the process while the test runs: its body, the fixtures it uses, the asyncio tasks they
+start, and threads and executor workers too. Record wraps every registered api in a
+``RecordingProvider`` and records every HTTP exchange, all into the test's one file; replay
+answers every api, registered or not, with one ``ReplayProvider`` and every HTTP request
+from the same replay session, each request paired with a recorded call by the session's
+matching (by content unless the test asks for ``order``). Under replay ``OPENAI_API_KEY`` and
+``ANTHROPIC_API_KEY`` are set to a placeholder while the test runs, when unset; a test that
+calls live never sends the placeholder (it is unset while the test runs). Taped functions and
+agent tools (``openprogram.tapes``) record into the same file and replay from the same
+session; under ``new_episodes`` they run live and their entries are recorded afresh.
+
+Once the body has run, the session judges it: :meth:`RecordingSession.problem_after_call`
+and :meth:`RecordingSession.problem_at_teardown` find a replay mismatch the code under test
+caught and carried on past, or recorded calls (and tape entries) it never requested;
+:meth:`RecordingSession.explain_failure` notes on a failed test's exception what replay saw
+and how to re-record.
+
+Recording writes into a private temporary file, and :meth:`RecordingSession.finish` changes
+the recording only when the test passed (see :mod:`~openprogram.testing.saving`): the new
+recording replaces the old one, or the run's calls are merged into it; a test that fails
+while recording leaves the previous recording, if any, as it was, and never leaves half a
+session behind. :meth:`RecordingSession.outcome` then tells the suite summary what the test
+did with its recording.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from openprogram.activation.boundaries import both_boundaries_active
+from openprogram.activation.placeholders import hide_placeholder_keys, set_placeholder_keys
+from openprogram.http.boundary import HttpBoundary
+from openprogram.providers.activation import record_transform, replay_transform
+from openprogram.providers.replay import ReplayProvider
+from openprogram.recording.merging import RecordingMerge
+from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
+from openprogram.recording.writers import forget_writer, writer_for
+from openprogram.tapes.deck import TapePlayer, TapeRecorder
+from openprogram.testing.outcome import OutcomeKind, TestOutcome
+from openprogram.testing.record_modes import RecordMode, record_command
+from openprogram.testing.saving import SavedRecording, merge_recording, save_recording
+
+if TYPE_CHECKING:
+    from openprogram.recording.format import RecordedCall
+    from openprogram.testing.recording_settings import RecordingSettings
+
+__all__ = ["RecordingSession", "SessionMode"]
+
+SessionMode = Literal["record", "replay", "replay_or_record", "live"]
+
+
+class RecordingSession:
+    """What the ``openprogram_recording`` fixture yields.
+
+    ``path`` is where the test's recording lives; ``mode`` is ``"replay"``, ``"record"``,
+    ``"replay_or_record"`` (``new_episodes`` with a recording) or ``"live"``; ``replay`` the
+    :class:`ReplayProvider` answering the test's calls from the recording (None when
+    recording afresh or live). While recording, the calls go to a temporary file; the
+    recording changes when the test passes.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        record_mode: RecordMode,
+        display_path: str,
+        test_argument: str,
+        replay: ReplayProvider | None = None,
+        write_path: Path | None = None,
+        live: bool = False,
+        existed: bool = False,
+        passthrough_hosts: Iterable[str] = (),
+        http_headers: Iterable[str] = (),
+    ) -> None:
+        self.path = path
+        self.record_mode: RecordMode = record_mode
+        self.replay = replay
+        self.display_path = display_path
+        self.test_argument = test_argument
+        self.existed = existed
+        """Whether the recording existed when the test started."""
+        self._write_path = write_path
+        self.merge: RecordingMerge | None = None
+        self._read_stat: os.stat_result | None = None
+        if replay is not None and write_path is not None:
+            self.merge = RecordingMerge(replay.session, writer_for(write_path))
+            self._read_stat = _stat_or_none(path)
+        self.mode: SessionMode = (
+            "live"
+            if live
+            else "replay_or_record"
+            if self.merge is not None
+            else "replay"
+            if replay is not None
+            else "record"
+        )
+        self.passthrough_hosts = frozenset(passthrough_hosts)
+        """Hosts whose HTTP requests are sent live and never recorded."""
+        self.http_headers = frozenset(http_headers)
+        """Request headers stored and compared besides the semantic ones."""
+        self.settings: RecordingSettings | None = None
+        """The settings the fixture opened the session with (None outside the fixture)."""
+        self.saved: SavedRecording | None = None
+        """What :meth:`finish` made of the recording (None: it was left as it was)."""
+        self.left_calls_unconsumed = False
+        """Whether the test's body returned with recorded calls never requested (replay)."""
+        self._mismatches_reported = 0
+
+    def __repr__(self) -> str:
+        return f"<RecordingSession {self.mode} {self.display_path}>"
+
+    @property
+    def calls_live(self) -> bool:
+        """Whether the session may call providers live (record, merge, live)."""
+        return self.mode != "replay"
+
+    @property
+    def rerecord_command(self) -> str:
+        return record_command("all", self.test_argument)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Record, replay or both at both boundaries, in every thread and task, inside this
+        block (see the module's docstring)."""
+        hosts, headers = self.passthrough_hosts, self.http_headers
+        if self.mode == "replay":
+            assert self.replay is not None
+            http = HttpBoundary(
+                "replay",
+                session=self.replay.session,
+                passthrough_hosts=hosts,
+                extra_headers=headers,
+            )
+            restore_keys = set_placeholder_keys()
+            tapes = TapePlayer(self.replay.session)
+            try:
+                with both_boundaries_active(replay_transform(self.replay), http, tapes):
+                    yield
+            finally:
+                restore_keys()
+            return
+        restore_keys = hide_placeholder_keys()
+        try:
+            with self._live_boundaries():
+                yield
+        finally:
+            restore_keys()
+
+    @contextmanager
+    def _live_boundaries(self) -> Iterator[None]:
+        hosts, headers = self.passthrough_hosts, self.http_headers
+        if self.mode == "live":
+            from openprogram.providers.api_registry import process_wide_scope
+
+            with process_wide_scope(transform=None):  # whatever the configured mode says
+                yield
+            return
+        if self.merge is not None:
+            from openprogram.providers.replay_or_record import replay_or_record_transform
+
+            http = HttpBoundary(
+                "replay_or_record", merge=self.merge, passthrough_hosts=hosts, extra_headers=headers
+            )
+            transform = replay_or_record_transform(self.merge)
+            with both_boundaries_active(transform, http, TapeRecorder(self.merge.writer)):
+                yield
+            return
+        assert self._write_path is not None
+        writer = writer_for(self._write_path)
+        http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
+        with both_boundaries_active(record_transform(self._write_path), http, TapeRecorder(writer)):
+            yield
+
+    def problem_after_call(self) -> str | None:
+        """Why a test whose body passed fails after all: a replay mismatch the code under
+        test caught, or recorded calls it never made (not under ``new_episodes``, which
+        drops them). None if there is nothing wrong."""
+        if self.replay is None:
+            return None
+        problem = self._new_mismatch_problem()
+        if problem is not None or self.merge is not None:
+            return problem
+        try:
+            self.replay.assert_consumed()
+        except UnconsumedCallsError as error:
+            self.left_calls_unconsumed = True
+            return f"{error}\nif the change is intended, re-record: {self.rerecord_command}"
+        return None
+
+    def problem_at_teardown(self) -> str | None:
+        """A mismatch caught and swallowed after the test body (in a fixture's teardown)."""
+        return None if self.replay is None else self._new_mismatch_problem()
+
+    def _new_mismatch_problem(self) -> str | None:
+        assert self.replay is not None
+        mismatches = self.replay.mismatches
+        new = mismatches[self._mismatches_reported :]
+        self._mismatches_reported = len(mismatches)
+        if not new:
+            return None
+        caught = "a replay mismatch" if len(new) == 1 else f"{len(new)} replay mismatches"
+        first = "" if len(new) == 1 else "; the first"
+        return (
+            f"{new[0]}\n(the code under test caught {caught} and carried on{first}; "
+            f"the recording is {self.display_path}; if the change is intended, re-record: "
+            f"{self.rerecord_command})"
+        )
+
+    def explain_failure(self, error: BaseException) -> None:
+        """Add notes to the exception a test failed with: what replay saw, what to do."""
+        self._mismatches_reported = len(self.replay.mismatches) if self.replay else 0
+        if self.mode == "live":
+            return
+        if self.mode != "replay":
+            error.add_note(
+                "openprogram: the test failed while recording, so its new recording was "
+                f"discarded ({self.display_path} is unchanged)"
+            )
+            return
+        assert self.replay is not None
+        mismatches = self.replay.mismatches
+        if isinstance(error, ReplayMismatch | UnconsumedCallsError):
+            error.add_note(
+                f"openprogram: replaying {self.display_path}; if the change is intended, "
+                f"re-record: {self.rerecord_command}"
+            )
+        # A mismatch the code caught (in a thread, say) comes first, and is often the cause.
+        if mismatches and mismatches[0] is not error and not _caused_by(error, mismatches[0]):
+            error.add_note(
+                "openprogram: earlier, the code under test caught this replay mismatch:\n"
+                f"{mismatches[0]}"
+            )
+
+    def finish(self, *, passed: bool) -> None:
+        """Close the recording; when recording, change it only if the test ``passed``: the
+        new recording replaces the old one (``record``), or the run's calls are merged into
+        it (``replay_or_record``)."""
+        if self._write_path is None:
+            return
+        write_path, folder = self._write_path, self._write_path.parent
+        forget_writer(write_path)
+        try:
+            if passed and self.merge is not None:
+                self.saved = merge_recording(
+                    self.merge, write_path, self.path, expected=self._read_stat
+                )
+            elif passed:
+                self.saved = save_recording(
+                    write_path, self.path, self.display_path, replaced=self.existed
+                )
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def outcome(self, nodeid: str, *, passed: bool) -> TestOutcome:
+        """What the test did with its recording, once :meth:`finish` ran."""
+        outcome = TestOutcome(
+            nodeid=nodeid,
+            recording=self.display_path,
+            record_mode=self.record_mode,
+            kind=self._outcome_kind(passed),
+        )
+        saved = self.saved
+        if saved is not None:
+            outcome.recorded_calls = saved.live_calls
+            outcome.dropped_calls = saved.dropped_calls
+            outcome.difference = saved.difference
+        if self.replay is None:
+            return outcome
+        session = self.replay.session
+        served = self.merge.replayed_calls if self.merge is not None else session.served_calls
+        outcome.replayed_calls = served
+        if self.merge is None:
+            outcome.unconsumed_calls = session.unconsumed_calls
+            if session.mismatches:
+                outcome.difference = str(session.mismatches[0])
+        outcome.tokens_replayed = _tokens(session.recording.calls, served)
+        return outcome
+
+    def _outcome_kind(self, passed: bool) -> OutcomeKind:
+        if self.mode == "live":
+            return "live"
+        if self.mode == "replay":
+            assert self.replay is not None
+            if self.replay.mismatches:
+                return "mismatched"
+            return "unconsumed" if self.left_calls_unconsumed else "replayed"
+        if not passed:
+            return "failed"
+        if self.saved is None or not self.saved.changed:
+            return "replayed"
+        return "re-recorded" if self.existed else "recorded"
+
+
+def _tokens(calls: list[RecordedCall], served: list[int]) -> int | None:
+    """The tokens the ``served`` calls' recorded usage counts; None when none recorded any."""
+    from openprogram.recordings.call_usage import call_tokens
+
+    found = (call_tokens(calls[index]) for index in served)
+    counts = [tokens for tokens in found if tokens is not None]
+    return sum(counts) if counts else None
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _caused_by(error: BaseException, cause: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if current is cause:
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
