@@ -53,18 +53,15 @@ from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from openprogram.plural import plural
-from openprogram.recording.difference import (
-    REPORT_LIMIT,
-    IgnoreRules,
-    find_first_difference,
-    ignore_rules,
-)
+from openprogram.recording.difference import IgnoreRules, find_first_difference, ignore_rules
 from openprogram.recording.format import RecordedCall, Recording, request_sections
 from openprogram.recording.matching import DEFAULT_MATCHING, Matching, check_matching
 from openprogram.recording.mismatch import (
     ReplayMismatch,
     UnconsumedCallsError,
+    describe_call,
+    more_calls_than_recorded,
+    other_redaction_note,
     removed_secret_note,
 )
 from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
@@ -83,6 +80,7 @@ from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.tool_policies import ToolPolicies
 from openprogram.recording.user_redaction import UserRedaction
 
+# RequestRedactor and describe_call: re-exported from their modules.
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
 
 
@@ -244,7 +242,7 @@ class ReplaySession:
                 while index < len(calls) and self.tapes.not_run_again(calls[index].within):
                     index += 1  # a call of a tool served from its tape: never asked for
                 if index >= len(calls):
-                    raise self.keep(_past_the_end(index, len(calls)))
+                    raise self.keep(more_calls_than_recorded(index, len(calls)))
                 call = calls[index]
                 mismatch = self.match(
                     call, boundary, redacted, redactor, ignored, as_stored=served is not None
@@ -362,22 +360,7 @@ class ReplaySession:
         """A third line for a mismatch: a secret the recording removed that the run sent, or
         a user redaction other than the recording's."""
         note = removed_secret_note(incoming, self.recording.calls[:call_index])
-        return note or self._other_redaction_note()
-
-    def _other_redaction_note(self) -> str | None:
-        """The note for a mismatch in a replay whose user redaction is not the one the
-        recording was made with (its header's ``redaction_fingerprint``), or None."""
-        recorded = self.recording.header.get("redaction_fingerprint")
-        user = self.user_redaction
-        current = None if user is None else user.fingerprint
-        if recorded == current:
-            return None
-        made = f"user redaction {recorded}" if recorded else "no user redaction"
-        now = f"user redaction {current} ({', '.join(user.names)})" if user else "none"
-        return (
-            f"the recording was made with {made} and this replay has {now}: replay with "
-            "the redaction patterns and functions it was recorded with"
-        )
+        return note or other_redaction_note(self.recording.header, self.user_redaction)
 
     def keep(self, mismatch: ReplayMismatch) -> ReplayMismatch:
         """Remember ``mismatch`` (raised by this session or by a boundary serving one of its
@@ -511,7 +494,7 @@ class ReplaySession:
         """The mismatch for a request with no unserved call of its boundary left."""
         calls = self.recording.calls
         if self._next_call >= len(calls):
-            return _past_the_end(self._served_count, len(calls))
+            return more_calls_than_recorded(self._served_count, len(calls))
         head = calls[self._next_call]  # of the other boundary: a mismatch at ``boundary``
         mismatch = self.match(head, boundary, incoming, redactor, ignored)
         assert mismatch is not None
@@ -520,36 +503,3 @@ class ReplaySession:
 
 def _as_stored(request: dict[str, Any]) -> dict[str, Any]:
     return request
-
-
-def describe_call(boundary: str, request: dict[str, Any]) -> str:
-    """A call in a few words for a report: ``an HTTP call (POST https://…)`` or ``a provider
-    call (openai-completions:gpt-4o)``."""
-    if boundary == "http":
-        target = f"{request.get('method')} {request.get('url')}"
-        return f"an HTTP call ({_short(target)})"
-    model = request.get("model")
-    model = model if isinstance(model, dict) else {}
-    label = f"{model.get('api')}:{model.get('id')}"
-    return f"a provider call ({_short(label)})"
-
-
-def _short(text: str) -> str:
-    """``text`` on one line, cut after the report's limit."""
-    line = " ".join(text.split())
-    return line if len(line) <= REPORT_LIMIT else line[:REPORT_LIMIT] + "…"
-
-
-def _past_the_end(index: int, recorded: int) -> ReplayMismatch:
-    return ReplayMismatch(
-        index,
-        "call_index",
-        recorded,
-        index,
-        detail=(
-            f"recorded {plural(recorded, 'call')} (0..{recorded - 1}), incoming call "
-            f"{index}: the run makes more calls than the recording holds"
-            if recorded
-            else f"the recording holds no calls, incoming call {index}"
-        ),
-    )
