@@ -28,6 +28,8 @@ type and no HTTP client.
     mismatch          what replay raises when a run drifts from its recording
     replay_session    ``ReplaySession``: one replay, serving calls to any boundary
     matching          how replay pairs a request with a recorded call: by content or order
+    content_matching  the call a request is paired with by content: by digest, else nearest
+    served_calls      which recorded calls a replay has served, and which are still open
     request_index     recorded calls by the digest of their comparable request
     served_conversations  what replay remembers of the requests it served: a conversation
                       walked once
