@@ -5,8 +5,9 @@ writes each event as one whole line, *then* yields it, so a crash loses at most 
 flight. Every recorder writing to the same path in one process — this one, and the HTTP
 boundary's — shares one :class:`~openprogram.recording.writer.RecordingWriter`
 (:func:`writer_for`), so all apis and both boundaries form one call sequence; how writers in
-several threads and processes share a file, survive a crashed writer and follow a replaced
-file is told in :mod:`openprogram.recording.writer`.
+several threads and processes share a file and survive a crashed writer is told in
+:mod:`openprogram.recording.open_recording`, how they follow a replaced file in
+:mod:`openprogram.recording.writer`.
 
 A request or event a recording cannot hold (a non-finite number, nesting deeper than the
 reader accepts) raises :class:`~openprogram.recording.recordable.UnrecordableValueError`: a

@@ -10,7 +10,10 @@ type and no HTTP client.
     http_rows         the HTTP boundary's rows, checked field by field for the reader
     file_door         the one door a recording's bytes are read through
     writer            ``RecordingWriter``: appending calls safely (threads, processes, a
-                      crashed writer, a replaced file); ``CallWriter`` for one call's rows
+                      replaced file); ``CallWriter`` for one call's rows
+    open_recording    one open recording file: the header checked, a line appended under
+                      the file lock, a tail a crashed writer cut off repaired
+    next_call_index   the call index the next call takes, read from what others appended
     rewriting         a whole recording written anew and replaced atomically (the one way
                       a recording changes other than by appending)
     recordable        what a row can hold (no inf/NaN, bounded nesting), checked before writing
@@ -25,6 +28,8 @@ type and no HTTP client.
     mismatch          what replay raises when a run drifts from its recording
     replay_session    ``ReplaySession``: one replay, serving calls to any boundary
     matching          how replay pairs a request with a recorded call: by content or order
+    content_matching  the call a request is paired with by content: by digest, else nearest
+    served_calls      which recorded calls a replay has served, and which are still open
     request_index     recorded calls by the digest of their comparable request
     served_conversations  what replay remembers of the requests it served: a conversation
                       walked once

@@ -15,8 +15,9 @@ from openprogram.recording.format import Outcome, RecordedError
 
 if TYPE_CHECKING:
     from openprogram.recording.call_digest import CallDigest
+    from openprogram.recording.open_recording import OpenRecording
     from openprogram.recording.redaction import SecretRedactor
-    from openprogram.recording.writer import OpenRecording, RecordingWriter
+    from openprogram.recording.writer import RecordingWriter
 
 __all__ = [
     "CallWriter",

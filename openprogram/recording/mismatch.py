@@ -10,7 +10,11 @@ by :func:`openprogram.recording.report.format_report` from the mismatch's ``diff
 A field path longer than 200 characters is shown cut in the middle (``field_path`` keeps it
 whole). When the incoming conversation holds a tool call that received the redaction
 placeholder in its arguments — the recording removed a secret-shaped value the model
-produced, so replay handed the tool the placeholder — a third line says so (``note``).
+produced, so replay handed the tool the placeholder — a third line says so (``note``), as it
+does when the replay's user redaction is not the one the recording was made with. A call
+recorded at another boundary than the incoming one is named in a few words on both sides
+(:func:`describe_call`), and a run making more calls than the recording holds is a mismatch
+at field ``call_index`` (:func:`more_calls_than_recorded`).
 
 At the HTTP boundary these errors travel inside a :class:`RecordReplayEscape`, which derives
 from :class:`BaseException` only: an SDK's retry loop (``except Exception``) would otherwise
@@ -23,17 +27,23 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import OpenProgramError
+from openprogram.plural import plural
 from openprogram.recording import report
+from openprogram.recording.difference import REPORT_LIMIT
 from openprogram.recording.redaction import PLACEHOLDER
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall
+    from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
     "RecordReplayEscape",
     "RecordingTruncatedError",
     "ReplayMismatch",
     "UnconsumedCallsError",
+    "describe_call",
+    "more_calls_than_recorded",
+    "other_redaction_note",
     "removed_secret_note",
     "which_calls",
 ]
@@ -240,3 +250,53 @@ def _producing_call(tool_call_id: Any, calls: Sequence[RecordedCall]) -> int | N
             if isinstance(tool_call, dict) and tool_call.get("id") == tool_call_id:
                 return call.call_index
     return None
+
+
+def other_redaction_note(header: dict[str, Any], user: UserRedaction | None) -> str | None:
+    """The note for a mismatch in a replay whose user redaction, ``user``, is not the one
+    the recording with ``header`` was made with (its ``redaction_fingerprint``), or None."""
+    recorded = header.get("redaction_fingerprint")
+    current = None if user is None else user.fingerprint
+    if recorded == current:
+        return None
+    made = f"user redaction {recorded}" if recorded else "no user redaction"
+    now = f"user redaction {current} ({', '.join(user.names)})" if user else "none"
+    return (
+        f"the recording was made with {made} and this replay has {now}: replay with "
+        "the redaction patterns and functions it was recorded with"
+    )
+
+
+def describe_call(boundary: str, request: dict[str, Any]) -> str:
+    """A call in a few words for a report: ``an HTTP call (POST https://…)`` or ``a provider
+    call (openai-completions:gpt-4o)``."""
+    if boundary == "http":
+        target = f"{request.get('method')} {request.get('url')}"
+        return f"an HTTP call ({_short(target)})"
+    model = request.get("model")
+    model = model if isinstance(model, dict) else {}
+    label = f"{model.get('api')}:{model.get('id')}"
+    return f"a provider call ({_short(label)})"
+
+
+def _short(text: str) -> str:
+    """``text`` on one line, cut after the report's limit."""
+    line = " ".join(text.split())
+    return line if len(line) <= REPORT_LIMIT else line[:REPORT_LIMIT] + "…"
+
+
+def more_calls_than_recorded(index: int, recorded: int) -> ReplayMismatch:
+    """The mismatch for incoming call ``index`` of a run that makes more calls than the
+    ``recorded`` ones the recording holds."""
+    return ReplayMismatch(
+        index,
+        "call_index",
+        recorded,
+        index,
+        detail=(
+            f"recorded {plural(recorded, 'call')} (0..{recorded - 1}), incoming call "
+            f"{index}: the run makes more calls than the recording holds"
+            if recorded
+            else f"the recording holds no calls, incoming call {index}"
+        ),
+    )

@@ -17,19 +17,9 @@ How a request is paired with a call is the session's ``match``
 (:mod:`~openprogram.recording.matching`):
 
 * ``content`` (default) — the earliest unconsumed call *of the request's boundary* whose
-  request equals it, wherever it stands in the recording: calls made concurrently replay
-  whatever order they arrive in, and identical requests recorded several times are served
-  in recorded order. Recorded calls are indexed by the digest of their comparable request
-  (:mod:`~openprogram.recording.request_index`, built once, at the first request of each
-  boundary), so a lookup never scans the unconsumed calls; a call found by digest is
-  confirmed by the exact comparison. With no equal request, the report compares the request
-  with the *nearest* unconsumed call of its boundary (:mod:`~openprogram.recording.nearest`:
-  fewest differing leaf paths among the 64 unconsumed calls with the lowest indexes, ties to
-  the lowest index) and names that call; a request one field away from the next call of
-  its boundary is therefore reported against that call, exactly as by order (no call can
-  be nearer, and a tie goes to it). With no unconsumed call of the boundary
-  left, the earliest unconsumed call of the other boundary is a mismatch at field
-  ``boundary``; with none at all, at field ``call_index``.
+  request equals it, wherever it stands in the recording, found through a digest index of
+  the recorded requests; with no equal request, the report names the *nearest* unconsumed
+  call of its boundary (:mod:`~openprogram.recording.content_matching` tells how).
 * ``order`` — the next recorded call, whatever its boundary: a call recorded at the other
   boundary is a mismatch at field ``boundary`` naming both (``recorded an HTTP call (POST
   https://…), incoming a provider call (echo:echo)``); otherwise the first difference is
@@ -53,26 +43,22 @@ from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from openprogram.plural import plural
-from openprogram.recording.difference import (
-    REPORT_LIMIT,
-    IgnoreRules,
-    find_first_difference,
-    ignore_rules,
-)
+from openprogram.recording.content_matching import ContentMatching
+from openprogram.recording.difference import find_first_difference, ignore_rules
 from openprogram.recording.format import RecordedCall, Recording, request_sections
 from openprogram.recording.matching import DEFAULT_MATCHING, Matching, check_matching
 from openprogram.recording.mismatch import (
     ReplayMismatch,
     UnconsumedCallsError,
+    describe_call,
+    more_calls_than_recorded,
+    other_redaction_note,
     removed_secret_note,
 )
-from openprogram.recording.nearest import NEAREST_CANDIDATES, nearest_request
 from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.redaction_state import recorded_redaction_is_current
 from openprogram.recording.request_delta import RequestRedactor
-from openprogram.recording.request_index import RequestDigester, RequestIndex
+from openprogram.recording.served_calls import ServedCalls
 from openprogram.recording.served_conversations import (
     DumpableRequest,
     ServedConversations,
@@ -83,6 +69,7 @@ from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.tool_policies import ToolPolicies
 from openprogram.recording.user_redaction import UserRedaction
 
+# RequestRedactor and describe_call: re-exported from their modules.
 __all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
 
 
@@ -112,16 +99,8 @@ class ReplaySession:
         """How a request is paired with a recorded call: ``content`` or ``order``."""
         self.mismatches: list[ReplayMismatch] = []
         """Every mismatch raised, kept so a harness can fail a run that swallowed one."""
-        calls = recording.calls
-        self._served = bytearray(len(calls))
-        self._served_count = 0
-        self._next_call = 0  # order: the next call; content: no call before it is unserved
-        self._of_boundary: dict[str, list[int]] = {}
-        for call in calls:
-            self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
-        self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
-        self._indexes: dict[tuple[str, frozenset[str]], RequestIndex] = {}
-        self._digesters: dict[IgnoreRules, RequestDigester] = {}
+        self._served = ServedCalls(recording.calls)
+        self._content = ContentMatching(self, self._served)
         self._as_stored = recorded_redaction_is_current(recording.header, user_redaction)
         """Recorded requests are compared as stored: redacted by the rules in force."""
         self._conversations: dict[frozenset[str], ServedConversations] = {}
@@ -150,27 +129,34 @@ class ReplaySession:
         self._as_stored = recorded_redaction_is_current(self.recording.header, user)
 
     @property
+    def compares_as_stored(self) -> bool:
+        """Whether recorded requests are compared as stored: the recording was redacted by
+        the rules in force and this session's user redaction (else each recorded request is
+        redacted again before it is compared)."""
+        return self._as_stored
+
+    @property
     def path(self) -> Path:
         return self.recording.path
 
     @property
     def calls_consumed(self) -> int:
-        return self._served_count
+        return self._served.count
 
     @property
     def served_calls(self) -> list[int]:
         """The calls served so far, by index."""
-        return [index for index, served in enumerate(self._served) if served]
+        return self._served.indexes()
 
     @property
     def unconsumed_calls(self) -> list[int]:
         """The calls never served, by index; a call made within a taped call that replay
         serves from its tape instead of running (a tool replayed with policy ``replay``) is
         never required."""
-        served, calls, tapes = self._served, self.recording.calls, self.tapes
+        served, calls, tapes = self._served.flags, self.recording.calls, self.tapes
         return [
             index
-            for index in range(self._next_call, len(served))
+            for index in range(self._served.next_call, len(served))
             if not served[index] and not tapes.not_run_again(calls[index].within)
         ]
 
@@ -239,12 +225,12 @@ class ReplaySession:
             redacted, texts, starts = served.redacted(boundary, incoming, redactor, redaction)
         if self.matching == "order":
             with self._lock:
-                index = self._next_call
+                index = self._served.next_call
                 calls = self.recording.calls
                 while index < len(calls) and self.tapes.not_run_again(calls[index].within):
                     index += 1  # a call of a tool served from its tape: never asked for
                 if index >= len(calls):
-                    raise self.keep(_past_the_end(index, len(calls)))
+                    raise self.keep(more_calls_than_recorded(index, len(calls)))
                 call = calls[index]
                 mismatch = self.match(
                     call, boundary, redacted, redactor, ignored, as_stored=served is not None
@@ -257,22 +243,22 @@ class ReplaySession:
                     mismatch = self.match(call, boundary, again, redactor, ignored)
                 if mismatch is not None:
                     raise self.keep(mismatch)
-                self._serve(index)
+                self._served.serve(index)
                 if served is not None and texts is not None:
                     served.remember(boundary, redaction, texts, call)
                 return call
-        digester = self._digester(rules)
+        digester = self._content.digester(rules)
         digest = digester.digest(redacted, boundary, starts)
         with self._lock:
-            found = self._equal_by_digest(
+            found = self._content.equal_by_digest(
                 boundary, digest, redacted, redactor, ignored, as_stored=served is not None
             )
             if found is None:
                 if served is not None:
                     texts = None
                     redacted = redactor(dumped(incoming))  # as before: the report is the same
-                found = self._equal_or_nearest(boundary, redacted, redactor, ignored)
-            self._serve(found)
+                found = self._content.equal_or_nearest(boundary, redacted, redactor, ignored)
+            self._served.serve(found)
             call = self.recording.calls[found]
             if served is not None and texts is not None:
                 served.remember(boundary, redaction, texts, call)
@@ -296,23 +282,24 @@ class ReplaySession:
         calls = self.recording.calls
         if self.matching == "order":
             with self._lock:
-                index = self._next_call
+                index = self._served.next_call
                 if index >= len(calls):
                     return None
                 if self.match(calls[index], boundary, redacted, redactor, ignored) is not None:
                     return None
-                self._serve(index)
+                self._served.serve(index)
                 return calls[index]
-        digest = self._digester(ignore_rules(ignored)).digest(redacted, boundary, None)
+        content = self._content
+        digest = content.digester(ignore_rules(ignored)).digest(redacted, boundary, None)
         with self._lock:
-            found = self._equal_by_digest(
+            found = content.equal_by_digest(
                 boundary, digest, redacted, redactor, ignored, as_stored=False
             )
             if found is None:
-                found, mismatch = self._nearest_open_call(boundary, redacted, redactor, ignored)
+                found, mismatch = content.nearest_open_call(boundary, redacted, redactor, ignored)
                 if mismatch is not None:
                     return None
-            self._serve(found)
+            self._served.serve(found)
             return calls[found]
 
     def match(
@@ -362,194 +349,10 @@ class ReplaySession:
         """A third line for a mismatch: a secret the recording removed that the run sent, or
         a user redaction other than the recording's."""
         note = removed_secret_note(incoming, self.recording.calls[:call_index])
-        return note or self._other_redaction_note()
-
-    def _other_redaction_note(self) -> str | None:
-        """The note for a mismatch in a replay whose user redaction is not the one the
-        recording was made with (its header's ``redaction_fingerprint``), or None."""
-        recorded = self.recording.header.get("redaction_fingerprint")
-        user = self.user_redaction
-        current = None if user is None else user.fingerprint
-        if recorded == current:
-            return None
-        made = f"user redaction {recorded}" if recorded else "no user redaction"
-        now = f"user redaction {current} ({', '.join(user.names)})" if user else "none"
-        return (
-            f"the recording was made with {made} and this replay has {now}: replay with "
-            "the redaction patterns and functions it was recorded with"
-        )
+        return note or other_redaction_note(self.recording.header, self.user_redaction)
 
     def keep(self, mismatch: ReplayMismatch) -> ReplayMismatch:
         """Remember ``mismatch`` (raised by this session or by a boundary serving one of its
         calls) and return it, to be raised."""
         self.mismatches.append(mismatch)
         return mismatch
-
-    # --- content matching (under the lock) ------------------------------------------------
-
-    def _serve(self, index: int) -> None:
-        self._served[index] = 1
-        self._served_count += 1
-        served = self._served
-        while self._next_call < len(served) and served[self._next_call]:
-            self._next_call += 1
-
-    def _digester(self, rules: IgnoreRules) -> RequestDigester:
-        digester = self._digesters.get(rules)
-        if digester is None:
-            digester = self._digesters[rules] = RequestDigester(rules)
-        return digester
-
-    def _equal_by_digest(
-        self,
-        boundary: str,
-        digest: bytes,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-        *,
-        as_stored: bool,
-    ) -> int | None:
-        """The earliest unserved call of ``boundary`` whose request has ``digest`` and
-        equals ``incoming``, or None."""
-        key = (boundary, ignored)
-        index = self._indexes.get(key)
-        if index is None:
-            rules = ignore_rules(ignored)
-            index = self._indexes[key] = RequestIndex(
-                self.recording.calls,
-                boundary,
-                rules,
-                self._index_redactor(boundary),
-                self._digester(rules),
-                keep=self._as_stored,
-            )
-        calls = self.recording.calls
-        for call_index in index.candidates(digest, self._served):
-            mismatch = self.match(
-                calls[call_index], boundary, incoming, redactor, ignored, as_stored=as_stored
-            )
-            if mismatch is None:
-                return call_index
-        return None
-
-    def _equal_or_nearest(
-        self,
-        boundary: str,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-    ) -> int:
-        """No digest found an equal call: the nearest unserved call of ``boundary`` when it
-        equals ``incoming`` after all (a recorded request holding, as text, a credential
-        only this call's redactor knows, which the index saw unredacted); else raise the
-        mismatch against it."""
-        chosen, mismatch = self._nearest_open_call(boundary, incoming, redactor, ignored)
-        if mismatch is None:
-            return chosen
-        raise self.keep(mismatch)
-
-    def _nearest_open_call(
-        self,
-        boundary: str,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-    ) -> tuple[int, ReplayMismatch | None]:
-        """The nearest unserved call of ``boundary`` and why ``incoming`` is not it (None:
-        it is); with no unserved call of ``boundary``, -1 and the mismatch of
-        :meth:`_nothing_left`."""
-        candidates = self._open_calls(boundary, NEAREST_CANDIDATES)
-        calls = self.recording.calls
-        if not candidates:
-            return -1, self._nothing_left(boundary, incoming, redactor, ignored)
-        nearest = nearest_request(
-            incoming,
-            [redactor(calls[index].request) for index in candidates],
-            boundary=boundary,
-            ignore_fields=ignored,
-        )
-        assert nearest is not None
-        chosen = candidates[nearest.position]
-        return chosen, self.match(calls[chosen], boundary, incoming, redactor, ignored)
-
-    def _index_redactor(self, boundary: str) -> RequestRedactor:
-        """How the index sees a recorded request: as stored, when the recording was
-        redacted by the current rules and this session's user redaction (redacting it again
-        changes nothing but a credential this process knows that the recording process did
-        not); else redacted again, with the current rules, the session's user redaction and
-        the process's known credentials."""
-        if self._as_stored:
-            return _as_stored
-        redactor = SecretRedactor(user=self.user_redaction)
-        return redactor.redact_http_request if boundary == "http" else redactor.redact_request
-
-    def _open_calls(self, boundary: str, limit: int) -> list[int]:
-        """The first ``limit`` unserved calls of ``boundary``, by index."""
-        of_boundary = self._of_boundary.get(boundary, [])
-        position = self._first_open.get(boundary, 0)
-        served = self._served
-        while position < len(of_boundary) and served[of_boundary[position]]:
-            position += 1
-        if boundary in self._first_open:
-            self._first_open[boundary] = position
-        found: list[int] = []
-        for index in of_boundary[position:]:
-            if not served[index]:
-                found.append(index)
-                if len(found) == limit:
-                    break
-        return found
-
-    def _nothing_left(
-        self,
-        boundary: str,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-    ) -> ReplayMismatch:
-        """The mismatch for a request with no unserved call of its boundary left."""
-        calls = self.recording.calls
-        if self._next_call >= len(calls):
-            return _past_the_end(self._served_count, len(calls))
-        head = calls[self._next_call]  # of the other boundary: a mismatch at ``boundary``
-        mismatch = self.match(head, boundary, incoming, redactor, ignored)
-        assert mismatch is not None
-        return mismatch
-
-
-def _as_stored(request: dict[str, Any]) -> dict[str, Any]:
-    return request
-
-
-def describe_call(boundary: str, request: dict[str, Any]) -> str:
-    """A call in a few words for a report: ``an HTTP call (POST https://…)`` or ``a provider
-    call (openai-completions:gpt-4o)``."""
-    if boundary == "http":
-        target = f"{request.get('method')} {request.get('url')}"
-        return f"an HTTP call ({_short(target)})"
-    model = request.get("model")
-    model = model if isinstance(model, dict) else {}
-    label = f"{model.get('api')}:{model.get('id')}"
-    return f"a provider call ({_short(label)})"
-
-
-def _short(text: str) -> str:
-    """``text`` on one line, cut after the report's limit."""
-    line = " ".join(text.split())
-    return line if len(line) <= REPORT_LIMIT else line[:REPORT_LIMIT] + "…"
-
-
-def _past_the_end(index: int, recorded: int) -> ReplayMismatch:
-    return ReplayMismatch(
-        index,
-        "call_index",
-        recorded,
-        index,
-        detail=(
-            f"recorded {plural(recorded, 'call')} (0..{recorded - 1}), incoming call "
-            f"{index}: the run makes more calls than the recording holds"
-            if recorded
-            else f"the recording holds no calls, incoming call {index}"
-        ),
-    )

@@ -266,7 +266,7 @@ def nearest_call(call: RecordedCall, candidates: Sequence[RecordedCall]) -> int 
 
 
 def _alone(call: RecordedCall, side: str, other: str) -> FirstDifference:
-    from openprogram.recording.replay_session import describe_call
+    from openprogram.recording.mismatch import describe_call
 
     present, absent = call.request, MISSING
     return FirstDifference(

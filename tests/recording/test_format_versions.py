@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import openprogram.recording.format as recording_module
+import openprogram.recording.open_recording as open_recording_module
 import openprogram.recording.reader as reader_module
-import openprogram.recording.writer as writer_module
 from openprogram.errors import RecordingFileError
 from openprogram.providers.recording import (
     KNOWN_FEATURES,
@@ -37,14 +37,14 @@ def one_call() -> list[Row]:
 @pytest.fixture
 def version_two(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pretend this openprogram writes format_version 2."""
-    for module in (recording_module, reader_module, writer_module):
+    for module in (recording_module, reader_module, open_recording_module):
         monkeypatch.setattr(module, "RECORDING_FORMAT_VERSION", 2)
 
 
 @pytest.fixture
 def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pretend this openprogram knows and writes a feature called "tape"."""
-    for module in (recording_module, reader_module, writer_module):
+    for module in (recording_module, reader_module, open_recording_module):
         monkeypatch.setattr(module, "KNOWN_FEATURES", frozenset({"tape"}))
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 

@@ -27,7 +27,8 @@ from openprogram.providers import (
 )
 from openprogram.providers.recorder import writer_for
 from openprogram.providers.recording import encode_row, new_header, read_recording
-from openprogram.recording.writer import OpenRecording, RecordingWriter
+from openprogram.recording.open_recording import OpenRecording
+from openprogram.recording.writer import RecordingWriter
 from tests.support.recording_rows import call_end
 
 RECORD_CALLS = textwrap.dedent(
