@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.activation.exec_environment import (
     CLAIM_FILE,
@@ -42,6 +42,9 @@ from openprogram.activation.exec_environment import (
 from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.interpreter_check import check_command
 from openprogram.activation.plan import RecordReplayPlan
+
+if TYPE_CHECKING:
+    from openprogram.recording.mismatch import UnconsumedCallsError
 
 __all__ = ["ExecOutcome", "exec_command", "run_with_plan"]
 
@@ -168,8 +171,6 @@ def _outcome(
 
 def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[str]) -> int:
     """Collect the processes' replay problems; the calls the claiming process consumed."""
-    from openprogram.recording.mismatch import UnconsumedCallsError
-
     reports = _read_all(exchange.folder, "report-")
     # A mismatch (or a refused process) first: calls left unrequested are often its result.
     for kind in ("mismatch", "unconsumed"):
@@ -178,10 +179,11 @@ def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[
                 problems.append(report["problem"])
     claimant = _claimant(exchange.folder / CLAIM_FILE)
     if claimant is None:
-        recorded = _recorded_calls(plan)
-        if recorded and not problems:
-            assert plan.path is not None
-            problems.append(str(UnconsumedCallsError(str(plan.path), [*range(recorded)], recorded)))
+        # No process replayed anything: every call and every tape entry replay would have
+        # required was left unread, told as replay tells it.
+        unread = None if problems else _nothing_replayed(plan)
+        if unread is not None:
+            problems.append(str(unread))
         return 0
     claimed = reports.get(claimant)
     if claimed is None:
@@ -213,6 +215,24 @@ def _claimant(claim: Path) -> int | None:
         return int(claim.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def _nothing_replayed(plan: RecordReplayPlan) -> UnconsumedCallsError | None:
+    """What a replay of the plan's recording that served nothing leaves unconsumed: all its
+    calls, and the tape entries its tool policies require (None when that is nothing, or the
+    recording cannot be read)."""
+    from openprogram.errors import OpenProgramError
+    from openprogram.recording.reader import read_recording
+    from openprogram.recording.replay_session import ReplaySession
+
+    if plan.path is None:
+        return None
+    try:
+        recording = read_recording(plan.path)
+    except OpenProgramError:
+        return None
+    session = ReplaySession(recording, match=plan.match, tools=dict(plan.tools))
+    return session.unconsumed_error()
 
 
 def _recorded_calls(plan: RecordReplayPlan) -> int:

@@ -54,3 +54,10 @@ def test_a_program_records_and_replays_its_taped_calls(tmp_path: Path) -> None:
     short = openprogram_process("exec", "--replay", "words", "--", *run, "a", env=env)
     assert short.returncode == 1
     assert "tape lookup: 1 of 2 entries never read (entry 1)" in short.stderr
+
+    # A run that reads no entry at all never starts replay in any process: the command
+    # still fails, naming every entry left unread.
+    none = openprogram_process("exec", "--replay", "words", "--", *run, env=env)
+    assert none.returncode == 1
+    assert "tape lookup: 2 of 2 entries never read (entries 0..1)" in none.stderr
+    assert "tape openprogram.now: 2 of 2 entries never read" in none.stderr
