@@ -43,6 +43,25 @@ asyncio_mode = auto
 asyncio_default_fixture_loop_scope = function
 """
 
+LIVE_MODEL = """\
+from openprogram.providers import EchoProvider, register_api_provider
+
+LIVE_CALLS = []
+
+
+class LiveModel(EchoProvider):
+    \"\"\"Stands for a vendor's model: every call it answers is a live one.\"\"\"
+
+    def stream_simple(self, model, context, options=None):
+        LIVE_CALLS.append(model.api)
+        return super().stream_simple(model, context, options)
+
+
+register_api_provider("live", LiveModel())
+"""
+"""Inner-test source registering the provider API ``live``, an echo model that stands for a
+vendor's: ``LIVE_CALLS`` lists the api of every call it answered live (empty under replay)."""
+
 NO_SOCKETS_CONFTEST = """\
 import socket
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.inner_project import InnerProject
+from tests.support.inner_project import LIVE_MODEL, InnerProject
 from tests.support.sse_server import ScriptedServer
 
 pytest_plugins = ["pytester"]
@@ -35,7 +35,7 @@ def _offline_when_asked(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
 """
 
-HELPERS = """\
+THREAD_HELPERS = """
 import asyncio
 import os
 import threading
@@ -44,27 +44,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from openprogram.providers import (
-    Context,
-    EchoProvider,
-    Model,
-    UserMessage,
-    complete_simple,
-    register_api_provider,
-)
+from openprogram.providers import Context, Model, UserMessage, complete_simple
 
-LIVE_CALLS = []
-
-
-class LiveModel(EchoProvider):
-    \"\"\"Stands for a vendor's model: every call it answers is a live one.\"\"\"
-
-    def stream_simple(self, model, context, options=None):
-        LIVE_CALLS.append(model.api)
-        return super().stream_simple(model, context, options)
-
-
-register_api_provider("live", LiveModel())
 MODEL = Model(id="live", api="live", provider="live")
 URL = os.environ["AGENT_URL"]
 
@@ -93,6 +74,7 @@ def in_a_thread(function, *args):
     return seen[0]
 
 """
+HELPERS = LIVE_MODEL + THREAD_HELPERS
 
 THREADS = """
 QUESTION = {question!r}

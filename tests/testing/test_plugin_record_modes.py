@@ -9,32 +9,20 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from tests.support.inner_project import InnerProject
+from tests.support.inner_project import LIVE_MODEL, InnerProject
 from tests.support.sdk_server import SdkServer
 
 pytest_plugins = ["pytester"]
 
 SOCKETS_ALLOWED = "# the inner tests reach the loopback server while they record\n"
 
-AGENT = """
+TESTS = """
 import os
 
 import openai
 
-from openprogram.providers import EchoProvider, Model, register_api_provider
+from openprogram.providers import Model
 
-LIVE_CALLS = []
-
-
-class LiveModel(EchoProvider):
-    \"\"\"Stands for a vendor's model: every call it answers is a live one.\"\"\"
-
-    def stream_simple(self, model, context, options=None):
-        LIVE_CALLS.append(model.api)
-        return super().stream_simple(model, context, options)
-
-
-register_api_provider("live", LiveModel())
 SECOND = os.environ.get("SECOND", "how are you?")
 
 
@@ -56,6 +44,7 @@ async def test_provider(openprogram_recording):
     if openprogram_recording.mode == "replay":
         assert LIVE_CALLS == []
 """
+AGENT = LIVE_MODEL + TESTS
 
 
 @pytest.fixture
