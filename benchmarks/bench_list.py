@@ -33,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from machine_reference import machine_reference
+
 from openprogram.providers.recording import encode_row, new_header, read_recording
 from openprogram.recordings.summary_cache import CACHE_FILE_NAME, summarize_store
 
@@ -124,16 +126,6 @@ def median_seconds(run: Callable[[], object], repeats: int, before: Callable[[],
         run()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
-
-
-def machine_reference() -> float:
-    """Median µs of ``sum(range(10_000))``: how fast (and how loaded) the machine was."""
-    samples = []
-    for _ in range(200):
-        start = time.perf_counter_ns()
-        sum(range(10_000))
-        samples.append(time.perf_counter_ns() - start)
-    return statistics.median(samples) / 1_000
 
 
 def main() -> None:

@@ -30,6 +30,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from machine_reference import machine_reference
+
 from openprogram.providers.events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -148,16 +150,6 @@ def print_table(title: str, rows: list[Row]) -> None:
     print("-" * len(title))
     for name, value in rows:
         print(f"  {name:<{width}}  {value:>18}")
-
-
-def machine_reference() -> float:
-    """Median µs of ``sum(range(10_000))``, printed before and after the benchmarks."""
-    samples: list[int] = []
-    for _ in range(200):
-        start = time.perf_counter_ns()
-        sum(range(10_000))
-        samples.append(time.perf_counter_ns() - start)
-    return median_us(samples)
 
 
 # --------------------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_reference import machine_reference
+
 RUNS = 5
 
 
@@ -61,16 +63,6 @@ def main() -> None:
         for (label, _, _), seconds in zip(cases, medians, strict=True):
             print(f"  {label:<34}{seconds:8.3f} s   {seconds / medians[0]:.2f}×")
     print(f"machine reference: {machine_reference():.0f} µs")
-
-
-def machine_reference() -> float:
-    """Median µs of ``sum(range(10_000))``: how busy the machine is."""
-    samples = []
-    for _ in range(200):
-        start = time.perf_counter_ns()
-        sum(range(10_000))
-        samples.append((time.perf_counter_ns() - start) / 1_000)
-    return statistics.median(samples)
 
 
 def prompts(calls: int, *, drifted: bool) -> list[str]:

@@ -29,6 +29,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from machine_reference import machine_reference
+
 from openprogram.providers.api_registry import ApiProvider
 from openprogram.providers.events import (
     AssistantMessageEvent,
@@ -156,17 +158,6 @@ def fresh_recorder(provider: ApiProvider, path: Path) -> RecordingProvider:
     recorder = RecordingProvider(provider, path)
     recorder.writer.open()
     return recorder
-
-
-def machine_reference() -> float:
-    """Median µs of ``sum(range(10_000))``: a yardstick for how fast (and how loaded) the
-    machine was; printed before and after the benchmarks."""
-    samples: list[int] = []
-    for _ in range(200):
-        start = time.perf_counter_ns()
-        sum(range(10_000))
-        samples.append(time.perf_counter_ns() - start)
-    return us(statistics.median(samples))
 
 
 def us(nanoseconds: float) -> float:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from machine_reference import machine_reference
+
 from openprogram import record_replay, taped
 from openprogram.providers.runtime import initialize_provider_runtime
 
@@ -68,16 +70,6 @@ def per_call_us(function: Callable[[str], Any], cities: list[str]) -> list[float
         function(city)
         times.append((time.perf_counter_ns() - start) / 1_000)
     return times
-
-
-def machine_reference() -> float:
-    """Median µs of ``sum(range(10_000))``: how busy the machine is."""
-    samples = []
-    for _ in range(200):
-        start = time.perf_counter_ns()
-        sum(range(10_000))
-        samples.append((time.perf_counter_ns() - start) / 1_000)
-    return statistics.median(samples)
 
 
 def overhead(folder: Path, sizes: Sizes) -> list[tuple[str, float]]:
