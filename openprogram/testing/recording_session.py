@@ -35,7 +35,6 @@ from openprogram.private_files import make_private_dirs
 from openprogram.providers.replay import ReplayProvider
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.writers import writer_for
-from openprogram.tapes.deck import TapePlayer
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
 from openprogram.testing.session_lifecycle import RecordingSession, SessionMode
 
@@ -124,11 +123,9 @@ def open_recording_session(
         )
 
     def replay() -> ReplayProvider:
-        provider = ReplayProvider(
-            path, ignore_fields=ignore_fields, match=match, redaction=user_redaction
+        return ReplayProvider(
+            path, ignore_fields=ignore_fields, match=match, redaction=user_redaction, tools=tools
         )
-        TapePlayer(provider.session).use_tool_policies(dict(tools or {}))
-        return provider
 
     exists = path.exists()
     if record_mode in ("none", "once") and exists:
