@@ -36,6 +36,7 @@ from openprogram.providers.replay import ReplayProvider
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.writers import writer_for
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
+from openprogram.testing.recording_paths import TEMPORARY_FOLDER_PREFIX
 from openprogram.testing.session_lifecycle import RecordingSession, SessionMode
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def _new_write_path(path: Path, display_path: str, user_redaction: UserRedaction
     """A private temporary file next to ``path`` holding a new recording's header."""
     try:
         make_private_dirs(path.parent)
-        folder = Path(tempfile.mkdtemp(prefix=".openprogram-recording-", dir=path.parent))
+        folder = Path(tempfile.mkdtemp(prefix=TEMPORARY_FOLDER_PREFIX, dir=path.parent))
     except OSError as exc:
         raise RecordingFileError(
             display_path,
