@@ -125,9 +125,9 @@ def verify_recording(
         match=match,
         recording=recording,
         redaction=user_redaction_in_effect(patterns=patterns),
+        tools={**configured_policies, **(tool_policies or {})},
     )
     player = TapePlayer(provider.session)
-    player.use_tool_policies({**configured_policies, **(tool_policies or {})})
     divergence: str | None = None
     with provider_scope(resolve=lambda api: provider, bindings={TAPE_DECK_BINDING: player}):
         try:

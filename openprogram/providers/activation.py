@@ -213,8 +213,8 @@ def _activate_replay(
     from openprogram.providers.replay import ReplayProvider
     from openprogram.tapes.deck import TAPE_DECK_BINDING, TapePlayer
 
-    provider = ReplayProvider(path, ignore_fields=ignore_fields, match=match, redaction=user)
-    player = TapePlayer(provider.session)
-    player.use_tool_policies(dict(tools))
-    bindings = {TAPE_DECK_BINDING: player}
+    provider = ReplayProvider(
+        path, ignore_fields=ignore_fields, match=match, redaction=user, tools=tools
+    )
+    bindings = {TAPE_DECK_BINDING: TapePlayer(provider.session)}
     return Activation("replay", replay_transform(provider), path, bindings=bindings)

@@ -113,8 +113,4 @@ class PendingProviderRequest:
         # would still walk every item).
         context = self.context
         later = {key: getattr(context, key)[count:] for key, count in counts.items()}
-        return {
-            "model": self.model.model_dump(mode="json"),
-            "context": context.model_copy(update=later).model_dump(mode="json"),
-            "options": self.options.model_dump(mode="json"),
-        }
+        return dump_request(self.model, context.model_copy(update=later), self.options)

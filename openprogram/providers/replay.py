@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 
 from openprogram.errors import OpenProgramError
@@ -80,20 +80,27 @@ class ReplayProvider:
         recording: Recording | None = None,
         session: ReplaySession | None = None,
         redaction: UserRedaction | None = None,
+        tools: Mapping[str, str] | None = None,
     ) -> None:
         """``recording``: the file as the caller already read it with ``read_recording(path)``
         (events validated), so it is not read twice. ``session``: a replay session to share
         with other boundaries (its recording read with the provider events decoded; ``path``,
-        ``recording``, ``ignore_fields``, ``match`` and ``redaction`` are then the
+        ``recording``, ``ignore_fields``, ``match``, ``redaction`` and ``tools`` are then the
         session's). ``redaction``: the user redaction applied to both sides of every
-        comparison, as the recording was redacted with it."""
+        comparison, as the recording was redacted with it. ``tools``: how the session's
+        tapes treat each agent tool, by name or ``"*"`` (see
+        :mod:`openprogram.recording.tool_policies`)."""
         if session is None:
             if path is None:
                 raise TypeError("ReplayProvider needs the path of a recording, or a session")
             if recording is None:
                 recording = read_recording(path)
             session = ReplaySession(
-                recording, ignore_fields=ignore_fields, match=match, user_redaction=redaction
+                recording,
+                ignore_fields=ignore_fields,
+                match=match,
+                tools=tools,
+                user_redaction=redaction,
             )
         elif not session.recording.events_decoded:
             raise ValueError(

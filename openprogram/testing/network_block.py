@@ -83,10 +83,6 @@ class NetworkBlock:
         self._lock = threading.Lock()
         self._restore: list[Callable[[], None]] = []
 
-    @property
-    def is_lifted(self) -> bool:
-        return self._lifted > 0
-
     @contextmanager
     def lifted(self) -> Iterator[None]:
         """Connections go through unchecked inside the block."""

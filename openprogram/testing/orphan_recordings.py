@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.recordings.names import RECORDING_SUFFIX
+from openprogram.testing.recording_paths import TEMPORARY_FOLDER_PREFIX
 
 __all__ = ["CollectionScope", "find_orphans", "orphans_skipped_because"]
-
-_TEMPORARY_PREFIX = ".openprogram-recording-"
 
 
 @dataclass(slots=True)
@@ -90,7 +89,7 @@ def find_orphans(recordings_dir: Path, used: set[str]) -> list[Path]:
     found = []
     for path in recordings_dir.rglob(f"*{RECORDING_SUFFIX}"):
         relative = path.relative_to(recordings_dir)
-        if any(part.startswith(_TEMPORARY_PREFIX) for part in relative.parts):
+        if any(part.startswith(TEMPORARY_FOLDER_PREFIX) for part in relative.parts):
             continue
         if path.is_file() and str(path) not in used:
             found.append(path)

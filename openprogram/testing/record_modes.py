@@ -25,10 +25,6 @@ RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite", "live"]
 RECORD_MODES: tuple[RecordMode, ...] = get_args(RecordMode)
 DEFAULT_RECORD_MODE: RecordMode = "none"
 
-LIVE_MODES: frozenset[RecordMode] = frozenset({"new_episodes", "all", "rewrite", "live"})
-"""The modes that may call a provider live whether or not the recording exists (``once``
-does only for a missing recording)."""
-
 _TRUE_VALUES = frozenset({"1", "true", "yes"})
 
 
@@ -38,12 +34,6 @@ def check_record_mode(value: object) -> RecordMode:
         if value == mode:
             return mode
     raise ValueError(f"must be one of {', '.join(RECORD_MODES)}, not {value!r}")
-
-
-def replaces_recording(mode: RecordMode) -> bool:
-    """Whether ``mode`` records afresh even when the recording exists (``all``,
-    ``rewrite``)."""
-    return mode in ("all", "rewrite")
 
 
 def env_flag(environ: Mapping[str, str], name: str) -> bool:

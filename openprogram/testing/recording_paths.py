@@ -33,6 +33,10 @@ MAX_NAME_LENGTH = 120
 name (``openprogram.recordings.names.MAX_NAME_LENGTH``, 128), so a test's recording name is a
 valid store name too; not raised to 128, which would move the recordings of long-named tests."""
 
+TEMPORARY_FOLDER_PREFIX = ".openprogram-recording-"
+"""The name start of the private folder, next to a test's recording, that a new recording is
+written into until the test passes (never a recording of its own)."""
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _HASH_LENGTH = 8
 

@@ -35,8 +35,8 @@ from openprogram.private_files import make_private_dirs
 from openprogram.providers.replay import ReplayProvider
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.writers import writer_for
-from openprogram.tapes.deck import TapePlayer
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
+from openprogram.testing.recording_paths import TEMPORARY_FOLDER_PREFIX
 from openprogram.testing.session_lifecycle import RecordingSession, SessionMode
 
 if TYPE_CHECKING:
@@ -124,11 +124,9 @@ def open_recording_session(
         )
 
     def replay() -> ReplayProvider:
-        provider = ReplayProvider(
-            path, ignore_fields=ignore_fields, match=match, redaction=user_redaction
+        return ReplayProvider(
+            path, ignore_fields=ignore_fields, match=match, redaction=user_redaction, tools=tools
         )
-        TapePlayer(provider.session).use_tool_policies(dict(tools or {}))
-        return provider
 
     exists = path.exists()
     if record_mode in ("none", "once") and exists:
@@ -152,7 +150,7 @@ def _new_write_path(path: Path, display_path: str, user_redaction: UserRedaction
     """A private temporary file next to ``path`` holding a new recording's header."""
     try:
         make_private_dirs(path.parent)
-        folder = Path(tempfile.mkdtemp(prefix=".openprogram-recording-", dir=path.parent))
+        folder = Path(tempfile.mkdtemp(prefix=TEMPORARY_FOLDER_PREFIX, dir=path.parent))
     except OSError as exc:
         raise RecordingFileError(
             display_path,
