@@ -66,7 +66,12 @@ class ReplayOrRecordProvider:
         options: StreamOptions,
     ) -> AsyncIterator[AssistantMessageEvent]:
         __tracebackhide__ = True
-        redactor = SecretRedactor.for_request(options.api_key)
+        # Both sides are compared redacted as replay redacts them, the user's own rules
+        # included: a recorded request holds the placeholder where the live one holds the
+        # secret.
+        redactor = SecretRedactor.for_request(
+            options.api_key, user=self.merge.session.user_redaction
+        )
         call = self.merge.take_recorded(
             "provider", dump_request(model, context, options), redactor=redactor.redact_request
         )

@@ -136,6 +136,23 @@ def test_a_bad_pattern_fails_naming_where_it_was_set(
         result.assert_outcomes(errors=1)
 
 
+def test_new_episodes_replays_a_call_whose_prompt_holds_a_redacted_secret(
+    project: InnerProject,
+) -> None:
+    # The recorded request holds the placeholder where the live one holds the order number:
+    # new_episodes compares them with the user redaction on both sides, as replay does, so
+    # the call is replayed, not sent live again and re-recorded.
+    write_config("[record_replay]\nredact_patterns = ['ACME-[0-9]{6}']\n")
+    project.write_tests(SESSION.format(marker=""))
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    recording = project.recording("test_agent", "test_order")
+    before = recording.read_bytes()
+    result = project.run("--openprogram-record-mode=new_episodes")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["1 test: 1 replayed; 1 call replayed; *"])
+    assert recording.read_bytes() == before
+
+
 def test_new_episodes_redacts_the_replayed_calls_with_a_pattern_added_since(
     project: InnerProject,
 ) -> None:
