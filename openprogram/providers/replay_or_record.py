@@ -35,7 +35,6 @@ class ReplayOrRecordProvider:
     def __init__(
         self, real_provider: ApiProvider, merge: RecordingMerge, replay: ReplayProvider
     ) -> None:
-        self.real_provider = real_provider
         self.merge = merge
         self.replay = replay
         self.recorder = RecordingProvider(real_provider, merge.writer.path)
