@@ -21,8 +21,6 @@ running the program again: :func:`verify_command` runs a command as ``openprogra
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,16 +298,14 @@ def _session_tools(recorded: Sequence[str], spec: str | None, root: Path) -> lis
 def load_tools(spec: str) -> list[AgentTool]:
     """The tools ``module:attr`` names (the current folder is importable, as for pytest)."""
     from openprogram.agent.tools import AgentTool
+    from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 
-    module_name, colon, attribute = spec.partition(":")
-    if not colon or not module_name or not attribute:
-        raise VerifySetupError(f"--tools takes module:attr, like my_agent.tools:TOOLS ({spec!r})")
-    if "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
     try:
-        value: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            value = getattr(value, part)
+        value: Any = load_named_object(spec)
+    except NotAModuleAttributeName:
+        raise VerifySetupError(
+            f"--tools takes module:attr, like my_agent.tools:TOOLS ({spec!r})"
+        ) from None
     except (ImportError, AttributeError) as exc:
         raise VerifySetupError(f"--tools {spec}: cannot load it ({exc})") from None
     if callable(value) and not isinstance(value, AgentTool):
