@@ -140,10 +140,6 @@ class TapeReplay:
         self.has_tool_tapes = any(is_tool_tape(name) for name in self._tapes)
         self._lock = threading.Lock()
 
-    @property
-    def entries_read(self) -> int:
-        return sum(sum(tape.read) for tape in self._tapes.values())
-
     def take(self, tape: str, args: dict[str, Any]) -> TapeEntry:
         """The entry a call on ``tape`` with ``args`` (JSON, redacted as recorded) is served
         by; it then counts as read. Raises (and keeps) :class:`ReplayMismatch` otherwise."""
