@@ -32,6 +32,7 @@ from openprogram.recording.request_delta import shared_section
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, RecordedError
+    from openprogram.recording.request_delta import StoredRequest
 
 __all__ = [
     "TRANSCRIPT_HASH_VERSION",
@@ -196,6 +197,13 @@ class CallDigest:
         self._call = hashlib.sha256(b"R " + request_text + b"\n")
         self._rows = hashlib.sha256(request_line)
         self._events = 0
+
+    @classmethod
+    def of_stored(cls, stored: StoredRequest, line: bytes) -> CallDigest:
+        """The digest of a call whose request row, ``line``, stores ``stored``."""
+        parts = {key: kept.parts for key, kept in stored.lists.items()}
+        text = request_text_with_parts(stored.boundary, stored.sections, parts)
+        return cls(stored.boundary, text, line)
 
     def add_event(self, event: dict[str, Any], line: bytes) -> None:
         """The call's next event (as written) and its line."""

@@ -62,11 +62,19 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recording.token_shapes import HINTS_LOWER, PLACEHOLDER, TOKEN_SHAPES
+from openprogram.recording.token_shapes import (
+    HINTS_LOWER,
+    NORMALIZED_SECRET_FIELD_NAMES,
+    PLACEHOLDER,
+    SECRET_FIELD_NAMES,
+    TOKEN_SHAPES,
+    normalized_field_name,
+)
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
+# PLACEHOLDER and SECRET_FIELD_NAMES: re-exported from token_shapes.
 __all__ = [
     "HTTP_CONVERSATION_KEYS",
     "PLACEHOLDER",
@@ -84,27 +92,6 @@ REDACTION_VERSION = 3
 3: the token shapes of :mod:`~openprogram.recording.token_shapes` (GitHub, AWS, Slack,
 Google, JWTs, PEM private keys, ``password=``-style assignments), and JSON escapes count as
 white space before a shape."""
-
-SECRET_FIELD_NAMES: frozenset[str] = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "api_key",
-        "x-api-key",
-        "x-goog-api-key",
-        "api-key",
-        "token",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "cookie",
-        "set-cookie",
-        "secret",
-        "client_secret",
-        "password",
-        "session_key",
-    }
-)
 
 HTTP_CONVERSATION_KEYS: frozenset[str] = frozenset(
     {"messages", "input", "system", "prompt", "instructions"}
@@ -140,16 +127,9 @@ _rule_sets: dict[tuple[tuple[str, ...], UserRedaction | None], int] = {}
 _SHAPE_HINTS = {shape.kind: shape.lowered_hints for shape in TOKEN_SHAPES}
 
 
-def _normalize_field_name(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "")
-
-
-_NORMALIZED_SECRET_FIELD_NAMES = frozenset(_normalize_field_name(n) for n in SECRET_FIELD_NAMES)
-
-
 def is_secret_field_name(name: str) -> bool:
     """Whether ``name`` is a secret field name, ignoring case, ``-``, ``_`` and camelCase."""
-    return _normalize_field_name(name) in _NORMALIZED_SECRET_FIELD_NAMES
+    return normalized_field_name(name) in NORMALIZED_SECRET_FIELD_NAMES
 
 
 def remember_secret_variable(name: str) -> None:

@@ -208,6 +208,18 @@ class StoredRequest:
     call_index: int = -1
     """Set once the row is written (:meth:`RequestBases.remember`)."""
 
+    def row_fields(self, within: str | None) -> dict[str, Any]:
+        """The fields of its request row after ``type`` and ``call_index``: ``boundary``
+        (none for the provider registry), ``base``, the sections, then ``within`` (the tape
+        whose call was being recorded, if any)."""
+        fields: dict[str, Any] = {} if self.boundary == "provider" else {"boundary": self.boundary}
+        if self.base is not None:
+            fields[BASE_FIELD] = self.base
+        fields.update(self.sections)
+        if within is not None:
+            fields["within"] = within
+        return fields
+
 
 class RequestBases:
     """The latest requests one writer stored into one file, to store the next against.

@@ -37,14 +37,10 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
-from openprogram.recording.call_digest import (
-    CallDigest,
-    DeterministicParts,
-    request_text_with_parts,
-)
+from openprogram.recording.call_digest import CallDigest, DeterministicParts
 from openprogram.recording.format import RecordedCall, encode_row
 from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.request_delta import BASE_FIELD, DELTA_FEATURE, RequestBases
+from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases
 from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
 
 __all__ = [
@@ -136,20 +132,11 @@ def _call_lines(
     stored = bases.encode(
         boundary, call.request, _as_given, None, lambda item: parts.item(item, names)
     )
-    request: dict[str, Any] = {"type": "request", "call_index": call_index}
-    if boundary != "provider":
-        request["boundary"] = boundary
-    if stored.base is not None:
-        request[BASE_FIELD] = stored.base
-    request.update(stored.sections)
-    if call.within is not None:
-        request["within"] = call.within
-    line = encode_row(request)
-    bases.remember(stored, call_index)
-    text = request_text_with_parts(
-        boundary, stored.sections, {key: kept.parts for key, kept in stored.lists.items()}
+    line = encode_row(
+        {"type": "request", "call_index": call_index, **stored.row_fields(call.within)}
     )
-    digest = CallDigest(boundary, text, line)
+    bases.remember(stored, call_index)
+    digest = CallDigest.of_stored(stored, line)
     yield line
     for event_index, event in enumerate(call.event_rows):
         line = encode_row(

@@ -36,8 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-
+from openprogram.recording.call_digest import canonical_part
 from openprogram.recording.difference import count_differences, find_first_difference
 from openprogram.recording.matching import Matching
 from openprogram.recording.mismatch import ReplayMismatch
@@ -74,17 +73,7 @@ class ToolTapesMissingError(ReplayMismatch):
 
 def arguments_digest(args: dict[str, Any]) -> bytes:
     """The digest two equal argument objects share (an absent key equals null)."""
-    return orjson.dumps(_without_nulls(args), option=orjson.OPT_SORT_KEYS)
-
-
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
-    if type(value) is float and value == 0.0:
-        return 0.0
-    return value
+    return canonical_part(args, _NOTHING_IGNORED)
 
 
 class _Tape:
@@ -139,10 +128,6 @@ class TapeReplay:
         self._tapes = {name: _Tape(found) for name, found in grouped.items()}
         self.has_tool_tapes = any(is_tool_tape(name) for name in self._tapes)
         self._lock = threading.Lock()
-
-    @property
-    def entries_read(self) -> int:
-        return sum(sum(tape.read) for tape in self._tapes.values())
 
     def take(self, tape: str, args: dict[str, Any]) -> TapeEntry:
         """The entry a call on ``tape`` with ``args`` (JSON, redacted as recorded) is served

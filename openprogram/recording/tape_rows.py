@@ -49,7 +49,6 @@ __all__ = [
     "tape_row",
     "tape_row_problem",
     "tape_strings",
-    "tapes_by_name",
 ]
 
 TAPES_FEATURE: Final = "tapes"
@@ -174,14 +173,6 @@ def tape_entry_from_row(row: dict[str, Any], *, line: int, index: int) -> TapeEn
         nondeterministic=row.get("nondeterministic", False),
         within=row.get("within"),
     )
-
-
-def tapes_by_name(entries: list[TapeEntry]) -> dict[str, list[TapeEntry]]:
-    """The entries of each tape, in index order, tapes in the order they first appear."""
-    tapes: dict[str, list[TapeEntry]] = {}
-    for entry in entries:
-        tapes.setdefault(entry.tape, []).append(entry)
-    return tapes
 
 
 def comparable_entry(entry: TapeEntry) -> dict[str, Any]:

@@ -41,9 +41,12 @@ from dataclasses import dataclass
 __all__ = [
     "ASSIGNMENT_NAMES",
     "HINTS_LOWER",
+    "NORMALIZED_SECRET_FIELD_NAMES",
     "PLACEHOLDER",
+    "SECRET_FIELD_NAMES",
     "TOKEN_SHAPES",
     "TokenShape",
+    "normalized_field_name",
     "shape_kinds",
 ]
 
@@ -110,7 +113,7 @@ class TokenShape:
                 yield match
 
     def _named(self, name: str) -> bool:
-        return name.lower().replace("-", "").replace("_", "").endswith(self.names)
+        return normalized_field_name(name).endswith(self.names)
 
     def sub(self, text: str) -> str:
         """``text`` with every match replaced."""
@@ -206,39 +209,45 @@ def _userinfo_password(match: re.Match[str]) -> str:
 
 # --- secret-named URL query parameters ---------------------------------------------------
 
-QUERY_PARAMETER_NAMES = (
-    "authorization",
-    "proxy-authorization",
-    "api_key",
-    "x-api-key",
-    "x-goog-api-key",
-    "api-key",
-    "token",
-    "access_token",
-    "refresh_token",
-    "id_token",
-    "secret",
-    "client_secret",
-    "password",
-    "session_key",
-    "cookie",
-    "set-cookie",
+SECRET_FIELD_NAMES: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "api_key",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "cookie",
+        "set-cookie",
+        "secret",
+        "client_secret",
+        "password",
+        "session_key",
+    }
 )
-"""Query parameters whose value is a credential (any spelling with ``-``, ``_`` or case
-changed): the secret field names."""
+"""Names whose value is a credential (in any spelling with ``-``, ``_`` or case changed): a
+field of configuration so named is replaced whole
+(:func:`~openprogram.recording.redaction.is_secret_field_name`), and so is the value of a URL
+query parameter so named (``?api_key=…``)."""
 
 
-def _normalized(name: str) -> str:
+def normalized_field_name(name: str) -> str:
+    """``name`` lower-cased, without ``-`` and ``_``: how secret names are compared."""
     return name.lower().replace("-", "").replace("_", "")
+
+
+NORMALIZED_SECRET_FIELD_NAMES = frozenset(normalized_field_name(n) for n in SECRET_FIELD_NAMES)
 
 
 def _any_spelling(normalized_name: str) -> str:
     return "[-_]*" + "[-_]*".join(re.escape(char) for char in normalized_name) + "[-_]*"
 
 
-_QUERY_NAMES = "|".join(
-    _any_spelling(name) for name in sorted({_normalized(n) for n in QUERY_PARAMETER_NAMES})
-)
+_QUERY_NAMES = "|".join(_any_spelling(name) for name in sorted(NORMALIZED_SECRET_FIELD_NAMES))
 
 # --- password=-style assignments ---------------------------------------------------------
 

@@ -50,10 +50,6 @@ class ToolPolicies:
         found = self.by_name.get(tool)
         return found if found is not None else self.by_name.get(ALL_TOOLS, DEFAULT_TOOL_POLICY)
 
-    @property
-    def all_live(self) -> bool:
-        return all(policy == "live" for policy in self.by_name.values())
-
     def __repr__(self) -> str:
         return f"ToolPolicies({self.by_name!r})"
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import RecordingFileError
-from openprogram.recording.call_digest import CallDigest, request_text_with_parts
+from openprogram.recording.call_digest import CallDigest
 from openprogram.recording.call_writer import CallWriter
 from openprogram.recording.enclosing_tape import enclosing_tape
 from openprogram.recording.format import BOUNDARY_FEATURES
@@ -55,7 +55,7 @@ from openprogram.recording.open_recording import (
     repaired_size,
 )
 from openprogram.recording.recordable import encode_recordable_row
-from openprogram.recording.request_delta import BASE_FIELD, RequestRedactor
+from openprogram.recording.request_delta import RequestRedactor
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
@@ -161,14 +161,8 @@ class RecordingWriter:
                     advice=START_ANEW,
                 )
             stored = file.store(boundary, sections, redact or _as_given, redaction)
-            fields: dict[str, Any] = {} if boundary == "provider" else {"boundary": boundary}
-            if stored.base is not None:
-                fields[BASE_FIELD] = stored.base
-            fields.update(stored.sections)
-            if within is not None:
-                fields["within"] = within
             # The index, known only under the file lock, is put in front.
-            body = encode_recordable_row(str(self.path), fields, checked=checked)
+            body = encode_recordable_row(str(self.path), stored.row_fields(within), checked=checked)
             with FileLock(file.fd):
                 size = prepare_to_append(self.path, file)
                 call_index = file.next_call_index
@@ -177,10 +171,7 @@ class RecordingWriter:
                 append_line(self.path, file, line, size)
                 file.next_call_index = call_index + 1
             file.bases.remember(stored, call_index)
-            text = request_text_with_parts(
-                boundary, stored.sections, {key: kept.parts for key, kept in stored.lists.items()}
-            )
-            return call_index, file, CallDigest(boundary, text, line)
+            return call_index, file, CallDigest.of_stored(stored, line)
 
     def write_row(
         self, row: dict[str, Any], file: OpenRecording | None = None, *, checked: bool = False
