@@ -225,10 +225,8 @@ class ReplaySession:
             redacted, texts, starts = served.redacted(boundary, incoming, redactor, redaction)
         if self.matching == "order":
             with self._lock:
-                index = self._served.next_call
+                index = self._next_in_order()
                 calls = self.recording.calls
-                while index < len(calls) and self.tapes.not_run_again(calls[index].within):
-                    index += 1  # a call of a tool served from its tape: never asked for
                 if index >= len(calls):
                     raise self.keep(more_calls_than_recorded(index, len(calls)))
                 call = calls[index]
@@ -264,6 +262,17 @@ class ReplaySession:
                 served.remember(boundary, redaction, texts, call)
             return call
 
+    def _next_in_order(self) -> int:
+        """Under ``order`` matching, the index of the next call a request is compared with
+        (past the end when none is left): the first one not yet served, passing over the
+        calls made inside a taped call that is served from its tape, not run again (never
+        asked for). Called under the lock."""
+        index = self._served.next_call
+        calls = self.recording.calls
+        while index < len(calls) and self.tapes.not_run_again(calls[index].within):
+            index += 1
+        return index
+
     def take_equal(
         self,
         boundary: str,
@@ -282,7 +291,7 @@ class ReplaySession:
         calls = self.recording.calls
         if self.matching == "order":
             with self._lock:
-                index = self._served.next_call
+                index = self._next_in_order()
                 if index >= len(calls):
                     return None
                 if self.match(calls[index], boundary, redacted, redactor, ignored) is not None:

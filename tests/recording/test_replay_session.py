@@ -215,3 +215,21 @@ def test_take_equal_serves_an_equal_call_and_otherwise_keeps_and_consumes_nothin
     assert session.take_equal("http", http_sections(first), redactor=redact) is None  # consumed
     assert session.served_calls == [0]
     assert session.unconsumed_calls == [1]
+
+
+def test_take_equal_under_order_passes_over_a_call_made_inside_a_replayed_tool(
+    tmp_path: Path,
+) -> None:
+    # Call 0 was made inside the tool lookup; replayed from its tape, the tool does not run,
+    # so call 0 is never asked for: the next request is compared with call 1, as take does.
+    inside, after = chat_request("inside the tool"), chat_request("after the tool")
+    made_inside = sse_call(0, inside)
+    made_inside[0]["within"] = "tool:lookup"
+    path = write_calls(tmp_path / "r.jsonl", made_inside, sse_call(1, after))
+    session = session_on(path, match="order", tools={"lookup": "replay"})
+
+    taken = session.take_equal("http", http_sections(after), redactor=redact)
+
+    assert taken is not None
+    assert taken.call_index == 1
+    session.assert_consumed()
