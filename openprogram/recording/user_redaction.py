@@ -187,21 +187,14 @@ class UserRedaction:
 def load_redactor(spec: str) -> Redactor:
     """The function ``module:attr`` names (the current folder importable, as for pytest);
     :class:`UserRedactionError` when it cannot be loaded or is not callable."""
-    import importlib
-    import sys
-    from pathlib import Path
+    from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 
-    module_name, colon, attribute = spec.partition(":")
-    if not colon or not module_name or not attribute:
+    try:
+        value = load_named_object(spec)
+    except NotAModuleAttributeName:
         raise UserRedactionError(
             f"a redactor is named module:attr, like my_project.redaction:redact ({spec!r})"
-        )
-    if "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    try:
-        value: object = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            value = getattr(value, part)
+        ) from None
     except (ImportError, AttributeError) as error:
         raise UserRedactionError(f"cannot load the redactor {spec} ({error})") from None
     if not callable(value):
