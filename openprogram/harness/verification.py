@@ -21,7 +21,7 @@ running the program again: :func:`verify_command` runs a command as ``openprogra
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -310,7 +310,10 @@ def load_tools(spec: str) -> list[AgentTool]:
         raise VerifySetupError(f"--tools {spec}: cannot load it ({exc})") from None
     if callable(value) and not isinstance(value, AgentTool):
         value = value()
-    found = [value] if isinstance(value, AgentTool) else list(value)
+    found = [value] if isinstance(value, AgentTool) else value
+    if not isinstance(found, Iterable) or isinstance(found, str | bytes | Mapping):
+        found = [found]  # not a list of tools: refused below, not a TypeError
+    found = list(found)
     if not all(isinstance(item, AgentTool) for item in found):
         raise VerifySetupError(
             f"--tools {spec} must name an AgentTool, a list of them, or a function returning one"
