@@ -163,6 +163,17 @@ class RecordedError:
     type: str
     message: str
 
+    @classmethod
+    def from_row(cls, value: object) -> RecordedError | None:
+        """The error a row's ``error`` value holds, or None when it is not an object with
+        a string ``type`` and ``message``."""
+        if not isinstance(value, dict):
+            return None
+        type_name, message = value.get("type"), value.get("message")
+        if not isinstance(type_name, str) or not isinstance(message, str):
+            return None
+        return cls(type_name, message)
+
 
 @dataclass(slots=True)
 class RecordedCall:

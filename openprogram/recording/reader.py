@@ -385,15 +385,10 @@ class RecordingParser:
                 call.call_index,
             )
         if outcome == "error":
-            error = row.get("error")
-            if not (
-                isinstance(error, dict)
-                and isinstance(error.get("type"), str)
-                and isinstance(error.get("message"), str)
-            ):
+            call.error = RecordedError.from_row(row.get("error"))
+            if call.error is None:
                 raise self.fail(
                     number, 'an error outcome needs error: {"type", "message"}', call.call_index
                 )
-            call.error = RecordedError(error["type"], error["message"])
         call.outcome = cast(Outcome, outcome)
         self.ended.add(call.call_index)

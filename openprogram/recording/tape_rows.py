@@ -141,11 +141,7 @@ def tape_row_problem(row: dict[str, Any]) -> str | None:
     has_result, error = "result" in row, row.get("error")
     if has_result == ("error" in row):
         return f"tape {tape!r}: a tape row holds exactly one of result and error"
-    if not has_result and not (
-        isinstance(error, dict)
-        and isinstance(error.get("type"), str)
-        and isinstance(error.get("message"), str)
-    ):
+    if not has_result and RecordedError.from_row(error) is None:
         return f'tape {tape!r}: error must be {{"type", "message"}}'
     for flag in ("typed", "nondeterministic"):
         if flag in row and row[flag] is not True:
@@ -161,14 +157,13 @@ def tape_row_problem(row: dict[str, Any]) -> str | None:
 
 def tape_entry_from_row(row: dict[str, Any], *, line: int, index: int) -> TapeEntry:
     """The entry of a row :func:`tape_row_problem` found nothing wrong with."""
-    error = row.get("error")
     return TapeEntry(
         tape=row["tape"],
         index=index,
         line=line,
         args=row["args"],
         result=row.get("result"),
-        error=None if error is None else RecordedError(error["type"], error["message"]),
+        error=RecordedError.from_row(row.get("error")),
         typed=row.get("typed", False),
         nondeterministic=row.get("nondeterministic", False),
         within=row.get("within"),

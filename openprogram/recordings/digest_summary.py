@@ -137,14 +137,9 @@ def _call_end(text: bytes) -> tuple[int, str, str, bytes] | None:
         return None
     recorded = None
     if outcome == "error":
-        error = row.get("error")
-        if not (
-            isinstance(error, dict)
-            and isinstance(error.get("type"), str)
-            and isinstance(error.get("message"), str)
-        ):
+        recorded = RecordedError.from_row(row.get("error"))
+        if recorded is None:
             return None
-        recorded = RecordedError(error["type"], error["message"])
     if not isinstance(digest, dict) or digest.get("version") != TRANSCRIPT_HASH_VERSION:
         return None
     call, rows = _sha256(digest.get("call")), _sha256(digest.get("rows"))
