@@ -35,11 +35,12 @@ if TYPE_CHECKING:
     from openprogram.providers.scopes import ApiProvider, RegistryTransform
     from openprogram.recording.format import Recording
     from openprogram.recording.replay_session import ReplaySession
-    from openprogram.recording.user_redaction import Redactor
+    from openprogram.recording.user_redaction import Redactor, UserRedaction
     from openprogram.tapes.deck import TapeDeck
 
-SessionFactory = Callable[["Recording", RecordReplayPlan], "ReplaySession"]
-"""Makes the replay session of a recording, with the plan's fields to ignore and matching."""
+SessionFactory = Callable[["Recording", RecordReplayPlan, "UserRedaction | None"], "ReplaySession"]
+"""Makes the replay session of a recording, with the plan's fields to ignore, matching and
+tool policies, and the user redaction in effect."""
 
 __all__ = [
     "PreparedBoundaries",
@@ -73,9 +74,10 @@ def prepare_boundaries(
     """Open the plan's recording and build both boundaries' parts.
 
     record: the recording is created (with its header) or checked to be appendable; replay:
-    it is read whole and strictly, and served by ``make_session(recording, plan)`` (default:
-    a ``ReplaySession`` with the plan's ``ignore_fields`` and ``match``). Both boundaries
-    redact with the user redaction in effect: the plan's ``redact_patterns``, the function
+    it is read whole and strictly, and served by ``make_session(recording, plan, user)``
+    (default: a ``ReplaySession`` with the plan's ``ignore_fields``, ``match`` and
+    ``tools``). Both boundaries redact with the user redaction in effect (``user``): the
+    plan's ``redact_patterns``, the function
     :func:`~openprogram.recording.user_redaction.register_redactor` registered, and
     ``redact`` (named ``redact_name``). Raises
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be used, and
@@ -105,24 +107,25 @@ def prepare_boundaries(
         writer.open()  # the header now, so a run that makes no call still leaves a recording
         http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
         return PreparedBoundaries(plan, record_transform(plan.path), http, TapeRecorder(writer))
-    from openprogram.recording.replay_session import ReplaySession
-
     recording = read_for_replay(plan.path)
-    if make_session is None:
-        session = ReplaySession(
-            recording,
-            ignore_fields=plan.ignore_fields,
-            match=plan.match,
-            tools=dict(plan.tools),
-            user_redaction=user,
-        )
-    else:
-        session = make_session(recording, plan)
-        if session.user_redaction is None:
-            session.user_redaction = user
+    session = (make_session or _replay_session)(recording, plan, user)
     http = HttpBoundary("replay", session=session, passthrough_hosts=hosts, extra_headers=headers)
     transform = _replay_when_looked_up(session)
     return PreparedBoundaries(plan, transform, http, TapePlayer(session), session)
+
+
+def _replay_session(
+    recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
+) -> ReplaySession:
+    from openprogram.recording.replay_session import ReplaySession
+
+    return ReplaySession(
+        recording,
+        ignore_fields=plan.ignore_fields,
+        match=plan.match,
+        tools=dict(plan.tools),
+        user_redaction=user,
+    )
 
 
 def read_for_replay(path: Path) -> Recording:

@@ -46,6 +46,7 @@ from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession, RequestRedactor
 from openprogram.recording.served_conversations import DumpableRequest
 from openprogram.recording.tape_rows import TapeEntry
+from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["ClaimingReplaySession", "activate_from_environment"]
 
@@ -92,13 +93,16 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     from openprogram.http.boundary import activate_http_boundary
     from openprogram.providers.activation import Activation, preset_activation
 
-    def claiming(recording: Recording, plan: RecordReplayPlan) -> ReplaySession:
+    def claiming(
+        recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
+    ) -> ReplaySession:
         return ClaimingReplaySession(
             recording,
             exchange,
             ignore_fields=plan.ignore_fields,
             match=plan.match,
             tools=dict(plan.tools),
+            user_redaction=user,
         )
 
     try:
@@ -133,8 +137,15 @@ class ClaimingReplaySession(ReplaySession):
         ignore_fields: Iterable[str] = (),
         match: str = DEFAULT_MATCHING,
         tools: Mapping[str, str] | None = None,
+        user_redaction: UserRedaction | None = None,
     ) -> None:
-        super().__init__(recording, ignore_fields=ignore_fields, match=match, tools=tools)
+        super().__init__(
+            recording,
+            ignore_fields=ignore_fields,
+            match=match,
+            tools=tools,
+            user_redaction=user_redaction,
+        )
         self.exchange = exchange
         self.claimed_by: int | None = None
         """The process (this one, or the one it was forked from) holding the claim."""
