@@ -452,8 +452,7 @@ def _located(path: Path, spots: list[_Spot]) -> list[Finding]:
     for spot in spots:
         line = lines.get((spot.row, spot.call_index, spot.event), 1)
         findings.append(Finding(path, line, spot.call_index, spot.field, spot.kind))
-    findings.sort(key=lambda finding: finding.line)
-    return list(dict.fromkeys(findings))
+    return list(dict.fromkeys(findings))  # the caller sorts them by line
 
 
 def _row_lines(path: Path) -> dict[tuple[str, int | None, int], int]:
