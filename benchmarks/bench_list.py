@@ -36,7 +36,7 @@ from typing import Any
 from machine_reference import machine_reference
 
 from openprogram.providers.recording import encode_row, new_header, read_recording
-from openprogram.recordings.summary_cache import CACHE_FILE_NAME, summarize_store
+from openprogram.store.summary_cache import CACHE_FILE_NAME, summarize_store
 
 WORDS = ("The ", "quick ", "brown ", "fox ", "jumps ", "over ", "the ", "lazy ", "dog. ")
 CALLS = 30

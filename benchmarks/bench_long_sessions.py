@@ -267,7 +267,7 @@ def measure_list(folder: Path, files: int, repeats: int) -> dict[str, Any]:
     from typer.testing import CliRunner
 
     from openprogram.cli.app import app
-    from openprogram.recordings.summary_cache import CACHE_FILE_NAME, summarize_store
+    from openprogram.store.summary_cache import CACHE_FILE_NAME, summarize_store
 
     os.environ["OPENPROGRAM_HOME"] = str(folder / "home")
     os.environ["COLUMNS"] = "120"

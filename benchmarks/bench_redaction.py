@@ -107,7 +107,7 @@ def part_redaction(quick: bool) -> None:
 
 def part_scan(quick: bool) -> None:
     try:
-        from openprogram.recordings.scan import scan_recording
+        from openprogram.store.scan import scan_recording
     except ImportError:
         print("\n2. scan: not in this version")
         return

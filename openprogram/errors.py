@@ -84,19 +84,19 @@ if TYPE_CHECKING:
     from openprogram.providers.replay import RecordedProviderError
     from openprogram.recording.tape_replay import ToolTapesMissingError
     from openprogram.recording.user_redaction import UserRedactionError
-    from openprogram.recordings.configured import ActiveRecordingUnknownError
-    from openprogram.recordings.hashing import CanonicalJSONError
-    from openprogram.recordings.names import RecordingNameError
-    from openprogram.recordings.show import RecordingCallNotFoundError
-    from openprogram.recordings.store import (
+    from openprogram.store.configured import ActiveRecordingUnknownError
+    from openprogram.store.hashing import CanonicalJSONError
+    from openprogram.store.names import RecordingNameError
+    from openprogram.store.show import RecordingCallNotFoundError
+    from openprogram.store.store import (
         PruneCriteriaError,
         RecordingDeleteError,
         RecordingExistsError,
         RecordingNotFoundError,
         RecordingRefusedError,
     )
-    from openprogram.tapes.exceptions import RecordedTapeError
-    from openprogram.tapes.values import TapeValueError
+    from openprogram.tape_boundary.exceptions import RecordedTapeError
+    from openprogram.tape_boundary.values import TapeValueError
     from openprogram.testing.network_block import NetworkBlockedError
     from openprogram.testing.recording_session import (
         RecordingMissingError,
@@ -141,27 +141,27 @@ __all__ = [
 ]
 
 _EXPORTS: dict[str, str] = {
-    "ActiveRecordingUnknownError": "openprogram.recordings.configured",
-    "CanonicalJSONError": "openprogram.recordings.hashing",
+    "ActiveRecordingUnknownError": "openprogram.store.configured",
+    "CanonicalJSONError": "openprogram.store.hashing",
     "ConfigError": "openprogram.config.problems",
     "ExecSetupError": "openprogram.activation.exec_errors",
     "NetworkBlockedError": "openprogram.testing.network_block",
-    "PruneCriteriaError": "openprogram.recordings.store",
+    "PruneCriteriaError": "openprogram.store.store",
     "RecordReplayBlockedError": "openprogram.providers.activation",
     "RecordedProviderError": "openprogram.providers.replay",
-    "RecordedTapeError": "openprogram.tapes.exceptions",
-    "RecordingCallNotFoundError": "openprogram.recordings.show",
-    "RecordingDeleteError": "openprogram.recordings.store",
-    "RecordingExistsError": "openprogram.recordings.store",
+    "RecordedTapeError": "openprogram.tape_boundary.exceptions",
+    "RecordingCallNotFoundError": "openprogram.store.show",
+    "RecordingDeleteError": "openprogram.store.store",
+    "RecordingExistsError": "openprogram.store.store",
     "RecordingMissingError": "openprogram.testing.recording_session",
-    "RecordingNameError": "openprogram.recordings.names",
-    "RecordingNotFoundError": "openprogram.recordings.store",
+    "RecordingNameError": "openprogram.store.names",
+    "RecordingNotFoundError": "openprogram.store.store",
     "RecordingOnCiRefusedError": "openprogram.testing.recording_session",
-    "RecordingRefusedError": "openprogram.recordings.store",
+    "RecordingRefusedError": "openprogram.store.store",
     "RecordingTruncatedError": "openprogram.providers.mismatch",
     "ReplayInAnotherProcessError": "openprogram.activation.exec_errors",
     "ReplayMismatch": "openprogram.providers.mismatch",
-    "TapeValueError": "openprogram.tapes.values",
+    "TapeValueError": "openprogram.tape_boundary.values",
     "ToolDefinitionError": "openprogram.agent.tools",
     "ToolInputError": "openprogram.agent.file_tools",
     "ToolTapesMissingError": "openprogram.recording.tape_replay",

@@ -10,7 +10,7 @@ into what each boundary installs, sharing what the two must share:
   ``match``, and every mismatch either raises is kept in its ``mismatches``;
 * blocked — both refuse every call, naming the cause.
 
-Taped functions and agent tools follow the same plan (``openprogram.tapes.deck``): their
+Taped functions and agent tools follow the same plan (``openprogram.tape_boundary.deck``): their
 entries are appended with the one writer, or served from the one session.
 
 :func:`both_boundaries_active` installs them for a block, for the whole process: a
@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING
 from openprogram.activation.plan import RecordReplayPlan
 
 if TYPE_CHECKING:
-    from openprogram.http.boundary import HttpBoundary
+    from openprogram.http_boundary.boundary import HttpBoundary
     from openprogram.providers.scopes import ApiProvider, RegistryTransform
     from openprogram.recording.format import Recording
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import Redactor, UserRedaction
-    from openprogram.tapes.deck import TapeDeck
+    from openprogram.tape_boundary.deck import TapeDeck
 
 SessionFactory = Callable[["Recording", RecordReplayPlan, "UserRedaction | None"], "ReplaySession"]
 """Makes the replay session of a recording, with the plan's fields to ignore, matching and
@@ -83,10 +83,10 @@ def prepare_boundaries(
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be used, and
     :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad pattern.
     """
-    from openprogram.http.boundary import HttpBoundary
+    from openprogram.http_boundary.boundary import HttpBoundary
     from openprogram.providers.activation import blocked_transform, record_transform
     from openprogram.recording.user_redaction import user_redaction_in_effect
-    from openprogram.tapes.deck import BlockedTapes, TapePlayer, TapeRecorder
+    from openprogram.tape_boundary.deck import BlockedTapes, TapePlayer, TapeRecorder
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers
     if plan.mode == "blocked":
@@ -170,9 +170,9 @@ def both_boundaries_active(
     calls to ``tapes``, in every thread and task of the process, for the block. Blocks nest,
     and must be left in the reverse order they were entered (``ScopeOrderError`` /
     ``RuntimeError`` otherwise)."""
-    from openprogram.http.boundary import activate_http_boundary
+    from openprogram.http_boundary.boundary import activate_http_boundary
     from openprogram.providers.api_registry import process_wide_scope
-    from openprogram.tapes.deck import TAPE_DECK_BINDING
+    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING
 
     bindings = None if tapes is None else {TAPE_DECK_BINDING: tapes}
     with process_wide_scope(transform=transform, bindings=bindings):

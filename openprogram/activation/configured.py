@@ -50,7 +50,7 @@ def exec_plan(
     """
     from openprogram.config.paths import recordings_dir
     from openprogram.config.settings import load_config
-    from openprogram.recordings.names import resolve_recording
+    from openprogram.store.names import resolve_recording
 
     if record is not None and replay is not None:
         raise ExecSetupError("--record and --replay exclude each other: give one of them")
@@ -78,7 +78,7 @@ def exec_plan(
 
 
 def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
-    from openprogram.recordings.configured import configured_recording_path, file_not_set_problem
+    from openprogram.store.configured import configured_recording_path, file_not_set_problem
 
     if settings.mode == "off":
         return None

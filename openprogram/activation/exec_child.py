@@ -90,7 +90,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     """Install the plan for the life of the process; the replay session, under replay."""
     from openprogram.activation.boundaries import prepare_boundaries
     from openprogram.errors import OpenProgramError
-    from openprogram.http.boundary import activate_http_boundary
+    from openprogram.http_boundary.boundary import activate_http_boundary
     from openprogram.providers.activation import Activation, preset_activation
 
     def claiming(
@@ -110,7 +110,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     except OpenProgramError as error:
         plan = RecordReplayPlan.blocked(str(error), plan.path)
         prepared = prepare_boundaries(plan)
-    from openprogram.tapes.deck import TAPE_DECK_BINDING
+    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING
 
     activation = Activation(
         plan.mode,

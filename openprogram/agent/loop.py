@@ -13,7 +13,7 @@ redacted first (a URL's password, a known key), since it is sent to the model.
 
 Under record every tool result is taped (``tool:<name>``); under replay each tool is run
 live (the default), served from its tape, or run and checked against it, by its policy
-(``record_replay.tools``; see :mod:`openprogram.tapes.tools`).
+(``record_replay.tools``; see :mod:`openprogram.tape_boundary.tools`).
 
 Requests are deterministic: the tool definitions are sorted by name, and nothing here adds
 an id or a clock value outside the messages' ``timestamp`` fields (which replay ignores), so
@@ -45,7 +45,7 @@ from openprogram.providers.types import (
     ToolResultMessage,
     UserMessage,
 )
-from openprogram.tapes.tools import run_taped_tool
+from openprogram.tape_boundary.tools import run_taped_tool
 
 StopCause = Literal["stop", "length", "error", "aborted", "max_iterations"]
 """Why a session ended: the last reply's stop reason, or the iteration bound."""
@@ -178,7 +178,7 @@ async def run_tool_call(tools: dict[str, AgentTool], call: ToolCall) -> ToolResu
     """Run one tool call; an unknown tool or a raised exception becomes an error result.
 
     Under record the result is taped; under replay the tool's policy says whether it runs
-    or its taped result is served (:mod:`openprogram.tapes.tools`)."""
+    or its taped result is served (:mod:`openprogram.tape_boundary.tools`)."""
 
     async def run() -> tuple[str, bool]:
         return await _tool_result(tools, call)

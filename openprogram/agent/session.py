@@ -73,7 +73,7 @@ async def run_session(
     the configured ``record_replay.tools``. Raises what :func:`run_agent` raises.
     """
     from openprogram.providers.runtime import runtime_configuration
-    from openprogram.tapes.deck import TapePlayer, active_tape_deck
+    from openprogram.tape_boundary.deck import TapePlayer, active_tape_deck
 
     # The configuration the runtime read at its start (read once per process). A broken one
     # gives no settings: the runtime is then blocked, and the first call says why.
@@ -105,7 +105,7 @@ async def run_session(
 def first_replay_mismatch() -> ReplayMismatch | None:
     """When the process replays, the first mismatch its replay raised or kept (a tool under
     ``check`` whose result differs keeps one without raising), or None."""
-    from openprogram.tapes.deck import TapePlayer, active_tape_deck
+    from openprogram.tape_boundary.deck import TapePlayer, active_tape_deck
 
     deck = active_tape_deck()
     if not isinstance(deck, TapePlayer) or not deck.session.mismatches:

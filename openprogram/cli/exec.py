@@ -45,7 +45,7 @@ def exec_command(
     from openprogram.activation.exec_errors import ExecSetupError
     from openprogram.activation.exec_run import exec_command as run
     from openprogram.errors import RecordingFileError
-    from openprogram.recordings.names import RecordingNameError
+    from openprogram.store.names import RecordingNameError
 
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
         outcome = run(command, record=record, replay=replay)

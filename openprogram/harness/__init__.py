@@ -5,6 +5,6 @@
     demo          ``Demo``: a self-contained record → replay → verify round trip on the
                   offline ``echo`` model, in a folder of its own
 
-The recordings store (:mod:`openprogram.recordings`) reads recordings only; whatever runs an
+The recordings store (:mod:`openprogram.store`) reads recordings only; whatever runs an
 agent session lives here. Nothing is imported here.
 """

@@ -94,8 +94,8 @@ def verify_recording(
     from openprogram.providers.recording import read_recording
     from openprogram.providers.replay import ReplayProvider
     from openprogram.recording.mismatch import ReplayMismatch
-    from openprogram.recordings.hashing import transcript_hash
-    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapePlayer
+    from openprogram.store.hashing import transcript_hash
+    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
 
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:
@@ -165,7 +165,7 @@ def verify_command(
     from openprogram.activation.plan import RecordReplayPlan
     from openprogram.recording.matching import DEFAULT_MATCHING
     from openprogram.recording.reader import read_recording
-    from openprogram.recordings.hashing import transcript_hash
+    from openprogram.store.hashing import transcript_hash
 
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     settings = _configured_settings()

@@ -12,7 +12,7 @@ base every scope starts from, see ``scopes.py``):
 * ``off`` — nothing is installed.
 
 Each activation also binds the tape deck taped functions and agent tools use
-(``openprogram.tapes.deck``): record appends tape rows with the same writer, replay serves
+(``openprogram.tape_boundary.deck``): record appends tape rows with the same writer, replay serves
 them from the ``ReplayProvider``'s session (agent tools by ``record_replay.tools``), blocked
 refuses them.
 
@@ -135,7 +135,7 @@ def replay_transform(provider: ReplayProvider) -> RegistryTransform:
 
 
 def blocked(cause: str, recording: Path | None = None) -> Activation:
-    from openprogram.tapes.deck import TAPE_DECK_BINDING, BlockedTapes
+    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes
 
     bindings = {TAPE_DECK_BINDING: BlockedTapes(cause)}
     return Activation("blocked", blocked_transform(cause), recording, cause, bindings)
@@ -164,7 +164,7 @@ def activate_record_replay(loaded: LoadedConfig | None = None) -> Activation:
 
 def _activate(loaded: LoadedConfig | None) -> Activation:
     from openprogram.config.settings import load_config
-    from openprogram.recordings.configured import configured_recording_path, file_not_set_problem
+    from openprogram.store.configured import configured_recording_path, file_not_set_problem
 
     if loaded is None:
         loaded = load_config()
@@ -187,7 +187,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
 
 def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
     from openprogram.recording.writers import writer_for
-    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapeRecorder
+    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapeRecorder
 
     writer = writer_for(path)
     writer.user_redaction = user
@@ -211,7 +211,7 @@ def _activate_replay(
     user: UserRedaction | None,
 ) -> Activation:
     from openprogram.providers.replay import ReplayProvider
-    from openprogram.tapes.deck import TAPE_DECK_BINDING, TapePlayer
+    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
 
     provider = ReplayProvider(
         path, ignore_fields=ignore_fields, match=match, redaction=user, tools=tools

@@ -6,7 +6,7 @@ Each call's digest is taken over lines (see :func:`call_rows`): ``R <request>``,
 (:mod:`openprogram.recording.nondeterministic`), without entries holding null (an absent key
 equals null), with ``-0.0`` as ``0.0``. Two calls have the same digest exactly when
 ``recordings diff`` finds nothing between them; the transcript hash
-(:mod:`openprogram.recordings.hashing`) combines the digests of a recording's calls.
+(:mod:`openprogram.store.hashing`) combines the digests of a recording's calls.
 
 The digest is computed in three places that must agree: the writer, as a call's rows are
 written (:class:`CallDigest`, stored in the ``call_end`` row so that ``list`` need not parse

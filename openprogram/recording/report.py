@@ -7,7 +7,7 @@ of a drift with one value, :class:`FirstDifference`, and show it with one functi
     replay mismatch at call 1, field context.messages[2].content[0].text:
     recorded 'echo:hi', incoming 'echo:bye'
 
-a drift in a tape (a taped function or an agent tool, see ``openprogram.tapes``) names the
+a drift in a tape (a taped function or an agent tool, see ``openprogram.tape_boundary``) names the
 entry instead of a call::
 
     replay mismatch at tape clock[3], field args.city:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openprogram.recordings.names import RECORDING_SUFFIX
+from openprogram.store.names import RECORDING_SUFFIX
 from openprogram.testing.recording_paths import TEMPORARY_FOLDER_PREFIX
 
 __all__ = ["CollectionScope", "find_orphans", "orphans_skipped_because"]

@@ -26,11 +26,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from openprogram.recordings.names import RECORDING_SUFFIX
+from openprogram.store.names import RECORDING_SUFFIX
 
 MAX_NAME_LENGTH = 120
 """Longest ``<module>`` or ``<test>`` name kept whole: below the store's limit on a recording
-name (``openprogram.recordings.names.MAX_NAME_LENGTH``, 128), so a test's recording name is a
+name (``openprogram.store.names.MAX_NAME_LENGTH``, 128), so a test's recording name is a
 valid store name too; not raised to 128, which would move the recordings of long-named tests."""
 
 TEMPORARY_FOLDER_PREFIX = ".openprogram-recording-"

@@ -16,7 +16,7 @@
   run's, so the merged recording holds no match of a pattern its header names.
 
 Either says what it did in a :class:`SavedRecording`, with the first difference between the
-old recording and the new one (:func:`~openprogram.recordings.comparison.first_difference`,
+old recording and the new one (:func:`~openprogram.store.comparison.first_difference`,
 the sides called ``old`` and ``new``).
 """
 
@@ -128,7 +128,7 @@ def _redacted_again(calls: list[RecordedCall], user: UserRedaction) -> list[Reco
     """``calls`` redacted with the user redaction of this run: the replayed ones were
     recorded with another (or none), and the merged header names this one."""
     from openprogram.recording.redaction import SecretRedactor
-    from openprogram.recordings.scan import redacted_call
+    from openprogram.store.scan import redacted_call
 
     redactor = SecretRedactor(user=user)
     return [redacted_call(call, redactor) for call in calls]
@@ -141,7 +141,7 @@ def _same_tapes(old: Recording, new: Recording) -> bool:
     writing the merged recording."""
     from collections import Counter
 
-    from openprogram.recordings.hashing import tape_entry_digest
+    from openprogram.store.hashing import tape_entry_digest
 
     return Counter(map(tape_entry_digest, old.tapes)) == Counter(map(tape_entry_digest, new.tapes))
 
@@ -157,7 +157,7 @@ def _read_or_none(path: Path) -> Recording | None:
 
 def _first_difference(old: Recording, new: Recording) -> str | None:
     from openprogram.recording.report import ReportSides, format_report
-    from openprogram.recordings.comparison import first_difference
+    from openprogram.store.comparison import first_difference
 
     try:
         found = first_difference(old, new)

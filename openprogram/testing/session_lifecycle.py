@@ -15,7 +15,7 @@ from the same replay session, each request paired with a recorded call by the se
 matching (by content unless the test asks for ``order``). Under replay ``OPENAI_API_KEY`` and
 ``ANTHROPIC_API_KEY`` are set to a placeholder while the test runs, when unset; a test that
 calls live never sends the placeholder (it is unset while the test runs). Taped functions and
-agent tools (``openprogram.tapes``) record into the same file and replay from the same
+agent tools (``openprogram.tape_boundary``) record into the same file and replay from the same
 session; under ``new_episodes`` they run live and their entries are recorded afresh.
 
 Once the body has run, the session judges it: :meth:`RecordingSession.problem_after_call`
@@ -43,13 +43,13 @@ from typing import TYPE_CHECKING, Literal
 
 from openprogram.activation.boundaries import both_boundaries_active
 from openprogram.activation.placeholders import hide_placeholder_keys, set_placeholder_keys
-from openprogram.http.boundary import HttpBoundary
+from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.providers.activation import record_transform, replay_transform
 from openprogram.providers.replay import ReplayProvider
 from openprogram.recording.merging import RecordingMerge
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.writers import forget_writer, writer_for
-from openprogram.tapes.deck import TapePlayer, TapeRecorder
+from openprogram.tape_boundary.deck import TapePlayer, TapeRecorder
 from openprogram.testing.outcome import OutcomeKind, TestOutcome
 from openprogram.testing.record_modes import RecordMode, record_command
 from openprogram.testing.saving import SavedRecording, merge_recording, save_recording
@@ -308,7 +308,7 @@ class RecordingSession:
 
 def _tokens(calls: list[RecordedCall], served: list[int]) -> int | None:
     """The tokens the ``served`` calls' recorded usage counts; None when none recorded any."""
-    from openprogram.recordings.call_usage import call_tokens
+    from openprogram.store.call_usage import call_tokens
 
     found = (call_tokens(calls[index]) for index in served)
     counts = [tokens for tokens in found if tokens is not None]

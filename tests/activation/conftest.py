@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from openprogram.http.boundary import active_http_boundary
+from openprogram.http_boundary.boundary import active_http_boundary
 from openprogram.providers import scopes
 from tests.support.sse_server import ScriptedServer
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from openprogram.config.paths import recordings_dir
-from openprogram.recordings.summary_cache import CACHE_FILE_NAME, load_summary_cache
+from openprogram.store.summary_cache import CACHE_FILE_NAME, load_summary_cache
 from tests.support.cli_runner import error_line, run
 from tests.support.config_files import config_file, write_config
 from tests.support.recording_rows import call_end, header, stored, write_recording, write_rows

@@ -6,7 +6,7 @@ import json
 
 from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import read_recording
-from openprogram.recordings.hashing import transcript_hash
+from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import run
 from tests.support.recording_rows import write_corrupt_recording, write_recording
 

@@ -8,7 +8,7 @@ import json
 import orjson
 
 from openprogram.config.paths import recordings_dir
-from openprogram.recordings.summary_cache import CACHE_FILE_NAME
+from openprogram.store.summary_cache import CACHE_FILE_NAME
 from tests.support.cli_runner import run
 from tests.support.http_call_rows import write_calls
 from tests.support.vendor_http_rows import mixed_session

@@ -9,7 +9,7 @@ import pytest
 
 from openprogram.config.paths import recordings_dir
 from openprogram.providers.recording import read_recording
-from openprogram.recordings.hashing import transcript_hash
+from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import error_line, run
 from tests.support.recording_rows import write_corrupt_recording, write_recording
 from tests.support.tool_sessions import record_tool_session_as_configured

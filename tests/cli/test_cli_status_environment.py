@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from openprogram.recordings.status import HIDDEN
+from openprogram.store.status import HIDDEN
 from tests.support.cli_runner import run
 from tests.support.recording_rows import write_recording
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from openprogram.config.editing import KEEP, Keep, set_record_replay
 from openprogram.config.paths import ConfigLocation
 from openprogram.config.settings import ConfigError, load_config
-from openprogram.recordings.names import file_setting_problem
+from openprogram.store.names import file_setting_problem
 
 STARTING_FILES = [
     None,

@@ -12,7 +12,7 @@ from typer.testing import Result
 from openprogram.agent.file_tools import builtin_tools
 from openprogram.providers.recording import read_recording
 from openprogram.providers.runtime import RuntimeState, provider_runtime_status
-from openprogram.recordings.hashing import transcript_hash
+from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import run
 from tests.support.tool_sessions import record_agent_session
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.recording.reader import read_recording
-from openprogram.recordings.hashing import transcript_hash
+from openprogram.store.hashing import transcript_hash
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.cli_runner import error_line, run
 from tests.support.http_agent import AGENT_PROGRAM, answering, write_agent

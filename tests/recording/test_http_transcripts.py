@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from openprogram.cli.app import app
 from openprogram.recording.reader import read_recording
-from openprogram.recordings.comparison import first_difference
-from openprogram.recordings.hashing import transcript_hash
-from openprogram.recordings.summary import summarize_recording
+from openprogram.store.comparison import first_difference
+from openprogram.store.hashing import transcript_hash
+from openprogram.store.summary import summarize_recording
 from tests.support.http_call_rows import (
     chat_request,
     provider_call,

@@ -22,8 +22,8 @@ from openprogram.providers.recording import read_recording
 from openprogram.providers.replay import ReplayProvider
 from openprogram.providers.types import Context, Model, SimpleStreamOptions
 from openprogram.recording.writer import RecordingWriter
-from openprogram.recordings.hashing import transcript_hash
-from openprogram.recordings.summary import summarize_recording
+from openprogram.store.hashing import transcript_hash
+from openprogram.store.summary import summarize_recording
 from tests.support.http_call_rows import chat_request
 
 PREVIOUS = Path(__file__).parent / "data" / "previous_version.jsonl"

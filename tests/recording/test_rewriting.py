@@ -11,7 +11,7 @@ import pytest
 from openprogram.errors import RecordingFileError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.rewriting import rewrite_recording
-from openprogram.recordings.hashing import transcript_hash
+from openprogram.store.hashing import transcript_hash
 from tests.support.http_call_rows import provider_call, sse_call, write_calls
 from tests.support.tool_sessions import record_tool_session
 

@@ -28,8 +28,8 @@ KEPT_LOADED = (
     "openai",
     "anthropic",
     "openprogram.activation.boundaries",
-    "openprogram.http.boundary",
-    "openprogram.http.patching",
+    "openprogram.http_boundary.boundary",
+    "openprogram.http_boundary.patching",
     "openprogram.testing.recording_session",
 )
 for _name in KEPT_LOADED:

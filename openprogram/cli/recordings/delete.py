@@ -14,9 +14,9 @@ def delete(
 ) -> None:
     """Delete a recording. Refuses the active one, symlinks, and anything outside the store."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.recordings.configured import protected_recordings
-    from openprogram.recordings.names import RecordingNameError
-    from openprogram.recordings.store import (
+    from openprogram.store.configured import protected_recordings
+    from openprogram.store.names import RecordingNameError
+    from openprogram.store.store import (
         RecordingNotFoundError,
         check_deletable,
         delete_recording,

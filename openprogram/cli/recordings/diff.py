@@ -17,7 +17,7 @@ from openprogram.cli.output import (
 )
 
 if TYPE_CHECKING:
-    from openprogram.recordings.comparison import RecordingComparison
+    from openprogram.store.comparison import RecordingComparison
 
 SHOWN = 3
 """Differences printed in full; ``--json`` lists them all."""
@@ -41,8 +41,8 @@ def diff(
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
     from openprogram.providers.recording import read_recording
-    from openprogram.recordings.comparison import compare_recordings
-    from openprogram.recordings.names import RecordingNameError, resolve_recording
+    from openprogram.store.comparison import compare_recordings
+    from openprogram.store.names import RecordingNameError, resolve_recording
 
     with reporting_errors(usage_errors=(RecordingNameError, RecordingFileError)):
         store = recordings_dir()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from openprogram.cli.output import plural, visible
 
 if TYPE_CHECKING:
-    from openprogram.recordings.summary import RecordingSummary
+    from openprogram.store.summary import RecordingSummary
 
 HEADERS = ("", "name", "created", "calls", "size", "models", "state", "hash")
 RIGHT_ALIGNED = frozenset({"calls", "size"})
@@ -48,7 +48,7 @@ class ListedRecording:
 
     @classmethod
     def of(cls, summary: RecordingSummary, *, active: bool) -> ListedRecording:
-        from openprogram.recordings.hashing import short_hash
+        from openprogram.store.hashing import short_hash
 
         state = "truncated" if summary.truncated else "valid"
         return cls(

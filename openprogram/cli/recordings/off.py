@@ -12,7 +12,7 @@ def off(
     as_json: bool = typer.Option(False, "--json", help="Print the change as JSON."),
 ) -> None:
     """Set mode=off (from the next start). Works whatever state the config is in."""
-    from openprogram.recordings.switch import turn_off
+    from openprogram.store.switch import turn_off
 
     with reporting_errors():
         change = turn_off()

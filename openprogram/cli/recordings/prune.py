@@ -21,9 +21,9 @@ def prune(
 ) -> None:
     """Delete old recordings (give --older-than, --keep, or both). Never the active one."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.recordings.configured import protected_recordings
-    from openprogram.recordings.names import resolve_store
-    from openprogram.recordings.store import (
+    from openprogram.store.configured import protected_recordings
+    from openprogram.store.names import resolve_store
+    from openprogram.store.store import (
         PruneCriteriaError,
         check_prune_criteria,
         prune_recordings,

@@ -15,7 +15,7 @@ def record(
     as_json: bool = typer.Option(False, "--json", help="Print the change as JSON."),
 ) -> None:
     """Create a new recording in the store and set mode=record (from the next start)."""
-    from openprogram.recordings.switch import start_recording
+    from openprogram.store.switch import start_recording
 
     with reporting_errors(usage_errors=usage_errors()):
         change = start_recording(name)

@@ -13,7 +13,7 @@ def replay(
     as_json: bool = typer.Option(False, "--json", help="Print the change as JSON."),
 ) -> None:
     """Validate the recording, then set mode=replay (from the next start)."""
-    from openprogram.recordings.switch import start_replay
+    from openprogram.store.switch import start_replay
 
     with reporting_errors(usage_errors=usage_errors()):
         change = start_replay(recording)

@@ -55,8 +55,8 @@ def scan(
     --redactor cannot be used.
     """
     from openprogram.config.paths import recordings_dir
-    from openprogram.recordings.names import RecordingNameError
-    from openprogram.recordings.scan import scan_recordings, scan_targets
+    from openprogram.store.names import RecordingNameError
+    from openprogram.store.scan import scan_recordings, scan_targets
 
     user = _user_redaction(redactor)
     try:

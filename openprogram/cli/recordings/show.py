@@ -18,9 +18,9 @@ from openprogram.cli.output import (
 )
 
 if TYPE_CHECKING:
-    from openprogram.recordings.http_views import HttpExchange
-    from openprogram.recordings.show import CallView
-    from openprogram.recordings.tape_views import TapeView
+    from openprogram.store.http_views import HttpExchange
+    from openprogram.store.show import CallView
+    from openprogram.store.tape_views import TapeView
 
 PRIVACY_WARNING = (
     "recordings may hold personal data: prompts, replies and tool results are stored as "
@@ -38,8 +38,8 @@ def show(
     each tape entry: its tape and index, arguments, and result or exception."""
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
-    from openprogram.recordings.names import RecordingNameError, resolve_recording
-    from openprogram.recordings.show import RecordingCallNotFoundError, view_recording
+    from openprogram.store.names import RecordingNameError, resolve_recording
+    from openprogram.store.show import RecordingCallNotFoundError, view_recording
 
     warn(PRIVACY_WARNING)
     with reporting_errors(

@@ -21,7 +21,7 @@ def status(
 
     Exits 1 when the configured state is broken, saying what to do.
     """
-    from openprogram.recordings.status import configured_status
+    from openprogram.store.status import configured_status
 
     with reporting_errors():
         report = configured_status()
@@ -36,7 +36,7 @@ def status(
 def _render(report: object) -> None:
     from rich.text import Text
 
-    from openprogram.recordings.status import StatusReport
+    from openprogram.store.status import StatusReport
 
     assert isinstance(report, StatusReport)
     console = stdout()

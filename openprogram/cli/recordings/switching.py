@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from openprogram.recordings.switch import ModeChange
+    from openprogram.store.switch import ModeChange
 
 
 def describe_change(change: ModeChange) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def describe_change(change: ModeChange) -> dict[str, Any]:
 def usage_errors() -> tuple[type[BaseException], ...]:
     """Bad names and unreadable file arguments exit 2."""
     from openprogram.errors import RecordingFileError
-    from openprogram.recordings.names import RecordingNameError
+    from openprogram.store.names import RecordingNameError
 
     return (RecordingNameError, RecordingFileError)
 

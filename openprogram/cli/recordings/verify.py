@@ -54,7 +54,7 @@ def verify(
         verify_command,
         verify_recording,
     )
-    from openprogram.recordings.names import RecordingNameError, resolve_recording
+    from openprogram.store.names import RecordingNameError, resolve_recording
 
     if command and tools is not None:
         abort("--tools applies to sessions rebuilt without a command; drop it", EXIT_USAGE)

@@ -37,7 +37,7 @@ import httpx
 import orjson
 from httpx_sse import EventSource, ServerSentEvent
 
-from openprogram.http.boundary import PROVIDER_CLIENT_MARK
+from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
     VendorStreamError,

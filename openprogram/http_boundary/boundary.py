@@ -1,0 +1,170 @@
+"""The HTTP boundary's switch: what the capture does, process-wide, while it is active.
+
+The interface the ways in (``openprogram exec``, the pytest fixture, ``record_replay()``)
+build on::
+
+    from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
+
+    deactivate = activate_http_boundary(HttpBoundary("record", writer=writer_for(path)))
+    try:
+        ...  # every request sent through an httpx or httpx2 client is recorded
+    finally:
+        deactivate()
+
+* :class:`HttpBoundary` says what happens to each request sent through an httpx or httpx2
+  ``Client`` / ``AsyncClient`` (or anything built on them: the ``openai`` and ``anthropic``
+  SDKs): ``record`` sends it and writes the exchange with ``writer`` (the one
+  :func:`~openprogram.recording.call_writer.writer_for` the path, shared with the provider
+  boundary, so both form one call sequence); ``replay`` answers it from ``session`` (a
+  :class:`~openprogram.recording.replay_session.ReplaySession`, shared with the
+  ``ReplayProvider``) without touching the network; ``replay_or_record`` answers it from
+  ``merge``'s recording when that holds an equal unconsumed call, else sends it and records
+  the exchange with ``merge``'s writer (a
+  :class:`~openprogram.recording.merging.RecordingMerge`, shared with the provider
+  registry); ``blocked`` refuses it, naming ``blocked_reason``. ``passthrough_hosts`` are
+  hosts (``api.internal`` or, for one port only, ``api.internal:8443``) whose requests are
+  sent as they are, in every mode;
+  ``extra_headers`` are request headers stored and compared besides the ones that always are
+  (``content-type``, ``anthropic-version``, ``anthropic-beta``, ``openai-beta``).
+* :func:`activate_http_boundary` makes a boundary the active one for the whole process —
+  every thread and every task sees it, since SDK clients often send from worker threads —
+  installing the capture first if needed (:mod:`openprogram.http_boundary.patching`); it returns the
+  function that deactivates it. Activations nest: the last one activated is in force, and
+  they must be deactivated in the reverse order (deactivating another one raises
+  ``RuntimeError``; deactivating one twice does nothing).
+
+Left alone in every mode: transports that never touch the network (``MockTransport``,
+``ASGITransport``, ``WSGITransport``), the passthrough hosts, and the clients of
+openprogram's own vendor providers (marked with :data:`PROVIDER_CLIENT_MARK`): their calls
+are recorded once, at the provider registry.
+
+Where the boundary must stop a run — a request that differs from the recording, a blocked
+boundary, a recording that cannot be written — it raises
+:class:`~openprogram.recording.mismatch.RecordReplayEscape`, a ``BaseException`` carrying the
+openprogram error as ``.error``, so no SDK retry loop can catch, retry or rewrap it. A replay
+mismatch is also kept in the session's ``mismatches``.
+
+Importing this module imports no HTTP client.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from openprogram.recording.merging import RecordingMerge
+    from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.user_redaction import UserRedaction
+    from openprogram.recording.writer import RecordingWriter
+
+__all__ = [
+    "PROVIDER_CLIENT_MARK",
+    "HttpBoundary",
+    "activate_http_boundary",
+    "active_http_boundary",
+]
+
+PROVIDER_CLIENT_MARK = "_openprogram_provider_client"
+"""The attribute (set to True) that marks an httpx client of openprogram's own vendor
+providers: the HTTP boundary leaves its requests alone."""
+
+
+@dataclass(frozen=True)
+class HttpBoundary:
+    """What the HTTP boundary does with each request while it is active."""
+
+    mode: Literal["record", "replay", "replay_or_record", "blocked"]
+    writer: RecordingWriter | None = None
+    """record: where the exchanges are written (replay_or_record: ``merge``'s writer)."""
+    session: ReplaySession | None = None
+    """replay: what requests are answered from (shared with the ``ReplayProvider``;
+    replay_or_record: ``merge``'s session)."""
+    merge: RecordingMerge | None = None
+    """replay_or_record: what requests are answered from, or recorded into."""
+    blocked_reason: str | None = None
+    """blocked: why every request is refused."""
+    passthrough_hosts: frozenset[str] = frozenset()
+    """Hosts (``host`` or ``host:port``) whose requests are sent as they are, uncaptured."""
+    extra_headers: frozenset[str] = frozenset()
+    """Request headers stored and compared besides the semantic ones (never credentials)."""
+
+    def __post_init__(self) -> None:
+        if self.mode == "replay_or_record":
+            if self.merge is None:
+                raise ValueError("an HttpBoundary in replay_or_record mode needs a merge")
+            object.__setattr__(self, "writer", self.merge.writer)
+            object.__setattr__(self, "session", self.merge.session)
+        if self.mode == "record" and self.writer is None:
+            raise ValueError("an HttpBoundary in record mode needs a writer")
+        if self.mode == "replay" and self.session is None:
+            raise ValueError("an HttpBoundary in replay mode needs a session")
+        if self.mode == "blocked" and not self.blocked_reason:
+            raise ValueError("an HttpBoundary in blocked mode needs a blocked_reason")
+        if self.mode not in ("record", "replay", "replay_or_record", "blocked"):
+            raise ValueError(f"unknown HttpBoundary mode {self.mode!r}")
+        object.__setattr__(
+            self, "passthrough_hosts", frozenset(h.lower() for h in self.passthrough_hosts)
+        )
+        object.__setattr__(self, "extra_headers", frozenset(h.lower() for h in self.extra_headers))
+
+    @property
+    def user_redaction(self) -> UserRedaction | None:
+        """The user redaction of its recording: the writer's, or the replay session's."""
+        if self.writer is not None:
+            return self.writer.user_redaction
+        if self.session is not None:
+            return self.session.user_redaction
+        return None
+
+
+class _Activations:
+    """The process's active boundaries, innermost last; ``current`` is read on every
+    request without a lock (one attribute read)."""
+
+    __slots__ = ("current", "lock", "stack")
+
+    def __init__(self) -> None:
+        self.current: HttpBoundary | None = None
+        self.stack: list[tuple[object, HttpBoundary]] = []
+        self.lock = threading.Lock()
+
+
+ACTIVATIONS = _Activations()
+
+
+def active_http_boundary() -> HttpBoundary | None:
+    """The boundary in force, or None."""
+    return ACTIVATIONS.current
+
+
+def activate_http_boundary(boundary: HttpBoundary) -> Callable[[], None]:
+    """Make ``boundary`` the active one for the whole process (every thread and task),
+    installing the capture of httpx and httpx2 if needed; returns the function that
+    deactivates it (activations are undone last first: undoing another one raises
+    ``RuntimeError``, undoing one twice does nothing)."""
+    from openprogram.http_boundary.patching import install_http_capture
+
+    install_http_capture()
+    token = object()
+    with ACTIVATIONS.lock:
+        ACTIVATIONS.stack.append((token, boundary))
+        ACTIVATIONS.current = boundary
+
+    def deactivate() -> None:
+        with ACTIVATIONS.lock:
+            stack = ACTIVATIONS.stack
+            position = next((i for i, (t, _) in enumerate(stack) if t is token), None)
+            if position is None:
+                return  # already deactivated
+            if position != len(stack) - 1:
+                raise RuntimeError(
+                    "HTTP boundaries must be deactivated in the reverse order of their "
+                    f"activation: {len(stack) - 1 - position} activated later is still active"
+                )
+            stack.pop()
+            ACTIVATIONS.current = stack[-1][1] if stack else None
+
+    return deactivate

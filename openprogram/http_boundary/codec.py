@@ -1,0 +1,262 @@
+"""The HTTP boundary's codec: an exchange as recording rows, and rows back as response bytes.
+
+Recording (values as the client library hands them over; redaction by the core's rules):
+
+* the request's *sections* (:func:`request_sections`): ``method``, ``url``, the headers that
+  change what the request means (:data:`STORED_REQUEST_HEADERS` and the names the caller
+  adds, never a credential) and at most one body form — ``body`` (the parsed JSON, when the
+  content type is JSON and it parses), ``body_text`` (UTF-8 text) or ``body_base64``. The
+  random boundary of a ``multipart/…`` body is stored as :data:`MULTIPART_BOUNDARY`, so the
+  same upload compares equal from run to run;
+* the response's ``http_response`` event (:func:`response_event`): its status and headers,
+  lower-case, without credentials, cookies, hop-by-hop and encoding headers
+  (:data:`DROPPED_RESPONSE_HEADERS`), redacted as configuration;
+* its body: one ``sse`` event per dispatched server-sent event (:func:`sse_event_row`) or one
+  ``http_body`` event (:func:`body_event`), both redacted as model output (by value only). An
+  event's ``data`` is stored parsed when it is a JSON object or array, otherwise as its text,
+  so that text that happens to be JSON (``"1e5"``) is served back byte for byte.
+
+Replaying (:func:`replayed_headers`, :func:`encode_sse_row`, :func:`encode_body_row`): the
+recorded headers (no ``content-encoding`` or ``content-length`` was stored: the client
+computes what it needs), the events re-serialized by the SSE rules, JSON dumped compactly.
+A retryable error response is served with the retry hint ``retry-after-ms: 1`` in place of
+the recorded one (:func:`fast_retry_headers`): the SDKs honour only hints above zero, and
+back off for about half a second without one.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from openprogram.http_boundary.sse import encode_sse_event, encode_sse_fields
+from openprogram.json_nesting import (
+    MAX_NESTING_DEPTH,
+    json_text_may_exceed_nesting_limit,
+    nesting_depth,
+)
+from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
+
+__all__ = [
+    "DROPPED_RESPONSE_HEADERS",
+    "MULTIPART_BOUNDARY",
+    "STORED_REQUEST_HEADERS",
+    "body_event",
+    "encode_body_row",
+    "encode_sse_row",
+    "fast_retry_headers",
+    "is_event_stream",
+    "request_sections",
+    "response_event",
+    "sse_event_row",
+]
+
+STORED_REQUEST_HEADERS: frozenset[str] = frozenset(
+    {"content-type", "anthropic-version", "anthropic-beta", "openai-beta"}
+)
+"""The request headers that change what a request means, always stored (lower-case)."""
+
+DROPPED_RESPONSE_HEADERS: frozenset[str] = frozenset(
+    {
+        # cookies and credentials (any other secret-named header is dropped too)
+        "set-cookie",
+        "set-cookie2",
+        # hop-by-hop
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        # the encoding of the bytes on the wire: the body is stored decoded
+        "content-encoding",
+        "content-length",
+    }
+)
+"""Response headers never stored."""
+
+MULTIPART_BOUNDARY = "openprogram-multipart-boundary"
+"""What the random boundary of a stored ``multipart/…`` request body becomes."""
+
+RETRY_HINT_LIMIT = 60.0
+"""The longest retry hint (seconds) the SDKs wait for: after a longer one they do not retry
+at all, so such a response is served with its recorded hint."""
+
+_JSON_DEPTH_LIMIT = MAX_NESTING_DEPTH - 2
+"""The deepest JSON value stored parsed (a row holds it two levels down at most)."""
+_BOUNDARY_PARAMETER = re.compile(r'boundary="?([^";,\s]+)"?', re.IGNORECASE)
+_NOT_JSON = object()
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """Whether a ``content-type`` is ``text/event-stream``."""
+    return (
+        content_type is not None
+        and content_type.partition(";")[0].strip().lower() == "text/event-stream"
+    )
+
+
+def _is_json(content_type: str | None) -> bool:
+    if content_type is None:
+        return False
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def _parsed_json(content: bytes | str) -> Any:
+    """The JSON value ``content`` holds, or ``_NOT_JSON`` when it holds none (or one nested
+    deeper than a row may hold it)."""
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
+    if (
+        json_text_may_exceed_nesting_limit(content, _JSON_DEPTH_LIMIT)
+        and nesting_depth(value, stop_after=_JSON_DEPTH_LIMIT) > _JSON_DEPTH_LIMIT
+    ):
+        return _NOT_JSON
+    return value
+
+
+def request_sections(
+    method: str,
+    url: str,
+    headers: Iterable[tuple[str, str]],
+    content: bytes,
+    extra_headers: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """A request's sections, before redaction. ``headers``: lower-case names (repeated
+    names are joined with ``, ``); ``extra_headers``: more names to store (lower-case)."""
+    stored: dict[str, str] = {}
+    for name, value in headers:
+        if (name in STORED_REQUEST_HEADERS or name in extra_headers) and not (
+            is_secret_field_name(name)
+        ):
+            stored[name] = f"{stored[name]}, {value}" if name in stored else value
+    content_type = stored.get("content-type")
+    if content and content_type is not None and content_type.lower().startswith("multipart/"):
+        match = _BOUNDARY_PARAMETER.search(content_type)
+        if match is not None:
+            boundary = match.group(1)
+            stored["content-type"] = content_type.replace(boundary, MULTIPART_BOUNDARY)
+            content = content.replace(
+                b"--" + boundary.encode(), b"--" + MULTIPART_BOUNDARY.encode()
+            )
+    sections: dict[str, Any] = {"method": method, "url": url, "headers": stored}
+    if content:
+        parsed = _parsed_json(content) if _is_json(content_type) else _NOT_JSON
+        if parsed is not _NOT_JSON:
+            sections["body"] = parsed
+        else:
+            try:
+                sections["body_text"] = content.decode("utf-8")
+            except UnicodeDecodeError:
+                sections["body_base64"] = base64.b64encode(content).decode("ascii")
+    return sections
+
+
+def response_event(
+    status: int, headers: Iterable[tuple[str, str]], redactor: SecretRedactor
+) -> dict[str, Any]:
+    """The ``http_response`` event of a response (``headers``: lower-case names)."""
+    stored: dict[str, str] = {}
+    for name, value in headers:
+        if name in DROPPED_RESPONSE_HEADERS or is_secret_field_name(name):
+            continue
+        stored[name] = f"{stored[name]}, {value}" if name in stored else value
+    return {"type": "http_response", "status": status, "headers": redactor.redact(stored)}
+
+
+def sse_event_row(event: dict[str, Any], redactor: SecretRedactor) -> dict[str, Any]:
+    """The ``sse`` event of a dispatched server-sent event (as
+    :class:`~openprogram.http_boundary.sse.SseParser` gives it)."""
+    row: dict[str, Any] = {"type": "sse"}
+    name = event.get("event")
+    if name is not None:
+        row["event"] = redactor.redact_text(name)
+    text: str = event["data"]
+    value = _parsed_json(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
+    row["data"] = (
+        redactor.redact_text(text) if value is _NOT_JSON else redactor.redact_model_output(value)
+    )
+    if "id" in event:
+        row["id"] = redactor.redact_text(event["id"])
+    if "retry" in event:
+        row["retry"] = event["retry"]
+    return row
+
+
+def body_event(
+    content_type: str | None, content: bytes, redactor: SecretRedactor
+) -> dict[str, Any] | None:
+    """The ``http_body`` event of a whole (decoded) body; None for an empty one."""
+    if not content:
+        return None
+    value = _parsed_json(content) if _is_json(content_type) else _NOT_JSON
+    if value is not _NOT_JSON:
+        return {"type": "http_body", "body": redactor.redact_model_output(value)}
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"type": "http_body", "base64": base64.b64encode(content).decode("ascii")}
+    return {"type": "http_body", "text": redactor.redact_text(text)}
+
+
+def encode_sse_row(row: dict[str, Any]) -> bytes:
+    """A recorded ``sse`` event as the bytes of a stream."""
+    data = row["data"]
+    if isinstance(data, str):
+        return encode_sse_event(row.get("event"), data, row.get("id"), row.get("retry"))
+    # Compact JSON is one line (orjson escapes every newline): the common case, short.
+    line = b"data: " + orjson.dumps(data) + b"\n\n"
+    if len(row) == 2:  # type and data: no event, id or retry
+        return line
+    return encode_sse_fields(row.get("event"), row.get("id"), row.get("retry")).encode() + line
+
+
+def encode_body_row(row: dict[str, Any]) -> bytes:
+    """A recorded ``http_body`` event as the body's bytes."""
+    if "body" in row:
+        return orjson.dumps(row["body"])
+    if "text" in row:
+        text: str = row["text"]
+        return text.encode()
+    return base64.b64decode(row["base64"])
+
+
+def fast_retry_headers(status: int, headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` to serve a recorded response with: those of a response the SDKs retry
+    (408, 409, 429, 5xx, or ``x-should-retry: true``) carry ``retry-after-ms: 1`` instead of
+    the recorded hint, unless that hint was one after which the SDKs do not retry at all."""
+    should_retry = headers.get("x-should-retry")
+    retried = should_retry == "true" or (
+        should_retry != "false" and (status in (408, 409, 429) or status >= 500)
+    )
+    if not retried:
+        return headers
+    hint = _retry_hint(headers)
+    if hint is not None and hint > RETRY_HINT_LIMIT:
+        return headers
+    served = {k: v for k, v in headers.items() if k not in ("retry-after", "retry-after-ms")}
+    served["retry-after-ms"] = "1"
+    return served
+
+
+def _retry_hint(headers: dict[str, str]) -> float | None:
+    """The recorded hint in seconds, when it is a number (a date is relative to a moment
+    long past, so it is no longer a hint)."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / divisor
+        except ValueError:
+            continue
+    return None

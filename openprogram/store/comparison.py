@@ -1,0 +1,354 @@
+"""Every difference between two recordings: what ``openprogram recordings diff`` shows.
+
+Calls are aligned by content, not by position, so two runs of a concurrent session whose
+calls interleaved differently are the same, and a call inserted or removed does not shift
+every later call into a difference:
+
+1. a call of A and a call of B whose requests *and* replies are equal pair first (calls with
+   the same digest, :func:`~openprogram.store.hashing.call_digest`), in recorded order;
+2. then calls whose requests are equal under the hash's rules pair, in recorded order
+   (identical requests pair first with first, second with second): a changed reply is a
+   difference in the events, or the ending, of a paired call;
+3. the calls left are *only in A* or *only in B*. Each call only in A, in order, is compared
+   with the nearest call left only in B (see :func:`nearest_call`), and the first field
+   their requests differ at is reported; a call with no such counterpart is reported alone.
+
+Tape entries are compared after the calls, each tape as a multiset of its entries
+(:mod:`~openprogram.store.tape_comparison`), the results of the clock and random draws
+left out.
+
+The differences come in that order: the unpaired calls (A's, then B's left over), then the
+paired calls whose replies differ, then the tape entries, one difference each: for a call,
+the first event that differs (at the field inside it), or how the call ended. Requests are
+walked as replay walks them (the boundary first, then the sections of the boundary in
+order), with the non-deterministic fields skipped and an absent key equal to an explicit
+null, so two recordings have no difference exactly when their transcript hashes are equal.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from openprogram.recording.difference import MISSING, find_first_difference
+from openprogram.recording.format import request_sections
+from openprogram.recording.nearest import (
+    NEAREST_CANDIDATES,
+    nearest_request,
+    request_differences,
+)
+from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
+from openprogram.recording.report import DIFF_SIDES, FirstDifference
+from openprogram.store.hashing import (
+    call_digest,
+    hash_of_digests,
+    request_text,
+    tape_entry_digest,
+)
+from openprogram.store.tape_comparison import tape_differences
+
+if TYPE_CHECKING:
+    from openprogram.recording.format import RecordedCall, Recording
+
+__all__ = [
+    "NEAREST_CANDIDATES",
+    "DifferenceKind",
+    "RecordingComparison",
+    "RecordingDifference",
+    "compare_recordings",
+    "first_difference",
+    "nearest_call",
+]
+
+DifferenceKind = Literal["request", "only_in_a", "only_in_b", "reply", "tape"]
+"""``request``: a call only in A against the nearest call only in B; ``only_in_a`` /
+``only_in_b``: an unpaired call with no counterpart left; ``reply``: a paired call whose
+events or ending differ; ``tape``: a tape entry of one side equal to none of the other's
+(:mod:`~openprogram.store.tape_comparison`)."""
+
+
+@dataclass(frozen=True)
+class RecordingDifference:
+    """One difference ``diff`` found: what kind, and the report's value."""
+
+    kind: DifferenceKind
+    difference: FirstDifference
+    """Its ``call_index`` is A's call (B's for ``only_in_b``), ``incoming_call_index`` B's."""
+
+    @property
+    def a_call_index(self) -> int | None:
+        """A's call (for a ``tape`` difference: A's entry on the tape), or None."""
+        if self.kind == "only_in_b" or self.difference.recorded is MISSING:
+            return None
+        return self.difference.call_index
+
+    @property
+    def b_call_index(self) -> int | None:
+        """B's call (for a ``tape`` difference: B's entry on the tape), or None."""
+        return None if self.kind == "only_in_a" else self.difference.incoming_call_index
+
+    def to_json(self) -> dict[str, Any]:
+        found = self.difference
+        return {
+            "kind": self.kind,
+            "a_call_index": self.a_call_index,
+            "b_call_index": self.b_call_index,
+            "event_index": found.event_index,
+            "field_path": found.field_path,
+            "a": None if found.recorded is MISSING else found.recorded,
+            "b": None if found.incoming is MISSING else found.incoming,
+            "a_missing": found.recorded is MISSING,
+            "b_missing": found.incoming is MISSING,
+            "detail": found.detail,
+            "tape": found.tape,
+        }
+
+
+@dataclass(frozen=True)
+class RecordingComparison:
+    calls_a: int
+    calls_b: int
+    hash_a: str
+    hash_b: str
+    only_in_a: list[int]
+    only_in_b: list[int]
+    differences: list[RecordingDifference]
+    """Every difference, in the order of the module's docstring."""
+    tape_entries_a: int = 0
+    tape_entries_b: int = 0
+
+    @property
+    def same(self) -> bool:
+        return not self.differences
+
+    @property
+    def first(self) -> RecordingDifference | None:
+        """The first difference, or None."""
+        return self.differences[0] if self.differences else None
+
+    @property
+    def paired_replies_differing(self) -> int:
+        return sum(1 for found in self.differences if found.kind == "reply")
+
+    @property
+    def tape_entries_differing(self) -> int:
+        return sum(1 for found in self.differences if found.kind == "tape")
+
+    def to_json(self) -> dict[str, Any]:
+        first = self.first
+        return {
+            "same": self.same,
+            "calls": {"a": self.calls_a, "b": self.calls_b},
+            "tape_entries": {"a": self.tape_entries_a, "b": self.tape_entries_b},
+            "hash": {"a": self.hash_a, "b": self.hash_b},
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+            "differences": [found.to_json() for found in self.differences],
+            "difference": None if first is None else first.to_json(),
+        }
+
+
+def compare_recordings(a: Recording, b: Recording) -> RecordingComparison:
+    """Compare two parsed recordings (see the module's docstring)."""
+    digests_a = [call_digest(call) for call in a.calls]
+    digests_b = [call_digest(call) for call in b.calls]
+    pairs, left_a, left_b = _align(a.calls, b.calls, digests_a, digests_b)
+    differences = _unpaired_differences(a.calls, b.calls, left_a, left_b)
+    for index_a, index_b in pairs:
+        found = _reply_difference(a.calls[index_a], b.calls[index_b])
+        if found is not None:
+            differences.append(RecordingDifference("reply", found))
+    tapes_a = [tape_entry_digest(entry) for entry in a.tapes]
+    tapes_b = [tape_entry_digest(entry) for entry in b.tapes]
+    for found in tape_differences(a.tapes, b.tapes, tapes_a, tapes_b):
+        differences.append(RecordingDifference("tape", found))
+    return RecordingComparison(
+        calls_a=len(a.calls),
+        calls_b=len(b.calls),
+        hash_a=hash_of_digests(digests_a + tapes_a),
+        hash_b=hash_of_digests(digests_b + tapes_b),
+        only_in_a=[a.calls[index].call_index for index in left_a],
+        only_in_b=[b.calls[index].call_index for index in left_b],
+        differences=differences,
+        tape_entries_a=len(a.tapes),
+        tape_entries_b=len(b.tapes),
+    )
+
+
+def first_difference(a: Recording, b: Recording) -> FirstDifference | None:
+    """The first difference :func:`compare_recordings` finds, or None."""
+    first = compare_recordings(a, b).first
+    return None if first is None else first.difference
+
+
+def _align(
+    calls_a: Sequence[RecordedCall],
+    calls_b: Sequence[RecordedCall],
+    digests_a: list[str],
+    digests_b: list[str],
+) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """The pairs (positions in A and B, in A's order) whose replies may differ, and the
+    positions left unpaired on each side."""
+    by_digest: dict[str, deque[int]] = {}
+    for position, digest in enumerate(digests_b):
+        by_digest.setdefault(digest, deque()).append(position)
+    paired_b: set[int] = set()
+    rest_a: list[int] = []
+    for position, digest in enumerate(digests_a):
+        same = by_digest.get(digest)
+        if same:
+            paired_b.add(same.popleft())
+        else:
+            rest_a.append(position)
+    by_request: dict[bytes, deque[int]] = {}
+    for position, call in enumerate(calls_b):
+        if position not in paired_b:
+            by_request.setdefault(request_text(call), deque()).append(position)
+    pairs: list[tuple[int, int]] = []
+    left_a: list[int] = []
+    for position in rest_a:
+        same = by_request.get(request_text(calls_a[position]))
+        if same:
+            pairs.append((position, same.popleft()))
+        else:
+            left_a.append(position)
+    left_b = sorted(position for waiting in by_request.values() for position in waiting)
+    return pairs, left_a, left_b
+
+
+def _unpaired_differences(
+    calls_a: Sequence[RecordedCall],
+    calls_b: Sequence[RecordedCall],
+    left_a: list[int],
+    left_b: list[int],
+) -> list[RecordingDifference]:
+    differences: list[RecordingDifference] = []
+    waiting = list(left_b)
+    for position in left_a:
+        call = calls_a[position]
+        nearest = nearest_call(call, [calls_b[other] for other in waiting])
+        if nearest is None:
+            differences.append(RecordingDifference("only_in_a", _alone(call, "A", "B")))
+            continue
+        other = calls_b[waiting.pop(nearest)]
+        found = _request_difference(call, other)
+        differences.append(RecordingDifference("request", found))
+    for position in waiting:
+        call = calls_b[position]
+        alone = _alone(call, "B", "A")
+        differences.append(RecordingDifference("only_in_b", alone))
+    return differences
+
+
+def nearest_call(call: RecordedCall, candidates: Sequence[RecordedCall]) -> int | None:
+    """The position in ``candidates`` of the call whose request is nearest ``call``'s, by
+    replay's rule (:mod:`openprogram.recording.nearest`: the fewest differing leaf paths
+    among the first :data:`NEAREST_CANDIDATES` calls of the same boundary, the earliest on a
+    tie); the first candidate when none is at ``call``'s boundary; None when there is none."""
+    same: list[int] = []
+    for position, other in enumerate(candidates):
+        if other.boundary == call.boundary:
+            same.append(position)
+            if len(same) == NEAREST_CANDIDATES:
+                break
+    if not same:
+        return 0 if candidates else None
+    # Unpaired requests are never equal, so a first candidate one leaf away is the nearest.
+    first = candidates[same[0]].request
+    if request_differences(first, call.request, boundary=call.boundary, limit=1) <= 1:
+        return same[0]
+    nearest = nearest_request(
+        call.request, [candidates[position].request for position in same], boundary=call.boundary
+    )
+    return None if nearest is None else same[nearest.position]
+
+
+def _alone(call: RecordedCall, side: str, other: str) -> FirstDifference:
+    from openprogram.recording.mismatch import describe_call
+
+    present, absent = call.request, MISSING
+    return FirstDifference(
+        call.call_index,
+        "call_index",
+        present if side == "A" else absent,
+        absent if side == "A" else present,
+        detail=(
+            f"only in {side}: {describe_call(call.boundary, call.request)}; {other} has no "
+            "unpaired call left to compare it with"
+        ),
+        incoming_call_index=None if side == "A" else call.call_index,
+        sides=DIFF_SIDES,
+    )
+
+
+def _request_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference:
+    def found(field_path: str, value_a: Any, value_b: Any) -> FirstDifference:
+        return FirstDifference(
+            a.call_index,
+            field_path,
+            value_a,
+            value_b,
+            incoming_call_index=b.call_index,
+            sides=DIFF_SIDES,
+        )
+
+    if a.boundary != b.boundary:
+        return found("boundary", a.boundary, b.boundary)
+    ignored = request_ignore_fields(a.boundary)
+    for section in request_sections(a.boundary):
+        difference = find_first_difference(
+            a.request.get(section), b.request.get(section), ignore_fields=ignored, path=section
+        )
+        if difference is not None:
+            return found(difference.field_path, difference.recorded, difference.incoming)
+    # Requests whose texts differ differ under the comparison too; a request holding
+    # something beside its sections is the one way left.
+    return found("", a.request, b.request)
+
+
+def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | None:
+    """The first difference in the events, then in the ending, of two calls whose requests
+    are equal."""
+
+    def found(field_path: str, value_a: Any, value_b: Any, event: int | None) -> FirstDifference:
+        return FirstDifference(
+            a.call_index,
+            field_path,
+            value_a,
+            value_b,
+            event_index=event,
+            incoming_call_index=b.call_index,
+            sides=DIFF_SIDES,
+        )
+
+    ignored = request_ignore_fields(a.boundary)
+    for event_index, (event_a, event_b) in enumerate(zip(a.event_rows, b.event_rows, strict=False)):
+        difference = find_first_difference(
+            deterministic_event(a.boundary, event_a),
+            deterministic_event(b.boundary, event_b),
+            ignore_fields=ignored,
+            path="event",
+        )
+        if difference is not None:
+            return found(difference.field_path, event_a, event_b, event_index)
+    if len(a.event_rows) != len(b.event_rows):
+        event_index = min(len(a.event_rows), len(b.event_rows))
+        return found(
+            "event",
+            a.event_rows[event_index] if event_index < len(a.event_rows) else MISSING,
+            b.event_rows[event_index] if event_index < len(b.event_rows) else MISSING,
+            event_index,
+        )
+    difference = find_first_difference(_ending(a), _ending(b))
+    if difference is not None:
+        return found(difference.field_path, difference.recorded, difference.incoming, None)
+    return None
+
+
+def _ending(call: RecordedCall) -> dict[str, Any]:
+    ending: dict[str, Any] = {"outcome": call.outcome}
+    if call.error is not None:
+        ending["error"] = {"type": call.error.type, "message": call.error.message}
+    return ending

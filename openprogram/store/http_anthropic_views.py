@@ -1,0 +1,132 @@
+"""Anthropic's Messages API (``…/messages``), read from a recorded HTTP call.
+
+The new input is the last of the request's ``messages`` — its text, ``[image]`` or
+``[document]`` for other blocks, a ``tool_result`` block shown with the name of the
+``tool_use`` it answers (found by its id among the earlier messages) — or the ``system``
+prompt when there is no message. A stream is read from its events: ``message_start`` (the
+usage so far), ``content_block_start`` and ``content_block_delta`` by block ``index``
+(``text_delta`` text, ``thinking_delta`` thinking, ``input_json_delta`` pieces of a tool
+call's input; a ``tool_use`` block that gets no piece keeps the ``input`` it started with),
+``message_delta`` (the stop reason, and usage counts that replace the earlier ones) and
+``error`` (the server's own error in the stream). A whole message is read from its
+``content`` blocks, ``stop_reason`` and ``usage``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from openprogram.store.http_reply import (
+    HttpReply,
+    as_dict,
+    as_list,
+    as_str,
+    block_key,
+    error_text,
+    joined_texts,
+)
+
+__all__ = ["messages_reply"]
+
+_TOOL_BLOCKS = ("tool_use", "server_tool_use")
+
+
+def _blocks_text(content: Any, messages: list[Any]) -> str:
+    """A message's content: a string, or blocks (text, tool results and calls, placeholders)."""
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for block in as_list(content):
+        block = as_dict(block)
+        kind = as_str(block.get("type"))
+        if kind == "text":
+            texts.append(as_str(block.get("text")) or "")
+        elif kind == "tool_result":
+            result = _blocks_text(block.get("content"), messages)
+            texts.append(f"{_tool_name(messages, block.get('tool_use_id'))} → {result}")
+        elif kind in _TOOL_BLOCKS:
+            arguments = orjson.dumps(block.get("input", {})).decode()
+            texts.append(f"{as_str(block.get('name')) or '?'}({arguments})")
+        elif kind in ("image", "document"):
+            texts.append(f"[{kind}]")
+    return joined_texts(texts)
+
+
+def _tool_name(messages: list[Any], tool_use_id: Any) -> str:
+    for message in reversed(messages):
+        for block in as_list(as_dict(message).get("content")):
+            block = as_dict(block)
+            if block.get("type") in _TOOL_BLOCKS and block.get("id") == tool_use_id:
+                return as_str(block.get("name")) or "?"
+    return "?"
+
+
+def _input(body: dict[str, Any], reply: HttpReply) -> None:
+    messages = as_list(body.get("messages"))
+    if messages:
+        message = as_dict(messages[-1])
+        reply.input_role = as_str(message.get("role"))
+        reply.input_text = _blocks_text(message.get("content"), messages)
+    elif "system" in body:
+        reply.input_role = "system"
+        reply.input_text = _blocks_text(body["system"], [])
+
+
+def messages_reply(body: Any, datas: list[Any], whole: Any) -> HttpReply:
+    """The reply of a Messages call: ``datas`` are its SSE events' data, ``whole`` its whole
+    JSON body (None for a stream)."""
+    reply = HttpReply()
+    _input(as_dict(body), reply)
+    for data in datas:
+        _stream_event(as_dict(data), reply)
+    if whole is not None:
+        message = as_dict(whole)
+        reply.error = error_text(message)
+        for number, block in enumerate(as_list(message.get("content"))):
+            _whole_block(number, as_dict(block), reply)
+        reply.stop_reason = as_str(message.get("stop_reason"))
+        reply.add_usage(message.get("usage"))
+    return reply
+
+
+def _stream_event(event: dict[str, Any], reply: HttpReply) -> None:
+    kind = event.get("type")
+    if kind == "message_start":
+        reply.add_usage(as_dict(event.get("message")).get("usage"))
+    elif kind == "content_block_start":
+        _whole_block(block_key(event.get("index")), as_dict(event.get("content_block")), reply)
+    elif kind == "content_block_delta":
+        _delta(block_key(event.get("index")), as_dict(event.get("delta")), reply)
+    elif kind == "message_delta":
+        reply.stop_reason = as_str(as_dict(event.get("delta")).get("stop_reason")) or (
+            reply.stop_reason
+        )
+        reply.add_usage(event.get("usage"))
+    elif kind == "error":
+        reply.error = error_text(event) or reply.error
+
+
+def _whole_block(key: Any, block: dict[str, Any], reply: HttpReply) -> None:
+    kind = block.get("type")
+    if kind == "text":
+        reply.add_text(key, block.get("text"))
+    elif kind == "thinking":
+        reply.add_thinking(key, block.get("thinking"))
+    elif kind in _TOOL_BLOCKS:
+        tool = reply.tool(key)
+        tool.name = as_str(block.get("name")) or ""
+        tool.value = block.get("input")
+
+
+def _delta(key: Any, delta: dict[str, Any], reply: HttpReply) -> None:
+    kind = delta.get("type")
+    if kind == "text_delta":
+        reply.add_text(key, delta.get("text"))
+    elif kind == "thinking_delta":
+        reply.add_thinking(key, delta.get("thinking"))
+    elif kind == "input_json_delta":
+        piece = as_str(delta.get("partial_json"))
+        if piece is not None:
+            reply.tool(key).pieces.append(piece)

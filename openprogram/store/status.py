@@ -1,0 +1,257 @@
+"""What record/replay is configured to do, and whether the next start would work.
+
+:func:`configured_status` reads the configuration and checks the configured recording the
+way the provider runtime will at its next start — without starting it, importing a vendor
+provider, or opening a socket — so ``openprogram recordings status`` can say what is wrong
+and what to do while the config or the recording is broken.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from openprogram.errors import OpenProgramError
+from openprogram.plural import plural
+
+REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
+HTTP_CAPTURE_NOTE = (
+    "this mode covers calls made through openprogram's providers and taped functions; SDK "
+    "(HTTP) traffic — the openai and anthropic SDKs, httpx — is captured only under "
+    "`openprogram exec -- COMMAND`, the pytest fixture or `openprogram.record_replay()`: a "
+    "plain `python agent.py` {verb} only its provider calls"
+)
+"""What the configured mode does not cover, said whenever it records or replays."""
+
+
+@dataclass(frozen=True)
+class FileState:
+    """The configured recording as the next start would find it."""
+
+    path: Path
+    exists: bool
+    valid: bool
+    calls: int = 0
+    truncated_calls: list[int] = field(default_factory=list)
+    format_version: int | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    config_path: Path
+    config_source: str
+    """``OPENPROGRAM_CONFIG``, ``OPENPROGRAM_HOME`` or ``default``."""
+    config_exists: bool
+    config_changed_at: str | None
+    """When the config file last changed (ISO-8601 UTC): processes started before then run
+    with the previous settings until they restart."""
+    mode: str | None
+    """The mode the next start would use (file and environment), None if the config is broken."""
+    file_setting: str | None
+    recording: FileState | None
+    env_overrides: dict[str, str]
+    """Each ``OPENPROGRAM_…`` variable that sets a setting, with its value — or
+    :data:`HIDDEN` for a variable that may hold a secret — and secrets removed."""
+    problems: list[str]
+    advice: list[str]
+    notes: list[str]
+    ignored_env: dict[str, str | None] = field(default_factory=dict)
+    """``OPENPROGRAM_…`` variables that set nothing (likely misspelt), each with the variable
+    it most likely meant, or None."""
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.problems)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["broken"] = self.broken
+        data["config_path"] = str(self.config_path)
+        if self.recording is not None:
+            data["recording"]["path"] = str(self.recording.path)
+        return data
+
+
+HIDDEN = "[value hidden]"
+"""Shown instead of the value of a variable that may hold a secret."""
+
+
+def configured_status() -> StatusReport:
+    """Read the configuration and check its recording; never raises for a broken state.
+
+    No secret reaches the report: the value of a variable that may hold one is
+    :data:`HIDDEN`, and every other text has credentials removed.
+    """
+    from openprogram.config.environment import (
+        MODE_VARIABLE,
+        is_secret_variable,
+        suggest_variable,
+    )
+    from openprogram.config.settings import load_config
+    from openprogram.store.configured import configured_recording_path, file_not_set_problem
+
+    loaded = load_config()
+    problems: list[str] = []
+    advice: list[str] = []
+    notes: list[str] = []
+    mode: str | None = None
+    file_setting: str | None = None
+    recording: FileState | None = None
+    if loaded.error is not None:
+        problems.append(str(loaded.error))
+        if loaded.error.env_var is not None:
+            advice.append(f"unset {loaded.error.env_var} or fix its value")
+        else:
+            advice.append(f"fix the file, or {REPAIR_ADVICE} (it keeps a backup of the file)")
+    else:
+        assert loaded.settings is not None
+        settings = loaded.settings.record_replay
+        mode, file_setting = settings.mode, settings.file
+        if mode != "off" and not file_setting:
+            problems.append(file_not_set_problem(mode))
+            advice.append(f"run `openprogram recordings {mode} NAME`, or {REPAIR_ADVICE}")
+        elif file_setting:
+            try:
+                path = configured_recording_path(file_setting)
+            except OpenProgramError as error:
+                if mode == "off":  # the file is not used: worth a note, not a failure
+                    notes.append(
+                        f"record_replay.file: {error} (it does not matter while the mode is "
+                        "off; `openprogram recordings off` removes it)"
+                    )
+                else:
+                    problems.append(f"record_replay.file: {error}")
+                    advice.append(f"{REPAIR_ADVICE} (it also removes the invalid file setting)")
+            else:
+                recording = check_recording(path, for_replay=mode == "replay")
+                _judge_recording(mode, recording, problems, advice, notes)
+    forced = loaded.mode_forced_by_env
+    if forced is not None:
+        notes.append(f"{MODE_VARIABLE}={forced} forces the mode")
+    ignored = {name: suggest_variable(name) for name in loaded.ignored_env}
+    for name, suggestion in ignored.items():
+        meant = f": did you mean {suggestion}?" if suggestion else ""
+        notes.append(f"{name} is not a setting, so it is ignored{meant}")
+    if mode in ("record", "replay") or loaded.error is not None:
+        notes.append("changes take effect at the next start of a process")
+    if mode in ("record", "replay"):
+        notes.append(HTTP_CAPTURE_NOTE.format(verb=f"{mode}s"))
+    redact = _secret_remover()
+    return StatusReport(
+        config_path=loaded.location.path,
+        config_source=loaded.location.source,
+        config_exists=loaded.exists,
+        config_changed_at=_changed_at(loaded.location.path),
+        mode=mode,
+        file_setting=None if file_setting is None else redact(file_setting),
+        recording=None if recording is None else _without_secrets(recording, redact),
+        env_overrides={
+            name: HIDDEN if is_secret_variable(name, value) else redact(value)
+            for name, value in loaded.env_overrides.items()
+        },
+        problems=[redact(text) for text in problems],
+        advice=[redact(text) for text in advice],
+        notes=[redact(text) for text in notes],
+        ignored_env=ignored,
+    )
+
+
+def _secret_remover() -> Callable[[str], str]:
+    from openprogram.providers.redaction import SecretRedactor
+
+    return SecretRedactor().redact_text
+
+
+def _without_secrets(state: FileState, redact: Callable[[str], str]) -> FileState:
+    if state.problem is None:
+        return state
+    return replace(state, problem=redact(state.problem))
+
+
+def _judge_recording(
+    mode: str, recording: FileState, problems: list[str], advice: list[str], notes: list[str]
+) -> None:
+    if mode == "replay":
+        if not recording.exists:
+            problems.append(f"the replay recording {recording.path} does not exist")
+            advice.append(f"record it first (`openprogram recordings record`), or {REPAIR_ADVICE}")
+        elif not recording.valid:
+            problems.append(recording.problem or f"{recording.path} is not a valid recording")
+            advice.append(f"re-record it, or {REPAIR_ADVICE}")
+        elif recording.truncated_calls:
+            notes.append(f"{_cut_short(recording)}: replay fails when it reaches it")
+    elif mode == "record":
+        if recording.exists and not recording.valid:
+            problems.append(recording.problem or f"{recording.path} is not a valid recording")
+            advice.append(f"record into a new name, or {REPAIR_ADVICE}")
+        elif not _can_create(recording.path):
+            problems.append(f"cannot create or write {recording.path}")
+            advice.append(f"check the folder's permissions, or {REPAIR_ADVICE}")
+        elif recording.truncated_calls:
+            notes.append(
+                f"{_cut_short(recording)}: new calls are appended after it, and replay of this "
+                "recording fails when it reaches it; record into a new name"
+            )
+        elif recording.calls:
+            notes.append(
+                f"the recording already holds {plural(recording.calls, 'call')}: "
+                "new calls are appended"
+            )
+
+
+def _cut_short(recording: FileState) -> str:
+    """``call 3 was cut short; calls 4..7 follow it`` (a crash, then another session
+    appended), or ``call 1 was cut short`` when it is the last."""
+    first, *others = recording.truncated_calls
+    text = f"call {first} was cut short"
+    after, last = first + 1, recording.calls - 1
+    if after == last:
+        text += f"; call {after} follows it"
+    elif after < last:
+        text += f"; calls {after}..{last} follow it"
+    if others:
+        text += f" (also cut short: {', '.join(str(index) for index in others)})"
+    return text
+
+
+def check_recording(path: Path, *, for_replay: bool) -> FileState:
+    """Read ``path`` strictly, as replay (or the recorder) will; never raises."""
+    from openprogram.providers.recording import read_recording
+
+    if not path.exists():
+        return FileState(path, exists=False, valid=False, problem=f"{path} does not exist")
+    try:
+        # Replay builds every event, so check them all; recording only appends.
+        parsed = read_recording(path, validate_events=for_replay)
+    except OpenProgramError as error:
+        return FileState(path, exists=True, valid=False, problem=str(error))
+    return FileState(
+        path,
+        exists=True,
+        valid=True,
+        calls=len(parsed.calls),
+        truncated_calls=parsed.truncated_calls,
+        format_version=parsed.format_version,
+    )
+
+
+def _can_create(path: Path) -> bool:
+    if path.exists():
+        return os.access(path, os.W_OK) and path.is_file()
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+
+
+def _changed_at(path: Path) -> str | None:
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None
+    return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,272 @@
+"""What ``openprogram recordings list`` shows about each recording.
+
+:func:`summarize_recording` reads a file once. When the digests its writer stored in each
+``call_end`` vouch for every call (:mod:`~openprogram.store.digest_summary`: each
+call's rows lie together and hash to what the writer wrote), only the header, the requests
+and the call ends are parsed; otherwise the strict reader parses it all (events left as
+plain rows). Either way a summary says exactly what replay would find: the calls (and how
+many of them are HTTP calls), events, tape entries and models (an HTTP call's is its host
+and the ``model`` its JSON body names: ``api.openai.com:gpt-4o-mini``), whether a call was
+cut short, and the transcript hash. A bad file gives ``valid=False`` and a one-line
+``problem``, never an error.
+
+:func:`~openprogram.store.summary_cache.summarize_store` summarizes a whole store and
+keeps the summaries in a cache, so a file is parsed again only when it changes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from openprogram.errors import RecordingFileError
+from openprogram.recording.file_door import read_recording_file
+from openprogram.recording.format import RecordedCall
+from openprogram.recording.reader import parse_recording
+from openprogram.store.digest_summary import summary_from_digests
+from openprogram.store.hashing import hash_of_digests, transcript_hash
+
+__all__ = ["RecordingSummary", "call_label", "model_label", "summarize_recording"]
+
+
+@dataclass(frozen=True)
+class RecordingSummary:
+    """One recording as ``list`` shows it. ``problem`` says, on one line, why it is invalid."""
+
+    name: str
+    path: Path
+    size: int
+    mtime: float
+    created_at: str | None
+    calls: int
+    events: int
+    models: list[str]
+    """Distinct :func:`call_label` in call order: ``api:model-id`` of a provider call,
+    ``host:model`` of an HTTP call."""
+    format_version: int | None
+    valid: bool
+    truncated: bool
+    """A call has no ``call_end``, or the last line was cut off mid-write."""
+    problem: str | None
+    transcript_hash: str | None = None
+    """The SHA-256 transcript hash (see :mod:`openprogram.store.hashing`), if valid."""
+    http_calls: int = 0
+    """How many of ``calls`` were made at the HTTP boundary (the rest at the provider
+    registry)."""
+    tape_entries: int = 0
+    """How many tape entries (calls of taped functions and agent tools) the recording holds,
+    besides its calls."""
+
+    @property
+    def created_time(self) -> float:
+        """POSIX time of ``created_at`` from the header, or the file's mtime without one."""
+        if self.created_at is not None:
+            try:
+                created = datetime.fromisoformat(self.created_at)
+            except ValueError:
+                return self.mtime
+            if created.tzinfo is None:
+                created = created.replace(tzinfo=UTC)
+            return created.timestamp()
+        return self.mtime
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain, JSON-safe dict (``--json`` output and the summary cache)."""
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "size": self.size,
+            "mtime": self.mtime,
+            "created_at": self.created_at,
+            "calls": self.calls,
+            "events": self.events,
+            "models": list(self.models),
+            "format_version": self.format_version,
+            "valid": self.valid,
+            "truncated": self.truncated,
+            "problem": self.problem,
+            "transcript_hash": self.transcript_hash,
+            "http_calls": self.http_calls,
+            "tape_entries": self.tape_entries,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: Path) -> RecordingSummary:
+        """Rebuild a summary from :meth:`to_json`; raises ``ValueError`` if a field is off."""
+        for key, types in _JSON_TYPES.items():
+            if type(data.get(key)) not in types:
+                raise ValueError(f"summary field {key!r}")
+        models = data["models"]
+        if not all(type(model) is str for model in models):
+            raise ValueError("summary field 'models'")
+        fields = {key: data[key] for key in _JSON_TYPES}
+        fields["mtime"] = float(fields["mtime"])
+        return cls(name=path.stem, path=path, **fields)
+
+
+_NONE = type(None)
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "size": (int,),
+    "mtime": (float, int),
+    "created_at": (str, _NONE),
+    "calls": (int,),
+    "events": (int,),
+    "models": (list,),
+    "format_version": (int, _NONE),
+    "valid": (bool,),
+    "truncated": (bool,),
+    "problem": (str, _NONE),
+    "transcript_hash": (str, _NONE),
+    "http_calls": (int,),
+    "tape_entries": (int,),
+}
+"""The exact JSON types of the fields :meth:`RecordingSummary.from_json` reads back."""
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    path: Path
+    size: int
+    mtime: float
+
+    def summary(self, header: dict[str, Any] | None, **facts: Any) -> RecordingSummary:
+        created_at = header.get("created_at") if header is not None else None
+        version = header.get("format_version") if header is not None else None
+        fields: dict[str, Any] = {
+            "created_at": created_at if isinstance(created_at, str) else None,
+            "calls": 0,
+            "events": 0,
+            "models": [],
+            "format_version": version if type(version) is int else None,
+            "valid": False,
+            "truncated": False,
+            "problem": None,
+        }
+        fields.update(facts)
+        return RecordingSummary(
+            name=self.path.stem, path=self.path, size=self.size, mtime=self.mtime, **fields
+        )
+
+
+def summarize_recording(path: Path) -> RecordingSummary:
+    """Summarize one recording, reading it once; a bad file gives ``valid=False``.
+
+    Never raises for what the file holds: a FIFO or a device is refused without being read,
+    and a row nested too deeply is refused by the reader, so one bad file cannot break a
+    listing of the others.
+    """
+    path = Path(os.path.abspath(path))
+    try:
+        data, info = read_recording_file(path)
+    except RecordingFileError as exc:
+        return _unreadable(path, exc)
+    found = _File(path, info.st_size, info.st_mtime)
+    digested = summary_from_digests(path, data)
+    if digested is not None:  # the writer's digests vouch for every call: nothing parsed
+        calls = digested.parser.calls
+        return found.summary(
+            digested.header,
+            calls=len(calls),
+            http_calls=sum(call.boundary == "http" for call in calls),
+            events=digested.events,
+            tape_entries=len(digested.parser.tapes),
+            models=_models(calls),
+            valid=True,
+            transcript_hash=hash_of_digests(digested.digests),
+        )
+    _, cut_off = _complete_lines(data)
+    try:
+        # The transcript hash needs every row parsed, so the strict reader does the work
+        # (from the bytes already read): the summary is exactly what replay would see.
+        recording = parse_recording(path, data)
+        digest = transcript_hash(recording)
+    except RecordingFileError as exc:
+        return found.summary(_first_row(data), problem=_one_line(exc))
+    return found.summary(
+        recording.header,
+        calls=len(recording.calls),
+        http_calls=sum(call.boundary == "http" for call in recording.calls),
+        events=recording.event_count,
+        tape_entries=len(recording.tapes),
+        models=_models(recording.calls),
+        valid=True,
+        truncated=bool(recording.truncated_calls) or cut_off,
+        transcript_hash=digest,
+    )
+
+
+def _unreadable(path: Path, exc: RecordingFileError) -> RecordingSummary:
+    try:
+        info = os.lstat(path)
+        found = _File(path, info.st_size, info.st_mtime)
+    except OSError:
+        found = _File(path, 0, 0.0)
+    return found.summary(None, problem=_one_line(exc))
+
+
+def _complete_lines(data: bytes) -> tuple[bytes, bool]:
+    """The file's complete lines, and whether a last line was cut off mid-write."""
+    if not data or data.endswith(b"\n"):
+        return data, False
+    start = data.rfind(b"\n") + 1
+    tail = data[start:]
+    if not tail.strip():
+        return data[:start], False
+    try:
+        orjson.loads(tail)
+    except orjson.JSONDecodeError:
+        return data[:start], True
+    return data + b"\n", False  # a whole row that only lacks its newline
+
+
+def _first_row(body: bytes) -> dict[str, Any] | None:
+    end = body.find(b"\n")
+    try:
+        row = orjson.loads(body[: end if end >= 0 else len(body)])
+    except orjson.JSONDecodeError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def _models(calls: list[RecordedCall]) -> list[str]:
+    models: list[str] = []
+    for call in calls:
+        label = call_label(call)
+        if label not in models:
+            models.append(label)
+    return models
+
+
+def model_label(model: dict[str, Any]) -> str:
+    """``api:model-id`` of a recorded request's model."""
+    return f"{model.get('api', '?')}:{model.get('id', '?')}"
+
+
+def call_label(call: RecordedCall) -> str:
+    """What a call asked for, in a few characters: ``api:model-id`` for a provider call;
+    for an HTTP call ``host:model`` when its JSON body names a ``model``
+    (``api.openai.com:gpt-4o-mini``), else ``METHOD host/path``."""
+    if call.boundary != "http":
+        return model_label(call.request["model"])
+    try:
+        url = urlsplit(call.request["url"])
+        host = url.hostname or "?"
+    except ValueError:
+        url, host = None, "?"
+    body = call.request.get("body")
+    model = body.get("model") if isinstance(body, dict) else None
+    if isinstance(model, str):
+        return f"{host}:{model}"
+    return f"{call.request['method']} {host}{url.path if url is not None else ''}"
+
+
+def _one_line(exc: RecordingFileError) -> str:
+    where = "" if exc.line is None else f"line {exc.line}: "
+    call = "" if exc.call_index is None else f" (call {exc.call_index})"
+    return " ".join(f"{where}{exc.problem}{call}".split())

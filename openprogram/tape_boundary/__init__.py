@@ -1,0 +1,50 @@
+"""Tapes: replay the world, not only the model.
+
+A recording freezes the model; a *tape* freezes anything else a session depends on — a tool,
+a web API, the clock, a random draw — so that a replay runs with no network and no drift::
+
+    import openprogram
+
+    @openprogram.taped
+    def fetch_weather(city: str) -> dict: ...      # replayed from its tape, not run
+
+    stamp = openprogram.now()                      # the recorded time under replay
+
+    taped_functions  ``taped``: any function, sync or async, on a tape of its own
+    helpers          ``now()``, ``random()``, ``seeded_random()``: the clock and randomness
+    tools            agent tools on tapes, replayed ``live``, ``replay`` or ``check``
+    values           what arguments and results may be; ``TapeValueError``
+    exceptions       recorded exceptions raised again; ``RecordedTapeError``
+    deck             where taped calls go while record or replay is active
+
+The rows are ``tape`` rows of the recording (``openprogram.recording.tape_rows``); replay
+serves them from the session that serves the calls (``openprogram.recording.tape_replay``).
+Which taped call covers the code running now — for the entries and calls made within it, and
+the HTTP requests of a taped function — is ``openprogram.recording.enclosing_tape``.
+Exports are loaded on first use: importing this package imports nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openprogram.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from openprogram.tape_boundary.exceptions import RecordedTapeError
+    from openprogram.tape_boundary.helpers import now, random, seeded_random
+    from openprogram.tape_boundary.taped_functions import taped
+    from openprogram.tape_boundary.values import TapeValueError
+
+_EXPORTS: dict[str, str] = {
+    "RecordedTapeError": "openprogram.tape_boundary.exceptions",
+    "TapeValueError": "openprogram.tape_boundary.values",
+    "now": "openprogram.tape_boundary.helpers",
+    "random": "openprogram.tape_boundary.helpers",
+    "seeded_random": "openprogram.tape_boundary.helpers",
+    "taped": "openprogram.tape_boundary.taped_functions",
+}
+
+__all__ = ["RecordedTapeError", "TapeValueError", "now", "random", "seeded_random", "taped"]
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -1,0 +1,303 @@
+"""``taped``: record a function's calls on a tape, and replay them without running it.
+
+::
+
+    from openprogram import taped
+
+    @taped
+    def fetch_weather(city: str) -> dict:
+        return httpx.get(f"https://api.example.com/weather?city={city}").json()
+
+    @taped(name="geo")
+    async def locate(address: str) -> Location: ...  # a pydantic model, rebuilt on replay
+
+    clock = taped(time.time, name="clock", nondeterministic=True)
+
+Under record each call's arguments and result — or the exception it raised, its type and
+message — are appended to the active recording as a ``tape`` row, on the tape of the
+function's name, in call order. Under replay the function does not run: the call is served
+by the entry whose arguments equal its own (the earliest unread one: concurrent callers of
+one tape replay in any order), the recorded result is returned, or the recorded exception
+raised again; arguments equal to no unread entry raise the replay mismatch report::
+
+    replay mismatch at tape fetch_weather[1], field args.city:
+    recorded 'Paris', incoming 'Lyon'
+
+With neither record nor replay active the function just runs, at the cost of one lookup.
+A taped call starts the provider runtime as a model call does, so the configured mode
+applies from the first taped call. What arguments and results may be is in
+:mod:`openprogram.tape_boundary.values`; redaction applies to both (arguments as configuration,
+results and exception messages as content: credentials are removed, the rest is kept).
+
+The tape's name defaults to the function's qualified name (``fetch_weather``,
+``Client.fetch``); give ``name=`` when two taped functions would share one, or to keep a
+tape when the function is renamed. ``nondeterministic=True`` marks results that change from
+run to run by nature (a clock, a random draw): the transcript hash and ``diff`` compare the
+calls, not those results. HTTP requests a taped function sends while it runs under record
+are not recorded at the HTTP boundary; taped calls and model calls it makes are recorded
+marked as within it (:mod:`openprogram.recording.enclosing_tape`), and replay, which never
+runs it, does not ask for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+
+from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
+from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
+from openprogram.tape_boundary.redaction import TapeRedaction
+from openprogram.tape_boundary.values import json_arguments, json_result, rebuilt_result
+
+if TYPE_CHECKING:
+    from openprogram.tape_boundary.deck import BlockedTapes, TapeDeck, TapePlayer, TapeRecorder
+
+__all__ = ["TapeSpec", "taped"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MISSING: Any = object()
+
+
+class TapeSpec:
+    """One taped function: its tape's name and how its calls become rows and back."""
+
+    __slots__ = (
+        "_annotation",
+        "_positional",
+        "_signature",
+        "function",
+        "name",
+        "nondeterministic",
+        "skip_first",
+    )
+
+    def __init__(self, function: Callable[..., Any], name: str, *, nondeterministic: bool) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"a tape needs a name, not {name!r}")
+        if name.startswith(TOOL_TAPE_PREFIX):
+            raise ValueError(
+                f"tape {name!r}: names starting with {TOOL_TAPE_PREFIX!r} are the agent tools' "
+                "tapes; choose another name"
+            )
+        self.function = function
+        self.name = name
+        self.nondeterministic = nondeterministic
+        try:
+            signature: inspect.Signature | None = inspect.signature(function)
+        except (TypeError, ValueError):  # some built-ins have none
+            signature = None
+        self._signature = signature
+        parameters = list(signature.parameters.values()) if signature is not None else []
+        self.skip_first = bool(parameters) and parameters[0].name in ("self", "cls")
+        plain = all(parameter.kind is parameter.POSITIONAL_OR_KEYWORD for parameter in parameters)
+        self._positional: tuple[str, ...] | None = (
+            tuple(parameter.name for parameter in parameters) if plain else None
+        )
+        """The parameter names, when every one may be passed by position or keyword: a
+        call passing them by position alone is bound without ``Signature.bind``."""
+        self._annotation: Any = _MISSING
+
+    def arguments(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], redaction: TapeRedaction
+    ) -> dict[str, Any]:
+        """The call's arguments by parameter name, as JSON, redacted."""
+        names = self._positional
+        if names is not None and not kwargs and len(args) <= len(names):
+            named: dict[str, Any] = dict(zip(names, args, strict=False))
+        elif self._signature is None:
+            named = dict(kwargs)
+            if args:
+                named["args"] = list(args)
+        else:
+            named = dict(self._signature.bind(*args, **kwargs).arguments)  # TypeError, as a call
+        if self.skip_first and named:
+            named.pop(next(iter(named)))
+        return redaction.arguments(json_arguments(self.name, named))
+
+    def result_row(
+        self, args: dict[str, Any], value: Any, within: str | None, redaction: TapeRedaction
+    ) -> dict[str, Any]:
+        stored, typed = json_result(self.name, value, self.annotation)
+        return tape_row(
+            self.name,
+            args,
+            result=redaction.content(stored),
+            typed=typed,
+            nondeterministic=self.nondeterministic,
+            within=within,
+        )
+
+    def error_row(
+        self,
+        args: dict[str, Any],
+        error: BaseException,
+        within: str | None,
+        redaction: TapeRedaction,
+    ) -> dict[str, Any]:
+        from openprogram.recording.call_writer import recorded_error
+
+        recorded = recorded_error(error, redaction.redactor)
+        return tape_row(
+            self.name,
+            args,
+            error=recorded,
+            nondeterministic=self.nondeterministic,
+            within=within,
+        )
+
+    def replayed(self, entry: TapeEntry) -> Any:
+        """The recorded result (rebuilt if typed), or the recorded exception raised."""
+        if entry.error is not None:
+            from openprogram.tape_boundary.exceptions import rebuilt_exception
+
+            raise rebuilt_exception(entry.error)
+        if entry.typed:
+            return rebuilt_result(self.name, entry.label, entry.result, self.annotation())
+        return entry.result
+
+    def annotation(self) -> Any | None:
+        """The function's return annotation, resolved (None: it has none)."""
+        if self._annotation is _MISSING:
+            from typing import get_type_hints
+
+            try:
+                hints = get_type_hints(self.function)
+            except Exception:
+                hints = {}
+            found = hints.get("return")
+            self._annotation = (
+                None if found in (None, type(None), inspect.Signature.empty) else found
+            )
+        return self._annotation
+
+    def __repr__(self) -> str:
+        return f"<TapeSpec {self.name}>"
+
+
+_active_deck: Callable[[], TapeDeck | None] | None = None
+
+
+def _deck() -> TapeDeck | None:
+    """The active deck (``openprogram.tape_boundary.deck`` is imported at the first taped call: the
+    decorator itself imports nothing heavy)."""
+    global _active_deck
+    if _active_deck is None:
+        from openprogram.tape_boundary.deck import active_tape_deck
+
+        _active_deck = active_tape_deck
+    return _active_deck()
+
+
+def _call(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    __tracebackhide__ = True
+    deck = _deck()
+    if deck is None:
+        return spec.function(*args, **kwargs)
+    if deck.mode == "blocked":
+        cast("BlockedTapes", deck).refuse()
+    redaction = TapeRedaction(deck.user_redaction)
+    arguments = spec.arguments(args, kwargs, redaction)
+    if deck.mode == "replay":
+        return spec.replayed(cast("TapePlayer", deck).take(spec.name, arguments))
+    recorder = cast("TapeRecorder", deck)
+    within = enclosing_tape()
+    token = enter_tape(spec.name, covers_http=True)
+    try:
+        value = spec.function(*args, **kwargs)
+    except Exception as error:
+        recorder.record(spec.error_row(arguments, error, within, redaction))
+        raise
+    finally:
+        leave_tape(token)
+    recorder.record(spec.result_row(arguments, value, within, redaction))
+    return value
+
+
+async def _call_async(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    __tracebackhide__ = True
+    deck = _deck()
+    if deck is None:
+        return await spec.function(*args, **kwargs)
+    if deck.mode == "blocked":
+        cast("BlockedTapes", deck).refuse()
+    redaction = TapeRedaction(deck.user_redaction)
+    arguments = spec.arguments(args, kwargs, redaction)
+    if deck.mode == "replay":
+        return spec.replayed(cast("TapePlayer", deck).take(spec.name, arguments))
+    recorder = cast("TapeRecorder", deck)
+    within = enclosing_tape()
+    token = enter_tape(spec.name, covers_http=True)
+    try:
+        value = await spec.function(*args, **kwargs)
+    except Exception as error:
+        recorder.record(spec.error_row(arguments, error, within, redaction))
+        raise
+    finally:
+        leave_tape(token)
+    recorder.record(spec.result_row(arguments, value, within, redaction))
+    return value
+
+
+def _wrap(function: Callable[..., Any], name: str | None, nondeterministic: bool) -> Any:
+    if not callable(function):
+        raise TypeError(f"taped() needs a function, not {function!r}")
+    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+        raise TypeError(
+            f"taped(): {getattr(function, '__qualname__', function)!r} is a generator, whose "
+            "values come after the call returns; tape a function that returns them (a list)"
+        )
+    spec = TapeSpec(
+        function,
+        name if name is not None else _default_name(function),
+        nondeterministic=nondeterministic,
+    )
+    if inspect.iscoroutinefunction(function):
+
+        async def taped_async(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            return await _call_async(spec, args, kwargs)
+
+        wrapper: Any = taped_async
+    else:
+
+        def taped_sync(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            return _call(spec, args, kwargs)
+
+        wrapper = taped_sync
+    with contextlib.suppress(AttributeError, TypeError):  # a callable object without a name
+        functools.update_wrapper(wrapper, function)
+    wrapper.__openprogram_tape__ = spec
+    return wrapper
+
+
+def _default_name(function: Callable[..., Any]) -> str:
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"taped(): {function!r} has no name; pass name=")
+    return name
+
+
+@overload
+def taped(function: F, /, *, name: str | None = None, nondeterministic: bool = False) -> F: ...
+
+
+@overload
+def taped(*, name: str | None = None, nondeterministic: bool = False) -> Callable[[F], F]: ...
+
+
+def taped(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    nondeterministic: bool = False,
+) -> Any:
+    """Tape a function (see the module's docstring): ``@taped``, ``@taped(name=...)``, or
+    ``taped(time.time, name="clock")``. Sync and async functions alike."""
+    if function is None:
+        return lambda target: _wrap(target, name, nondeterministic)
+    return _wrap(function, name, nondeterministic)
