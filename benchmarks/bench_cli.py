@@ -41,7 +41,7 @@ def wall_time(command: list[str], env: dict[str, str]) -> float:
 
 def make_replay_home(home: Path, calls: int) -> None:
     """A store with a ``calls``-call echo recording, and a config replaying it."""
-    from openprogram.providers.recording import encode_row, new_header
+    from openprogram.recording.format import encode_row, new_header
 
     store = home / "recordings"
     store.mkdir(parents=True)

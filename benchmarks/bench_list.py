@@ -35,7 +35,8 @@ from typing import Any
 
 from machine_reference import machine_reference
 
-from openprogram.providers.recording import encode_row, new_header, read_recording
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.recording.format import encode_row, new_header
 from openprogram.store.summary_cache import CACHE_FILE_NAME, summarize_store
 
 WORDS = ("The ", "quick ", "brown ", "fox ", "jumps ", "over ", "the ", "lazy ", "dog. ")

@@ -131,8 +131,9 @@ def run_session(provider: Any, calls: int, root: Path) -> None:
 
 
 def measure_session(calls: int, folder: Path, repeats: int) -> dict[str, Any]:
-    from openprogram.providers.recorder import RecordingProvider, close_recording_writers
-    from openprogram.providers.replay import ReplayProvider
+    from openprogram.provider_boundary.recorder import RecordingProvider
+    from openprogram.provider_boundary.replay import ReplayProvider
+    from openprogram.recording.writers import close_recording_writers
 
     root = notes(folder / "root")
     path = folder / f"session-{calls}.jsonl"
@@ -176,6 +177,8 @@ def measure_verify(path: Path, root: Path, imports_only: bool) -> dict[str, Any]
 def measure_load(folder: Path, repeats: int) -> dict[str, Any]:
     import orjson
 
+    from openprogram.provider_boundary.recorder import RecordingProvider
+    from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.providers.events import (
         AssistantMessage,
         DoneEvent,
@@ -186,9 +189,8 @@ def measure_load(folder: Path, repeats: int) -> dict[str, Any]:
         TextStartEvent,
         event_from_json,
     )
-    from openprogram.providers.recorder import RecordingProvider, close_recording_writers
-    from openprogram.providers.replay import ReplayProvider
     from openprogram.providers.types import Context, Model, UserMessage
+    from openprogram.recording.writers import close_recording_writers
 
     model = Model(id="bench", api="bench", provider="bench")
     deltas = 996
@@ -315,6 +317,7 @@ def measure_list(folder: Path, files: int, repeats: int) -> dict[str, Any]:
 
 def _recording_of_about_a_megabyte(folder: Path) -> Path:
     """Ten calls of 800 text deltas each, recorded by this side's recorder."""
+    from openprogram.provider_boundary.recorder import RecordingProvider
     from openprogram.providers.events import (
         AssistantMessage,
         DoneEvent,
@@ -324,8 +327,8 @@ def _recording_of_about_a_megabyte(folder: Path) -> Path:
         TextEndEvent,
         TextStartEvent,
     )
-    from openprogram.providers.recorder import RecordingProvider, close_recording_writers
     from openprogram.providers.types import Context, Model, UserMessage
+    from openprogram.recording.writers import close_recording_writers
 
     model = Model(id="bench", api="bench", provider="bench")
 

@@ -32,6 +32,9 @@ from pathlib import Path
 
 from machine_reference import machine_reference
 
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.provider_boundary.recorder import RecordingProvider
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -40,9 +43,6 @@ from openprogram.providers.events import (
     TextEndEvent,
     TextStartEvent,
 )
-from openprogram.providers.recorder import RecordingProvider, close_recording_writers
-from openprogram.providers.recording import read_recording
-from openprogram.providers.replay import ReplayProvider
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -56,6 +56,7 @@ from openprogram.providers.types import (
 from openprogram.recording.difference import ignore_rules
 from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.request_index import RequestIndex
+from openprogram.recording.writers import close_recording_writers
 
 FIXED_TIMESTAMP = 1_764_460_800_000
 MODEL = Model(id="bench", api="bench", provider="bench")

@@ -31,6 +31,9 @@ from pathlib import Path
 
 from machine_reference import machine_reference
 
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.provider_boundary.recorder import RecordingProvider
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.api_registry import ApiProvider
 from openprogram.providers.events import (
     AssistantMessageEvent,
@@ -40,13 +43,6 @@ from openprogram.providers.events import (
     TextEndEvent,
     TextStartEvent,
 )
-from openprogram.providers.recorder import (
-    RecordingProvider,
-    RecordingWriter,
-    close_recording_writers,
-)
-from openprogram.providers.recording import read_recording
-from openprogram.providers.replay import ReplayProvider
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -57,6 +53,8 @@ from openprogram.providers.types import (
     Usage,
     UserMessage,
 )
+from openprogram.recording.writer import RecordingWriter
+from openprogram.recording.writers import close_recording_writers
 
 FIXED_TIMESTAMP = 1_764_460_800_000  # 2025-11-30T00:00:00Z, so every run writes the same rows
 MODEL = Model(id="bench", api="bench", provider="bench")

@@ -74,14 +74,14 @@ if TYPE_CHECKING:
     from openprogram.agent.tools import ToolDefinitionError
     from openprogram.config.problems import ConfigError
     from openprogram.harness.verification import VerifySetupError
+    from openprogram.provider_boundary.replay import RecordedProviderError
     from openprogram.providers.activation import RecordReplayBlockedError
-    from openprogram.providers.mismatch import (
+    from openprogram.recording.mismatch import (
         RecordingTruncatedError,
         ReplayMismatch,
         UnconsumedCallsError,
     )
-    from openprogram.providers.recordable import UnrecordableValueError
-    from openprogram.providers.replay import RecordedProviderError
+    from openprogram.recording.recordable import UnrecordableValueError
     from openprogram.recording.tape_replay import ToolTapesMissingError
     from openprogram.recording.user_redaction import UserRedactionError
     from openprogram.store.configured import ActiveRecordingUnknownError
@@ -148,7 +148,7 @@ _EXPORTS: dict[str, str] = {
     "NetworkBlockedError": "openprogram.testing.network_block",
     "PruneCriteriaError": "openprogram.store.store",
     "RecordReplayBlockedError": "openprogram.providers.activation",
-    "RecordedProviderError": "openprogram.providers.replay",
+    "RecordedProviderError": "openprogram.provider_boundary.replay",
     "RecordedTapeError": "openprogram.tape_boundary.exceptions",
     "RecordingCallNotFoundError": "openprogram.store.show",
     "RecordingDeleteError": "openprogram.store.store",
@@ -158,15 +158,15 @@ _EXPORTS: dict[str, str] = {
     "RecordingNotFoundError": "openprogram.store.store",
     "RecordingOnCiRefusedError": "openprogram.testing.recording_session",
     "RecordingRefusedError": "openprogram.store.store",
-    "RecordingTruncatedError": "openprogram.providers.mismatch",
+    "RecordingTruncatedError": "openprogram.recording.mismatch",
     "ReplayInAnotherProcessError": "openprogram.activation.exec_errors",
-    "ReplayMismatch": "openprogram.providers.mismatch",
+    "ReplayMismatch": "openprogram.recording.mismatch",
     "TapeValueError": "openprogram.tape_boundary.values",
     "ToolDefinitionError": "openprogram.agent.tools",
     "ToolInputError": "openprogram.agent.file_tools",
     "ToolTapesMissingError": "openprogram.recording.tape_replay",
-    "UnconsumedCallsError": "openprogram.providers.mismatch",
-    "UnrecordableValueError": "openprogram.providers.recordable",
+    "UnconsumedCallsError": "openprogram.recording.mismatch",
+    "UnrecordableValueError": "openprogram.recording.recordable",
     "UserRedactionError": "openprogram.recording.user_redaction",
     "VerifySetupError": "openprogram.harness.verification",
 }

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from openprogram.providers.recorder import close_recording_writers
 from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.recording.writers import close_recording_writers
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 

@@ -138,7 +138,7 @@ def read_for_replay(path: Path) -> Recording:
     if "provider" not in recording.boundaries:
         recording.events_decoded = True  # every provider call's events (there are none)
         return recording
-    from openprogram.providers.recording import read_recording as read_with_events
+    from openprogram.provider_boundary.codec import read_recording as read_with_events
 
     return read_with_events(path)
 
@@ -154,7 +154,7 @@ def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:
     def replay_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:
         with lock:
             if not made:
-                from openprogram.providers.replay import ReplayProvider
+                from openprogram.provider_boundary.replay import ReplayProvider
 
                 made.append(replay_transform(ReplayProvider(session.path, session=session)))
         return made[0](api, registered)

@@ -43,7 +43,8 @@ from openprogram.activation.plan import RecordReplayPlan
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import ReplayMismatch
-from openprogram.recording.replay_session import ReplaySession, RequestRedactor
+from openprogram.recording.replay_session import ReplaySession
+from openprogram.recording.request_delta import RequestRedactor
 from openprogram.recording.served_conversations import DumpableRequest
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.user_redaction import UserRedaction

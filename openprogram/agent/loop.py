@@ -33,7 +33,7 @@ from openprogram.providers.events import (
     ErrorEvent,
     MessageAccumulator,
 )
-from openprogram.providers.redaction import SecretRedactor
+from openprogram.recording.redaction import SecretRedactor
 from openprogram.providers.streaming import stream_simple
 from openprogram.providers.types import (
     AssistantMessage,

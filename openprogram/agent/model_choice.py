@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from openprogram.config.models import split_model_reference
-from openprogram.errors import ModelReferenceError
 from openprogram.providers.types import Model
 
 if TYPE_CHECKING:
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 ECHO_REFERENCE = "echo:echo"
 """What a session runs on when nothing names a model."""
 
-__all__ = ["ECHO_REFERENCE", "VENDOR_OF_API", "ModelReferenceError", "resolve_model"]
+__all__ = ["ECHO_REFERENCE", "VENDOR_OF_API", "resolve_model"]
 
 VENDOR_OF_API: dict[str, str] = {
     "echo": "echo",

@@ -17,8 +17,8 @@ from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun, run_agent
 from openprogram.agent.model_choice import resolve_model
 from openprogram.providers.api_registry import get_api_provider
-from openprogram.providers.mismatch import ReplayMismatch, UnconsumedCallsError
-from openprogram.providers.replay import ReplayProvider
+from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.types import Model
 
 

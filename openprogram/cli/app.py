@@ -131,7 +131,7 @@ class OneLineErrorsGroup(PlainHelpGroup):
             if type(error).__name__ == "NoArgsIsHelpError":
                 sys.stdout.write(message() + "\n")  # no arguments: show the help
             else:
-                from openprogram.providers.redaction import SecretRedactor
+                from openprogram.recording.redaction import SecretRedactor
 
                 # A mistyped option's value may be a URL with a password, or a key.
                 one_line = SecretRedactor().redact_text(" ".join(str(message()).split()))

@@ -53,9 +53,13 @@ def run(
     """
     import asyncio
 
-    from openprogram.agent.model_choice import ModelReferenceError
     from openprogram.agent.session import first_replay_mismatch, run_session
-    from openprogram.errors import MissingApiKeyError, ReplayMismatch, UnknownApiError
+    from openprogram.errors import (
+        MissingApiKeyError,
+        ModelReferenceError,
+        ReplayMismatch,
+        UnknownApiError,
+    )
 
     policies = parsed_tool_policies(tool_policy)
     display = None if as_json else LiveDisplay()
@@ -123,7 +127,7 @@ def missing_key_message(error: MissingApiKeyError) -> str:
 
 def redacted(message: str) -> str:
     """``message`` with every credential removed (a URL's password, a known key, ...)."""
-    from openprogram.providers.redaction import SecretRedactor
+    from openprogram.recording.redaction import SecretRedactor
 
     return SecretRedactor().redact_text(message)
 

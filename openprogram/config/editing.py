@@ -45,7 +45,7 @@ from openprogram.config.settings import (
 )
 from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs, replace_file
 
-__all__ = ["KEEP", "ConfigEdit", "Keep", "set_record_replay"]
+__all__ = ["ConfigEdit", "set_record_replay"]
 
 NOTHING_WRITTEN = "nothing was written"
 REPAIR_FIRST = "run `openprogram recordings off` to repair it (or fix it); nothing was written"

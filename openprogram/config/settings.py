@@ -31,12 +31,9 @@ from openprogram.config.environment import (
 from openprogram.config.models import (
     FIELDS,
     NESTED_FIELDS,
-    ProviderSettings,
-    RecordReplaySettings,
     Settings,
     build_settings,
     known_keys,
-    split_model_reference,
 )
 from openprogram.config.paths import ConfigLocation, config_location
 from openprogram.config.problems import (
@@ -55,16 +52,7 @@ from openprogram.json_nesting import (
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
-__all__ = [
-    "ConfigError",
-    "LoadedConfig",
-    "ProviderSettings",
-    "RecordReplaySettings",
-    "Settings",
-    "load_config",
-    "read_settings",
-    "split_model_reference",
-]
+__all__ = ["LoadedConfig", "load_config", "read_settings"]
 
 
 @dataclass(frozen=True)

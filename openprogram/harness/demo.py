@@ -48,7 +48,7 @@ class Demo:
     def record(self) -> AgentRun:
         """Run the session live on ``echo``, recording every call."""
         from openprogram.providers.builtins.echo import EchoProvider
-        from openprogram.providers.recorder import RecordingProvider
+        from openprogram.provider_boundary.recorder import RecordingProvider
         from openprogram.recording.writers import forget_writer
 
         self.notes.write_text(NOTES_TEXT)
@@ -60,7 +60,7 @@ class Demo:
     def replay(self) -> AgentRun:
         """Run the session again, every call answered from the recording; raises
         ``ReplayMismatch`` or ``UnconsumedCallsError`` if it does not replay exactly."""
-        from openprogram.providers.replay import ReplayProvider
+        from openprogram.provider_boundary.replay import ReplayProvider
 
         provider = ReplayProvider(self.recording)
         run = self._session(provider)
@@ -70,7 +70,7 @@ class Demo:
     def drift(self) -> str | None:
         """Change the file the tool reads and replay: the report replay gives (None if,
         against expectations, it replayed)."""
-        from openprogram.providers.replay import ReplayProvider
+        from openprogram.provider_boundary.replay import ReplayProvider
         from openprogram.recording.mismatch import ReplayMismatch
 
         self.notes.write_text(CHANGED_TEXT)

@@ -91,8 +91,8 @@ def verify_recording(
     results, or live and checked against them."""
     from openprogram.agent.loop import run_agent
     from openprogram.providers.api_registry import provider_scope
-    from openprogram.providers.recording import read_recording
-    from openprogram.providers.replay import ReplayProvider
+    from openprogram.provider_boundary.codec import read_recording
+    from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.recording.mismatch import ReplayMismatch
     from openprogram.store.hashing import transcript_hash
     from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer

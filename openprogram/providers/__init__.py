@@ -4,7 +4,7 @@ Importing this package defines and exports only: it registers no provider, reads
 configuration, opens no recording and no socket. The first registry lookup initializes the
 provider runtime (see :func:`initialize_provider_runtime`).
 
-Exports are loaded on first use (PEP 562), so ``import openprogram.providers.recording`` does
+Exports are loaded on first use (PEP 562), so ``import openprogram.provider_boundary.codec`` does
 not build every pydantic model. The recording core the record/replay providers stand on
 lives in :mod:`openprogram.recording`; registry scopes in :mod:`openprogram.providers.scopes`.
 """
@@ -51,8 +51,8 @@ if TYPE_CHECKING:
         ToolCallEndEvent,
         ToolCallStartEvent,
     )
-    from openprogram.providers.recorder import RecordingProvider
-    from openprogram.providers.replay import RecordedProviderError, ReplayProvider
+    from openprogram.provider_boundary.recorder import RecordingProvider
+    from openprogram.provider_boundary.replay import RecordedProviderError, ReplayProvider
     from openprogram.providers.runtime import (
         RuntimeState,
         RuntimeStatus,
@@ -99,12 +99,12 @@ _EXPORTS: dict[str, str] = {
     "Model": "openprogram.providers.types",
     "OpenProgramError": "openprogram.errors",
     "ProviderRuntimeError": "openprogram.errors",
-    "RecordedProviderError": "openprogram.providers.replay",
+    "RecordedProviderError": "openprogram.provider_boundary.replay",
     "RecordingFileError": "openprogram.errors",
-    "RecordingProvider": "openprogram.providers.recorder",
+    "RecordingProvider": "openprogram.provider_boundary.recorder",
     "RecordingTruncatedError": "openprogram.recording.mismatch",
     "ReplayMismatch": "openprogram.recording.mismatch",
-    "ReplayProvider": "openprogram.providers.replay",
+    "ReplayProvider": "openprogram.provider_boundary.replay",
     "RuntimeState": "openprogram.providers.runtime",
     "RuntimeStatus": "openprogram.providers.runtime",
     "SimpleStreamOptions": "openprogram.providers.types",

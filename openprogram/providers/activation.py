@@ -45,7 +45,7 @@ from openprogram.providers.scopes import ApiProvider, RegistryTransform
 if TYPE_CHECKING:
     from openprogram.config.settings import LoadedConfig
     from openprogram.providers.events import AssistantMessageEvent
-    from openprogram.providers.replay import ReplayProvider
+    from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
     from openprogram.recording.user_redaction import UserRedaction
 
@@ -117,7 +117,7 @@ def record_transform(path: Path) -> RegistryTransform:
     them share the path's one writer, so they form one call sequence)."""
 
     def record_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:
-        from openprogram.providers.recorder import RecordingProvider
+        from openprogram.provider_boundary.recorder import RecordingProvider
 
         # The registry keeps one wrapper per entry; every wrapper shares the path's writer.
         return None if registered is None else RecordingProvider(registered, path)
@@ -210,7 +210,7 @@ def _activate_replay(
     tools: Mapping[str, str],
     user: UserRedaction | None,
 ) -> Activation:
-    from openprogram.providers.replay import ReplayProvider
+    from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
 
     provider = ReplayProvider(

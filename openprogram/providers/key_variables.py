@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from openprogram.providers.redaction import remember_secret_variable
+from openprogram.recording.redaction import remember_secret_variable
 
 if TYPE_CHECKING:
     from openprogram.config.models import Settings

@@ -18,7 +18,7 @@ from openprogram.errors import MissingApiKeyError
 from openprogram.providers.api_registry import ApiProvider, get_api_provider
 from openprogram.providers.events import AssistantMessageEvent, MessageAccumulator
 from openprogram.providers.loopback import is_loopback_url
-from openprogram.providers.redaction import remember_secret_variable
+from openprogram.recording.redaction import remember_secret_variable
 from openprogram.providers.types import (
     AssistantMessage,
     Context,

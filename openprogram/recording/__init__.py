@@ -36,7 +36,7 @@ type and no HTTP client.
     nearest           the nearest recorded request, for reports of requests equal to none
 
 Each boundary keeps its own codec above this package: the provider registry's
-(``openprogram.providers.recorder``, ``openprogram.providers.replay``) and HTTP's. Names are
+(``openprogram.provider_boundary.recorder``, ``openprogram.provider_boundary.replay``) and HTTP's. Names are
 exported lazily, so importing this package imports nothing.
 """
 
@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from openprogram.recording.call_writer import CallWriter
     from openprogram.recording.format import (
         RECORDING_FORMAT_VERSION,
         RecordedCall,
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     from openprogram.recording.reader import parse_recording, read_recording
     from openprogram.recording.redaction import SecretRedactor
     from openprogram.recording.replay_session import ReplaySession
-    from openprogram.recording.writer import CallWriter, RecordingWriter
+    from openprogram.recording.writer import RecordingWriter
 
 _EXPORTS: dict[str, str] = {
     "RECORDING_FORMAT_VERSION": "openprogram.recording.format",

@@ -38,7 +38,6 @@ from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
 
 __all__ = [
     "MISSING",
-    "NON_DETERMINISTIC_FIELD_NAMES",
     "REPORT_LIMIT",
     "Difference",
     "IgnoreRules",

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
-    from openprogram.recording.replay_session import ReplaySession, RequestRedactor
+    from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.request_delta import RequestRedactor
     from openprogram.recording.writer import RecordingWriter
 
 __all__ = ["RecordingMerge"]

@@ -30,7 +30,7 @@ from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
 from openprogram.recording import report
 from openprogram.recording.difference import REPORT_LIMIT
-from openprogram.recording.redaction import PLACEHOLDER
+from openprogram.recording.token_shapes import PLACEHOLDER
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall

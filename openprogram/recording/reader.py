@@ -83,7 +83,7 @@ def read_recording(
     """Parse and check a whole recording; raises :class:`RecordingFileError` on any problem.
 
     ``provider_events`` decodes each provider call's events into ``RecordedCall.events``
-    (``openprogram.providers.recording.read_recording`` passes the provider's event models);
+    (``openprogram.provider_boundary.codec.read_recording`` passes the provider's event models);
     without it only the rows are checked and kept.
     """
     return parse_recording(path, read_recording_bytes(path), provider_events=provider_events)

@@ -66,7 +66,6 @@ from openprogram.recording.token_shapes import (
     HINTS_LOWER,
     NORMALIZED_SECRET_FIELD_NAMES,
     PLACEHOLDER,
-    SECRET_FIELD_NAMES,
     TOKEN_SHAPES,
     normalized_field_name,
 )
@@ -74,12 +73,9 @@ from openprogram.recording.token_shapes import (
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
-# PLACEHOLDER and SECRET_FIELD_NAMES: re-exported from token_shapes.
 __all__ = [
     "HTTP_CONVERSATION_KEYS",
-    "PLACEHOLDER",
     "REDACTION_VERSION",
-    "SECRET_FIELD_NAMES",
     "SecretRedactor",
     "is_secret_field_name",
     "known_secret_values",

@@ -69,8 +69,7 @@ from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.tool_policies import ToolPolicies
 from openprogram.recording.user_redaction import UserRedaction
 
-# RequestRedactor and describe_call: re-exported from their modules.
-__all__ = ["ReplaySession", "RequestRedactor", "describe_call"]
+__all__ = ["ReplaySession"]
 
 
 class ReplaySession:

@@ -60,8 +60,7 @@ from openprogram.recording.request_delta import RequestRedactor
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
-# CallWriter and OpenRecording: re-exported from their modules.
-__all__ = ["CallWriter", "OpenRecording", "RecordingWriter"]
+__all__ = ["RecordingWriter"]
 
 
 class RecordingWriter:

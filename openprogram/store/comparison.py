@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from openprogram.recording.call_digest import call_digest, request_text
 from openprogram.recording.difference import MISSING, find_first_difference
 from openprogram.recording.format import request_sections
 from openprogram.recording.nearest import (
@@ -41,19 +42,13 @@ from openprogram.recording.nearest import (
 )
 from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
 from openprogram.recording.report import DIFF_SIDES, FirstDifference
-from openprogram.store.hashing import (
-    call_digest,
-    hash_of_digests,
-    request_text,
-    tape_entry_digest,
-)
+from openprogram.store.hashing import hash_of_digests, tape_entry_digest
 from openprogram.store.tape_comparison import tape_differences
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
 
 __all__ = [
-    "NEAREST_CANDIDATES",
     "DifferenceKind",
     "RecordingComparison",
     "RecordingDifference",

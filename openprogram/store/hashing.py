@@ -41,10 +41,7 @@ from openprogram.recording.call_digest import (
     TRANSCRIPT_HASH_VERSION,
     DeterministicParts,
     call_digest,
-    call_rows,
     canonical_part,
-    deterministic_part,
-    request_text,
 )
 from openprogram.recording.difference import join_field_path
 
@@ -54,15 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SHORT_HASH_LENGTH",
-    "TRANSCRIPT_HASH_VERSION",
     "CanonicalJSONError",
-    "call_digest",
-    "call_rows",
     "canonical_json",
-    "deterministic_part",
     "hash_of_digests",
     "recording_digests",
-    "request_text",
     "short_hash",
     "tape_entry_digest",
     "transcript_hash",

@@ -29,7 +29,8 @@ import orjson
 
 from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
-from openprogram.providers.recording import RecordedCall, Recording, read_recording
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.recording.format import RecordedCall, Recording
 from openprogram.store.call_usage import usage_tokens
 from openprogram.store.http_views import HttpExchange, http_call_parts
 from openprogram.store.summary import call_label

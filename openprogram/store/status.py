@@ -162,7 +162,7 @@ def configured_status() -> StatusReport:
 
 
 def _secret_remover() -> Callable[[str], str]:
-    from openprogram.providers.redaction import SecretRedactor
+    from openprogram.recording.redaction import SecretRedactor
 
     return SecretRedactor().redact_text
 
@@ -221,7 +221,7 @@ def _cut_short(recording: FileState) -> str:
 
 def check_recording(path: Path, *, for_replay: bool) -> FileState:
     """Read ``path`` strictly, as replay (or the recorder) will; never raises."""
-    from openprogram.providers.recording import read_recording
+    from openprogram.provider_boundary.codec import read_recording
 
     if not path.exists():
         return FileState(path, exists=False, valid=False, problem=f"{path} does not exist")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from openprogram.errors import OpenProgramError, RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
-from openprogram.providers.recording import encode_row, new_header
+from openprogram.recording.format import encode_row, new_header
 from openprogram.store.names import (
     RECORDING_SUFFIX,
     RecordingNameError,

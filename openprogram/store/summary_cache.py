@@ -19,9 +19,9 @@ from typing import Any
 import orjson
 
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
-from openprogram.providers.recording import RECORDING_FORMAT_VERSION
+from openprogram.recording.call_digest import TRANSCRIPT_HASH_VERSION
+from openprogram.recording.format import RECORDING_FORMAT_VERSION
 from openprogram.store import summary
-from openprogram.store.hashing import TRANSCRIPT_HASH_VERSION
 from openprogram.store.names import recording_files, resolve_store
 from openprogram.store.summary import RecordingSummary
 

@@ -50,7 +50,7 @@ def start_replay(argument: str) -> ModeChange:
     """Check the recording ``argument`` (a name or a path) and set mode=replay."""
     from openprogram.config.editing import set_record_replay
     from openprogram.config.paths import recordings_dir
-    from openprogram.providers.recording import read_recording
+    from openprogram.provider_boundary.codec import read_recording
     from openprogram.store.names import resolve_recording
 
     ref = resolve_recording(argument, recordings_dir())
@@ -80,7 +80,7 @@ def _overrides_of(mode: str) -> dict[str, Any]:
     (values that may hold a secret hidden, as ``status`` shows them)."""
     from openprogram.config.environment import RECORD_REPLAY_VARIABLE, is_secret_variable
     from openprogram.config.settings import load_config
-    from openprogram.providers.redaction import SecretRedactor
+    from openprogram.recording.redaction import SecretRedactor
     from openprogram.store.status import HIDDEN
 
     loaded = load_config()

@@ -32,23 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import OpenProgramError, RecordingFileError
 from openprogram.private_files import make_private_dirs
-from openprogram.providers.replay import ReplayProvider
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.writers import writer_for
 from openprogram.testing.record_modes import RecordMode, env_flag, record_command
 from openprogram.testing.recording_paths import TEMPORARY_FOLDER_PREFIX
-from openprogram.testing.session_lifecycle import RecordingSession, SessionMode
+from openprogram.testing.session_lifecycle import RecordingSession
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = [
-    "RecordingMissingError",
-    "RecordingOnCiRefusedError",
-    "RecordingSession",
-    "SessionMode",
-    "open_recording_session",
-]
+__all__ = ["RecordingMissingError", "RecordingOnCiRefusedError", "open_recording_session"]
 
 
 class RecordingMissingError(OpenProgramError):

@@ -45,7 +45,7 @@ from openprogram.activation.boundaries import both_boundaries_active
 from openprogram.activation.placeholders import hide_placeholder_keys, set_placeholder_keys
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.providers.activation import record_transform, replay_transform
-from openprogram.providers.replay import ReplayProvider
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.recording.merging import RecordingMerge
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.writers import forget_writer, writer_for
@@ -171,7 +171,7 @@ class RecordingSession:
                 yield
             return
         if self.merge is not None:
-            from openprogram.providers.replay_or_record import replay_or_record_transform
+            from openprogram.provider_boundary.replay_or_record import replay_or_record_transform
 
             http = HttpBoundary(
                 "replay_or_record", merge=self.merge, passthrough_hosts=hosts, extra_headers=headers

@@ -28,7 +28,7 @@ from openprogram.providers import (
     UserMessage,
     complete_simple,
 )
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from tests.support.offline import offline
 from tests.support.scripted_provider import serving
 from tests.support.sdk_server import SdkServer

@@ -10,7 +10,7 @@ import pytest
 
 import openprogram
 from openprogram.errors import ReplayMismatch
-from openprogram.recording.redaction import PLACEHOLDER
+from openprogram.recording.token_shapes import PLACEHOLDER
 from tests.support.http_agent import answering, ask
 from tests.support.offline import offline
 from tests.support.recording_rows import read_rows

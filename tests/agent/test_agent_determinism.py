@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.agent import AgentRun, builtin_tools, run_agent, tool
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     Model,
@@ -15,7 +16,7 @@ from openprogram.providers import (
     register_api_provider,
     scoped_api_providers,
 )
-from openprogram.providers.recording import find_first_difference, read_recording
+from openprogram.recording.difference import find_first_difference
 from tests.support.scripted_provider import FAKE_MODEL, ScriptedProvider, call, text
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from openprogram import __version__
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import encode_row, new_header
+from openprogram.recording.format import encode_row, new_header
 from tests.support.cli_runner import error_line, openprogram, run
 from tests.support.recording_rows import write_recording, write_rows
 

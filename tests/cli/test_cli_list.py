@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import run
 from tests.support.recording_rows import write_corrupt_recording, write_recording

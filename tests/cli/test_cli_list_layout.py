@@ -7,7 +7,7 @@ import pytest
 
 from openprogram.cli.recordings.list_layout import size_text
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.store.hashing import short_hash, transcript_hash
 from tests.support.cli_runner import run
 from tests.support.recording_rows import write_corrupt_recording, write_recording

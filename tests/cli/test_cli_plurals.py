@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import new_header
+from openprogram.recording.format import new_header
 from tests.support.cli_runner import error_line, run
 from tests.support.recording_rows import Row, request, write_recording, write_rows
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import error_line, run
 from tests.support.recording_rows import write_corrupt_recording, write_recording

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import new_header
+from openprogram.recording.format import new_header
 from tests.support.cli_runner import error_line, run
 from tests.support.recording_rows import Row, call_rows, header, stored, text_events, write_rows
 

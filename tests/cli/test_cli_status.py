@@ -7,7 +7,7 @@ import json
 import pytest
 
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import new_header
+from openprogram.recording.format import new_header
 from tests.support.cli_runner import run
 from tests.support.config_files import config_file
 from tests.support.recording_rows import (

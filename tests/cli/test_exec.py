@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.config_files import configure
 from tests.support.http_agent import AGENT_PROGRAM, answering, write_agent

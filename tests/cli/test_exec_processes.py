@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.http_agent import answering, write_agent
 from tests.support.recording_rows import stored

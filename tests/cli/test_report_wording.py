@@ -13,7 +13,7 @@ import pytest
 
 from openprogram.errors import OpenProgramError
 from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
-from openprogram.providers.replay import ReplayProvider
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.recording import report
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.report import FirstDifference

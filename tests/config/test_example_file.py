@@ -9,12 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from openprogram.config.settings import (
-    ProviderSettings,
-    RecordReplaySettings,
-    Settings,
-    load_config,
-)
+from openprogram.config.models import ProviderSettings, RecordReplaySettings, Settings
+from openprogram.config.settings import load_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
 

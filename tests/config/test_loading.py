@@ -9,15 +9,9 @@ from typing import Any
 
 import pytest
 
-from openprogram.config.settings import (
-    ConfigError,
-    LoadedConfig,
-    ProviderSettings,
-    RecordReplaySettings,
-    Settings,
-    load_config,
-    read_settings,
-)
+from openprogram.config.models import ProviderSettings, RecordReplaySettings, Settings
+from openprogram.config.problems import ConfigError
+from openprogram.config.settings import LoadedConfig, load_config, read_settings
 from openprogram.errors import OpenProgramError
 
 
@@ -357,7 +351,7 @@ def test_default_model_is_api_colon_model_id(home: Path, reference: str, valid: 
 
 
 def test_split_model_reference_splits_at_the_first_colon() -> None:
-    from openprogram.config.settings import split_model_reference
+    from openprogram.config.models import split_model_reference
 
     assert split_model_reference("openai-completions:llama3:8b") == (
         "openai-completions",

@@ -11,7 +11,8 @@ import pytest
 
 from openprogram.config.editing import set_record_replay
 from openprogram.config.file_writing import write_backup
-from openprogram.config.settings import ConfigError, load_config
+from openprogram.config.problems import ConfigError
+from openprogram.config.settings import load_config
 
 NOT_TOML = b'# my settings\n[record_replay\nmode = "record"\n\xff stray bytes\n'
 

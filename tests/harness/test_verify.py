@@ -10,7 +10,7 @@ import pytest
 from typer.testing import Result
 
 from openprogram.agent.file_tools import builtin_tools
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers.runtime import RuntimeState, provider_runtime_status
 from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import run

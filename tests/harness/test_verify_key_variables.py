@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.agent.file_tools import builtin_tools
-from openprogram.providers import (
-    initialize_provider_runtime,
-    redaction,
-)
+from openprogram.providers import initialize_provider_runtime
+from openprogram.recording import redaction
 from tests.support.cli_runner import run
 from tests.support.tool_sessions import record_agent_session
 

@@ -19,7 +19,7 @@ from openprogram.http_boundary.boundary import (
     active_http_boundary,
 )
 from openprogram.recording.mismatch import RecordReplayEscape
-from openprogram.recording.redaction import PLACEHOLDER
+from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.recording.writers import writer_for
 from tests.http_boundary.boundaries import (
     LIBRARIES,

@@ -21,7 +21,8 @@ from openprogram.http_boundary.codec import (
 )
 from openprogram.http_boundary.sse import SseParser
 from openprogram.json_nesting import MAX_NESTING_DEPTH
-from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.token_shapes import PLACEHOLDER
 
 KEY = "sk-live-0123456789abcdefghijklmnop"
 REDACTOR = SecretRedactor([KEY])

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from openprogram.config.paths import recordings_dir
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
@@ -21,7 +22,6 @@ from openprogram.providers import (
     register_api_provider,
 )
 from openprogram.providers.activation import BlockedProvider, RecordReplayBlockedError
-from openprogram.providers.recording import read_recording
 from tests.support.config_files import write_config
 from tests.support.tool_sessions import tool_session
 
@@ -53,8 +53,8 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
 ) -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
-    from openprogram.providers.recorder import close_recording_writers
     from openprogram.providers.runtime import reset_provider_runtime
+    from openprogram.recording.writers import close_recording_writers
 
     close_recording_writers()
     reset_provider_runtime()  # as the next process would start
@@ -67,8 +67,8 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
 async def test_replay_mode_answers_for_every_api() -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     _, recorded = await tool_session()
-    from openprogram.providers.recorder import close_recording_writers
     from openprogram.providers.runtime import reset_provider_runtime
+    from openprogram.recording.writers import close_recording_writers
 
     close_recording_writers()
     reset_provider_runtime()
@@ -84,8 +84,8 @@ async def test_replay_mode_answers_for_every_api() -> None:
 async def test_replay_ignores_the_configured_fields() -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
-    from openprogram.providers.recorder import close_recording_writers
     from openprogram.providers.runtime import reset_provider_runtime
+    from openprogram.recording.writers import close_recording_writers
 
     close_recording_writers()
     reset_provider_runtime()

@@ -14,8 +14,8 @@ from openprogram.providers import (
     complete_simple,
     get_api_provider,
 )
-from openprogram.providers.recorder import close_recording_writers
 from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.recording.writers import close_recording_writers
 from tests.support.config_files import write_config
 
 

@@ -14,6 +14,14 @@ from typing import Any
 import orjson
 import pytest
 
+from openprogram.provider_boundary.codec import dump_request, read_recording
+from openprogram.provider_boundary.pending_request import (
+    STATE_TYPES,
+    PendingProviderRequest,
+    state_text,
+)
+from openprogram.provider_boundary.recorder import RecordingProvider
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers import (
     AssistantMessage,
     Context,
@@ -29,17 +37,10 @@ from openprogram.providers import (
     register_api_provider,
     scoped_api_providers,
 )
-from openprogram.providers.pending_request import (
-    STATE_TYPES,
-    PendingProviderRequest,
-    state_text,
-)
-from openprogram.providers.recorder import RecordingProvider, close_recording_writers
-from openprogram.providers.recording import dump_request, read_recording
-from openprogram.providers.replay import ReplayProvider
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
+from openprogram.recording.writers import close_recording_writers
 from tests.support.scripted_provider import FAKE_MODEL, ScriptedProvider, call
 
 TURNS = 4

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     AssistantMessageEvent,
@@ -33,8 +34,8 @@ from openprogram.providers import (
     scoped_api_providers,
     stream_simple,
 )
-from openprogram.providers.recording import RECORDING_FORMAT_VERSION, read_recording
 from openprogram.recording.call_digest import call_digest
+from openprogram.recording.format import RECORDING_FORMAT_VERSION
 from tests.support.offline import offline
 from tests.support.recording_rows import read_rows, without_digest
 from tests.support.tool_sessions import recording_into, tool_session
@@ -465,8 +466,8 @@ async def test_the_stream_helpers_pass_through_the_registry(tmp_path: Path) -> N
 def test_the_format_knows_every_event_type() -> None:
     from typing import get_args
 
+    from openprogram.provider_boundary.codec import EVENT_TYPES
     from openprogram.providers.events import AssistantMessageEvent as EventUnion
-    from openprogram.providers.recording import EVENT_TYPES
 
     union = get_args(get_args(EventUnion)[0])
     assert {cls.model_fields["type"].default for cls in union} == EVENT_TYPES

@@ -245,7 +245,8 @@ async def test_a_provider_needing_a_key(monkeypatch: pytest.MonkeyPatch) -> None
 async def test_a_provider_s_key_variable_is_known_once_it_is_called(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from openprogram.providers import redaction, stream
+    from openprogram.providers import stream
+    from openprogram.recording import redaction
 
     class ReadsItsOwnKey(EchoProvider):
         requires_credentials = False  # reads SERVICE_CREDENTIAL itself

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import openprogram.provider_boundary
 import openprogram.providers
 import openprogram.recording
 from openprogram.errors import UnknownApiError
@@ -178,7 +179,7 @@ def test_the_public_package_exports_the_scope() -> None:
 
 # --- no import loop --------------------------------------------------------------------------
 
-PACKAGES = [openprogram.providers, openprogram.recording]
+PACKAGES = [openprogram.providers, openprogram.provider_boundary, openprogram.recording]
 
 
 def module_name(path: Path) -> str:
@@ -264,7 +265,7 @@ LOOP = (
     "openprogram.providers.api_registry",
     "openprogram.providers.runtime",
     "openprogram.providers.activation",
-    "openprogram.providers.recorder",
+    "openprogram.provider_boundary.recorder",
 )
 
 
@@ -274,13 +275,13 @@ def test_the_registry_runtime_activation_recorder_loop_is_gone() -> None:
     below_the_registry = [
         "openprogram.providers.runtime",
         "openprogram.providers.activation",
-        "openprogram.providers.recorder",
-        "openprogram.providers.replay",
+        "openprogram.provider_boundary.recorder",
+        "openprogram.provider_boundary.replay",
         "openprogram.providers.scopes",
     ]
     for module in below_the_registry:
         assert "openprogram.providers.api_registry" not in graph[module], module
-    for module in ["openprogram.providers.recorder", "openprogram.providers.replay"]:
+    for module in ["openprogram.provider_boundary.recorder", "openprogram.provider_boundary.replay"]:
         assert "openprogram.providers.runtime" not in graph[module], module
         assert "openprogram.providers.activation" not in graph[module], module
     assert "openprogram.providers.scopes" in graph["openprogram.providers.api_registry"]
@@ -309,8 +310,8 @@ print(json.dumps(sorted(m for m in sys.modules if m in json.loads(sys.argv[2]) o
                 "openprogram.providers.scopes",
             ],
         ),
-        ("openprogram.providers.recorder", ["openprogram.providers.recorder"]),
-        ("openprogram.providers.replay", ["openprogram.providers.replay"]),
+        ("openprogram.provider_boundary.recorder", ["openprogram.provider_boundary.recorder"]),
+        ("openprogram.provider_boundary.replay", ["openprogram.provider_boundary.replay"]),
         (
             "openprogram.providers.api_registry",
             [
@@ -325,7 +326,7 @@ print(json.dumps(sorted(m for m in sys.modules if m in json.loads(sys.argv[2]) o
 def test_each_module_imports_alone_and_only_what_is_below_it(
     module: str, loaded: list[str]
 ) -> None:
-    watched = [*LOOP, "openprogram.providers.replay", "openprogram.providers.scopes"]
+    watched = [*LOOP, "openprogram.provider_boundary.replay", "openprogram.providers.scopes"]
     result = subprocess.run(
         [sys.executable, "-c", IMPORT_ALONE, module, json.dumps(watched)],
         capture_output=True,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import ECHO_MODEL, Context, EchoProvider, RecordingProvider, UserMessage
-from openprogram.providers.recorder import RecordingWriter
-from openprogram.providers.recording import read_recording
+from openprogram.recording.writer import RecordingWriter
 
 RECORD_25_CALLS = textwrap.dedent(
     """
@@ -109,7 +109,7 @@ def test_a_writer_continues_a_hand_formatted_recording(tmp_path: Path) -> None:
 
 
 def test_forget_writer_closes_and_drops_it(tmp_path: Path) -> None:
-    from openprogram.providers.recorder import forget_writer, writer_for
+    from openprogram.recording.writers import forget_writer, writer_for
 
     path = tmp_path / "done.jsonl"
     first = writer_for(path)

@@ -11,7 +11,6 @@ import pytest
 
 from openprogram.recording.difference import (
     MISSING,
-    NON_DETERMINISTIC_FIELD_NAMES,
     Difference,
     find_first_difference,
     format_report_path,
@@ -19,6 +18,7 @@ from openprogram.recording.difference import (
     join_field_path,
 )
 from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
 
 # --- the rules, one by one -----------------------------------------------------------------
 

@@ -12,13 +12,13 @@ import openprogram.recording.format as recording_module
 import openprogram.recording.open_recording as open_recording_module
 import openprogram.recording.reader as reader_module
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import (
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.recording.format import (
     KNOWN_FEATURES,
     RECORDING_FORMAT_VERSION,
     WRITTEN_FEATURES,
     encode_row,
     new_header,
-    read_recording,
 )
 from openprogram.recording.writer import RecordingWriter
 from tests.support.recording_rows import Row, call_end, write_rows

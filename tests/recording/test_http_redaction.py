@@ -10,7 +10,8 @@ from openprogram.recording.nondeterministic import (
     is_non_deterministic_header,
     request_ignore_fields,
 )
-from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.token_shapes import PLACEHOLDER
 
 KEY = "sk-" + "Zx9" * 10
 KNOWN = "known-credential-value"

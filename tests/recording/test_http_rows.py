@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import read_recording as read_with_provider_events
+from openprogram.provider_boundary.codec import read_recording as read_with_provider_events
 from openprogram.recording.reader import read_recording
 from tests.support.http_call_rows import chat_request, provider_call, sse_call, write_calls
 

@@ -25,7 +25,8 @@ from openprogram.providers import (
     register_api_provider,
     scoped_api_providers,
 )
-from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.token_shapes import PLACEHOLDER
 from tests.support.recording_rows import read_rows
 from tests.support.tool_sessions import recording_into
 

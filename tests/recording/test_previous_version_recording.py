@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import read_recording
-from openprogram.providers.replay import ReplayProvider
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.types import Context, Model, SimpleStreamOptions
 from openprogram.recording.writer import RecordingWriter
 from openprogram.store.hashing import transcript_hash

@@ -15,7 +15,7 @@ from openprogram.providers import (
     StartEvent,
     TextStartEvent,
 )
-from openprogram.providers.recording import (
+from openprogram.provider_boundary.codec import (
     read_recording,
 )
 from tests.support.reader_refusals import assert_refused

@@ -13,10 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import (
-    Recording,
-    read_recording,
-)
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.recording.format import Recording
 from tests.support.recording_rows import (
     Row,
     call_end,

@@ -22,7 +22,7 @@ from openprogram.providers import (
     UserMessage,
     complete_simple,
 )
-from openprogram.providers.recording import (
+from openprogram.provider_boundary.codec import (
     read_recording,
 )
 from tests.support.recording_rows import (

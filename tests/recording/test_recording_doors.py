@@ -16,6 +16,7 @@ import pytest
 
 from openprogram.errors import RecordingFileError
 from openprogram.json_nesting import MAX_NESTING_DEPTH
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
@@ -25,15 +26,10 @@ from openprogram.providers import (
     Tool,
     UserMessage,
 )
-from openprogram.providers.recorder import RecordingWriter
-from openprogram.providers.recording import (
-    encode_row,
-    new_header,
-    read_recording,
-    read_recording_bytes,
-    read_recording_file,
-)
+from openprogram.recording.file_door import read_recording_bytes, read_recording_file
+from openprogram.recording.format import encode_row, new_header
 from openprogram.recording.recordable import UnrecordableValueError
+from openprogram.recording.writer import RecordingWriter
 from tests.support.recording_rows import write_rows
 
 
@@ -98,7 +94,7 @@ def test_dev_zero_is_refused_without_reading_it() -> None:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
         from openprogram.errors import RecordingFileError
-        from openprogram.providers.recording import read_recording
+        from openprogram.provider_boundary.codec import read_recording
         try:
             read_recording("/dev/zero")
         except RecordingFileError as exc:

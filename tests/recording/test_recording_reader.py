@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     DoneEvent,
     ErrorEvent,
@@ -28,13 +29,12 @@ from openprogram.providers import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from openprogram.providers.recording import (
+from openprogram.recording.format import (
     RECORDING_FORMAT_VERSION,
     RecordedError,
     Recording,
     encode_row,
     new_header,
-    read_recording,
 )
 from tests.support.reader_refusals import assert_refused
 from tests.support.recording_rows import (

@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from openprogram.errors import RecordingFileError
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
@@ -25,10 +26,10 @@ from openprogram.providers import (
     ReplayProvider,
     UserMessage,
 )
-from openprogram.providers.recorder import writer_for
-from openprogram.providers.recording import encode_row, new_header, read_recording
+from openprogram.recording.format import encode_row, new_header
 from openprogram.recording.open_recording import OpenRecording
 from openprogram.recording.writer import RecordingWriter
+from openprogram.recording.writers import writer_for
 from tests.support.recording_rows import call_end
 
 RECORD_CALLS = textwrap.dedent(

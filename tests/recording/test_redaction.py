@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from openprogram.recording.redaction import (
-    PLACEHOLDER,
     REDACTION_VERSION,
-    SECRET_FIELD_NAMES,
     is_secret_field_name,
     known_secret_values,
     remove_secret_values,
 )
+from openprogram.recording.token_shapes import PLACEHOLDER, SECRET_FIELD_NAMES
 
 OPENAI_KEY = "sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8x"
 ANTHROPIC_KEY = "sk-ant-api03-Zy1xWv4uTs7rQp0oNm3l"

@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from openprogram.recording.redaction import (
-    SECRET_FIELD_NAMES,
     is_secret_field_name,
     known_secret_values,
     remove_secret_values,
 )
+from openprogram.recording.token_shapes import SECRET_FIELD_NAMES
 
 # --- properties -------------------------------------------------------------------------
 
@@ -194,7 +194,7 @@ def test_clean_data_is_returned_unchanged(data: object, known: list[str]) -> Non
 def test_a_remembered_variable_counts_as_a_credential_whatever_its_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from openprogram.providers import redaction
+    from openprogram.recording import redaction
     from openprogram.recording.redaction import remember_secret_variable
 
     monkeypatch.setattr(redaction, "_remembered_variables", set())

@@ -14,7 +14,7 @@ from openprogram.providers import (
     ReplayProvider,
     UserMessage,
 )
-from openprogram.providers.recording import read_recording as read_with_provider_events
+from openprogram.provider_boundary.codec import read_recording as read_with_provider_events
 from openprogram.recording.format import RecordedCall
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.reader import read_recording

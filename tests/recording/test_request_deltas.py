@@ -13,15 +13,15 @@ import pytest
 
 from openprogram.agent.loop import run_agent
 from openprogram.errors import RecordingFileError
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import RecordingProvider, scoped_api_providers
 from openprogram.providers.api_registry import register_api_provider
-from openprogram.providers.recorder import close_recording_writers
-from openprogram.providers.recording import read_recording
 from openprogram.recording.call_digest import call_digest, deterministic_part
 from openprogram.recording.format import new_header
 from openprogram.recording.reader import read_recording as read_rows_only
 from openprogram.recording.rewriting import call_rows_of, rewrite_recording
 from openprogram.recording.writer import RecordingWriter
+from openprogram.recording.writers import close_recording_writers
 from openprogram.store.hashing import transcript_hash
 from tests.support.http_call_rows import chat_request
 from tests.support.recording_rows import Row, call_end, read_rows, write_rows

@@ -9,7 +9,7 @@ import pytest
 
 from openprogram import record_replay, taped
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.tape_rows import recording_tape_strings, tape_strings
 from openprogram.recording.writer import RecordingWriter
 from tests.support.reader_refusals import assert_refused

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
-from openprogram.recording.token_shapes import TOKEN_SHAPES, shape_kinds
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.token_shapes import PLACEHOLDER, TOKEN_SHAPES, shape_kinds
 from tests.support.secret_samples import (
     AWS_SECRET,
     GITHUB_PAT,

@@ -21,8 +21,9 @@ from openprogram.providers import (
     Tool,
     UserMessage,
 )
-from openprogram.providers.recorder import close_recording_writers
-from openprogram.recording.redaction import PLACEHOLDER, REDACTION_VERSION
+from openprogram.recording.redaction import REDACTION_VERSION
+from openprogram.recording.token_shapes import PLACEHOLDER
+from openprogram.recording.writers import close_recording_writers
 from tests.support.recording_rows import read_rows, write_rows
 from tests.support.secret_samples import GITHUB_TOKEN, JWT, PASSWORD, SLACK_TOKEN
 

@@ -29,7 +29,7 @@ from openprogram.providers import (
     ToolCallStartEvent,
     UserMessage,
 )
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.recordable import UnrecordableValueError
 from tests.support.provider_events import collect
 

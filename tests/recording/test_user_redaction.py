@@ -20,14 +20,15 @@ from openprogram.providers import (
     ReplayProvider,
     UserMessage,
 )
-from openprogram.providers.recorder import close_recording_writers
-from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.recording.user_redaction import (
     UserRedaction,
     compile_redact_pattern,
     register_redactor,
     user_redaction_in_effect,
 )
+from openprogram.recording.writers import close_recording_writers
 from tests.support.recording_rows import read_rows
 
 CUSTOMER = "customer-482913"

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     AssistantMessageEvent,
@@ -19,8 +20,7 @@ from openprogram.providers import (
     UserMessage,
     complete_simple,
 )
-from openprogram.providers.recorder import close_recording_writers
-from openprogram.providers.recording import read_recording
+from openprogram.recording.writers import close_recording_writers
 from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import run
 from tests.support.tool_sessions import recording_into

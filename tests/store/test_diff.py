@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.difference import MISSING
 from openprogram.store.comparison import compare_recordings, first_difference
 from openprogram.store.hashing import transcript_hash

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
     UserMessage,
     complete_simple,
 )
-from openprogram.providers.recording import read_recording
+from openprogram.recording.call_digest import TRANSCRIPT_HASH_VERSION
 from openprogram.store.comparison import first_difference
 from openprogram.store.hashing import (
-    TRANSCRIPT_HASH_VERSION,
     CanonicalJSONError,
     canonical_json,
     short_hash,

@@ -15,13 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openprogram.errors import RecordingFileError
+from openprogram.provider_boundary.codec import parse_recording, read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
     UserMessage,
     complete_simple,
 )
-from openprogram.providers.recording import encode_row, parse_recording, read_recording
+from openprogram.recording.format import encode_row
 from openprogram.store import summary as summary_module
 from openprogram.store.hashing import transcript_hash
 from openprogram.store.summary import RecordingSummary, summarize_recording

@@ -10,11 +10,12 @@ import orjson
 import pytest
 
 from openprogram.errors import RecordingFileError
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import RecordingProvider, ReplayProvider
-from openprogram.providers.recorder import close_recording_writers
-from openprogram.providers.recording import read_recording
-from openprogram.recording.redaction import PLACEHOLDER, REDACTION_VERSION
+from openprogram.recording.redaction import REDACTION_VERSION
+from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.recording.user_redaction import UserRedaction
+from openprogram.recording.writers import close_recording_writers
 from openprogram.store.scan import Finding, scan_recording, scan_targets
 from tests.support.http_exchange_rows import http_call, response, sse
 from tests.support.recording_rows import header, read_rows, write_rows

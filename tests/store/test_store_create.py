@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import RECORDING_FORMAT_VERSION, read_recording
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.recording.format import RECORDING_FORMAT_VERSION
 from openprogram.store.names import RecordingNameError
 from openprogram.store.store import RecordingExistsError, create_recording
 

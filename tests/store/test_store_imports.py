@@ -15,8 +15,8 @@ FOR_SHOW_ONLY = ("openprogram.providers.events", "openprogram.providers.types")
 FORBIDDEN = (
     "httpx",
     "openprogram.providers.builtins",
-    "openprogram.providers.recorder",
-    "openprogram.providers.replay",
+    "openprogram.provider_boundary.recorder",
+    "openprogram.provider_boundary.replay",
     "openprogram.providers.runtime",
 )
 

@@ -23,8 +23,8 @@ FORBIDDEN = (
     "openprogram.providers.activation",
     "openprogram.providers.api_registry",
     "openprogram.providers.builtins",
-    "openprogram.providers.recorder",
-    "openprogram.providers.replay",
+    "openprogram.provider_boundary.recorder",
+    "openprogram.provider_boundary.replay",
     "openprogram.providers.runtime",
     "openprogram.providers.streaming",
 )
@@ -44,13 +44,13 @@ def test_the_rule_sees_an_import_inside_a_function(tmp_path: Path) -> None:
         "def run():\n"
         "    from openprogram.agent.loop import run_agent\n"
         "    from openprogram import harness\n"
-        "    import openprogram.providers.replay\n"
+        "    import openprogram.provider_boundary.replay\n"
     )
     assert forbidden_imports(source) == [
         "openprogram.agent.loop",
         "openprogram.agent.loop.run_agent",
         "openprogram.harness",
-        "openprogram.providers.replay",
+        "openprogram.provider_boundary.replay",
     ]
 
 

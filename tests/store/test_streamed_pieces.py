@@ -6,7 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.recording.redaction import PLACEHOLDER, SecretRedactor
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.store.streamed_pieces import respread
 from tests.support.secret_samples import GITHUB_TOKEN
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openprogram.providers.recording import encode_row
+from openprogram.recording.format import encode_row
 from openprogram.store import summary as summary_module
 from openprogram.store import summary_cache
 from openprogram.store.summary import RecordingSummary

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import orjson
 
-from openprogram.providers.recording import read_recording
-from openprogram.store.hashing import TRANSCRIPT_HASH_VERSION, transcript_hash
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.recording.call_digest import TRANSCRIPT_HASH_VERSION
+from openprogram.store.hashing import transcript_hash
 from openprogram.store.summary_cache import CACHE_FILE_NAME, summarize_store
 from tests.support.recording_rows import write_recording
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typer.testing import CliRunner, Result
 
 from openprogram.cli.app import app
-from openprogram.providers.recorder import close_recording_writers
 from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.recording.writers import close_recording_writers
 
 
 def openprogram(*argv: str, input: str | None = None) -> Result:

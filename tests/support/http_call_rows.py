@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.providers import ECHO_MODEL, Context, SimpleStreamOptions, UserMessage
-from openprogram.providers.recording import dump_request
+from openprogram.provider_boundary.codec import dump_request
 from openprogram.recording.format import new_header
 from tests.support.recording_rows import Row, call_end, event, write_rows
 

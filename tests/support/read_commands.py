@@ -20,7 +20,7 @@ from typing import Protocol
 
 from typer.testing import Result
 
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from tests.support.cli_runner import run
 from tests.support.config_files import configure
 

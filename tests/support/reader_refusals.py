@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.errors import RecordingFileError
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 
 
 def read_error(path: Path, *, validate_events: bool = True) -> RecordingFileError:

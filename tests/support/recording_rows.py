@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from openprogram.config.paths import recordings_dir
-from openprogram.providers.recording import encode_row, new_header
+from openprogram.recording.format import encode_row, new_header
 
 Row = dict[str, Any]
 Line = Row | str | bytes

@@ -13,7 +13,7 @@ from openprogram.agent.loop import run_agent
 from openprogram.agent.tools import tool
 from openprogram.providers import ECHO_MODEL
 from openprogram.recording.reader import read_recording
-from openprogram.recording.redaction import PLACEHOLDER
+from openprogram.recording.token_shapes import PLACEHOLDER
 
 PATTERNS = [r"customer-\d+"]
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.reader import read_recording as read_rows
-from openprogram.testing.recording_session import RecordingSession, open_recording_session
+from openprogram.testing.recording_session import open_recording_session
+from openprogram.testing.session_lifecycle import RecordingSession
 from tests.support.gathered_agents import http_agents, provider_agents
 from tests.support.sdk_server import SdkServer
 

@@ -40,7 +40,7 @@ def diff(
     """
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import RecordingFileError
-    from openprogram.providers.recording import read_recording
+    from openprogram.provider_boundary.codec import read_recording
     from openprogram.store.comparison import compare_recordings
     from openprogram.store.names import RecordingNameError, resolve_recording
 

@@ -50,7 +50,7 @@ from openprogram.providers.builtins.vendor_provider import (
 )
 from openprogram.providers.events import AssistantMessageEvent, ErrorEvent
 from openprogram.providers.loopback import is_loopback_url
-from openprogram.providers.redaction import SecretRedactor
+from openprogram.recording.redaction import SecretRedactor
 
 T = TypeVar("T")
 

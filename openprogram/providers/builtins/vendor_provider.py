@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 from openprogram.errors import MissingApiKeyError
 from openprogram.providers.builtins.reply_assembly import ReplyAssembler
 from openprogram.providers.loopback import is_loopback_url as is_loopback_url
-from openprogram.providers.redaction import SecretRedactor, remember_secret_variable
+from openprogram.recording.redaction import SecretRedactor, remember_secret_variable
 from openprogram.providers.types import (
     Context,
     Model,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.recording.redaction import PLACEHOLDER
+from openprogram.recording.token_shapes import PLACEHOLDER
 from tests.support.sdk_capture import recording, replaying
 from tests.support.sdk_clients import API_KEYS, CLIENT_KINDS, ClientKind, Scenario, observe
 from tests.support.sdk_scenarios import ANTHROPIC_SCENARIOS, OPENAI_SCENARIOS

@@ -14,14 +14,14 @@ from openprogram.providers import (
     Model,
     SimpleStreamOptions,
     get_api_provider,
-    redaction,
     register_api_provider,
     scoped_api_providers,
     stream_simple,
 )
-from openprogram.providers.recorder import close_recording_writers
 from openprogram.providers.runtime import reset_provider_runtime
 from openprogram.providers.streaming import with_api_key
+from openprogram.recording import redaction
+from openprogram.recording.writers import close_recording_writers
 from tests.support.cli_runner import openprogram, run
 from tests.support.provider_events import collect, last_done, last_error
 from tests.support.sse_server import Script, ScriptedServer, error_script, unused_port

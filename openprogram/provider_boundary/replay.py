@@ -25,8 +25,8 @@ from pathlib import Path
 
 from openprogram.errors import OpenProgramError
 from openprogram.providers.events import AssistantMessageEvent
-from openprogram.providers.pending_request import PendingProviderRequest
-from openprogram.providers.recording import read_recording
+from openprogram.provider_boundary.pending_request import PendingProviderRequest
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 from openprogram.recording.format import RecordedCall, RecordedError, Recording
 from openprogram.recording.matching import DEFAULT_MATCHING
@@ -105,7 +105,7 @@ class ReplayProvider:
         elif not session.recording.events_decoded:
             raise ValueError(
                 "ReplayProvider needs a session whose recording was read with its provider "
-                "events decoded: openprogram.providers.recording.read_recording(path)"
+                "events decoded: openprogram.provider_boundary.codec.read_recording(path)"
             )
         self.session = session
         self.path = Path(path) if path is not None else session.path

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from openprogram.providers.recording import dump_request
+from openprogram.provider_boundary.codec import dump_request
 from openprogram.providers.types import (
     AssistantMessage,
     Context,

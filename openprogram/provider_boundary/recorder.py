@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from openprogram.provider_boundary.codec import dump_request
+from openprogram.provider_boundary.recordable import check_recordable
 from openprogram.providers.events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -31,33 +33,23 @@ from openprogram.providers.events import (
     ThinkingDeltaEvent,
     ToolCallDeltaEvent,
 )
-from openprogram.providers.recordable import UnrecordableValueError, check_recordable
-from openprogram.providers.recording import dump_request
 from openprogram.providers.types import (
     Context,
     Model,
     SimpleStreamOptions,
     StreamOptions,
 )
-from openprogram.recording.call_writer import CallWriter, exception_type_name, recorded_error
+from openprogram.recording.call_writer import CallWriter, recorded_error
 from openprogram.recording.format import Outcome
+from openprogram.recording.recordable import UnrecordableValueError
 from openprogram.recording.redaction import SecretRedactor
-from openprogram.recording.writer import RecordingWriter
-from openprogram.recording.writers import close_recording_writers, forget_writer, writer_for
+from openprogram.recording.writers import writer_for
 
 if TYPE_CHECKING:
     from openprogram.providers.scopes import ApiProvider
     from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = [
-    "RecordingProvider",
-    "RecordingWriter",
-    "UnrecordableValueError",
-    "close_recording_writers",
-    "exception_type_name",
-    "forget_writer",
-    "writer_for",
-]
+__all__ = ["RecordingProvider"]
 
 
 class RecordingProvider:

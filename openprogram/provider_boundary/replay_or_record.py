@@ -3,9 +3,9 @@
 :class:`ReplayOrRecordProvider` stands in for one registered provider while a
 :class:`~openprogram.recording.merging.RecordingMerge` is active (the pytest plugin's
 ``new_episodes`` mode): each request the recording holds an equal unconsumed call for is
-answered from it, exactly as :class:`~openprogram.providers.replay.ReplayProvider` answers;
+answered from it, exactly as :class:`~openprogram.provider_boundary.replay.ReplayProvider` answers;
 any other goes to the real provider through a
-:class:`~openprogram.providers.recorder.RecordingProvider` writing to the merge's new file.
+:class:`~openprogram.provider_boundary.recorder.RecordingProvider` writing to the merge's new file.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Literal
 
-from openprogram.providers.recorder import RecordingProvider
-from openprogram.providers.recording import dump_request
-from openprogram.providers.replay import ReplayProvider
+from openprogram.provider_boundary.recorder import RecordingProvider
+from openprogram.provider_boundary.codec import dump_request
+from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 from openprogram.recording.redaction import SecretRedactor
 

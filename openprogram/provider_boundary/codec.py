@@ -1,4 +1,4 @@
-"""The provider boundary's side of the recording format, and the format's old import path.
+"""The provider boundary's side of the recording format: a provider call as rows, and back.
 
 A provider call's request row holds ``model``, ``context`` and ``options``: the redacted
 ``model_dump(mode="json")`` of the call's arguments (:func:`dump_request`); its events are
@@ -7,9 +7,7 @@ A provider call's request row holds ``model``, ``context`` and ``options``: the 
 those models (``validate_events``), as replay needs them.
 
 The format itself — rows, header, version, features, the parsed ``Recording`` — lives in
-:mod:`openprogram.recording`; the names callers used to import from here are re-exported, so
-``from openprogram.providers.recording import read_recording, new_header`` keeps working.
-``docs/recording-format.md`` is the full description.
+:mod:`openprogram.recording`; ``docs/recording-format.md`` is the full description.
 """
 
 from __future__ import annotations
@@ -18,34 +16,10 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from openprogram.recording.difference import (
-    NON_DETERMINISTIC_FIELD_NAMES,
-    Difference,
-    find_first_difference,
-)
-from openprogram.recording.file_door import read_recording_bytes, read_recording_file
-from openprogram.recording.format import (
-    KNOWN_FEATURES,
-    OUTCOMES,
-    PROVIDER_EVENT_TYPES,
-    PROVIDER_REQUEST_SECTIONS,
-    RECORDING_FORMAT_VERSION,
-    UPGRADE,
-    WRITTEN_FEATURES,
-    Outcome,
-    RecordedCall,
-    RecordedError,
-    Recording,
-    encode_row,
-    new_header,
-)
+from openprogram.recording.file_door import read_recording_bytes
+from openprogram.recording.format import PROVIDER_EVENT_TYPES, PROVIDER_REQUEST_SECTIONS, Recording
 from openprogram.recording.reader import EventFieldError
 from openprogram.recording.reader import parse_recording as parse_any_recording
-from openprogram.recording.redaction import (
-    REDACTION_VERSION,
-    SECRET_FIELD_NAMES,
-    remove_secret_values,
-)
 
 if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
@@ -53,31 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_TYPES",
-    "KNOWN_FEATURES",
-    "NON_DETERMINISTIC_FIELD_NAMES",
-    "OUTCOMES",
-    "RECORDING_FORMAT_VERSION",
-    "REDACTION_VERSION",
     "REQUEST_SECTIONS",
-    "SECRET_FIELD_NAMES",
-    "UPGRADE",
-    "WRITTEN_FEATURES",
-    "Difference",
-    "Outcome",
-    "RecordedCall",
-    "RecordedError",
-    "Recording",
     "decode_provider_event",
     "dump_request",
-    "encode_row",
-    "find_first_difference",
-    "new_header",
     "parse_recording",
     "provider_event_decoder",
     "read_recording",
-    "read_recording_bytes",
-    "read_recording_file",
-    "remove_secret_values",
 ]
 
 REQUEST_SECTIONS = PROVIDER_REQUEST_SECTIONS

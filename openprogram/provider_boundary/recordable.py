@@ -14,9 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from openprogram.recording import recordable as _core
-from openprogram.recording.recordable import UnrecordableValueError, encode_recordable_row
 
-__all__ = ["UnrecordableValueError", "check_recordable", "encode_recordable_row", "model_fields"]
+__all__ = ["check_recordable", "model_fields"]
 
 
 def model_fields(value: object) -> Iterable[tuple[str, Any]] | None:

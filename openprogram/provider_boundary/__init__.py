@@ -1,0 +1,1 @@
+"""openprogram.provider_boundary."""
