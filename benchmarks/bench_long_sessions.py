@@ -133,7 +133,7 @@ def run_session(provider: Any, calls: int, root: Path) -> None:
 def measure_session(calls: int, folder: Path, repeats: int) -> dict[str, Any]:
     from openprogram.provider_boundary.recorder import RecordingProvider
     from openprogram.provider_boundary.replay import ReplayProvider
-    from openprogram.recording.writers import close_recording_writers
+    from openprogram.recording.writer import close_recording_writers
 
     root = notes(folder / "root")
     path = folder / f"session-{calls}.jsonl"
@@ -190,7 +190,7 @@ def measure_load(folder: Path, repeats: int) -> dict[str, Any]:
         event_from_json,
     )
     from openprogram.providers.types import Context, Model, UserMessage
-    from openprogram.recording.writers import close_recording_writers
+    from openprogram.recording.writer import close_recording_writers
 
     model = Model(id="bench", api="bench", provider="bench")
     deltas = 996
@@ -328,7 +328,7 @@ def _recording_of_about_a_megabyte(folder: Path) -> Path:
         TextStartEvent,
     )
     from openprogram.providers.types import Context, Model, UserMessage
-    from openprogram.recording.writers import close_recording_writers
+    from openprogram.recording.writer import close_recording_writers
 
     model = Model(id="bench", api="bench", provider="bench")
 

@@ -56,7 +56,7 @@ from openprogram.providers.types import (
 from openprogram.recording.difference import ignore_rules
 from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.request_index import RequestIndex
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 
 FIXED_TIMESTAMP = 1_764_460_800_000
 MODEL = Model(id="bench", api="bench", provider="bench")

@@ -53,8 +53,7 @@ from openprogram.providers.types import (
     Usage,
     UserMessage,
 )
-from openprogram.recording.writer import RecordingWriter
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import RecordingWriter, close_recording_writers
 
 FIXED_TIMESTAMP = 1_764_460_800_000  # 2025-11-30T00:00:00Z, so every run writes the same rows
 MODEL = Model(id="bench", api="bench", provider="bench")

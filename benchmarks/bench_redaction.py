@@ -112,7 +112,7 @@ def part_scan(quick: bool) -> None:
         print("\n2. scan: not in this version")
         return
     from openprogram.providers import RecordingProvider
-    from openprogram.recording.writers import close_recording_writers
+    from openprogram.recording.writer import close_recording_writers
     from tests.support.split_stream import SplitStreamProvider, run_session
 
     sessions = 50 if quick else 500

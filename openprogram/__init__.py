@@ -19,8 +19,7 @@ from openprogram.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
     from openprogram.recording.user_redaction import register_redactor, user_redaction_in_effect
-    from openprogram.tape_boundary.helpers import now, random, seeded_random
-    from openprogram.tape_boundary.taped_functions import taped
+    from openprogram.tape_boundary.taped_functions import now, random, seeded_random, taped
 
 __version__ = "0.1.0"
 
@@ -39,11 +38,11 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
-        "now": "openprogram.tape_boundary.helpers",
-        "random": "openprogram.tape_boundary.helpers",
+        "now": "openprogram.tape_boundary.taped_functions",
+        "random": "openprogram.tape_boundary.taped_functions",
         "record_replay": "openprogram.activation.context_manager",
         "register_redactor": "openprogram.recording.user_redaction",
-        "seeded_random": "openprogram.tape_boundary.helpers",
+        "seeded_random": "openprogram.tape_boundary.taped_functions",
         "taped": "openprogram.tape_boundary.taped_functions",
         "user_redaction_in_effect": "openprogram.recording.user_redaction",
     },

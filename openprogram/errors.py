@@ -76,17 +76,16 @@ if TYPE_CHECKING:
     from openprogram.harness.verification import VerifySetupError
     from openprogram.provider_boundary.replay import RecordedProviderError
     from openprogram.providers.activation import RecordReplayBlockedError
+    from openprogram.recording.format import UnrecordableValueError
     from openprogram.recording.mismatch import (
         RecordingTruncatedError,
         ReplayMismatch,
         UnconsumedCallsError,
     )
-    from openprogram.recording.recordable import UnrecordableValueError
     from openprogram.recording.tape_replay import ToolTapesMissingError
     from openprogram.recording.user_redaction import UserRedactionError
-    from openprogram.store.configured import ActiveRecordingUnknownError
     from openprogram.store.hashing import CanonicalJSONError
-    from openprogram.store.names import RecordingNameError
+    from openprogram.store.names import ActiveRecordingUnknownError, RecordingNameError
     from openprogram.store.show import RecordingCallNotFoundError
     from openprogram.store.store import (
         PruneCriteriaError,
@@ -95,8 +94,7 @@ if TYPE_CHECKING:
         RecordingNotFoundError,
         RecordingRefusedError,
     )
-    from openprogram.tape_boundary.exceptions import RecordedTapeError
-    from openprogram.tape_boundary.values import TapeValueError
+    from openprogram.tape_boundary.values import RecordedTapeError, TapeValueError
     from openprogram.testing.network_block import NetworkBlockedError
     from openprogram.testing.recording_session import (
         RecordingMissingError,
@@ -141,7 +139,7 @@ __all__ = [
 ]
 
 _EXPORTS: dict[str, str] = {
-    "ActiveRecordingUnknownError": "openprogram.store.configured",
+    "ActiveRecordingUnknownError": "openprogram.store.names",
     "CanonicalJSONError": "openprogram.store.hashing",
     "ConfigError": "openprogram.config.problems",
     "ExecSetupError": "openprogram.activation.exec_errors",
@@ -149,7 +147,7 @@ _EXPORTS: dict[str, str] = {
     "PruneCriteriaError": "openprogram.store.store",
     "RecordReplayBlockedError": "openprogram.providers.activation",
     "RecordedProviderError": "openprogram.provider_boundary.replay",
-    "RecordedTapeError": "openprogram.tape_boundary.exceptions",
+    "RecordedTapeError": "openprogram.tape_boundary.values",
     "RecordingCallNotFoundError": "openprogram.store.show",
     "RecordingDeleteError": "openprogram.store.store",
     "RecordingExistsError": "openprogram.store.store",
@@ -166,7 +164,7 @@ _EXPORTS: dict[str, str] = {
     "ToolInputError": "openprogram.agent.file_tools",
     "ToolTapesMissingError": "openprogram.recording.tape_replay",
     "UnconsumedCallsError": "openprogram.recording.mismatch",
-    "UnrecordableValueError": "openprogram.recording.recordable",
+    "UnrecordableValueError": "openprogram.recording.format",
     "UserRedactionError": "openprogram.recording.user_redaction",
     "VerifySetupError": "openprogram.harness.verification",
 }

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from openprogram.activation.boundaries import PLACEHOLDER_API_KEY
     from openprogram.activation.context_manager import RecordReplay, record_replay
-    from openprogram.activation.placeholders import PLACEHOLDER_API_KEY
     from openprogram.activation.plan import RecordReplayPlan
 
 __all__ = ["PLACEHOLDER_API_KEY", "RecordReplay", "RecordReplayPlan", "record_replay"]
 
 _EXPORTS = {
-    "PLACEHOLDER_API_KEY": "openprogram.activation.placeholders",
+    "PLACEHOLDER_API_KEY": "openprogram.activation.boundaries",
     "RecordReplay": "openprogram.activation.context_manager",
     "RecordReplayPlan": "openprogram.activation.plan",
     "record_replay": "openprogram.activation.context_manager",

@@ -17,12 +17,26 @@ entries are appended with the one writer, or served from the one session.
 process-wide registry scope and an HTTP boundary activation, so every thread and task of
 the block is covered (the pytest fixture and ``record_replay()`` run this way).
 ``openprogram exec`` installs them for the whole life of a process instead.
+
+Placeholder API keys under replay, so that SDK clients build without a real key.
+
+The official SDKs refuse to build a client (openai) or to send a request (anthropic) when
+their key variable is unset, although replay never sends anything. Under replay, openprogram
+therefore sets ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` to :data:`PLACEHOLDER_API_KEY`
+when they are unset (``openprogram exec``, ``record_replay()``, and the pytest plugin when it
+only replays).
+
+The placeholder is a known secret like any key: the variables' names end in ``API_KEY``, so
+their values are removed from everything written, compared or shown (see
+:mod:`openprogram.recording.redaction`). It never reaches a recording, and a request that
+carries it compares equal to one recorded with a real key.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,16 +52,78 @@ if TYPE_CHECKING:
     from openprogram.recording.user_redaction import Redactor, UserRedaction
     from openprogram.tape_boundary.deck import TapeDeck
 
-SessionFactory = Callable[["Recording", RecordReplayPlan, "UserRedaction | None"], "ReplaySession"]
-"""Makes the replay session of a recording, with the plan's fields to ignore, matching and
-tool policies, and the user redaction in effect."""
-
 __all__ = [
+    "PLACEHOLDER_API_KEY",
+    "PLACEHOLDER_KEY_VARIABLES",
     "PreparedBoundaries",
     "both_boundaries_active",
+    "hide_placeholder_keys",
     "prepare_boundaries",
     "read_for_replay",
+    "set_placeholder_keys",
 ]
+
+
+PLACEHOLDER_API_KEY = "openprogram-replay-placeholder-key"
+
+
+"""The value the key variables get under replay when they are unset."""
+
+
+PLACEHOLDER_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+"""The variables the official SDKs read their keys from."""
+
+
+def set_placeholder_keys(
+    environ: MutableMapping[str, str] | None = None,
+) -> Callable[[], None]:
+    """Set each key variable that is unset or empty in ``environ`` (default
+    :data:`os.environ`) to the placeholder; returns the function that puts back exactly
+    those (unless something else changed them meanwhile)."""
+    target = os.environ if environ is None else environ
+    placed = {name: target.get(name) for name in PLACEHOLDER_KEY_VARIABLES if not target.get(name)}
+    for name in placed:
+        target[name] = PLACEHOLDER_API_KEY
+
+    def restore() -> None:
+        for name, previous in placed.items():
+            if target.get(name) != PLACEHOLDER_API_KEY:
+                continue
+            if previous is None:
+                del target[name]
+            else:
+                target[name] = previous
+
+    return restore
+
+
+def hide_placeholder_keys(
+    environ: MutableMapping[str, str] | None = None,
+) -> Callable[[], None]:
+    """Unset each key variable that holds the placeholder (a live call must not send it);
+    returns the function that sets back exactly those (unless something set them
+    meanwhile). What the pytest plugin does for a test that calls live in a run that
+    otherwise only replays."""
+    target = os.environ if environ is None else environ
+    hidden = [name for name in PLACEHOLDER_KEY_VARIABLES if target.get(name) == PLACEHOLDER_API_KEY]
+    for name in hidden:
+        del target[name]
+
+    def restore() -> None:
+        for name in hidden:
+            if name not in target:
+                target[name] = PLACEHOLDER_API_KEY
+
+    return restore
+
+
+SessionFactory = Callable[["Recording", RecordReplayPlan, "UserRedaction | None"], "ReplaySession"]
+
+
+"""Makes the replay session of a recording, with the plan's fields to ignore, matching and
+tool policies, and the user redaction in effect."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +176,7 @@ def prepare_boundaries(
         patterns=plan.redact_patterns, redact=redact, redact_name=redact_name
     )
     if plan.mode == "record":
-        from openprogram.recording.writers import writer_for
+        from openprogram.recording.writer import writer_for
 
         writer = writer_for(plan.path)
         writer.user_redaction = user

@@ -78,7 +78,7 @@ def exec_plan(
 
 
 def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
-    from openprogram.store.configured import configured_recording_path, file_not_set_problem
+    from openprogram.store.names import configured_recording_path, file_not_set_problem
 
     if settings.mode == "off":
         return None
@@ -122,7 +122,7 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
     settings' patterns and the registered function), or check it can be appended to;
     returns the calls it already holds. Raises ``RecordingFileError``."""
     from openprogram.recording.user_redaction import user_redaction_in_effect
-    from openprogram.recording.writers import forget_writer, writer_for
+    from openprogram.recording.writer import forget_writer, writer_for
 
     patterns = () if settings is None else settings.redact_patterns
     try:

@@ -22,7 +22,7 @@ requested. A mismatch at the HTTP boundary travels out of the SDK as a
 :class:`~openprogram.recording.mismatch.RecordReplayEscape` (no SDK retry loop can catch
 it); leaving the block it becomes the :class:`ReplayMismatch` it carries. While the block
 runs, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are set to a placeholder when unset (see
-:mod:`openprogram.activation.placeholders`), so SDK clients build without a key.
+:mod:`openprogram.activation.boundaries`), so SDK clients build without a key.
 """
 
 from __future__ import annotations
@@ -103,8 +103,11 @@ def record_replay(
     ``match``; :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad
     pattern.
     """
-    from openprogram.activation.boundaries import both_boundaries_active, prepare_boundaries
-    from openprogram.activation.placeholders import set_placeholder_keys
+    from openprogram.activation.boundaries import (
+        both_boundaries_active,
+        prepare_boundaries,
+        set_placeholder_keys,
+    )
     from openprogram.recording.mismatch import RecordReplayEscape
 
     if mode not in ("record", "replay"):
@@ -142,7 +145,7 @@ def record_replay(
         if restore_keys is not None:
             restore_keys()
         if mode == "record":
-            from openprogram.recording.writers import forget_writer
+            from openprogram.recording.writer import forget_writer
 
             forget_writer(recording)
 

@@ -40,8 +40,8 @@ from typing import Any
 
 from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
-from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.request_delta import RequestRedactor

@@ -19,17 +19,34 @@ names do not start with ``OPENPROGRAM_``, so the configuration does not take the
 
 ``PYTHONPATH`` is the folder, then the command's own ``PYTHONPATH`` if it has a non-empty
 one: never a trailing separator, which Python would read as the working folder.
+
+What ``openprogram exec`` checks before it runs a command: that its Python will run the
+``sitecustomize`` that activates record/replay.
+
+A Python process skips it — and would then run live — when it is started with ``-I``
+(isolated: ``PYTHONPATH`` ignored), ``-E`` (``PYTHON*`` variables ignored) or ``-S`` (no
+``site`` module), or when its interpreter cannot import openprogram. :func:`check_command`
+finds the interpreter of the command where it can — the command itself when it is a Python
+(``python``, ``python3.11``, ``pypy3``), else the ``#!`` line of a script (a console script
+such as ``pytest``, ``#!/usr/bin/env python3``, ``#!/usr/bin/env -S python3 -u``) — reads
+its flags, and for an interpreter other than exec's own, asks it to import openprogram.
+A command whose Python cannot be found this way (a shell script, a binary) is not checked
+here; exec's handshake tells afterwards whether any Python process of it activated.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
 
 __all__ = [
@@ -38,14 +55,25 @@ __all__ = [
     "PLAN_VARIABLE",
     "SITECUSTOMIZE",
     "Exchange",
+    "PythonCommand",
+    "check_command",
     "child_environment",
     "open_exchange",
+    "python_of",
 ]
 
+
 PLAN_VARIABLE = "_OPENPROGRAM_EXEC_PLAN"
+
+
 EXCHANGE_VARIABLE = "_OPENPROGRAM_EXEC_DIR"
+
+
 CLAIM_FILE = "replay-claim"
+
+
 """In the exchange folder: the pid of the process that replays the recording."""
+
 
 SITECUSTOMIZE = '''\
 """Written by `openprogram exec`: record/replay in this process from its first line.
@@ -93,6 +121,8 @@ except ImportError as _error:
     if _this is not None:
         _sys.modules["sitecustomize"] = _this
 '''
+
+
 """The ``sitecustomize.py`` exec puts first on the command's ``PYTHONPATH``."""
 
 
@@ -126,7 +156,7 @@ def child_environment(
     """``environ`` for the command: the exchange's ``sitecustomize`` first on
     ``PYTHONPATH``, the plan and the folder in their variables, and under replay the
     placeholder keys where ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset."""
-    from openprogram.activation.placeholders import set_placeholder_keys
+    from openprogram.activation.boundaries import set_placeholder_keys
 
     child = dict(environ)
     existing = child.get("PYTHONPATH", "")
@@ -137,3 +167,148 @@ def child_environment(
     if plan.mode == "replay":
         set_placeholder_keys(child)
     return child
+
+
+_PYTHON_NAME = re.compile(r"(?:python|pypy)[0-9.]*")
+
+
+_SKIPPING_FLAGS = {
+    "I": "-I (isolated mode) ignores PYTHONPATH",
+    "E": "-E ignores PYTHONPATH",
+    "S": "-S skips the site module",
+}
+
+
+_IMPORT_CHECK = "import openprogram.activation.exec_child"
+
+
+@dataclass(frozen=True)
+class PythonCommand:
+    """The Python interpreter a command runs, the options it gives it, and where they are
+    written (the command line, or a script's ``#!`` line)."""
+
+    interpreter: str
+    options: tuple[str, ...]
+    where: str
+
+
+def check_command(command: Sequence[str], environ: Mapping[str, str]) -> None:
+    """Raise :class:`ExecSetupError` when ``command`` cannot be found, or its Python would
+    skip exec's ``sitecustomize``."""
+    program = _find(command[0], environ)
+    python = python_of(program, command[1:], environ)
+    if python is None:
+        return
+    flags = _interpreter_flags(python.options)
+    if flags:
+        flag = flags[0]
+        raise ExecSetupError(
+            f"{_SKIPPING_FLAGS[flag]} ({python.where}), so Python would skip openprogram's "
+            "sitecustomize and the program would run without record/replay: run it "
+            f"without -{flag}"
+        )
+    _check_imports_openprogram(python, environ)
+
+
+def _find(program: str, environ: Mapping[str, str]) -> str:
+    if os.sep in program:
+        found = program if os.access(program, os.X_OK) and os.path.isfile(program) else None
+    else:
+        found = shutil.which(program, path=environ.get("PATH", os.defpath))
+    if found is None:
+        raise ExecSetupError(f"{program}: command not found (nothing was run)")
+    return found
+
+
+def python_of(
+    program: str, arguments: Sequence[str], environ: Mapping[str, str]
+) -> PythonCommand | None:
+    """The Python that ``program`` (a path) with ``arguments`` runs, if it can be told."""
+    if _is_python(program):
+        return PythonCommand(program, tuple(arguments), "on the command line")
+    shebang = _shebang(program)
+    if shebang is None:
+        return None
+    words = shebang.split()
+    if not words:
+        return None
+    where = f"in the #! line of {program}"
+    interpreter, options = words[0], words[1:]
+    if os.path.basename(interpreter) == "env":
+        # ``#!/usr/bin/env python3``; ``-S`` splits the rest into words, as here.
+        rest = [word for word in options if word not in ("-S", "--split-string")]
+        while rest and (rest[0].startswith("-") or "=" in rest[0]):
+            rest.pop(0)
+        if not rest:
+            return None
+        found = shutil.which(rest[0], path=environ.get("PATH", os.defpath))
+        if found is None:
+            return None
+        interpreter, options = found, rest[1:]
+    if not _is_python(interpreter):
+        return None
+    return PythonCommand(interpreter, tuple(options), where)
+
+
+def _is_python(program: str) -> bool:
+    return _PYTHON_NAME.fullmatch(os.path.basename(program)) is not None
+
+
+def _shebang(program: str) -> str | None:
+    try:
+        with open(program, "rb") as file:
+            head = file.read(512)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+
+
+def _interpreter_flags(options: Sequence[str]) -> list[str]:
+    """The skipping flags (``I``, ``E``, ``S``) among the interpreter's options, which end
+    at the script, ``-c``, ``-m`` or ``-``."""
+    found: list[str] = []
+    waiting_for_value = False
+    for option in options:
+        if waiting_for_value:
+            waiting_for_value = False
+            continue
+        if option == "-" or not option.startswith("-"):
+            break
+        if option.startswith("--"):
+            waiting_for_value = option == "--check-hash-based-pycs"
+            continue
+        cluster = option[1:]
+        for position, letter in enumerate(cluster):
+            if letter in _SKIPPING_FLAGS and letter not in found:
+                found.append(letter)
+            if letter in "cm":
+                return found
+            if letter in "WX":
+                waiting_for_value = position == len(cluster) - 1
+                break
+    return found
+
+
+def _check_imports_openprogram(python: PythonCommand, environ: Mapping[str, str]) -> None:
+    if os.path.abspath(python.interpreter) == os.path.abspath(sys.executable):
+        return
+    try:
+        result = subprocess.run(
+            [python.interpreter, "-c", _IMPORT_CHECK],
+            env=dict(environ),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ExecSetupError(
+            f"cannot run {python.interpreter} (the Python of the command) to check it: {error}"
+        ) from None
+    if result.returncode != 0:
+        raise ExecSetupError(
+            f"{python.interpreter} (the Python of the command, {python.where}) cannot import "
+            "openprogram, so the program would run without record/replay: install openprogram "
+            f"in its environment, or run the command with {sys.executable}"
+        )

@@ -2,7 +2,7 @@
 processes from their first line, and tell what happened.
 
 :func:`exec_command` resolves the plan once (:mod:`openprogram.activation.configured`),
-checks the command's Python (:mod:`openprogram.activation.interpreter_check`), runs the
+checks the command's Python (:mod:`openprogram.activation.exec_environment`), runs the
 command in the environment of :mod:`openprogram.activation.exec_environment` — its standard
 streams are the caller's — and, when it has exited, reads what its processes left in the
 exchange folder (:mod:`openprogram.activation.exec_child`):
@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 from openprogram.activation.exec_environment import (
     CLAIM_FILE,
     Exchange,
+    check_command,
     child_environment,
     open_exchange,
 )
 from openprogram.activation.exec_errors import ExecSetupError
-from openprogram.activation.interpreter_check import check_command
 from openprogram.activation.plan import RecordReplayPlan
 
 if TYPE_CHECKING:

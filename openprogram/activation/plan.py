@@ -11,7 +11,7 @@ reads the configuration again.
 ``tools`` says how replay treats each agent tool (``live``, ``replay`` or ``check``).
 ``match`` says how replay pairs a request with a recorded call: ``"content"`` (the
 default: the earliest unconsumed recorded call of its boundary whose request equals it) or
-``"order"`` (the next recorded call); see :mod:`openprogram.recording.matching`.
+``"order"`` (the next recorded call); see :mod:`openprogram.recording.replay_session`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from openprogram.recording.matching import DEFAULT_MATCHING, MATCHINGS, check_matching
-from openprogram.recording.tool_policies import check_tool_policies
+from openprogram.recording.difference import DEFAULT_MATCHING, MATCHINGS, check_matching
+from openprogram.recording.tape_replay import check_tool_policies
 
 __all__ = ["MATCHES", "PLAN_FORMAT", "PlanMode", "RecordReplayPlan", "check_match"]
 
@@ -50,7 +50,7 @@ class RecordReplayPlan:
     """The user's redaction patterns (regular expressions), applied with the built-in rules."""
     tools: tuple[tuple[str, str], ...] = ()
     """replay: the agent tools' policies (tool name or ``"*"``, policy), see
-    :mod:`openprogram.recording.tool_policies`."""
+    :mod:`openprogram.recording.tape_replay`."""
     blocked_reason: str | None = None
     """blocked: why no call may be made (it names the commands that say why and recover)."""
 

@@ -27,8 +27,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
         run_agent,
     )
-    from openprogram.agent.model_choice import resolve_model
-    from openprogram.agent.session import SessionResult, run_session
+    from openprogram.agent.session import SessionResult, resolve_model, run_session
     from openprogram.agent.tools import AgentTool, ToolDefinitionError, tool
     from openprogram.errors import ModelReferenceError
 
@@ -42,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCallStarted": "openprogram.agent.loop",
     "ToolDefinitionError": "openprogram.agent.tools",
     "builtin_tools": "openprogram.agent.file_tools",
-    "resolve_model": "openprogram.agent.model_choice",
+    "resolve_model": "openprogram.agent.session",
     "run_agent": "openprogram.agent.loop",
     "run_session": "openprogram.agent.session",
     "tool": "openprogram.agent.tools",

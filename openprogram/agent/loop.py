@@ -33,7 +33,6 @@ from openprogram.providers.events import (
     ErrorEvent,
     MessageAccumulator,
 )
-from openprogram.recording.redaction import SecretRedactor
 from openprogram.providers.streaming import stream_simple
 from openprogram.providers.types import (
     AssistantMessage,
@@ -45,6 +44,7 @@ from openprogram.providers.types import (
     ToolResultMessage,
     UserMessage,
 )
+from openprogram.recording.redaction import SecretRedactor
 from openprogram.tape_boundary.tools import run_taped_tool
 
 StopCause = Literal["stop", "length", "error", "aborted", "max_iterations"]

@@ -4,6 +4,16 @@ It picks the model (the reference given, else the configured ``default_model``, 
 ``echo``), offers the built-in tools rooted at a folder, runs :func:`run_agent`, and — when
 the process replays a recording — reports the recorded calls the session never requested,
 without raising, so the caller still has the transcript to show.
+
+Which model a session uses: ``api:model-id`` from the caller, else the configured
+``default_model``, else the offline ``echo`` model.
+
+A reference is split at its first colon only, so ``openai-completions:llama3:8b`` is the
+model ``llama3:8b`` of the api ``openai-completions``; ``--model`` and ``default_model`` share
+one parser (:func:`openprogram.config.models.split_model_reference`). The model's
+``provider`` is the vendor's name for the apis openprogram ships (``openai``, ``anthropic``,
+``echo``) and the api itself otherwise; its ``base_url`` is the one ``[providers.<api>]``
+sets, if any.
 """
 
 from __future__ import annotations
@@ -11,15 +21,45 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun, run_agent
-from openprogram.agent.model_choice import resolve_model
-from openprogram.providers.api_registry import get_api_provider
-from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
+from openprogram.config.models import split_model_reference
 from openprogram.provider_boundary.replay import ReplayProvider
+from openprogram.providers.api_registry import get_api_provider
 from openprogram.providers.types import Model
+from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
+
+if TYPE_CHECKING:
+    from openprogram.config.models import Settings
+
+__all__ = ["ECHO_REFERENCE", "VENDOR_OF_API", "resolve_model"]
+
+
+ECHO_REFERENCE = "echo:echo"
+
+
+"""What a session runs on when nothing names a model."""
+
+
+VENDOR_OF_API: dict[str, str] = {
+    "echo": "echo",
+    "openai-completions": "openai",
+    "anthropic-messages": "anthropic",
+}
+
+
+def resolve_model(reference: str | None, settings: Settings | None) -> Model:
+    """The model ``reference`` names; without one, ``settings.default_model``; without that
+    (or without settings: no configuration, or a broken one), the ``echo`` model. Raises
+    :class:`ModelReferenceError` when the reference is not ``api:model-id``."""
+    if reference is None and settings is not None:
+        reference = settings.default_model
+    api, model_id = split_model_reference(reference if reference is not None else ECHO_REFERENCE)
+    provider_settings = settings.providers.get(api) if settings is not None else None
+    base_url = provider_settings.base_url if provider_settings is not None else None
+    return Model(id=model_id, api=api, provider=VENDOR_OF_API.get(api, api), base_url=base_url)
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,7 +171,7 @@ def root(
 
 def _add_groups() -> None:
     from openprogram.cli import demo, exec, run
-    from openprogram.cli.recordings_app import recordings_app
+    from openprogram.cli.recordings import recordings_app
 
     run.register(app)
     exec.register(app)

@@ -5,6 +5,8 @@ Every command runs its library call inside :func:`reporting_errors`: an
 exit 2 for bad arguments and file arguments that are missing, unreadable or unparseable.
 An error that carries a difference (``ReplayMismatch.difference``) is shown as its report,
 the one error of more than one line. A traceback is shown only with ``OPENPROGRAM_DEBUG=1``.
+
+Destructive commands ask on a terminal, and need ``--yes`` anywhere else.
 """
 
 from __future__ import annotations
@@ -20,18 +22,26 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from openprogram.plural import plural as plural  # the CLI's commands write counts with it
+from openprogram.plural import plural as plural
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+
 EXIT_FAILURE = 1
+
+
 EXIT_USAGE = 2
+
 
 # Characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the Unicode
 # marks that reorder or separate lines (bidi overrides and isolates, U+2028/U+2029).
 _INVISIBLE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+
+
 _CONTROLS = re.compile(f"[{_INVISIBLE}]")
+
+
 _CONTROLS_AND_BREAKS = re.compile(f"[\t\n{_INVISIBLE}]")
 
 
@@ -162,3 +172,17 @@ def reporting_errors(*, usage_errors: tuple[type[BaseException], ...] = ()) -> I
         abort(error, EXIT_FAILURE)
     except OSError as error:
         abort(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), EXIT_USAGE)
+
+
+def stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def confirm_or_abort(question: str, *, yes: bool) -> None:
+    """Destructive commands ask on a terminal, and need ``--yes`` anywhere else."""
+    if yes:
+        return
+    if not stdin_is_terminal():
+        abort(f"{question.rstrip('?')}: not a terminal, so pass --yes to confirm", EXIT_USAGE)
+    if not typer.confirm(question, default=False):
+        abort("nothing was deleted", EXIT_FAILURE)

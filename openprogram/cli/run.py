@@ -3,6 +3,9 @@
 stdout holds the reply text and nothing else, so a recorded run and its replay print the
 same stdout; tool calls and their results are shown compactly on stderr. ``--json`` prints
 the transcript instead (without the ``timestamp`` fields, so it is identical too).
+
+``--tool-policy``, the option ``run`` and ``recordings verify`` share: how replay treats
+the agent tools.
 """
 
 from __future__ import annotations
@@ -16,14 +19,38 @@ from typing import TYPE_CHECKING
 import typer
 
 from openprogram.cli.output import EXIT_USAGE, abort, plural, print_json
-from openprogram.cli.tool_policy_option import TOOL_POLICY, parsed_tool_policies
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
     from openprogram.errors import MissingApiKeyError, UnknownApiError
     from openprogram.providers.types import ToolCall, ToolResultMessage
 
+
+TOOL_POLICY = typer.Option(
+    None,
+    "--tool-policy",
+    metavar="[NAME=]POLICY",
+    help=(
+        "How replay treats the agent tools: NAME=POLICY, or POLICY for every tool; POLICY is "
+        "live (run it, the default), replay (serve its taped result) or check (run it, fail "
+        "when its result differs). Repeatable; over record_replay.tools."
+    ),
+)
+
+
+def parsed_tool_policies(values: list[str] | None) -> dict[str, str]:
+    """The policies given, by tool name (``*`` for every tool); a malformed one exits 2."""
+    from openprogram.recording.tape_replay import parse_tool_policies
+
+    try:
+        return dict(parse_tool_policies(values or []))
+    except ValueError as error:
+        abort(f"--tool-policy: {error}", EXIT_USAGE)
+
+
 NOTE_WIDTH = 100
+
+
 """Tool notes on stderr are cut to about this many characters."""
 
 

@@ -8,31 +8,37 @@ values, not the environment's) before anything is written, and written atomicall
 is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``) and then repaired — invalid
 values are removed and everything valid is kept, or, if it is not TOML at all, a fresh file
 is started. ``record`` and ``replay`` refuse a broken file and write nothing.
+
+Changes to a parsed configuration (a tomlkit document) that touch only the keys concerned.
+
+tomlkit keeps every comment, blank line and key order it does not have to change, so the
+rendered document differs from the original only where a key was set or removed.
+
+Keeping a copy of a broken configuration before it is repaired.
+
+The configuration itself is replaced atomically by
+:func:`openprogram.private_files.replace_file`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import itertools
+import os
 import stat
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
-from openprogram.config.document import (
-    KEEP,
-    TABLE,
-    Keep,
-    new_document,
-    remove_key,
-    set_record_replay_keys,
-)
-from openprogram.config.file_writing import write_backup
 from openprogram.config.models import Mode
 from openprogram.config.paths import ConfigLocation, config_location
 from openprogram.config.problems import ConfigError, dotted_key, value_problem
@@ -43,11 +49,114 @@ from openprogram.config.settings import (
     parse_config,
     read_config_bytes,
 )
-from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs, replace_file
+from openprogram.private_files import (
+    PRIVATE_FILE_MODE,
+    make_private_dirs,
+    replace_file,
+    sync_folder,
+)
 
 __all__ = ["ConfigEdit", "set_record_replay"]
 
+
+TABLE = "record_replay"
+
+
+HEADER = (
+    "openprogram configuration. config.example.toml (in the openprogram sources) and",
+    "docs/configuration.md describe every key; `openprogram recordings …` edits this file.",
+)
+
+
+class Keep(enum.Enum):
+    """The type of :data:`KEEP`."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+"""Leave the key as it is."""
+
+
+def new_document() -> TOMLDocument:
+    """An empty configuration with a short header that points at the documentation."""
+    document = tomlkit.document()
+    for line in HEADER:
+        document.add(tomlkit.comment(line))
+    document.add(tomlkit.nl())
+    return document
+
+
+def set_record_replay_keys(
+    document: TOMLDocument,
+    *,
+    mode: Literal["off", "record", "replay"],
+    file: str | Literal[Keep.KEEP] | None,
+) -> None:
+    """Set ``record_replay.mode`` and, unless ``file`` is :data:`KEEP`, ``record_replay.file``
+    (``None`` removes it). Edits ``[record_replay]`` where and however it is written (table,
+    dotted keys or inline table); appends the table at the end when there is none."""
+    table = document.get(TABLE)
+    if table is None:
+        table = tomlkit.table()
+        table["mode"] = mode
+        if isinstance(file, str):
+            table["file"] = file
+        _append_table(document, TABLE, table)
+        return
+    table["mode"] = mode
+    if file is KEEP:
+        return
+    if file is None:
+        if "file" in table:
+            del table["file"]
+    elif "file" in table or not isinstance(table, Table) or "mode" not in table:
+        table["file"] = file
+    else:
+        _insert_after(table, "mode", "file", file)
+
+
+def remove_key(document: TOMLDocument, path: tuple[str, ...]) -> bool:
+    """Remove the key or table at ``path``; ``False`` when there is nothing there."""
+    container: Any = document
+    for part in path[:-1]:
+        if not isinstance(container, MutableMapping) or part not in container:
+            return False
+        container = container[part]
+    if not isinstance(container, MutableMapping) or not path or path[-1] not in container:
+        return False
+    del container[path[-1]]
+    return True
+
+
+def _append_table(document: TOMLDocument, key: str, table: Table) -> None:
+    """Append ``table`` after everything else, with one blank line before it."""
+    text = document.as_string()
+    if text and not text.endswith("\n"):
+        document.add(tomlkit.nl())  # ends the last line
+    if text and not text.endswith("\n\n"):
+        document.add(tomlkit.nl())
+    document.append(key, table)
+
+
+def _insert_after(table: Table, after: str, key: str, value: str) -> None:
+    """Put ``key`` right after ``after`` rather than after the table's trailing comments.
+
+    tomlkit has no public way to insert at a position; its container's ``_insert_after`` is
+    the one its own ``insert`` operations use. Should it go away, append instead.
+    """
+    insert = getattr(table.value, "_insert_after", None)
+    if insert is None:
+        table[key] = value
+        return
+    insert(after, key, value)
+
+
 NOTHING_WRITTEN = "nothing was written"
+
+
 REPAIR_FIRST = "run `openprogram recordings off` to repair it (or fix it); nothing was written"
 
 
@@ -238,3 +347,29 @@ def _reason(failure: Exception) -> str:
         key = "" if failure.key is None else f"{failure.key}: "
         return f"{where}{key}{failure.problem}"
     return str(failure) or type(failure).__name__
+
+
+def write_backup(path: Path, data: bytes, *, now: datetime) -> Path:
+    """Write ``data`` beside ``path`` as ``<name>.broken-YYYYMMDD-HHMMSS`` (``0600``); if that
+    name is taken, ``…-2``, ``…-3`` and so on: an existing backup is never overwritten."""
+    stem = f"{path.name}.broken-{now:%Y%m%d-%H%M%S}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for number in itertools.count(1):
+        backup = path.with_name(stem if number == 1 else f"{stem}-{number}")
+        try:
+            descriptor = os.open(backup, flags, PRIVATE_FILE_MODE)
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(descriptor, "wb") as stream:
+                os.fchmod(stream.fileno(), PRIVATE_FILE_MODE)
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(backup)
+            raise
+        sync_folder(path.parent)
+        return backup
+    raise AssertionError("unreachable")  # itertools.count never ends

@@ -183,7 +183,7 @@ def parse_config(data: bytes, *, path: Path) -> tuple[str, dict[str, Any]]:
 
 def _too_deep(values: dict[str, Any], *, path: Path, text: str) -> ConfigError:
     """The error for a document nested too deeply, naming its deepest top-level key."""
-    from openprogram.config.key_lines import find_key_line
+    from openprogram.config.problems import find_key_line
 
     location: list[str] = []
     current: Any = values
@@ -252,7 +252,7 @@ def file_value_error(
     error: ErrorDetails, *, path: Path, text: str, advice: str | None = None
 ) -> ConfigError:
     """One pydantic error about the file's values, as a :class:`ConfigError`."""
-    from openprogram.config.key_lines import find_key_line  # only needed when reporting
+    from openprogram.config.problems import find_key_line  # only needed when reporting
 
     location = error["loc"]
     return ConfigError(

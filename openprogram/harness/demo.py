@@ -47,9 +47,9 @@ class Demo:
 
     def record(self) -> AgentRun:
         """Run the session live on ``echo``, recording every call."""
-        from openprogram.providers.builtins.echo import EchoProvider
         from openprogram.provider_boundary.recorder import RecordingProvider
-        from openprogram.recording.writers import forget_writer
+        from openprogram.providers.builtins.echo import EchoProvider
+        from openprogram.recording.writer import forget_writer
 
         self.notes.write_text(NOTES_TEXT)
         try:

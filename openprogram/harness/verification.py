@@ -90,9 +90,9 @@ def verify_recording(
     tools are re-run, over ``record_replay.tools``: live (the default), from their taped
     results, or live and checked against them."""
     from openprogram.agent.loop import run_agent
-    from openprogram.providers.api_registry import provider_scope
     from openprogram.provider_boundary.codec import read_recording
     from openprogram.provider_boundary.replay import ReplayProvider
+    from openprogram.providers.api_registry import provider_scope
     from openprogram.recording.mismatch import ReplayMismatch
     from openprogram.store.hashing import transcript_hash
     from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
@@ -163,7 +163,7 @@ def verify_command(
     """
     from openprogram.activation.exec_run import run_with_plan
     from openprogram.activation.plan import RecordReplayPlan
-    from openprogram.recording.matching import DEFAULT_MATCHING
+    from openprogram.recording.difference import DEFAULT_MATCHING
     from openprogram.recording.reader import read_recording
     from openprogram.store.hashing import transcript_hash
 
@@ -327,12 +327,12 @@ def _configured_comparison() -> tuple[list[str], str, list[str], dict[str, str]]
     remembered on the way, so keys are redacted from the re-run's requests as they were from
     the recording's."""
     from openprogram.config.settings import load_config
-    from openprogram.providers.key_variables import remember_key_variables
+    from openprogram.providers.runtime import remember_key_variables
 
     settings = load_config().settings
     remember_key_variables(settings)
     if settings is None:
-        from openprogram.recording.matching import DEFAULT_MATCHING
+        from openprogram.recording.difference import DEFAULT_MATCHING
 
         return [], DEFAULT_MATCHING, [], {}
     configured = settings.record_replay

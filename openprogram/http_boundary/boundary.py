@@ -14,13 +14,13 @@ build on::
 * :class:`HttpBoundary` says what happens to each request sent through an httpx or httpx2
   ``Client`` / ``AsyncClient`` (or anything built on them: the ``openai`` and ``anthropic``
   SDKs): ``record`` sends it and writes the exchange with ``writer`` (the one
-  :func:`~openprogram.recording.call_writer.writer_for` the path, shared with the provider
+  :func:`~openprogram.recording.writer.writer_for` the path, shared with the provider
   boundary, so both form one call sequence); ``replay`` answers it from ``session`` (a
   :class:`~openprogram.recording.replay_session.ReplaySession`, shared with the
   ``ReplayProvider``) without touching the network; ``replay_or_record`` answers it from
   ``merge``'s recording when that holds an equal unconsumed call, else sends it and records
   the exchange with ``merge``'s writer (a
-  :class:`~openprogram.recording.merging.RecordingMerge`, shared with the provider
+  :class:`~openprogram.recording.rewriting.RecordingMerge`, shared with the provider
   registry); ``blocked`` refuses it, naming ``blocked_reason``. ``passthrough_hosts`` are
   hosts (``api.internal`` or, for one port only, ``api.internal:8443``) whose requests are
   sent as they are, in every mode;
@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from openprogram.recording.merging import RecordingMerge
     from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.rewriting import RecordingMerge
     from openprogram.recording.user_redaction import UserRedaction
     from openprogram.recording.writer import RecordingWriter
 

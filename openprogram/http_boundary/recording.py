@@ -33,10 +33,10 @@ from openprogram.http_boundary.codec import (
     sse_event_row,
 )
 from openprogram.http_boundary.sse import SseParser
-from openprogram.recording.call_writer import CallWriter, recorded_error
 from openprogram.recording.format import Outcome
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.writer import CallWriter, recorded_error
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.library import HttpLibrary

@@ -8,17 +8,42 @@ those models (``validate_events``), as replay needs them.
 
 The format itself — rows, header, version, features, the parsed ``Recording`` — lives in
 :mod:`openprogram.recording`; ``docs/recording-format.md`` is the full description.
+
+What a provider call's request and events can hold, checked before they are recorded.
+
+The checks live in :mod:`openprogram.recording.format` (kept importable from here);
+:func:`check_recordable` here also walks into pydantic models — the ``Model``, ``Context``
+and ``StreamOptions`` of a call, its events — field by field, as they appear in their JSON
+dump, so a ``NaN`` is found before pydantic's dump can turn it into ``None`` unseen.
+
+A provider call's arguments as replay compares them, dumped only as far as needed.
+
+Every request of an agent session carries the whole conversation so far, and dumping it
+(``model_dump(mode="json")``) costs more than anything else replay does with a request that
+repeats a served one. :class:`PendingProviderRequest` lets replay first read the *state* of
+the context's lists as JSON text: orjson walks the models' fields (each model's
+``__dict__``), which costs a fraction of a dump and changes whenever any item does, a message
+edited in place after it was sent included. Only when that text shows the lists extend a
+served request's is the request dumped, without the items they repeat.
+
+The state text is defined for openprogram's own message, content and tool models (their
+JSON dump is exactly their fields, the field names told apart by class) and for values
+orjson encodes itself; anything else (a subclass, a ``datetime``, a dataclass, a ``str``
+subclass in a tool's arguments) has no state text, and the request is dumped whole as
+before.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from openprogram.recording.file_door import read_recording_bytes
+from pydantic import BaseModel
+
+from openprogram.recording import format as _core
 from openprogram.recording.format import PROVIDER_EVENT_TYPES, PROVIDER_REQUEST_SECTIONS, Recording
-from openprogram.recording.reader import EventFieldError
+from openprogram.recording.reader import EventFieldError, read_recording_bytes
 from openprogram.recording.reader import parse_recording as parse_any_recording
 
 if TYPE_CHECKING:
@@ -28,16 +53,25 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENT_TYPES",
     "REQUEST_SECTIONS",
+    "check_recordable",
     "decode_provider_event",
     "dump_request",
+    "model_fields",
     "parse_recording",
     "provider_event_decoder",
     "read_recording",
 ]
 
+
 REQUEST_SECTIONS = PROVIDER_REQUEST_SECTIONS
+
+
 """A provider call's request sections, in the order replay compares them."""
+
+
 EVENT_TYPES = PROVIDER_EVENT_TYPES
+
+
 """The event types a provider call may hold; ``events.AssistantMessageEvent`` is their union."""
 
 
@@ -96,3 +130,14 @@ def parse_recording(
     """:func:`read_recording` on bytes already read from ``path`` (named in errors)."""
     decoder = provider_event_decoder() if validate_events else None
     return parse_any_recording(path, data, provider_events=decoder)
+
+
+def model_fields(value: object) -> Iterable[tuple[str, Any]] | None:
+    """A pydantic model's fields (None for anything else)."""
+    return value.__dict__.items() if isinstance(value, BaseModel) else None
+
+
+def check_recordable(path: str, value: Any, *, call_index: int | None = None) -> None:
+    """:func:`openprogram.recording.format.check_recordable`, walking into pydantic
+    models (``{"model": model, "context": context, "options": options}``)."""
+    _core.check_recordable(path, value, call_index=call_index, fields_of=model_fields)

@@ -37,7 +37,8 @@ from openprogram.providers.types import (
     UserMessage,
 )
 
-__all__ = ["STATE_TYPES", "PendingProviderRequest", "state_text"]
+__all__ = ["STATE_TYPES", "_STATE_OPTIONS", "PendingProviderRequest", "_fields", "state_text"]
+
 
 STATE_TYPES = frozenset(
     {
@@ -52,14 +53,19 @@ STATE_TYPES = frozenset(
         Tool,
     }
 )
+
+
 """The models whose state is their fields: no alias, serializer or excluded field, and no
 two with the same field names, so the text of their fields tells them apart."""
+
 
 _STATE_OPTIONS = (
     orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
     | orjson.OPT_PASSTHROUGH_SUBCLASS
 )
+
+
 """Values orjson would encode its own way (pydantic may dump them otherwise) go to
 :func:`_fields`, which has no text for them."""
 

@@ -10,7 +10,7 @@ several threads and processes share a file and survive a crashed writer is told 
 :mod:`openprogram.recording.writer`.
 
 A request or event a recording cannot hold (a non-finite number, nesting deeper than the
-reader accepts) raises :class:`~openprogram.recording.recordable.UnrecordableValueError`: a
+reader accepts) raises :class:`~openprogram.recording.format.UnrecordableValueError`: a
 request before the call goes out, with nothing written; an event as it arrives, and the call
 then ends with outcome ``error`` holding that error.
 """
@@ -23,8 +23,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from openprogram.provider_boundary.codec import dump_request
-from openprogram.provider_boundary.recordable import check_recordable
+from openprogram.provider_boundary.codec import check_recordable, dump_request
 from openprogram.providers.events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -39,11 +38,9 @@ from openprogram.providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from openprogram.recording.call_writer import CallWriter, recorded_error
-from openprogram.recording.format import Outcome
-from openprogram.recording.recordable import UnrecordableValueError
+from openprogram.recording.format import Outcome, UnrecordableValueError
 from openprogram.recording.redaction import SecretRedactor
-from openprogram.recording.writers import writer_for
+from openprogram.recording.writer import CallWriter, recorded_error, writer_for
 
 if TYPE_CHECKING:
     from openprogram.providers.scopes import ApiProvider

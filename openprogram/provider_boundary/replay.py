@@ -24,12 +24,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 
 from openprogram.errors import OpenProgramError
-from openprogram.providers.events import AssistantMessageEvent
-from openprogram.provider_boundary.pending_request import PendingProviderRequest
 from openprogram.provider_boundary.codec import read_recording
+from openprogram.provider_boundary.pending_request import PendingProviderRequest
+from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, RecordedError, Recording
-from openprogram.recording.matching import DEFAULT_MATCHING
 from openprogram.recording.mismatch import RecordingTruncatedError, ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
@@ -89,7 +89,7 @@ class ReplayProvider:
         session's). ``redaction``: the user redaction applied to both sides of every
         comparison, as the recording was redacted with it. ``tools``: how the session's
         tapes treat each agent tool, by name or ``"*"`` (see
-        :mod:`openprogram.recording.tool_policies`)."""
+        :mod:`openprogram.recording.tape_replay`)."""
         if session is None:
             if path is None:
                 raise TypeError("ReplayProvider needs the path of a recording, or a session")

@@ -1,7 +1,7 @@
 """A provider that replays a call its recording holds and records any other, live.
 
 :class:`ReplayOrRecordProvider` stands in for one registered provider while a
-:class:`~openprogram.recording.merging.RecordingMerge` is active (the pytest plugin's
+:class:`~openprogram.recording.rewriting.RecordingMerge` is active (the pytest plugin's
 ``new_episodes`` mode): each request the recording holds an equal unconsumed call for is
 answered from it, exactly as :class:`~openprogram.provider_boundary.replay.ReplayProvider` answers;
 any other goes to the real provider through a
@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Literal
 
-from openprogram.provider_boundary.recorder import RecordingProvider
 from openprogram.provider_boundary.codec import dump_request
+from openprogram.provider_boundary.recorder import RecordingProvider
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 from openprogram.recording.redaction import SecretRedactor
@@ -23,7 +23,7 @@ from openprogram.recording.redaction import SecretRedactor
 if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
     from openprogram.providers.scopes import ApiProvider, RegistryTransform
-    from openprogram.recording.merging import RecordingMerge
+    from openprogram.recording.rewriting import RecordingMerge
 
 __all__ = ["ReplayOrRecordProvider", "replay_or_record_transform"]
 

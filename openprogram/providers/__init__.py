@@ -23,6 +23,8 @@ if TYPE_CHECKING:
         RecordingFileError,
         UnknownApiError,
     )
+    from openprogram.provider_boundary.recorder import RecordingProvider
+    from openprogram.provider_boundary.replay import RecordedProviderError, ReplayProvider
     from openprogram.providers.api_registry import (
         ApiProvider,
         get_api_provider,
@@ -51,8 +53,6 @@ if TYPE_CHECKING:
         ToolCallEndEvent,
         ToolCallStartEvent,
     )
-    from openprogram.provider_boundary.recorder import RecordingProvider
-    from openprogram.provider_boundary.replay import RecordedProviderError, ReplayProvider
     from openprogram.providers.runtime import (
         RuntimeState,
         RuntimeStatus,

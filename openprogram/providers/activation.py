@@ -44,8 +44,8 @@ from openprogram.providers.scopes import ApiProvider, RegistryTransform
 
 if TYPE_CHECKING:
     from openprogram.config.settings import LoadedConfig
-    from openprogram.providers.events import AssistantMessageEvent
     from openprogram.provider_boundary.replay import ReplayProvider
+    from openprogram.providers.events import AssistantMessageEvent
     from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
     from openprogram.recording.user_redaction import UserRedaction
 
@@ -164,7 +164,7 @@ def activate_record_replay(loaded: LoadedConfig | None = None) -> Activation:
 
 def _activate(loaded: LoadedConfig | None) -> Activation:
     from openprogram.config.settings import load_config
-    from openprogram.store.configured import configured_recording_path, file_not_set_problem
+    from openprogram.store.names import configured_recording_path, file_not_set_problem
 
     if loaded is None:
         loaded = load_config()
@@ -186,7 +186,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
 
 
 def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
-    from openprogram.recording.writers import writer_for
+    from openprogram.recording.writer import writer_for
     from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapeRecorder
 
     writer = writer_for(path)

@@ -27,11 +27,23 @@ from typing import TYPE_CHECKING
 
 from openprogram.errors import ProviderRuntimeError
 from openprogram.providers.activation import Activation, activate_record_replay
-from openprogram.providers.key_variables import remember_key_variables
+from openprogram.providers.builtins.vendor_provider import DEFAULT_API_KEY_VARIABLES
 from openprogram.providers.scopes import PROCESS_SCOPE
+from openprogram.recording.redaction import remember_secret_variable
 
 if TYPE_CHECKING:
+    from openprogram.config.models import Settings
     from openprogram.config.settings import LoadedConfig
+
+
+def remember_key_variables(settings: Settings | None) -> None:
+    """Remember the built-in apis' default key variables and every ``api_key_env`` the
+    configuration names (none when it could not be read)."""
+    for variable in DEFAULT_API_KEY_VARIABLES.values():
+        remember_secret_variable(variable)
+    for provider in settings.providers.values() if settings is not None else ():
+        if provider.api_key_env:
+            remember_secret_variable(provider.api_key_env)
 
 
 class RuntimeState(StrEnum):

@@ -6,26 +6,48 @@ names (``api_key_env``). A provider that needs none (``requires_credentials`` Fa
 ``base_url`` is on this machine, unless its variable holds one. The variable a provider
 names is remembered as holding a credential, so its value is redacted wherever it would be
 written. Keys are never stored in configuration or recordings.
+
+The environment variables API keys are read from, made known to the redactor.
+
+A vendor provider remembers its own variable when it is made (``remember_secret_variable``),
+but a process can load the configuration for a run without making one: ``recordings verify``
+replays under a registry of its own, and a provider registered for an api openprogram does
+not ship may never say which variable it reads. So wherever the configuration is loaded for a
+run — the provider runtime's start, ``verify`` — every ``[providers.<api>] api_key_env`` and
+the built-in apis' default variables are remembered: a key read from ``GPU_BOX_KEY`` is then
+removed from what is recorded, compared on replay and shown, like one from ``OPENAI_API_KEY``.
+
+Whether a URL points at this machine: a server on loopback is a local model server.
+
+A model whose ``base_url`` is on loopback (Ollama, vLLM, llama.cpp on this machine) needs no
+API key. This module imports nothing of openprogram, so the built-in providers can ask it
+without reaching the registry (which starts the runtime, which registers them).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from openprogram.errors import MissingApiKeyError
 from openprogram.providers.api_registry import ApiProvider, get_api_provider
 from openprogram.providers.events import AssistantMessageEvent, MessageAccumulator
-from openprogram.providers.loopback import is_loopback_url
-from openprogram.recording.redaction import remember_secret_variable
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
     Model,
     SimpleStreamOptions,
     StreamOptions,
+    is_loopback_url,
 )
+from openprogram.recording.redaction import remember_secret_variable
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = []
+
 
 OptionsT = TypeVar("OptionsT", bound=StreamOptions)
 

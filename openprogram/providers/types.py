@@ -13,9 +13,11 @@ replay in CI matches a recording made with a key.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -173,3 +175,20 @@ class SimpleStreamOptions(StreamOptions):
     """Options for ``stream_simple``: one portable ``reasoning`` level for every vendor."""
 
     reasoning: ReasoningLevel | None = None
+
+
+def is_loopback_url(url: str) -> bool:
+    """True when ``url``'s host is this machine: ``localhost``, 127.0.0.0/8 or ``::1``."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

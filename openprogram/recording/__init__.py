@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openprogram.recording.call_writer import CallWriter
     from openprogram.recording.format import (
         RECORDING_FORMAT_VERSION,
         RecordedCall,
@@ -64,7 +63,7 @@ if TYPE_CHECKING:
     from openprogram.recording.reader import parse_recording, read_recording
     from openprogram.recording.redaction import SecretRedactor
     from openprogram.recording.replay_session import ReplaySession
-    from openprogram.recording.writer import RecordingWriter
+    from openprogram.recording.writer import CallWriter, RecordingWriter
 
 _EXPORTS: dict[str, str] = {
     "RECORDING_FORMAT_VERSION": "openprogram.recording.format",

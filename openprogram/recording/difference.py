@@ -32,15 +32,19 @@ from collections.abc import Iterable
 from functools import lru_cache
 from itertools import compress, count
 from operator import is_not
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
 
 __all__ = [
+    "DEFAULT_MATCHING",
+    "MATCHINGS",
     "MISSING",
     "REPORT_LIMIT",
     "Difference",
     "IgnoreRules",
+    "Matching",
+    "check_matching",
     "count_differences",
     "find_first_difference",
     "format_report_path",
@@ -446,3 +450,23 @@ def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:
     keep = limit - 1
     head = keep * 2 // 3
     return field_path[:head] + "…" + field_path[len(field_path) - (keep - head) :]
+
+
+Matching = Literal["content", "order"]
+
+
+MATCHINGS: tuple[Matching, ...] = ("content", "order")
+
+
+DEFAULT_MATCHING: Matching = "content"
+
+
+def check_matching(match: str | None) -> Matching:
+    """``match`` if it names a matching (None: :data:`DEFAULT_MATCHING`); else ValueError."""
+    if match is None:
+        return DEFAULT_MATCHING
+    if match == "content":
+        return "content"
+    if match == "order":
+        return "order"
+    raise ValueError(f"unknown matching {match!r}: replay matches calls by 'content' or 'order'")

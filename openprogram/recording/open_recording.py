@@ -4,7 +4,7 @@ Each line is one ``write`` on an ``O_APPEND`` descriptor under an exclusive ``fl
 (:class:`FileLock`), so a line is never interleaved with another writer's. An
 :class:`OpenRecording` is one such descriptor with what this process has read of the file:
 the next call index is found by reading only the bytes other writers appended since this
-process last looked (:mod:`~openprogram.recording.next_call_index`), so the cost of a call
+process last looked (:mod:`~openprogram.recording.open_recording`), so the cost of a call
 does not grow with the size of the file.
 
 What happens to the file, under the lock:
@@ -18,8 +18,16 @@ What happens to the file, under the lock:
   loss) can leave a file that does not end in a newline, since every line is one write under
   the lock and a write that fails part-way is undone (truncated back to where its line
   started) before the error is raised. So a writer that finds such a tail removes it, or, if
-  the tail is a whole JSON row lacking only its newline, completes it with ``\\n``. Without
+  the tail is a whole JSON row lacking only its newline, completes it with ``\n``. Without
   this the next row would be glued to the cut-off bytes and the file would stop reading.
+
+The call index the next call takes, found in the rows other writers appended.
+
+Every process writing to a recording numbers its calls in one sequence, so before it writes a
+request row a writer reads the bytes appended since it last looked (under the file lock) and
+takes one past the highest call index among their request rows. Writers start a request row
+with :data:`REQUEST_ROW_START` and append request rows in index order, so the highest index
+is found from the end without parsing every line.
 """
 
 from __future__ import annotations
@@ -44,7 +52,6 @@ from openprogram.recording.format import (
     encode_row,
     new_header,
 )
-from openprogram.recording.next_call_index import UnreadableRow, next_call_after
 from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.request_delta import (
     DELTA_FEATURE,
@@ -54,19 +61,28 @@ from openprogram.recording.request_delta import (
 )
 
 __all__ = [
+    "REQUEST_ROW_START",
     "START_ANEW",
     "FileLock",
     "OpenRecording",
+    "UnreadableRow",
     "append_line",
+    "next_call_after",
     "open_for_appending",
     "prepare_to_append",
     "repaired_size",
 ]
 
+
 START_ANEW = "re-record the session into a new file, or start a new recording"
+
+
 """The advice of an error refusing to append to a recording."""
 
+
 _HEADER_ROW_START = b'{"type":"header"'
+
+
 _TAIL_CHUNK = 65_536
 
 
@@ -219,8 +235,6 @@ def _open_regular_file(path: Path) -> int:
 
 
 # --- under the file lock ---------------------------------------------------------------
-
-
 def prepare_to_append(path: Path, file: OpenRecording) -> int:
     """Repair a cut-off tail and account for what other writers appended; the size."""
     size = repaired_size(path, file)
@@ -357,3 +371,53 @@ def _write_error(path: Path, exc: OSError) -> RecordingFileError:
         f"cannot write the recording ({exc.strerror or exc})",
         advice="check the folder exists and is writable and the disk has space",
     )
+
+
+REQUEST_ROW_START = b'{"type":"request","call_index":'
+
+
+"""How every writer starts a request row: the call index follows."""
+
+
+class UnreadableRow(Exception):
+    """A line a writer cannot make sense of; ``offset`` is where it starts."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+def next_call_after(data: bytes) -> int:
+    """One past the highest call index among the request rows in ``data`` (0 if none).
+
+    Writers append request rows in index order under the lock, so the last request row
+    holds the highest index: find it from the end instead of parsing every line. Rows
+    laid out differently (written by hand) fall back to a full scan. Raises
+    :class:`UnreadableRow` for a line that is not a row with a whole-number index.
+    """
+    start = data.rfind(REQUEST_ROW_START)
+    if start == 0 or (start > 0 and data[start - 1 : start] == b"\n"):
+        end = data.find(b"\n", start)
+        return _request_index(data[start : end if end >= 0 else len(data)], start) + 1
+    highest = -1
+    offset = 0
+    for line in data.split(b"\n"):
+        if b'"request"' in line:
+            highest = max(highest, _request_index(line, offset))
+        offset += len(line) + 1
+    return highest + 1
+
+
+def _request_index(line: bytes, offset: int) -> int:
+    """The call index of a request row (-1 for another row type)."""
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise UnreadableRow(offset) from None
+    if not isinstance(row, dict):
+        raise UnreadableRow(offset)
+    if row.get("type") != "request":
+        return -1
+    index = row.get("call_index")
+    if type(index) is not int or index < 0:
+        raise UnreadableRow(offset)
+    return index

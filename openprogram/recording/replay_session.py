@@ -7,14 +7,14 @@ pairs the incoming request with a recorded call and hands that call over, or rai
 :class:`~openprogram.recording.mismatch.ReplayMismatch`. Requests are compared by their
 sections, the incoming one redacted by the boundary's redactor first and the recorded one
 as stored when the recording was redacted by the rules in force
-(:func:`~openprogram.recording.redaction_state.recorded_redaction_is_current`), else
+(:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else
 redacted again with them, without the boundary's non-deterministic fields and the caller's
 ``ignore_fields``, an absent key equal to null. The conversation a request repeats from one
 served before is not redacted, digested or compared again
 (:mod:`~openprogram.recording.served_conversations`).
 
 How a request is paired with a call is the session's ``match``
-(:mod:`~openprogram.recording.matching`):
+(:mod:`~openprogram.recording.replay_session`):
 
 * ``content`` (default) — the earliest unconsumed call *of the request's boundary* whose
   request equals it, wherever it stands in the recording, found through a digest index of
@@ -34,19 +34,44 @@ truncated call (no ``call_end``) is served like any other; the boundary then rai
 The session also serves the recording's tape entries (:attr:`ReplaySession.tapes`,
 :meth:`ReplaySession.take_tape`), to taped functions and agent tools; tape entries never read
 fail :meth:`~ReplaySession.assert_consumed` as unconsumed calls do.
+
+Which of a recording's calls one replay has served, and which are still open.
+
+A :class:`~openprogram.recording.replay_session.ReplaySession` serves each recorded call at
+most once. :class:`ServedCalls` keeps that account: a flag per call, how many are served, the
+first call not served yet (every call before it is served), and per boundary where its first
+unserved call stands, so that finding the open calls of a boundary never walks the calls
+served long ago again. It is not thread-safe: the session calls it under its lock.
+
+How replay pairs an incoming request with a recorded call: by content, or by order.
+
+* ``content`` (the default): each request is served by the earliest unconsumed recorded
+  call of its boundary whose request equals it under the comparison rules, whatever the
+  order the calls arrive in — concurrent agents, parallel tool calls and batched
+  evaluations replay although their calls interleave differently from run to run;
+* ``order``: each request must equal the next recorded call, whatever its boundary (strict
+  call-index replay).
+
+This module imports nothing, so the plan and the configuration can check a matching name
+without loading the replay machinery.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from openprogram.recording.content_matching import ContentMatching
-from openprogram.recording.difference import find_first_difference, ignore_rules
+from openprogram.recording.difference import (
+    DEFAULT_MATCHING,
+    Matching,
+    check_matching,
+    find_first_difference,
+    ignore_rules,
+)
 from openprogram.recording.format import RecordedCall, Recording, request_sections
-from openprogram.recording.matching import DEFAULT_MATCHING, Matching, check_matching
 from openprogram.recording.mismatch import (
     ReplayMismatch,
     UnconsumedCallsError,
@@ -56,20 +81,61 @@ from openprogram.recording.mismatch import (
     removed_secret_note,
 )
 from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.redaction_state import recorded_redaction_is_current
+from openprogram.recording.redaction import recorded_redaction_is_current
 from openprogram.recording.request_delta import RequestRedactor
-from openprogram.recording.served_calls import ServedCalls
-from openprogram.recording.served_conversations import (
-    DumpableRequest,
-    ServedConversations,
-    dumped,
-)
-from openprogram.recording.tape_replay import TapeReplay
+from openprogram.recording.served_conversations import DumpableRequest, ServedConversations, dumped
+from openprogram.recording.tape_replay import TapeReplay, ToolPolicies
 from openprogram.recording.tape_rows import TapeEntry
-from openprogram.recording.tool_policies import ToolPolicies
 from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["ReplaySession"]
+__all__ = ["ReplaySession", "ServedCalls"]
+
+
+class ServedCalls:
+    """The served calls of one replay of ``calls`` (a recording's, in index order)."""
+
+    __slots__ = ("_first_open", "_of_boundary", "count", "flags", "next_call")
+
+    def __init__(self, calls: Sequence[RecordedCall]) -> None:
+        self.flags = bytearray(len(calls))
+        """1 at the index of each call served, 0 elsewhere."""
+        self.count = 0
+        """How many calls are served."""
+        self.next_call = 0
+        """No call before it is unserved (under ``order`` matching: the next call)."""
+        self._of_boundary: dict[str, list[int]] = {}
+        for call in calls:
+            self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
+        self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
+
+    def serve(self, index: int) -> None:
+        """Count the call at ``index`` as served."""
+        self.flags[index] = 1
+        self.count += 1
+        served = self.flags
+        while self.next_call < len(served) and served[self.next_call]:
+            self.next_call += 1
+
+    def indexes(self) -> list[int]:
+        """The calls served so far, by index."""
+        return [index for index, served in enumerate(self.flags) if served]
+
+    def open_calls(self, boundary: str, limit: int) -> list[int]:
+        """The first ``limit`` unserved calls of ``boundary``, by index."""
+        of_boundary = self._of_boundary.get(boundary, [])
+        position = self._first_open.get(boundary, 0)
+        served = self.flags
+        while position < len(of_boundary) and served[of_boundary[position]]:
+            position += 1
+        if boundary in self._first_open:
+            self._first_open[boundary] = position
+        found: list[int] = []
+        for index in of_boundary[position:]:
+            if not served[index]:
+                found.append(index)
+                if len(found) == limit:
+                    break
+        return found
 
 
 class ReplaySession:

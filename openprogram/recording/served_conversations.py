@@ -18,7 +18,7 @@ that follow pass over them by identity: the cost of a call is the cost of what i
 This holds under the rules the remembered request was compared with — the same ignored
 fields, with no ignored field path (with paths, a list may be shorter and still equal) —
 and only for a recording whose requests are compared as stored (redacted by the current
-rules: :func:`~openprogram.recording.redaction_state.recorded_redaction_is_current`).
+rules: :func:`~openprogram.recording.redaction.recorded_redaction_is_current`).
 A request equal to no recorded call is compared again as a whole, redacted in full, so a
 report says exactly what it said before.
 

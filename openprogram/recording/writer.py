@@ -1,7 +1,7 @@
 """Writing calls into a recording, safely, from many threads and processes.
 
 A :class:`RecordingWriter` appends one recording's rows; there is one per file per process
-(:func:`~openprogram.recording.writers.writer_for`). Each line goes through the file's
+(:func:`~openprogram.recording.writer.writer_for`). Each line goes through the file's
 :class:`~openprogram.recording.open_recording.OpenRecording`, which appends it as one write
 under the file lock, repairs a tail a writer that died cut off, and refuses a file that is not
 a recording this openprogram may append to (:mod:`~openprogram.recording.open_recording`).
@@ -30,10 +30,22 @@ boundaries share one call sequence per file. A request that extends one this pro
 into the same file is stored against it, only its new items redacted and written
 (:mod:`~openprogram.recording.request_delta`), when the file's header announces the
 feature; a file followed after it was replaced starts with no earlier request.
+
+One writer per recording per process: every boundary writing to a path shares it, so all
+calls made in one process form one call sequence in one file.
+
+Writing one call's rows, whatever its boundary, and the one writer per file per process.
+
+:meth:`RecordingWriter.open_call <openprogram.recording.writer.RecordingWriter.open_call>`
+writes a call's request row and returns a :class:`CallWriter` for the rest of its rows.
+Every recorder in a process writing to one path — the provider boundary's and the HTTP
+boundary's — asks :func:`writer_for` for the path's one writer, so all their calls form one
+call sequence in the file.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Hashable
 from pathlib import Path
@@ -41,11 +53,15 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import RecordingFileError
 from openprogram.recording.call_digest import CallDigest
-from openprogram.recording.call_writer import CallWriter
 from openprogram.recording.enclosing_tape import enclosing_tape
-from openprogram.recording.format import BOUNDARY_FEATURES
-from openprogram.recording.next_call_index import REQUEST_ROW_START
+from openprogram.recording.format import (
+    BOUNDARY_FEATURES,
+    Outcome,
+    RecordedError,
+    encode_recordable_row,
+)
 from openprogram.recording.open_recording import (
+    REQUEST_ROW_START,
     START_ANEW,
     FileLock,
     OpenRecording,
@@ -54,13 +70,21 @@ from openprogram.recording.open_recording import (
     prepare_to_append,
     repaired_size,
 )
-from openprogram.recording.recordable import encode_recordable_row
 from openprogram.recording.request_delta import RequestRedactor
 
 if TYPE_CHECKING:
+    from openprogram.recording.redaction import SecretRedactor
     from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["RecordingWriter"]
+__all__ = [
+    "CallWriter",
+    "RecordingWriter",
+    "close_recording_writers",
+    "exception_type_name",
+    "forget_writer",
+    "recorded_error",
+    "writer_for",
+]
 
 
 class RecordingWriter:
@@ -109,7 +133,7 @@ class RecordingWriter:
 
         A request that extends an earlier request of this writer is stored against it (see
         :mod:`~openprogram.recording.request_delta`) in a file that announces the feature.
-        Raises :class:`~openprogram.recording.recordable.UnrecordableValueError`, writing
+        Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing
         nothing, for a request a recording cannot hold (``checked``: the caller already made
         sure), and :class:`RecordingFileError` for a boundary whose feature the file's
         header does not announce.
@@ -127,7 +151,7 @@ class RecordingWriter:
         self, request: dict[str, Any], *, checked: bool = False
     ) -> tuple[int, OpenRecording]:
         """:meth:`start_call`, also returning the file the call's rows must go to (give it
-        to :meth:`write_row`). Raises :class:`~openprogram.recording.recordable.
+        to :meth:`write_row`). Raises :class:`~openprogram.recording.format.
         UnrecordableValueError`, writing nothing, for a request a recording cannot hold
         (``checked``: the caller already made sure with ``check_recordable``)."""
         call_index, file, _ = self._begin(request, checked, None, None)
@@ -178,7 +202,7 @@ class RecordingWriter:
         """Append one row as one whole line (to ``file``, the one its call started in);
         returns the line.
 
-        Raises :class:`~openprogram.recording.recordable.UnrecordableValueError`, writing
+        Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing
         nothing, for a row holding a value a recording cannot hold (``checked``: the caller
         already made sure).
         """
@@ -251,3 +275,114 @@ class RecordingWriter:
 
 def _as_given(sections: dict[str, Any]) -> dict[str, Any]:
     return sections
+
+
+_writers: dict[str, RecordingWriter] = {}
+
+
+_writers_lock = threading.Lock()
+
+
+def writer_for(path: str | os.PathLike[str]) -> RecordingWriter:
+    """The one writer this process uses for ``path``."""
+    resolved = Path(path).resolve()
+    with _writers_lock:
+        writer = _writers.get(str(resolved))
+        if writer is None:
+            writer = _writers[str(resolved)] = RecordingWriter(resolved)
+        return writer
+
+
+def forget_writer(path: str | os.PathLike[str]) -> None:
+    """Close and drop the writer for ``path`` (a harness done with one recording)."""
+    resolved = str(Path(path).resolve())
+    with _writers_lock:
+        writer = _writers.pop(resolved, None)
+    if writer is not None:
+        writer.close()
+
+
+def close_recording_writers() -> None:
+    """Close every writer (tests; a process that exits needs not call it)."""
+    with _writers_lock:
+        for writer in _writers.values():
+            writer.close()
+        _writers.clear()
+
+
+class CallWriter:
+    """The rows of one call being recorded: its events, in order, then exactly one
+    ``call_end``. Made by :meth:`RecordingWriter.open_call`; every row goes to the file the
+    call started in, even if the path is replaced meanwhile."""
+
+    __slots__ = ("call_index", "digest", "event_count", "file", "writer")
+
+    def __init__(
+        self,
+        writer: RecordingWriter,
+        file: OpenRecording,
+        call_index: int,
+        digest: CallDigest | None = None,
+    ) -> None:
+        self.writer = writer
+        self.file: OpenRecording | None = file
+        """None once the call has ended."""
+        self.call_index = call_index
+        self.event_count = 0
+        self.digest = digest
+        """The call's digest as its rows are written, stored in its ``call_end``."""
+
+    @property
+    def ended(self) -> bool:
+        return self.file is None
+
+    def write_event(self, event: dict[str, Any], *, checked: bool = False) -> None:
+        """Append the call's next event (its JSON form, already redacted) as one whole line.
+
+        Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing
+        nothing, for an event a recording cannot hold (``checked``: the caller already made
+        sure), and ``RuntimeError`` once the call has ended.
+        """
+        if self.file is None:
+            raise RuntimeError(f"call {self.call_index} has ended: it takes no more events")
+        row = {
+            "type": "event",
+            "call_index": self.call_index,
+            "event_index": self.event_count,
+            "event": event,
+        }
+        line = self.writer.write_row(row, self.file, checked=checked)
+        self.event_count += 1
+        if self.digest is not None:
+            self.digest.add_event(event, line)
+
+    def end_call(self, outcome: Outcome, *, error: RecordedError | None = None) -> None:
+        """Write the call's ``call_end`` (``error``, already redacted, for outcome
+        ``error``); a call ends once, so any later end is ignored."""
+        if self.file is None:
+            return
+        row: dict[str, Any] = {
+            "type": "call_end",
+            "call_index": self.call_index,
+            "event_count": self.event_count,
+            "outcome": outcome,
+        }
+        if error is not None:
+            row["error"] = {"type": error.type, "message": error.message}
+        if self.digest is not None:
+            row["digest"] = self.digest.finish(outcome, error)
+        file, self.file = self.file, None  # ended even if the write fails: never twice
+        self.writer.write_row(row, file, checked=True)
+
+
+def exception_type_name(error: BaseException) -> str:
+    """``ConnectionResetError`` for a built-in exception, ``module.QualName`` for another."""
+    cls = type(error)
+    return (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
+
+
+def recorded_error(error: BaseException, redactor: SecretRedactor) -> RecordedError:
+    """``error`` as a ``call_end`` records it: its type name and its redacted message."""
+    return RecordedError(exception_type_name(error), redactor.redact_text(str(error)))

@@ -14,7 +14,7 @@ every later call into a difference:
    their requests differ at is reported; a call with no such counterpart is reported alone.
 
 Tape entries are compared after the calls, each tape as a multiset of its entries
-(:mod:`~openprogram.store.tape_comparison`), the results of the clock and random draws
+(:mod:`~openprogram.store.comparison`), the results of the clock and random draws
 left out.
 
 The differences come in that order: the unpaired calls (A's, then B's left over), then the
@@ -23,6 +23,20 @@ the first event that differs (at the field inside it), or how the call ended. Re
 walked as replay walks them (the boundary first, then the sections of the boundary in
 order), with the non-deterministic fields skipped and an absent key equal to an explicit
 null, so two recordings have no difference exactly when their transcript hashes are equal.
+
+How the tape entries of two recordings differ: the tape part of ``recordings diff``.
+
+Each tape is compared as a multiset of its entries, as the transcript hash counts it: what
+is compared of an entry is its arguments and its result or error, unless the result is
+non-deterministic by nature (the clock, random draws), whose calls count but not their
+values (:func:`~openprogram.recording.tape_rows.comparable_entry`). So:
+
+1. an entry of A and an entry of B of the same tape that are equal pair first (same digest),
+   in recorded order — the order of a tape's entries does not matter;
+2. each entry of A left is compared with the *nearest* entry of B left on the same tape
+   (fewest differing fields among the first 64, ties to the earliest) and the first field
+   they differ at is reported (``difference at tape fetch_weather[0], field result.temp``);
+3. an entry with no counterpart left is reported alone, as only in A or only in B.
 """
 
 from __future__ import annotations
@@ -33,17 +47,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.recording.call_digest import call_digest, request_text
-from openprogram.recording.difference import MISSING, find_first_difference
-from openprogram.recording.format import request_sections
-from openprogram.recording.nearest import (
+from openprogram.recording.content_matching import (
     NEAREST_CANDIDATES,
     nearest_request,
     request_differences,
 )
+from openprogram.recording.difference import MISSING, count_differences, find_first_difference
+from openprogram.recording.format import request_sections
 from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
 from openprogram.recording.report import DIFF_SIDES, FirstDifference
+from openprogram.recording.tape_rows import TapeEntry, comparable_entry
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest
-from openprogram.store.tape_comparison import tape_differences
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
@@ -55,13 +69,104 @@ __all__ = [
     "compare_recordings",
     "first_difference",
     "nearest_call",
+    "tape_differences",
 ]
 
+
+_NOTHING_IGNORED: frozenset[str] = frozenset()
+
+
+def tape_differences(
+    a: Sequence[TapeEntry],
+    b: Sequence[TapeEntry],
+    digests_a: Sequence[str] | None = None,
+    digests_b: Sequence[str] | None = None,
+) -> list[FirstDifference]:
+    """Every difference between the tape entries of A and of B (see the module's docstring),
+    tape by tape in the order tapes first appear in A, then in B. ``digests_*``: the
+    entries' :func:`~openprogram.store.hashing.tape_entry_digest`, when known."""
+    digests_a = digests_a if digests_a is not None else [tape_entry_digest(e) for e in a]
+    digests_b = digests_b if digests_b is not None else [tape_entry_digest(e) for e in b]
+    waiting: dict[str, deque[int]] = {}
+    for position, digest in enumerate(digests_b):
+        waiting.setdefault(digest, deque()).append(position)
+    paired_b: set[int] = set()
+    left_a: dict[str, list[TapeEntry]] = {}
+    for entry, digest in zip(a, digests_a, strict=True):
+        same = waiting.get(digest)
+        if same:
+            paired_b.add(same.popleft())
+        else:
+            left_a.setdefault(entry.tape, []).append(entry)
+    left_b: dict[str, list[TapeEntry]] = {}
+    for position, entry in enumerate(b):
+        if position not in paired_b:
+            left_b.setdefault(entry.tape, []).append(entry)
+    differences: list[FirstDifference] = []
+    for tape in [*left_a, *(name for name in left_b if name not in left_a)]:
+        others = left_b.get(tape, [])
+        for entry in left_a.get(tape, []):
+            nearest = _nearest(entry, others)
+            if nearest is None:
+                differences.append(_entry_alone(entry, "A"))
+            else:
+                differences.append(_entry_difference(entry, others.pop(nearest)))
+        differences.extend(_entry_alone(entry, "B") for entry in others)
+    return differences
+
+
+def _nearest(entry: TapeEntry, candidates: list[TapeEntry]) -> int | None:
+    if not candidates:
+        return None
+    comparable = comparable_entry(entry)
+    scores = [
+        count_differences(comparable, comparable_entry(other), ignore_fields=_NOTHING_IGNORED)
+        for other in candidates[:NEAREST_CANDIDATES]
+    ]
+    return scores.index(min(scores))
+
+
+def _entry_difference(a: TapeEntry, b: TapeEntry) -> FirstDifference:
+    found = find_first_difference(
+        comparable_entry(a), comparable_entry(b), ignore_fields=_NOTHING_IGNORED
+    )
+    field_path, value_a, value_b = ("", a, b) if found is None else found
+    return FirstDifference(
+        a.index,
+        field_path,
+        value_a,
+        value_b,
+        incoming_call_index=b.index,
+        sides=DIFF_SIDES,
+        tape=a.tape,
+    )
+
+
+def _entry_alone(entry: TapeEntry, side: str) -> FirstDifference:
+    other = "B" if side == "A" else "A"
+    present: Any = comparable_entry(entry)
+    return FirstDifference(
+        entry.index,
+        "tape",
+        present if side == "A" else MISSING,
+        MISSING if side == "A" else present,
+        detail=(
+            f"only in {side}: tape {entry.label}; {other} has no unpaired entry of tape "
+            f"{entry.tape} left to compare it with"
+        ),
+        incoming_call_index=None if side == "A" else entry.index,
+        sides=DIFF_SIDES,
+        tape=entry.tape,
+    )
+
+
 DifferenceKind = Literal["request", "only_in_a", "only_in_b", "reply", "tape"]
+
+
 """``request``: a call only in A against the nearest call only in B; ``only_in_a`` /
 ``only_in_b``: an unpaired call with no counterpart left; ``reply``: a paired call whose
 events or ending differ; ``tape``: a tape entry of one side equal to none of the other's
-(:mod:`~openprogram.store.tape_comparison`)."""
+(:mod:`~openprogram.store.comparison`)."""
 
 
 @dataclass(frozen=True)
@@ -239,7 +344,7 @@ def _unpaired_differences(
 
 def nearest_call(call: RecordedCall, candidates: Sequence[RecordedCall]) -> int | None:
     """The position in ``candidates`` of the call whose request is nearest ``call``'s, by
-    replay's rule (:mod:`openprogram.recording.nearest`: the fewest differing leaf paths
+    replay's rule (:mod:`openprogram.recording.content_matching`: the fewest differing leaf paths
     among the first :data:`NEAREST_CANDIDATES` calls of the same boundary, the earliest on a
     tie); the first candidate when none is at ``call``'s boundary; None when there is none."""
     same: list[int] = []

@@ -14,8 +14,10 @@ URL, status, the body's kind, events and size — and, for the model APIs it kno
 same fields from the request body and the response: the vendor's own stop reason
 (``tool_calls``, ``end_turn``, ``completed``) and usage object, as the server sent them.
 
-The recording's tape entries follow the calls (:mod:`openprogram.store.tape_views`):
+The recording's tape entries follow the calls (:mod:`openprogram.store.show`):
 each entry's tape and index, arguments, and result or exception.
+
+Each tape entry as a person wants to read it: the tape part of ``recordings show``.
 """
 
 from __future__ import annotations
@@ -31,14 +33,66 @@ from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.tape_rows import TapeEntry
 from openprogram.store.call_usage import usage_tokens
 from openprogram.store.http_views import HttpExchange, http_call_parts
 from openprogram.store.summary import call_label
-from openprogram.store.tape_views import TapeView, tape_view
 
-__all__ = ["CallView", "RecordingCallNotFoundError", "call_views"]
+__all__ = ["CallView", "RecordingCallNotFoundError", "TapeView", "call_views", "tape_view"]
+
+
+@dataclass(frozen=True)
+class TapeView:
+    """One tape entry, ready to render."""
+
+    tape: str
+    index: int
+    line: int
+    args: dict[str, Any]
+    result: Any
+    error: str | None
+    """``Type: message`` of the exception the call raised, or None."""
+    nondeterministic: bool
+    within: str | None
+    tool: str | None
+    """The agent tool the tape belongs to, or None for a taped function."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.tape}[{self.index}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tape": self.tape,
+            "index": self.index,
+            "line": self.line,
+            "args": self.args,
+            "result": self.result,
+            "error": self.error,
+            "nondeterministic": self.nondeterministic,
+            "within": self.within,
+            "tool": self.tool,
+        }
+
+
+def tape_view(entry: TapeEntry) -> TapeView:
+    error = None if entry.error is None else f"{entry.error.type}: {entry.error.message}"
+    return TapeView(
+        tape=entry.tape,
+        index=entry.index,
+        line=entry.line,
+        args=entry.args,
+        result=None if entry.error is not None else entry.result,
+        error=error,
+        nondeterministic=entry.nondeterministic,
+        within=entry.within,
+        tool=entry.tool,
+    )
+
 
 BLOCK_SEPARATOR = "\n"
+
+
 """Between the content blocks of one message (each block's own deltas join with nothing)."""
 
 

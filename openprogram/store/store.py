@@ -152,7 +152,7 @@ def _cannot_create(path: Path, exc: OSError) -> RecordingFileError:
 
 Protected = Path | Sequence[Path] | None
 """The recording(s) ``delete`` and ``prune`` never remove: the active one, or every one a
-broken configuration may name (see :func:`~openprogram.store.configured.
+broken configuration may name (see :func:`~openprogram.store.names.
 protected_recordings`)."""
 
 

@@ -31,17 +31,15 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openprogram.tape_boundary.exceptions import RecordedTapeError
-    from openprogram.tape_boundary.helpers import now, random, seeded_random
-    from openprogram.tape_boundary.taped_functions import taped
-    from openprogram.tape_boundary.values import TapeValueError
+    from openprogram.tape_boundary.taped_functions import now, random, seeded_random, taped
+    from openprogram.tape_boundary.values import RecordedTapeError, TapeValueError
 
 _EXPORTS: dict[str, str] = {
-    "RecordedTapeError": "openprogram.tape_boundary.exceptions",
+    "RecordedTapeError": "openprogram.tape_boundary.values",
     "TapeValueError": "openprogram.tape_boundary.values",
-    "now": "openprogram.tape_boundary.helpers",
-    "random": "openprogram.tape_boundary.helpers",
-    "seeded_random": "openprogram.tape_boundary.helpers",
+    "now": "openprogram.tape_boundary.taped_functions",
+    "random": "openprogram.tape_boundary.taped_functions",
+    "seeded_random": "openprogram.tape_boundary.taped_functions",
     "taped": "openprogram.tape_boundary.taped_functions",
 }
 

@@ -37,6 +37,16 @@ calls, not those results. HTTP requests a taped function sends while it runs und
 are not recorded at the HTTP boundary; taped calls and model calls it makes are recorded
 marked as within it (:mod:`openprogram.recording.enclosing_tape`), and replay, which never
 runs it, does not ask for them.
+
+Taped helpers for the clock and randomness: ``now()``, ``random()``, ``seeded_random()``.
+
+Code that reads the time or draws random numbers through these sees, under replay, exactly
+what the recorded run saw; outside record and replay they are ``time.time()``,
+``random.random()`` and a freshly seeded ``random.Random``. Nothing is patched: code that
+calls ``time.time()`` directly stays live, and a replay shows the drift it causes.
+
+Their results are non-deterministic by nature, so the transcript hash and ``diff`` leave
+them out (the calls still count): two recordings of one session made a day apart hash alike.
 """
 
 from __future__ import annotations
@@ -44,20 +54,26 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import random as _random
+import secrets
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
-from openprogram.tape_boundary.redaction import TapeRedaction
+from openprogram.tape_boundary.deck import TapeRedaction
 from openprogram.tape_boundary.values import json_arguments, json_result, rebuilt_result
 
 if TYPE_CHECKING:
     from openprogram.tape_boundary.deck import BlockedTapes, TapeDeck, TapePlayer, TapeRecorder
 
-__all__ = ["TapeSpec", "taped"]
+__all__ = ["TapeSpec", "now", "random", "seeded_random", "taped"]
+
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
 _MISSING: Any = object()
 
 
@@ -137,7 +153,7 @@ class TapeSpec:
         within: str | None,
         redaction: TapeRedaction,
     ) -> dict[str, Any]:
-        from openprogram.recording.call_writer import recorded_error
+        from openprogram.recording.writer import recorded_error
 
         recorded = recorded_error(error, redaction.redactor)
         return tape_row(
@@ -151,7 +167,7 @@ class TapeSpec:
     def replayed(self, entry: TapeEntry) -> Any:
         """The recorded result (rebuilt if typed), or the recorded exception raised."""
         if entry.error is not None:
-            from openprogram.tape_boundary.exceptions import rebuilt_exception
+            from openprogram.tape_boundary.values import rebuilt_exception
 
             raise rebuilt_exception(entry.error)
         if entry.typed:
@@ -301,3 +317,29 @@ def taped(
     if function is None:
         return lambda target: _wrap(target, name, nondeterministic)
     return _wrap(function, name, nondeterministic)
+
+
+@taped(name="openprogram.now", nondeterministic=True)
+def now() -> float:
+    """The current time in seconds since the epoch, as ``time.time()`` — under replay, the
+    time the recorded run read at this point (tape ``openprogram.now``)."""
+    return time.time()
+
+
+@taped(name="openprogram.random", nondeterministic=True)
+def random() -> float:
+    """A random float in [0, 1), as ``random.random()`` — under replay, the recorded draw
+    (tape ``openprogram.random``)."""
+    return _random.random()
+
+
+@taped(name="openprogram.seed", nondeterministic=True)
+def _seed() -> int:
+    return secrets.randbits(63)
+
+
+def seeded_random() -> _random.Random:
+    """A ``random.Random`` seeded with a fresh random seed — under replay, the seed the
+    recorded run drew (tape ``openprogram.seed``), so every draw from it repeats. One entry
+    per generator, however many numbers it gives."""
+    return _random.Random(_seed())

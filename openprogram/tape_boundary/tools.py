@@ -1,5 +1,5 @@
 """Agent tools on tapes: each tool's result is taped under record, and replayed, checked or
-run live under replay by the tool's policy (:mod:`openprogram.recording.tool_policies`).
+run live under replay by the tool's policy (:mod:`openprogram.recording.tape_replay`).
 
 The agent loop runs every tool call through :func:`run_taped_tool`. The tape of a tool is
 ``tool:<name>``; an entry's arguments are the tool call's arguments, its result what the
@@ -26,8 +26,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
-from openprogram.tape_boundary.deck import BlockedTapes, TapeRecorder, active_tape_deck
-from openprogram.tape_boundary.redaction import current_redactor
+from openprogram.tape_boundary.deck import (
+    BlockedTapes,
+    TapeRecorder,
+    active_tape_deck,
+    current_redactor,
+)
 
 __all__ = ["run_taped_tool"]
 

@@ -16,20 +16,41 @@ A tape stores JSON values, so that replay hands back exactly what the recorded r
 Anything else — NaN or infinities (JSON has none), integers beyond 64 bits, sets, bytes,
 other objects — raises :class:`TapeValueError` at record time, naming the tape and the field,
 before anything is written.
+
+An exception a taped function raised, as recorded, and raised again on replay.
+
+The tape stores the exception's type (``ValueError`` for a built-in, ``module.QualName``
+for another) and its message, redacted. Replay raises the same type with that message when
+it can: a built-in, or a class of a module the replaying process has already imported (a
+recording never makes replay import a module), whose constructor takes the message. Otherwise
+it raises :class:`RecordedTapeError`, which carries the recorded type name.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
+import sys
 from collections.abc import Callable
 from typing import Any, Final
 
 from openprogram.errors import OpenProgramError
 from openprogram.recording.difference import format_report_path, join_field_path
+from openprogram.recording.format import RecordedError
 
-__all__ = ["TapeValueError", "json_arguments", "json_result", "plain_json_problem"]
+__all__ = [
+    "RecordedTapeError",
+    "TapeValueError",
+    "json_arguments",
+    "json_result",
+    "plain_json_problem",
+    "rebuilt_exception",
+]
+
 
 _INT64: Final = range(-(2**63), 2**64)
+
+
 _RESULT_ADVICE: Final = (
     "return JSON values (dict, list, str, int, float, bool, None), or annotate the "
     "function's return type so the result can be rebuilt (a pydantic model, a tuple, a date)"
@@ -172,3 +193,43 @@ def _name(annotation: Any) -> str:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
+
+
+class RecordedTapeError(OpenProgramError):
+    """Replay of an exception a taped function raised whose type replay cannot raise itself:
+    ``original_type`` is the recorded type name, the message the recorded message."""
+
+    def __init__(self, original_type: str, message: str) -> None:
+        self.original_type = original_type
+        super().__init__(f"{original_type}: {message}")
+
+
+def rebuilt_exception(recorded: RecordedError) -> BaseException:
+    """An exception equivalent to the recorded one (see the module's docstring)."""
+    cls = _exception_class(recorded.type)
+    if cls is not None:
+        try:
+            return cls(recorded.message)
+        except Exception:  # a constructor that wants other arguments
+            pass
+    return RecordedTapeError(recorded.type, recorded.message)
+
+
+def _exception_class(name: str) -> type[Exception] | None:
+    found = getattr(builtins, name, None) if "." not in name else _imported(name.split("."))
+    if isinstance(found, type) and issubclass(found, Exception):
+        return found
+    return None
+
+
+def _imported(parts: list[str]) -> object:
+    """The object ``a.b.Outer.Error`` names, found from the longest prefix that is a module
+    already imported; None when there is none."""
+    for cut in range(len(parts) - 1, 0, -1):
+        module = sys.modules.get(".".join(parts[:cut]))
+        if module is not None:
+            found: object = module
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute, None)
+            return found
+    return None

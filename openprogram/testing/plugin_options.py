@@ -5,7 +5,7 @@ Options (command line, or the ini file):
 * ``--openprogram-record-mode=MODE`` / ``openprogram_record_mode`` — ``none`` (default)
   replays only, ``once`` records missing recordings, ``new_episodes`` replays what the
   recording holds and records the rest, ``all`` (or ``rewrite``) re-records, ``live`` calls
-  live and records nothing (:mod:`~openprogram.testing.record_modes`);
+  live and records nothing (:mod:`~openprogram.testing.plugin_options`);
 * ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
   even though ``CI`` is set;
 * ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
@@ -28,6 +28,23 @@ Markers: ``openprogram(**settings)`` (a test's own settings) and ``openprogram_m
 :class:`PluginSettings`, which the plugin keeps in ``config.stash[PLUGIN_SETTINGS]``;
 :func:`network_block_allowed_hosts` reads whether the network is blocked, and for which hosts
 it is not. This module imports nothing heavy: the plugin loads it in every pytest run.
+
+The plugin's record modes, and the environment switches that guard recording.
+
+The names are pytest-recording's (and vcrpy's), with openprogram's meanings:
+
+* ``none`` (default) replays only; a missing recording is an error;
+* ``once`` records a missing recording and replays an existing one;
+* ``new_episodes`` serves each request from an equal unconsumed recorded call, calls the
+  provider live for any other and records it; at a passing end the recording holds exactly
+  the calls the run made (recorded calls never requested are dropped);
+* ``all`` records every test afresh, replacing its recording; ``rewrite`` is another name
+  for it (pytest-recording's);
+* ``live`` calls the providers live and records nothing (pytest-recording's
+  ``--disable-recording``).
+
+This module imports nothing heavy, so the plugin can validate its options at start-up
+without loading the provider layer.
 """
 
 from __future__ import annotations
@@ -37,11 +54,11 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.testing import settings_sources
-from openprogram.testing.record_modes import RECORD_MODES
-from openprogram.testing.recording_settings import Layer
+from openprogram.testing import recording_settings
+from openprogram.testing.recording_settings import RECORD_MODES, Layer
 
 DEFAULT_RECORDINGS_DIR = "tests/recordings"
+
 
 MARKERS = (
     "openprogram(**settings): this test's recording settings: name, record_mode, "
@@ -50,6 +67,8 @@ MARKERS = (
     "openprogram_match(match): how replay pairs this test's requests with its recorded "
     "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
 )
+
+
 """The plugin's markers, as the ``markers`` ini lines that declare them."""
 
 
@@ -65,6 +84,8 @@ class PluginSettings:
 
 
 PLUGIN_SETTINGS = pytest.StashKey[PluginSettings]()
+
+
 """Where the run's :class:`PluginSettings` are kept, in ``config.stash``."""
 
 
@@ -179,7 +200,7 @@ def add_markers(config: pytest.Config) -> None:
 def read_plugin_settings(config: pytest.Config) -> PluginSettings:
     """The run's settings from the ini file and the command line (a bad ini value is a usage
     error naming the option)."""
-    ini_layer = settings_sources.ini_layer(config)
+    ini_layer = recording_settings.ini_layer(config)
     option = config.getoption("openprogram_record_mode")
     command_line_layer: Layer = {} if option is None else {"record_mode": option}
     recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())

@@ -7,7 +7,7 @@ no provider, and its hooks return at once for such a test.
 Its options and markers — the record mode, recording on CI, the network block, the JSON
 report, the recordings folder and the settings a test records and replays with — are declared
 and read in :mod:`~openprogram.testing.plugin_options`; where a test's recording lives, and
-how the plugin names it and the test, in :mod:`~openprogram.testing.item_paths`. This module
+how the plugin names it and the test, in :mod:`~openprogram.testing.recording_paths`. This module
 holds the hooks: ``pytest_addoption``; ``pytest_configure`` and ``pytest_unconfigure``
 (placeholder API keys, the network block, the summary plugin of
 :mod:`~openprogram.testing.summary_plugin`); the ``openprogram_config`` and
@@ -36,9 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from openprogram.testing import settings_sources
-from openprogram.testing.item_paths import display_path, item_recording_path, selecting_argument
-from openprogram.testing.outcome import OUTCOME_KEY, TestOutcome
+from openprogram.testing import recording_settings
 from openprogram.testing.plugin_options import (
     PLUGIN_SETTINGS,
     add_markers,
@@ -46,8 +44,13 @@ from openprogram.testing.plugin_options import (
     network_block_allowed_hosts,
     read_plugin_settings,
 )
-from openprogram.testing.record_modes import record_command
-from openprogram.testing.recording_settings import SettingsError, combine_layers
+from openprogram.testing.recording_paths import (
+    display_path,
+    item_recording_path,
+    selecting_argument,
+)
+from openprogram.testing.recording_settings import SettingsError, combine_layers, record_command
+from openprogram.testing.suite_summary import OUTCOME_KEY, TestOutcome
 
 if TYPE_CHECKING:
     from openprogram.testing.network_block import NetworkBlock
@@ -70,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[PLUGIN_SETTINGS] = settings
     run_mode = combine_layers([settings.ini_layer, settings.command_line_layer]).record_mode
     if run_mode == "none":
-        from openprogram.activation.placeholders import set_placeholder_keys
+        from openprogram.activation.boundaries import set_placeholder_keys
 
         config.stash[_RESTORE_KEYS] = set_placeholder_keys()
     _install_network_block(config)
@@ -127,7 +130,7 @@ def openprogram_recording(
     item = request.node
     bad_settings: str | None = None
     try:
-        settings = settings_sources.settings_of_test(
+        settings = recording_settings.settings_of_test(
             item,
             ini=plugin.ini_layer,
             command_line=plugin.command_line_layer,

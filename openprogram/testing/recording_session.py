@@ -6,7 +6,7 @@
 * ``once`` replays an existing recording and records a missing one;
 * ``new_episodes`` records a missing recording; for an existing one, it replays each request
   the recording holds an equal unconsumed call for and records every other live (a
-  :class:`~openprogram.recording.merging.RecordingMerge`);
+  :class:`~openprogram.recording.rewriting.RecordingMerge`);
 * ``all`` (and its other name ``rewrite``) records afresh;
 * ``live`` installs nothing that records or replays: every call goes to the real providers.
 
@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 from openprogram.errors import OpenProgramError, RecordingFileError
 from openprogram.private_files import make_private_dirs
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.recording.matching import DEFAULT_MATCHING
-from openprogram.recording.writers import writer_for
-from openprogram.testing.record_modes import RecordMode, env_flag, record_command
+from openprogram.recording.difference import DEFAULT_MATCHING
+from openprogram.recording.writer import writer_for
 from openprogram.testing.recording_paths import TEMPORARY_FOLDER_PREFIX
+from openprogram.testing.recording_settings import RecordMode, env_flag, record_command
 from openprogram.testing.session_lifecycle import RecordingSession
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def open_recording_session(
     to record into (the caller must then :meth:`~RecordingSession.finish` it).
 
     ``tools`` says how replay treats each agent tool, by name or ``"*"``: ``live`` (the
-    default), ``replay`` or ``check`` (see :mod:`openprogram.recording.tool_policies`).
+    default), ``replay`` or ``check`` (see :mod:`openprogram.recording.tape_replay`).
     ``user_redaction``: the user's own redaction, applied to everything written and to both
     sides of every comparison.
 

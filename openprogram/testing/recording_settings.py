@@ -25,11 +25,22 @@ The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are
 -> ``live``, ``replay`` or ``check``), ``redact_patterns`` (regular expressions) and
 ``redact`` (a function ``str -> str``; the fixture and the marker only). A new setting is a field of
 :class:`RecordingSettings` and a line in :data:`SETTING_CHECKS` (and, if the configuration or
-the ini file carries it, a line in :mod:`~openprogram.testing.settings_sources`, which gathers
+the ini file carries it, a line in :mod:`~openprogram.testing.recording_settings`, which gathers
 the layers).
 
 This module imports nothing heavy; the checks that need the configuration's rules import
 them when they run.
+
+Where a test's recording settings come from, gathered in their order for each test.
+
+The layers (lowest first; :mod:`~openprogram.testing.recording_settings` combines them):
+openprogram's configuration (:func:`configured_layer`: the file, then the environment, read
+once per run when the first test uses the fixture), the ini file (:func:`ini_layer`, read at
+start-up), the command line, the ``openprogram_config`` fixture's dict and the test's markers
+(:func:`marker_layers`). :func:`settings_of_test` puts them together for one test.
+
+A new setting that the ini file or the configuration carries is a line in
+:data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
 """
 
 from __future__ import annotations
@@ -37,22 +48,68 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal, get_args
 
-from openprogram.testing.record_modes import DEFAULT_RECORD_MODE, RecordMode, check_record_mode
+import pytest
 
 __all__ = [
     "ADDITIVE_KEYS",
+    "CONFIGURED_SETTINGS",
+    "DEFAULT_RECORD_MODE",
+    "INI_SETTINGS",
     "PER_TEST_KEYS",
+    "RECORD_MODES",
     "SETTING_CHECKS",
+    "_TRUE_VALUES",
+    "RecordMode",
     "RecordingSettings",
     "SettingsError",
+    "check_record_mode",
     "check_setting",
     "checked_layer",
     "combine_layers",
+    "configured_layer",
+    "env_flag",
+    "ini_layer",
+    "marker_layers",
+    "record_command",
+    "settings_of_test",
 ]
 
+
+RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite", "live"]
+
+
+RECORD_MODES: tuple[RecordMode, ...] = get_args(RecordMode)
+
+
+DEFAULT_RECORD_MODE: RecordMode = "none"
+
+
+_TRUE_VALUES = frozenset({"1", "true", "yes"})
+
+
+def check_record_mode(value: object) -> RecordMode:
+    """``value`` if it names a record mode; else ``ValueError`` listing them."""
+    for mode in RECORD_MODES:
+        if value == mode:
+            return mode
+    raise ValueError(f"must be one of {', '.join(RECORD_MODES)}, not {value!r}")
+
+
+def env_flag(environ: Mapping[str, str], name: str) -> bool:
+    """Whether the variable ``name`` is set to ``true``, ``1`` or ``yes`` (in any case)."""
+    return environ.get(name, "").strip().lower() in _TRUE_VALUES
+
+
+def record_command(record_mode: RecordMode, test_argument: str) -> str:
+    """The command that runs one test in ``record_mode``."""
+    return f"pytest --openprogram-record-mode={record_mode} {test_argument}"
+
+
 Layer = dict[str, Any]
+
+
 """The keys one place sets, each value checked."""
 
 
@@ -114,7 +171,7 @@ def _ignore_fields(value: object) -> tuple[str, ...]:
 
 
 def _match(value: object) -> str:
-    from openprogram.recording.matching import MATCHINGS
+    from openprogram.recording.difference import MATCHINGS
 
     if value not in MATCHINGS:
         raise ValueError(f"must be one of {', '.join(MATCHINGS)}, not {value!r}")
@@ -144,7 +201,7 @@ def _by_configuration_rules(key: str) -> Callable[[object], tuple[str, ...]]:
 def _tools(value: object) -> tuple[tuple[str, str], ...]:
     """Policies as a mapping (``{"get_weather": "replay", "*": "check"}``) or as lines
     ``NAME=POLICY`` (the ini file)."""
-    from openprogram.recording.tool_policies import check_tool_policies, parse_tool_policies
+    from openprogram.recording.tape_replay import check_tool_policies, parse_tool_policies
 
     if isinstance(value, Mapping):
         return tuple(check_tool_policies(value).items())
@@ -177,16 +234,25 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
     "redact_patterns": _redact_patterns,
     "redact": _redact,
 }
+
+
 """Each setting's key and the check that turns a given value into the setting's value
 (raising ``ValueError`` saying what is wrong)."""
 
+
 ADDITIVE_KEYS = frozenset({"redact_patterns"})
+
+
 """Keys whose lists add up across layers (in layer order, each entry once) instead of a later
 layer replacing an earlier one's: the user's redaction only ever grows, so a pattern set in the
 configuration still applies to a test whose marker adds its own."""
 
+
 PER_TEST_KEYS = frozenset({"name"})
+
+
 """Keys only a test's own marker may set: two tests never share a recording by accident."""
+
 
 assert set(SETTING_CHECKS) == {field.name for field in fields(RecordingSettings)}
 
@@ -230,3 +296,121 @@ def combine_layers(layers: Iterable[Layer]) -> RecordingSettings:
                 value = tuple(dict.fromkeys((*merged[key], *value)))
             merged[key] = value
     return RecordingSettings(**merged)
+
+
+INI_SETTINGS = {
+    "record_mode": "openprogram_record_mode",
+    "ignore_fields": "openprogram_ignore_fields",
+    "match": "openprogram_match",
+    "http_passthrough_hosts": "openprogram_http_passthrough_hosts",
+    "http_headers": "openprogram_http_headers",
+    "tools": "openprogram_tools",
+    "redact_patterns": "openprogram_redact_patterns",
+}
+
+
+"""The settings the ini file carries: key -> ini option."""
+
+
+CONFIGURED_SETTINGS = (
+    "ignore_fields",
+    "match",
+    "http_passthrough_hosts",
+    "http_headers",
+    "tools",
+    "redact_patterns",
+)
+
+
+"""The settings openprogram's configuration carries (``record_replay.<key>``)."""
+
+
+_CONFIGURED = pytest.StashKey["Layer | str"]()
+
+
+def ini_layer(config: pytest.Config) -> Layer:
+    """The settings the ini file sets, checked (a bad value is a usage error naming the
+    option)."""
+    layer: Layer = {}
+    for key, name in INI_SETTINGS.items():
+        value = config.getini(name)
+        if value is None:
+            continue
+        try:
+            layer[key] = check_setting(key, value.strip() if isinstance(value, str) else value)
+        except ValueError as error:
+            raise pytest.UsageError(f"{name}: {error}") from None
+    return layer
+
+
+def settings_of_test(
+    item: pytest.Item,
+    *,
+    ini: Layer,
+    command_line: Layer,
+    fixture_settings: dict[str, Any],
+) -> RecordingSettings:
+    """One test's settings: configuration, ``ini``, ``command_line``, the
+    ``openprogram_config`` fixture's dict, then its markers. Raises :class:`SettingsError`."""
+    if not isinstance(fixture_settings, dict):
+        raise SettingsError(
+            f"the openprogram_config fixture must return a dict, not {type(fixture_settings)}"
+        )
+    layers = [
+        configured_layer(item.config),
+        ini,
+        command_line,
+        checked_layer(fixture_settings, where="the openprogram_config fixture"),
+        *marker_layers(item),
+    ]
+    return combine_layers(layers)
+
+
+def configured_layer(config: pytest.Config) -> Layer:
+    """The settings openprogram's configuration (file, then environment) sets explicitly;
+    read once per run, when the first test uses the fixture."""
+    cached = config.stash.get(_CONFIGURED, None)
+    if cached is None:
+        from openprogram.config.settings import load_config
+
+        loaded = load_config()
+        if loaded.error is not None:
+            cached = f"openprogram's configuration: {loaded.error}"
+        else:
+            assert loaded.settings is not None
+            record_replay = loaded.settings.record_replay
+            chosen = record_replay.model_fields_set & set(CONFIGURED_SETTINGS)
+            values = {key: getattr(record_replay, key) for key in sorted(chosen)}
+            try:
+                cached = checked_layer(values, where="openprogram's configuration")
+            except SettingsError as error:
+                cached = str(error)
+        config.stash[_CONFIGURED] = cached
+    if isinstance(cached, str):
+        raise SettingsError(cached)
+    return cached
+
+
+def marker_layers(item: pytest.Item) -> list[Layer]:
+    """The test's markers, farthest first (a marker on the function beats one on its
+    class or module); ``openprogram_match`` before ``openprogram``."""
+    layers: list[Layer] = []
+    for marker in reversed(list(item.iter_markers("openprogram_match"))):
+        value = marker.args[0] if marker.args else marker.kwargs.get("match")
+        where = "@pytest.mark.openprogram_match"
+        try:
+            layers.append(checked_layer({"match": value}, where=where))
+        except SettingsError:
+            from openprogram.recording.difference import MATCHINGS
+
+            raise SettingsError(
+                f"{where} takes one of {', '.join(MATCHINGS)}, not {value!r}"
+            ) from None
+    for marker in reversed(list(item.iter_markers("openprogram"))):
+        if marker.args:
+            raise SettingsError(
+                "@pytest.mark.openprogram takes keywords only, e.g. "
+                "@pytest.mark.openprogram(record_mode='once')"
+            )
+        layers.append(checked_layer(marker.kwargs, where="@pytest.mark.openprogram", per_test=True))
+    return layers

@@ -5,7 +5,7 @@
   and renamed over the recording, atomically.
 * :func:`merge_recording` — ``new_episodes`` with a recording: the run's calls in the order
   it made them, each replayed call as it was recorded and each live call as it was just
-  recorded (:mod:`~openprogram.recording.merging`), are written with
+  recorded (:mod:`~openprogram.recording.rewriting`), are written with
   :func:`~openprogram.recording.rewriting.rewrite_recording`, atomically, and only if that
   changes anything: a run that replayed every recorded call, made no live call and taped
   what the recording holds leaves the file byte for byte as it was. Taped functions and
@@ -32,7 +32,7 @@ from openprogram.errors import OpenProgramError, RecordingFileError
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
-    from openprogram.recording.merging import RecordingMerge
+    from openprogram.recording.rewriting import RecordingMerge
     from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["SavedRecording", "merge_recording", "save_recording"]

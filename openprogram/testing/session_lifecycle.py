@@ -41,18 +41,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from openprogram.activation.boundaries import both_boundaries_active
-from openprogram.activation.placeholders import hide_placeholder_keys, set_placeholder_keys
+from openprogram.activation.boundaries import (
+    both_boundaries_active,
+    hide_placeholder_keys,
+    set_placeholder_keys,
+)
 from openprogram.http_boundary.boundary import HttpBoundary
-from openprogram.providers.activation import record_transform, replay_transform
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.recording.merging import RecordingMerge
+from openprogram.providers.activation import record_transform, replay_transform
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
-from openprogram.recording.writers import forget_writer, writer_for
+from openprogram.recording.rewriting import RecordingMerge
+from openprogram.recording.writer import forget_writer, writer_for
 from openprogram.tape_boundary.deck import TapePlayer, TapeRecorder
-from openprogram.testing.outcome import OutcomeKind, TestOutcome
-from openprogram.testing.record_modes import RecordMode, record_command
+from openprogram.testing.recording_settings import RecordMode, record_command
 from openprogram.testing.saving import SavedRecording, merge_recording, save_recording
+from openprogram.testing.suite_summary import OutcomeKind, TestOutcome
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 import openprogram
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -28,7 +29,6 @@ from openprogram.providers import (
     UserMessage,
     complete_simple,
 )
-from openprogram.provider_boundary.codec import read_recording
 from tests.support.offline import offline
 from tests.support.scripted_provider import serving
 from tests.support.sdk_server import SdkServer

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from openprogram.activation.exec_environment import check_command, python_of
 from openprogram.activation.exec_errors import ExecSetupError
-from openprogram.activation.interpreter_check import check_command, python_of
 
 ENV = {"PATH": os.environ["PATH"]}
 

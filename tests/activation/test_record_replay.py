@@ -16,8 +16,8 @@ import pytest
 import openprogram
 from openprogram.activation import PLACEHOLDER_API_KEY
 from openprogram.errors import RecordingFileError, ReplayMismatch, UnconsumedCallsError
-from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
 from openprogram.provider_boundary.codec import read_recording
+from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
 from openprogram.recording.mismatch import RecordReplayEscape
 from tests.support.http_agent import answering, ask
 from tests.support.offline import offline

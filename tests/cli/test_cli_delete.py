@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import types
 from pathlib import Path
 
 import pytest
 
-from openprogram.cli.recordings import confirming
+from openprogram.cli import output
 from openprogram.config.paths import recordings_dir
 from tests.support.cli_runner import error_line, run
 from tests.support.recording_rows import write_recording
@@ -17,12 +16,7 @@ from tests.support.recording_rows import write_recording
 def on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """stdin reads as a terminal, so ``delete`` asks (CliRunner feeds the answer)."""
 
-    class TerminalStdin:
-        def isatty(self) -> bool:
-            return True
-
-    fake_sys = types.SimpleNamespace(stdin=TerminalStdin())
-    monkeypatch.setattr(confirming, "sys", fake_sys)
+    monkeypatch.setattr(output, "stdin_is_terminal", lambda: True)
 
 
 def test_yes_deletes() -> None:

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from openprogram.providers import RecordingProvider
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from tests.support.cli_runner import error_line, run
 from tests.support.config_files import write_config
 from tests.support.secret_samples import GITHUB_TOKEN

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.errors import OpenProgramError
-from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
 from openprogram.provider_boundary.replay import ReplayProvider
+from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
 from openprogram.recording import report
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.report import FirstDifference

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.config.document import KEEP, Keep
-from openprogram.config.editing import set_record_replay
+from openprogram.config.editing import KEEP, Keep, set_record_replay
 from openprogram.config.paths import ConfigLocation
 from openprogram.config.problems import ConfigError
 from openprogram.config.settings import load_config

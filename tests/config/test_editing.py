@@ -9,8 +9,7 @@ from typing import Literal
 
 import pytest
 
-from openprogram.config.document import KEEP, Keep
-from openprogram.config.editing import ConfigEdit, set_record_replay
+from openprogram.config.editing import KEEP, ConfigEdit, Keep, set_record_replay
 from openprogram.config.paths import ConfigLocation
 from openprogram.config.problems import ConfigError
 from openprogram.config.settings import load_config

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openprogram.config.key_lines import find_key_line
+from openprogram.config.problems import find_key_line
 
 TEXT = '''# comment: mode = "not this"
 default_model = "echo:echo"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram.agent.model_choice import resolve_model
+from openprogram.agent.session import resolve_model
 from openprogram.config.models import build_settings, split_model_reference
 from openprogram.errors import ModelReferenceError
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.config.editing import set_record_replay
-from openprogram.config.file_writing import write_backup
+from openprogram.config.editing import set_record_replay, write_backup
 from openprogram.config.problems import ConfigError
 from openprogram.config.settings import load_config
 

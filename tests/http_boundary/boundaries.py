@@ -20,7 +20,7 @@ import orjson
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
-from openprogram.recording.writers import writer_for
+from openprogram.recording.writer import writer_for
 
 LIBRARIES = ("httpx", "httpx2")
 

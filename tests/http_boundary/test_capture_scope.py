@@ -20,7 +20,7 @@ from openprogram.http_boundary.boundary import (
 )
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.token_shapes import PLACEHOLDER
-from openprogram.recording.writers import writer_for
+from openprogram.recording.writer import writer_for
 from tests.http_boundary.boundaries import (
     LIBRARIES,
     ScriptedNetworkTransport,

@@ -15,7 +15,7 @@ import pytest
 ACTIVATE = """
 import sys
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
-from openprogram.recording.writers import writer_for
+from openprogram.recording.writer import writer_for
 activate_http_boundary(HttpBoundary("record", writer=writer_for(sys.argv[1])))
 """
 

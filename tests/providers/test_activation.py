@@ -54,7 +54,7 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
     from openprogram.providers.runtime import reset_provider_runtime
-    from openprogram.recording.writers import close_recording_writers
+    from openprogram.recording.writer import close_recording_writers
 
     close_recording_writers()
     reset_provider_runtime()  # as the next process would start
@@ -68,7 +68,7 @@ async def test_replay_mode_answers_for_every_api() -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     _, recorded = await tool_session()
     from openprogram.providers.runtime import reset_provider_runtime
-    from openprogram.recording.writers import close_recording_writers
+    from openprogram.recording.writer import close_recording_writers
 
     close_recording_writers()
     reset_provider_runtime()
@@ -85,7 +85,7 @@ async def test_replay_ignores_the_configured_fields() -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
     from openprogram.providers.runtime import reset_provider_runtime
-    from openprogram.recording.writers import close_recording_writers
+    from openprogram.recording.writer import close_recording_writers
 
     close_recording_writers()
     reset_provider_runtime()

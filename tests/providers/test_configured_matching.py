@@ -15,7 +15,7 @@ from openprogram.providers import (
     get_api_provider,
 )
 from openprogram.providers.runtime import reset_provider_runtime
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from tests.support.config_files import write_config
 
 

@@ -40,7 +40,7 @@ from openprogram.providers import (
 from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from tests.support.scripted_provider import FAKE_MODEL, ScriptedProvider, call
 
 TURNS = 4

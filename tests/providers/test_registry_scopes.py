@@ -281,7 +281,10 @@ def test_the_registry_runtime_activation_recorder_loop_is_gone() -> None:
     ]
     for module in below_the_registry:
         assert "openprogram.providers.api_registry" not in graph[module], module
-    for module in ["openprogram.provider_boundary.recorder", "openprogram.provider_boundary.replay"]:
+    for module in [
+        "openprogram.provider_boundary.recorder",
+        "openprogram.provider_boundary.replay",
+    ]:
         assert "openprogram.providers.runtime" not in graph[module], module
         assert "openprogram.providers.activation" not in graph[module], module
     assert "openprogram.providers.scopes" in graph["openprogram.providers.api_registry"]

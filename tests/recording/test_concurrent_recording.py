@@ -109,7 +109,7 @@ def test_a_writer_continues_a_hand_formatted_recording(tmp_path: Path) -> None:
 
 
 def test_forget_writer_closes_and_drops_it(tmp_path: Path) -> None:
-    from openprogram.recording.writers import forget_writer, writer_for
+    from openprogram.recording.writer import forget_writer, writer_for
 
     path = tmp_path / "done.jsonl"
     first = writer_for(path)

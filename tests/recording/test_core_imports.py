@@ -29,11 +29,9 @@ def test_every_core_module_is_checked() -> None:
         "format",
         "reader",
         "writer",
-        "file_door",
         "redaction",
         "difference",
         "mismatch",
-        "recordable",
         "replay_session",
         "nondeterministic",
     }

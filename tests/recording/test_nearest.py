@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openprogram.recording.difference import count_differences, find_first_difference
-from openprogram.recording.nearest import (
+from openprogram.recording.content_matching import (
     NEAREST_CANDIDATES,
     NearestRequest,
     nearest_request,
     request_differences,
 )
+from openprogram.recording.difference import count_differences, find_first_difference
 from tests.support.json_values import JSON_LIKE, PAIRS, reordered
 
 

@@ -11,12 +11,12 @@ import orjson
 import pytest
 
 from openprogram.errors import RecordingFileError
+from openprogram.provider_boundary.codec import (
+    read_recording,
+)
 from openprogram.providers import (
     StartEvent,
     TextStartEvent,
-)
-from openprogram.provider_boundary.codec import (
-    read_recording,
 )
 from tests.support.reader_refusals import assert_refused
 from tests.support.recording_rows import (

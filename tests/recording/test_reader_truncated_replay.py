@@ -11,6 +11,9 @@ import orjson
 import pytest
 
 from openprogram.errors import RecordingFileError
+from openprogram.provider_boundary.codec import (
+    read_recording,
+)
 from openprogram.providers import (
     ECHO_MODEL,
     AssistantMessageEvent,
@@ -21,9 +24,6 @@ from openprogram.providers import (
     ReplayProvider,
     UserMessage,
     complete_simple,
-)
-from openprogram.provider_boundary.codec import (
-    read_recording,
 )
 from tests.support.recording_rows import (
     call_end,

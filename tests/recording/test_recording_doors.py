@@ -26,9 +26,8 @@ from openprogram.providers import (
     Tool,
     UserMessage,
 )
-from openprogram.recording.file_door import read_recording_bytes, read_recording_file
-from openprogram.recording.format import encode_row, new_header
-from openprogram.recording.recordable import UnrecordableValueError
+from openprogram.recording.format import UnrecordableValueError, encode_row, new_header
+from openprogram.recording.reader import read_recording_bytes, read_recording_file
 from openprogram.recording.writer import RecordingWriter
 from tests.support.recording_rows import write_rows
 

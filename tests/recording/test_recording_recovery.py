@@ -28,8 +28,7 @@ from openprogram.providers import (
 )
 from openprogram.recording.format import encode_row, new_header
 from openprogram.recording.open_recording import OpenRecording
-from openprogram.recording.writer import RecordingWriter
-from openprogram.recording.writers import writer_for
+from openprogram.recording.writer import RecordingWriter, writer_for
 from tests.support.recording_rows import call_end
 
 RECORD_CALLS = textwrap.dedent(

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from openprogram.provider_boundary.codec import read_recording as read_with_provider_events
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
     ReplayProvider,
     UserMessage,
 )
-from openprogram.provider_boundary.codec import read_recording as read_with_provider_events
 from openprogram.recording.format import RecordedCall
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.reader import read_recording

@@ -20,8 +20,7 @@ from openprogram.recording.call_digest import call_digest, deterministic_part
 from openprogram.recording.format import new_header
 from openprogram.recording.reader import read_recording as read_rows_only
 from openprogram.recording.rewriting import call_rows_of, rewrite_recording
-from openprogram.recording.writer import RecordingWriter
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import RecordingWriter, close_recording_writers
 from openprogram.store.hashing import transcript_hash
 from tests.support.http_call_rows import chat_request
 from tests.support.recording_rows import Row, call_end, read_rows, write_rows

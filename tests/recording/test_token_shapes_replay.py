@@ -23,7 +23,7 @@ from openprogram.providers import (
 )
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.token_shapes import PLACEHOLDER
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from tests.support.recording_rows import read_rows, write_rows
 from tests.support.secret_samples import GITHUB_TOKEN, JWT, PASSWORD, SLACK_TOKEN
 

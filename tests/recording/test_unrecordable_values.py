@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from openprogram.errors import OpenProgramError
+from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     AssistantMessage,
@@ -29,8 +30,7 @@ from openprogram.providers import (
     ToolCallStartEvent,
     UserMessage,
 )
-from openprogram.provider_boundary.codec import read_recording
-from openprogram.recording.recordable import UnrecordableValueError
+from openprogram.recording.format import UnrecordableValueError
 from tests.support.provider_events import collect
 
 HELLO = Context(messages=[UserMessage(content="hello")])
@@ -85,14 +85,14 @@ async def test_a_non_finite_number_in_a_request_is_refused_before_the_call(
 
 
 def test_a_non_finite_model_field_is_named() -> None:
-    from openprogram.recording.recordable import encode_recordable_row
+    from openprogram.recording.format import encode_recordable_row
 
     with pytest.raises(UnrecordableValueError, match=r"field model\.x is nan"):
         encode_recordable_row("r.jsonl", {"model": {"x": math.nan}})
 
 
 def test_finite_numbers_and_nulls_pass() -> None:
-    from openprogram.recording.recordable import encode_recordable_row
+    from openprogram.recording.format import encode_recordable_row
 
     row = {"options": {"temperature": None, "top_p": 0.0, "big": 1e308, "small": -1e-308}}
     assert encode_recordable_row("r.jsonl", row).endswith(b"\n")
@@ -134,7 +134,7 @@ async def test_a_non_finite_number_in_an_event_ends_the_call_with_that_error(
     assert [row["type"] for row in call.event_rows] == ["start", "toolcall_start"]
     assert call.outcome == "error"
     assert call.error is not None
-    assert call.error.type == "openprogram.recording.recordable.UnrecordableValueError"
+    assert call.error.type == "openprogram.recording.format.UnrecordableValueError"
     # Replay ends the call the same way: the two events, then an equivalent error.
     replayed: list[AssistantMessageEvent] = []
     with pytest.raises(RecordedProviderError) as replayed_error:

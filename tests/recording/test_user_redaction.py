@@ -28,7 +28,7 @@ from openprogram.recording.user_redaction import (
     register_redactor,
     user_redaction_in_effect,
 )
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from tests.support.recording_rows import read_rows
 
 CUSTOMER = "customer-482913"

@@ -20,7 +20,7 @@ from openprogram.providers import (
     UserMessage,
     complete_simple,
 )
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import run
 from tests.support.tool_sessions import recording_into

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.providers.activation import activate_record_replay
-from openprogram.store import configured
-from openprogram.store.configured import active_recording, configured_recording_path
+from openprogram.store import names
+from openprogram.store.names import active_recording, configured_recording_path
 from openprogram.store.status import configured_status
 
 
@@ -76,7 +76,7 @@ def test_all_three_ask_the_one_function(
         asked.append(file)
         return elsewhere
 
-    monkeypatch.setattr(configured, "configured_recording_path", answer)
+    monkeypatch.setattr(names, "configured_recording_path", answer)
     configure(home, "record", "demo")
 
     activation = activate_record_replay()

@@ -14,9 +14,8 @@ import openprogram.store.summary as summary_module
 from openprogram.recording.reader import read_recording
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.writer import RecordingWriter
-from openprogram.store.digest_summary import summary_from_digests
 from openprogram.store.hashing import transcript_hash
-from openprogram.store.summary import RecordingSummary, summarize_recording
+from openprogram.store.summary import RecordingSummary, summarize_recording, summary_from_digests
 from tests.recording.test_request_deltas import conversation, record_session
 from tests.support.http_call_rows import provider_call, sse_call, write_calls
 from tests.support.recording_rows import Row

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.providers.activation import activate_record_replay
-from openprogram.store.configured import active_recording
+from openprogram.store.names import active_recording
 from openprogram.store.status import configured_status
 
 

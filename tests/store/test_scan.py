@@ -15,7 +15,7 @@ from openprogram.providers import RecordingProvider, ReplayProvider
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.recording.user_redaction import UserRedaction
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from openprogram.store.scan import Finding, scan_recording, scan_targets
 from tests.support.http_exchange_rows import http_call, response, sse
 from tests.support.recording_rows import header, read_rows, write_rows

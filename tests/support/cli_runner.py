@@ -11,7 +11,7 @@ from typer.testing import CliRunner, Result
 
 from openprogram.cli.app import app
 from openprogram.providers.runtime import reset_provider_runtime
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 
 
 def openprogram(*argv: str, input: str | None = None) -> Result:

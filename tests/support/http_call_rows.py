@@ -8,8 +8,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from openprogram.providers import ECHO_MODEL, Context, SimpleStreamOptions, UserMessage
 from openprogram.provider_boundary.codec import dump_request
+from openprogram.providers import ECHO_MODEL, Context, SimpleStreamOptions, UserMessage
 from openprogram.recording.format import new_header
 from tests.support.recording_rows import Row, call_end, event, write_rows
 

@@ -29,7 +29,7 @@ from openprogram.providers import (
     register_api_provider,
     scoped_api_providers,
 )
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from tests.support.cli_runner import next_start, run
 from tests.support.recording_rows import stored
 

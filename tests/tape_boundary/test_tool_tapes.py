@@ -15,7 +15,7 @@ from openprogram import record_replay
 from openprogram.agent import AgentRun, run_agent, tool
 from openprogram.errors import ReplayMismatch, ToolTapesMissingError
 from openprogram.providers import ECHO_MODEL
-from openprogram.recording.tool_policies import ToolPolicies, parse_tool_policies
+from openprogram.recording.tape_replay import ToolPolicies, parse_tool_policies
 
 PROMPT = '/tool stamp {"label": "build"}'
 state: dict[str, Any] = {"runs": 0, "suffix": ""}

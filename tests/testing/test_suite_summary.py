@@ -8,9 +8,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from openprogram.testing.orphan_recordings import CollectionScope, orphans_skipped_because
-from openprogram.testing.outcome import TestOutcome
-from openprogram.testing.suite_summary import SuiteSummary
+from openprogram.testing.suite_summary import SuiteSummary, TestOutcome
+from openprogram.testing.summary_plugin import CollectionScope, orphans_skipped_because
 
 DIFFERENCE = "difference at call 1, field context.messages[0].content:\nold 'hello', new 'bye'"
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import reporting_errors, say
-from openprogram.cli.recordings.confirming import confirm_or_abort
+from openprogram.cli.output import confirm_or_abort, reporting_errors, say
 
 
 def delete(
@@ -14,8 +13,7 @@ def delete(
 ) -> None:
     """Delete a recording. Refuses the active one, symlinks, and anything outside the store."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.store.configured import protected_recordings
-    from openprogram.store.names import RecordingNameError
+    from openprogram.store.names import RecordingNameError, protected_recordings
     from openprogram.store.store import (
         RecordingNotFoundError,
         check_deletable,

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_errors, say, warn
-from openprogram.cli.recordings.confirming import confirm_or_abort
+from openprogram.cli.output import (
+    EXIT_FAILURE,
+    confirm_or_abort,
+    plural,
+    print_json,
+    reporting_errors,
+    say,
+    warn,
+)
 
 
 def prune(
@@ -21,8 +28,7 @@ def prune(
 ) -> None:
     """Delete old recordings (give --older-than, --keep, or both). Never the active one."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.store.configured import protected_recordings
-    from openprogram.store.names import resolve_store
+    from openprogram.store.names import protected_recordings, resolve_store
     from openprogram.store.store import (
         PruneCriteriaError,
         check_prune_criteria,

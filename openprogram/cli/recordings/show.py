@@ -19,8 +19,7 @@ from openprogram.cli.output import (
 
 if TYPE_CHECKING:
     from openprogram.store.http_views import HttpExchange
-    from openprogram.store.show import CallView
-    from openprogram.store.tape_views import TapeView
+    from openprogram.store.show import CallView, TapeView
 
 PRIVACY_WARNING = (
     "recordings may hold personal data: prompts, replies and tool results are stored as "

@@ -14,7 +14,7 @@ from openprogram.cli.output import (
     reporting_errors,
     say,
 )
-from openprogram.cli.tool_policy_option import TOOL_POLICY, parsed_tool_policies
+from openprogram.cli.run import TOOL_POLICY, parsed_tool_policies
 
 COMMAND = typer.Argument(
     None,

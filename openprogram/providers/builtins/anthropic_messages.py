@@ -19,13 +19,32 @@ Reading the named server-sent events:
 * ``message_stop`` → ``done``; ``ping`` is ignored; ``error`` → an ``error`` event with the
   server's error type and message. Event types this module does not know are ignored, as
   the API's versioning policy asks.
+
+The Anthropic Messages request body, built from our context and options.
+
+Built in a fixed key order, so the same input always gives the same bytes. Conversion:
+
+* the system prompt is the top-level ``system``;
+* a user message keeps its text, or becomes ``text`` / ``image`` (base64 source) blocks;
+* an assistant message sends its text, its tool calls as ``tool_use`` blocks, and its
+  thinking blocks *with their signature* (the API checks it; thinking without a signature —
+  from another vendor, or cut short — is left out); a reply left empty is left out;
+* consecutive tool results become one user message of ``tool_result`` blocks, each with
+  ``is_error``; a text-only result is sent as a string, one with images as blocks;
+* tools are ``{name, description, input_schema}``, in order.
+
+Options: ``max_tokens`` (required by the API: ``options.max_tokens``, else
+``model.max_tokens``); ``temperature``; ``tool_choice`` (``auto``, ``none``, ``required`` →
+``any``, or a tool name); ``metadata["user_id"]`` → ``metadata.user_id`` (other metadata is
+not sent). For a ``model.reasoning`` model the ``reasoning`` level turns on extended
+thinking with a token budget (:data:`THINKING_BUDGETS`), which comes on top of
+``max_tokens`` so the answer keeps its room.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from openprogram.providers.builtins.anthropic_request import messages_body
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
     STREAM_ENDED_EARLY,
@@ -36,12 +55,153 @@ from openprogram.providers.builtins.reply_assembly import (
     parse_event_data,
     vendor_error_text,
 )
-from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, VendorRequest
+from openprogram.providers.builtins.vendor_provider import (
+    DEFAULT_API_KEY_VARIABLES,
+    HttpVendorProvider,
+    VendorRequest,
+)
 from openprogram.providers.events import AssistantMessageEvent
-from openprogram.providers.key_variables import DEFAULT_API_KEY_VARIABLES
-from openprogram.providers.types import Context, Model, ReasoningLevel, StreamOptions, Usage
+from openprogram.providers.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    ReasoningLevel,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+)
+
+THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+
+
+"""Thinking tokens allowed per ``reasoning`` level (the API's minimum is 1024)."""
+
+
+def messages_body(
+    model: Model,
+    context: Context,
+    options: StreamOptions,
+    *,
+    reasoning: ReasoningLevel | None,
+) -> dict[str, Any]:
+    """The JSON body of ``POST {base_url}/v1/messages`` for one streamed reply."""
+    max_tokens = options.max_tokens or model.max_tokens
+    budget = THINKING_BUDGETS[reasoning] if reasoning is not None and model.reasoning else None
+    body: dict[str, Any] = {
+        "model": model.id,
+        "max_tokens": max_tokens + (budget or 0),
+        "stream": True,
+    }
+    if context.system_prompt:
+        body["system"] = context.system_prompt
+    body["messages"] = anthropic_messages(context)
+    if context.tools:
+        body["tools"] = [tool_definition(tool) for tool in context.tools]
+    if options.tool_choice is not None:
+        body["tool_choice"] = tool_choice(options.tool_choice)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    user_id = (options.metadata or {}).get("user_id")
+    if isinstance(user_id, str) and user_id:
+        body["metadata"] = {"user_id": user_id}
+    return body
+
+
+def anthropic_messages(context: Context) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for message in context.messages:
+        if isinstance(message, ToolResultMessage):
+            results.append(_tool_result(message))
+            continue
+        if results:
+            messages.append({"role": "user", "content": results})
+            results = []
+        if isinstance(message, UserMessage):
+            messages.append({"role": "user", "content": _user_content(message.content)})
+        else:
+            blocks = _assistant_blocks(message)
+            if blocks:
+                messages.append({"role": "assistant", "content": blocks})
+    if results:
+        messages.append({"role": "user", "content": results})
+    return messages
+
+
+def _user_content(content: str | list[UserContent]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    return [_content_block(block) for block in content]
+
+
+def _content_block(block: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+    }
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            if block.signature:
+                blocks.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+        elif isinstance(block, ToolCall):
+            blocks.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+            )
+    return blocks
+
+
+def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
+    content: str | list[dict[str, Any]]
+    if all(isinstance(block, TextContent) for block in message.content):
+        content = message.text
+    else:
+        content = [
+            _content_block(block)
+            for block in message.content
+            if not (isinstance(block, TextContent) and not block.text)
+        ]
+    return {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": content,
+        "is_error": message.is_error,
+    }
+
+
+def tool_definition(tool: Tool) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def tool_choice(choice: str) -> dict[str, Any]:
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": choice}
+
 
 ANTHROPIC_VERSION = "2023-06-01"
+
 
 STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -51,6 +211,7 @@ STOP_REASONS: dict[str, FinishReason] = {
     "model_context_window_exceeded": "length",
     "tool_use": "toolUse",
 }
+
 
 _USAGE_FIELDS = {
     "input_tokens": "input",

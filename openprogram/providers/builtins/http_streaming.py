@@ -49,7 +49,7 @@ from openprogram.providers.builtins.vendor_provider import (
     HttpRequest,
 )
 from openprogram.providers.events import AssistantMessageEvent, ErrorEvent
-from openprogram.providers.loopback import is_loopback_url
+from openprogram.providers.types import is_loopback_url
 from openprogram.recording.redaction import SecretRedactor
 
 T = TypeVar("T")

@@ -23,16 +23,36 @@ Reading the chunks (only choice 0 is read; openprogram asks for one):
   ``completion_tokens`` → output, ``total_tokens`` → total.
 * ``done`` is sent at ``[DONE]`` (or when the stream closes after a ``finish_reason``); a
   stream that ends with no ``finish_reason`` is an error, and so is an ``{"error": …}`` chunk.
+
+The OpenAI Chat Completions request body, built from our context and options.
+
+The body is a plain dict built in a fixed key order, so the same input always gives the same
+bytes on the wire (no random id, no clock). Conversion:
+
+* the system prompt is the first message, ``{"role": "system"}``;
+* a user message keeps its text, or becomes ``text`` / ``image_url`` (a ``data:`` URL) parts;
+* an assistant message sends its text and its tool calls (arguments as JSON text); thinking
+  is not sent back, and a reply with neither text nor tool calls is left out;
+* a tool result is a ``{"role": "tool", "tool_call_id": …}`` message with its text; images
+  a tool returned follow the run of tool messages in one user message (tool messages carry
+  text only);
+* tools are ``{"type": "function", "function": {name, description, parameters}}``, in order.
+
+Options: ``max_tokens`` (else ``model.max_tokens``) — sent as ``max_completion_tokens`` to
+api.openai.com, whose reasoning models refuse ``max_tokens``, and as ``max_tokens`` to every
+compatible server; ``temperature``; ``tool_choice`` (``auto`` / ``none`` / ``required``, or a
+tool name); the ``reasoning`` level as ``reasoning_effort``, only for a ``model.reasoning``
+model. ``metadata`` and ``session_id`` are not sent.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
-from openprogram.providers.builtins.openai_request import chat_completions_body
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
     STREAM_ENDED_EARLY,
@@ -43,10 +63,145 @@ from openprogram.providers.builtins.reply_assembly import (
     parse_event_data,
     vendor_error_text,
 )
-from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, VendorRequest
+from openprogram.providers.builtins.vendor_provider import (
+    DEFAULT_API_KEY_VARIABLES,
+    HttpVendorProvider,
+    VendorRequest,
+)
 from openprogram.providers.events import AssistantMessageEvent
-from openprogram.providers.key_variables import DEFAULT_API_KEY_VARIABLES
-from openprogram.providers.types import Context, Model, ReasoningLevel, StreamOptions, Usage
+from openprogram.providers.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    ReasoningLevel,
+    StreamOptions,
+    TextContent,
+    Tool,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+OPENAI_HOST = "api.openai.com"
+
+
+def chat_completions_body(
+    model: Model,
+    context: Context,
+    options: StreamOptions,
+    *,
+    base_url: str,
+    reasoning: ReasoningLevel | None,
+) -> dict[str, Any]:
+    """The JSON body of ``POST {base_url}/chat/completions`` for one streamed reply."""
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": chat_messages(context),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        max_tokens_field(base_url): options.max_tokens or model.max_tokens,
+    }
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if context.tools:
+        body["tools"] = [tool_definition(tool) for tool in context.tools]
+    if options.tool_choice is not None:
+        body["tool_choice"] = tool_choice(options.tool_choice)
+    if reasoning is not None and model.reasoning:
+        body["reasoning_effort"] = reasoning
+    return body
+
+
+def max_tokens_field(base_url: str) -> str:
+    """``max_completion_tokens`` for OpenAI itself, ``max_tokens`` for compatible servers."""
+    host = urlsplit(base_url).hostname or ""
+    return "max_completion_tokens" if host.lower() == OPENAI_HOST else "max_tokens"
+
+
+def chat_messages(context: Context) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if context.system_prompt:
+        messages.append({"role": "system", "content": context.system_prompt})
+    tool_images: list[dict[str, Any]] = []
+    for message in context.messages:
+        if tool_images and not isinstance(message, ToolResultMessage):
+            messages.append(_tool_images_message(tool_images))
+            tool_images = []
+        if isinstance(message, UserMessage):
+            messages.append({"role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            converted = _assistant_message(message)
+            if converted is not None:
+                messages.append(converted)
+        else:
+            messages.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+            )
+            tool_images.extend(
+                _image_part(block) for block in message.content if isinstance(block, ImageContent)
+            )
+    if tool_images:
+        messages.append(_tool_images_message(tool_images))
+    return messages
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if isinstance(message.content, str):
+        return message.content
+    return [
+        {"type": "text", "text": block.text}
+        if isinstance(block, TextContent)
+        else _image_part(block)
+        for block in message.content
+    ]
+
+
+def _image_part(image: ImageContent) -> dict[str, Any]:
+    url = f"data:{image.mime_type};base64,{image.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _tool_images_message(images: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": "Images returned by the tools above:"}, *images],
+    }
+
+
+def _assistant_message(message: AssistantMessage) -> dict[str, Any] | None:
+    text = message.text
+    calls = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": orjson.dumps(call.arguments).decode()},
+        }
+        for call in message.tool_calls
+    ]
+    if not text and not calls:
+        return None
+    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        converted["tool_calls"] = calls
+    return converted
+
+
+def tool_definition(tool: Tool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
 
 
 class OpenAICompletionsProvider(HttpVendorProvider):

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 from openprogram.errors import MissingApiKeyError
 from openprogram.providers.builtins.reply_assembly import ReplyAssembler
-from openprogram.providers.loopback import is_loopback_url as is_loopback_url
-from openprogram.recording.redaction import SecretRedactor, remember_secret_variable
 from openprogram.providers.types import (
     Context,
     Model,
@@ -32,10 +30,22 @@ from openprogram.providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
+from openprogram.providers.types import is_loopback_url as is_loopback_url
+from openprogram.recording.redaction import SecretRedactor, remember_secret_variable
 
 if TYPE_CHECKING:
     from openprogram.config.models import ProviderSettings
     from openprogram.providers.events import AssistantMessageEvent
+
+
+DEFAULT_API_KEY_VARIABLES: dict[str, str] = {
+    "openai-completions": "OPENAI_API_KEY",
+    "anthropic-messages": "ANTHROPIC_API_KEY",
+}
+
+
+"""Where each built-in vendor api reads its key unless ``api_key_env`` names another."""
+
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds a request may wait for the next bytes of the reply, unless configured."""

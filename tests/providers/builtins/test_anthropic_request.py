@@ -13,7 +13,7 @@ from openprogram.providers import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from openprogram.providers.builtins.anthropic_request import messages_body
+from openprogram.providers.builtins.anthropic_messages import messages_body
 from openprogram.providers.builtins.vendor_provider import HttpVendorProvider
 from tests.support.provider_events import collect, last_done
 from tests.support.sse_server import Script, ScriptedServer

@@ -22,7 +22,7 @@ from openprogram.providers import (
     ToolResultMessage,
     UserMessage,
 )
-from openprogram.providers.builtins.openai_request import chat_completions_body
+from openprogram.providers.builtins.openai_completions import chat_completions_body
 from openprogram.providers.builtins.vendor_provider import HttpVendorProvider
 from tests.support.provider_events import collect, last_done
 from tests.support.sse_server import Script, ScriptedServer

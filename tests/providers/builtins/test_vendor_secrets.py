@@ -21,7 +21,7 @@ from openprogram.providers import (
 from openprogram.providers.runtime import reset_provider_runtime
 from openprogram.providers.streaming import with_api_key
 from openprogram.recording import redaction
-from openprogram.recording.writers import close_recording_writers
+from openprogram.recording.writer import close_recording_writers
 from tests.support.cli_runner import openprogram, run
 from tests.support.provider_events import collect, last_done, last_error
 from tests.support.sse_server import Script, ScriptedServer, error_script, unused_port
