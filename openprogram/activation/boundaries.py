@@ -18,9 +18,8 @@ process-wide registry scope and an HTTP boundary activation, so every thread and
 the block is covered (the pytest fixture and ``record_replay()`` run this way).
 ``openprogram exec`` installs them for the whole life of a process instead.
 
-Placeholder API keys under replay, so that SDK clients build without a real key.
-
-The official SDKs refuse to build a client (openai) or to send a request (anthropic) when
+Under replay, placeholder API keys let SDK clients build without a real key. The official
+SDKs refuse to build a client (openai) or to send a request (anthropic) when
 their key variable is unset, although replay never sends anything. Under replay, openprogram
 therefore sets ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` to :data:`PLACEHOLDER_API_KEY`
 when they are unset (``openprogram exec``, ``record_replay()``, and the pytest plugin when it

@@ -20,10 +20,8 @@ names do not start with ``OPENPROGRAM_``, so the configuration does not take the
 ``PYTHONPATH`` is the folder, then the command's own ``PYTHONPATH`` if it has a non-empty
 one: never a trailing separator, which Python would read as the working folder.
 
-What ``openprogram exec`` checks before it runs a command: that its Python will run the
-``sitecustomize`` that activates record/replay.
-
-A Python process skips it — and would then run live — when it is started with ``-I``
+Before it runs a command, exec checks that its Python will run that ``sitecustomize``. A
+Python process skips it — and would then run live — when it is started with ``-I``
 (isolated: ``PYTHONPATH`` ignored), ``-E`` (``PYTHON*`` variables ignored) or ``-S`` (no
 ``site`` module), or when its interpreter cannot import openprogram. :func:`check_command`
 finds the interpreter of the command where it can — the command itself when it is a Python

@@ -128,7 +128,7 @@ class OneLineErrorsGroup(PlainHelpGroup):
             code = getattr(error, "exit_code", None)
             if message is None or not isinstance(code, int):
                 raise
-            if type(error).__name__ == "NoArgsIsHelpError":
+            if is_no_arguments_help(error):
                 sys.stdout.write(message() + "\n")  # no arguments: show the help
             else:
                 from openprogram.recording.redaction import SecretRedactor
@@ -138,6 +138,16 @@ class OneLineErrorsGroup(PlainHelpGroup):
                 sys.stderr.write(f"error: {one_line} (see --help)\n")
             sys.exit(code)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def is_no_arguments_help(error: Exception) -> bool:
+    """Whether ``error`` is what click (8.2 and later) raises for a group called with no
+    arguments, so that its help is shown. typer either uses click or carries a copy of its
+    own (``typer._click``), so the class is looked up in the module that raised the error;
+    older clicks print the help themselves and raise nothing."""
+    exceptions = sys.modules.get(type(error).__module__)
+    no_arguments = getattr(exceptions, "NoArgsIsHelpError", None)
+    return isinstance(no_arguments, type) and isinstance(error, no_arguments)
 
 
 app = typer.Typer(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from openprogram.cli.output import EXIT_FAILURE, EXIT_USAGE, abort, plural, say
+from openprogram.cli.output import EXIT_FAILURE, EXIT_USAGE, abort, plural, reporting_errors, say
 
 
 def demo(
@@ -30,7 +30,7 @@ def demo(
     configuration and recordings store are left as they are. Exits 1 if any step does not
     behave as shown.
     """
-    from openprogram.cli.run import LiveDisplay, reporting_session_errors
+    from openprogram.cli.run import LiveDisplay
     from openprogram.harness.demo import Demo
 
     folder = _demo_folder(keep)
@@ -42,7 +42,7 @@ def demo(
         say((title, "bold"))
 
     try:
-        with reporting_session_errors():
+        with reporting_errors(session=True):
             step("1. Record a tool-using session on the offline echo model:")
             recorded = demo.record()
             step("2. Replay it from the recording (no model is called):")

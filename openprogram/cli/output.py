@@ -154,24 +154,46 @@ def error_text(problem: str | BaseException) -> str:
 
 
 @contextmanager
-def reporting_errors(*, usage_errors: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+def reporting_errors(
+    *, usage_errors: tuple[type[BaseException], ...] = (), session: bool = False
+) -> Iterator[None]:
     """Turn openprogram errors into one line and an exit code.
 
     ``usage_errors`` exit 2 (bad arguments, a file argument missing or unparseable); any
-    other :class:`OpenProgramError` exits 1.
+    other :class:`OpenProgramError` exits 1; an ``OSError`` is a file argument that cannot
+    be read (exit 2).
+
+    With ``session`` the block runs an agent session, so providers run inside it: every
+    message is redacted first (a provider's exception may quote a URL with a password), an
+    ``OSError`` is a provider failing, not a bad file argument, and any other exception a
+    provider raises is one line and exit 1 as well.
     """
     from openprogram.errors import OpenProgramError
 
+    redact = redacted if session else None
     try:
         yield
     except typer.Exit:
         raise
     except usage_errors as error:
-        abort(error, EXIT_USAGE)
+        abort(error, EXIT_USAGE, redact=redact)
     except OpenProgramError as error:
-        abort(error, EXIT_FAILURE)
+        abort(error, EXIT_FAILURE, redact=redact)
     except OSError as error:
+        if session:
+            abort(redacted(f"{type(error).__name__}: {error}"))
         abort(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), EXIT_USAGE)
+    except Exception as error:
+        if not session:
+            raise
+        abort(redacted(f"{type(error).__name__}: {error}"))
+
+
+def redacted(message: str) -> str:
+    """``message`` with every credential removed (a URL's password, a known key, ...)."""
+    from openprogram.recording.redaction import SecretRedactor
+
+    return SecretRedactor().redact_text(message)
 
 
 def stdin_is_terminal() -> bool:

@@ -4,21 +4,19 @@ stdout holds the reply text and nothing else, so a recorded run and its replay p
 same stdout; tool calls and their results are shown compactly on stderr. ``--json`` prints
 the transcript instead (without the ``timestamp`` fields, so it is identical too).
 
-``--tool-policy``, the option ``run`` and ``recordings verify`` share: how replay treats
-the agent tools.
+``--tool-policy`` (:data:`TOOL_POLICY`), how replay treats the agent tools, is shared with
+``recordings verify``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
 
-from openprogram.cli.output import EXIT_USAGE, abort, plural, print_json
+from openprogram.cli.output import EXIT_USAGE, abort, plural, print_json, redacted, reporting_errors
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
@@ -90,7 +88,7 @@ def run(
 
     policies = parsed_tool_policies(tool_policy)
     display = None if as_json else LiveDisplay()
-    with reporting_session_errors(usage_errors=(ModelReferenceError,)):
+    with reporting_errors(usage_errors=(ModelReferenceError,), session=True):
         try:
             result = asyncio.run(
                 run_session(
@@ -150,37 +148,6 @@ def missing_key_message(error: MissingApiKeyError) -> str:
         f"no API key for api {error.api!r}: set {error.env_var}, or name the variable that "
         f"holds the key with api_key_env in [providers.{error.api}] of {config_path()}"
     )
-
-
-def redacted(message: str) -> str:
-    """``message`` with every credential removed (a URL's password, a known key, ...)."""
-    from openprogram.recording.redaction import SecretRedactor
-
-    return SecretRedactor().redact_text(message)
-
-
-@contextmanager
-def reporting_session_errors(
-    *, usage_errors: tuple[type[BaseException], ...] = ()
-) -> Iterator[None]:
-    """Anything the session raises is one line on stderr and exit 1 (a replay mismatch: its
-    two-line report), ``usage_errors`` exit 2; a traceback only with ``OPENPROGRAM_DEBUG=1``.
-    Every message is redacted first: a provider's exception may quote a URL with a password.
-
-    Unlike ``reporting_errors``, an ``OSError`` here is a provider failing, not a bad file
-    argument, and any other exception a provider raises is still one line."""
-    from openprogram.errors import OpenProgramError
-
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except usage_errors as error:
-        abort(redacted(str(error)), EXIT_USAGE)
-    except OpenProgramError as error:
-        abort(error, redact=redacted)
-    except Exception as error:
-        abort(redacted(f"{type(error).__name__}: {error}"))
 
 
 def stop_message(session: AgentRun) -> str:

@@ -9,15 +9,11 @@ is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``) and then repair
 values are removed and everything valid is kept, or, if it is not TOML at all, a fresh file
 is started. ``record`` and ``replay`` refuse a broken file and write nothing.
 
-Changes to a parsed configuration (a tomlkit document) that touch only the keys concerned.
-
-tomlkit keeps every comment, blank line and key order it does not have to change, so the
-rendered document differs from the original only where a key was set or removed.
-
-Keeping a copy of a broken configuration before it is repaired.
-
-The configuration itself is replaced atomically by
-:func:`openprogram.private_files.replace_file`.
+Edits go through a parsed tomlkit document and touch only the keys concerned: tomlkit keeps
+every comment, blank line and key order it does not have to change, so the rendered document
+differs from the original only where a key was set or removed. The file is then replaced
+atomically (:func:`openprogram.private_files.replace_file`), after the copy of a broken one is
+kept (:func:`write_backup`).
 """
 
 from __future__ import annotations

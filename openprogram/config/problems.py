@@ -5,9 +5,8 @@ A problem is said where the user can fix it: a file, line and dotted key
 (``OPENPROGRAM_RECORD_REPLAY__MODE=bogus: …``). Values of ``api_key_env`` are never repeated,
 in case someone put a key there.
 
-Find the line where a dotted key is written in TOML text, so a problem can name it.
-
-A line scanner, not a parser: it follows ``[table]`` and ``[[array]]`` headers and dotted
+The line a dotted key is written on is found in the TOML text by a line scanner, not a
+parser (:func:`key_line`): it follows ``[table]`` and ``[[array]]`` headers and dotted
 keys, and steps over multi-line strings. Keys inside an inline table resolve to the line of
 the table's key. Good enough for messages; ``None`` when the key is not found.
 """

@@ -18,8 +18,7 @@ first, as a registry lookup does, so the configured mode applies from the very f
 call (an agent often reads the clock before its first model call). None: no record or
 replay is active, and taped functions just run.
 
-Redacting what a tape records, paying for a redactor only when a value holds text.
-
+What a tape records is redacted, paying for a redactor only when a value holds text.
 Credentials are text: a call whose arguments and result hold no string (the clock, a random
 draw, a count) has nothing to redact, and building a redactor — reading the environment for
 the credentials this process knows — would cost more than the call. :class:`TapeRedaction`

@@ -38,10 +38,9 @@ are not recorded at the HTTP boundary; taped calls and model calls it makes are 
 marked as within it (:mod:`openprogram.recording.enclosing_tape`), and replay, which never
 runs it, does not ask for them.
 
-Taped helpers for the clock and randomness: ``now()``, ``random()``, ``seeded_random()``.
-
-Code that reads the time or draws random numbers through these sees, under replay, exactly
-what the recorded run saw; outside record and replay they are ``time.time()``,
+The clock and randomness have taped helpers of their own, ``now()``, ``random()`` and
+``seeded_random()``: code that reads the time or draws random numbers through these sees,
+under replay, exactly what the recorded run saw; outside record and replay they are ``time.time()``,
 ``random.random()`` and a freshly seeded ``random.Random``. Nothing is patched: code that
 calls ``time.time()`` directly stays live, and a replay shows the drift it causes.
 
@@ -58,15 +57,15 @@ import random as _random
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
 from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
-from openprogram.tape_boundary.deck import TapeRedaction
+from openprogram.tape_boundary.deck import TapeRedaction, active_tape_deck
 from openprogram.tape_boundary.values import json_arguments, json_result, rebuilt_result
 
 if TYPE_CHECKING:
-    from openprogram.tape_boundary.deck import BlockedTapes, TapeDeck, TapePlayer, TapeRecorder
+    from openprogram.tape_boundary.deck import BlockedTapes, TapePlayer, TapeRecorder
 
 __all__ = ["TapeSpec", "now", "random", "seeded_random", "taped"]
 
@@ -193,68 +192,99 @@ class TapeSpec:
         return f"<TapeSpec {self.name}>"
 
 
-_active_deck: Callable[[], TapeDeck | None] | None = None
+class _RecordedCall:
+    """One taped call being recorded: ``with`` it around the function's own call, the tape
+    covers the code the function runs (the HTTP requests and model calls it makes are marked
+    within it), and an exception it raises is recorded; :meth:`returned` records a result."""
+
+    __slots__ = ("arguments", "recorder", "redaction", "spec", "token", "within")
+
+    def __init__(
+        self,
+        spec: TapeSpec,
+        recorder: TapeRecorder,
+        arguments: dict[str, Any],
+        redaction: TapeRedaction,
+    ) -> None:
+        self.spec = spec
+        self.recorder = recorder
+        self.arguments = arguments
+        self.redaction = redaction
+        self.within = enclosing_tape()
+        self.token = enter_tape(spec.name, covers_http=True)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        try:
+            if isinstance(error, Exception):  # not a cancellation or an interrupt
+                self.recorder.record(
+                    self.spec.error_row(self.arguments, error, self.within, self.redaction)
+                )
+        finally:
+            leave_tape(self.token)
+
+    def returned(self, value: Any) -> Any:
+        """Record the result the function returned (after the ``with`` block) and pass it on."""
+        self.recorder.record(
+            self.spec.result_row(self.arguments, value, self.within, self.redaction)
+        )
+        return value
 
 
-def _deck() -> TapeDeck | None:
-    """The active deck (``openprogram.tape_boundary.deck`` is imported at the first taped call: the
-    decorator itself imports nothing heavy)."""
-    global _active_deck
-    if _active_deck is None:
-        from openprogram.tape_boundary.deck import active_tape_deck
+_NOT_TAPED: Final = object()
+"""What :func:`_begin` says when neither record nor replay is active: the function just runs."""
 
-        _active_deck = active_tape_deck
-    return _active_deck()
+
+def _begin(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """How a call of ``spec`` goes, decided before the function would run: :data:`_NOT_TAPED`,
+    a :class:`_RecordedCall` to run the function inside, or (under replay) the recorded
+    result itself. Blocked record/replay raises; a recorded exception is raised again."""
+    __tracebackhide__ = True
+    deck = active_tape_deck()
+    if deck is None:
+        return _NOT_TAPED
+    if deck.mode == "blocked":
+        cast("BlockedTapes", deck).refuse()
+    redaction = TapeRedaction(deck.user_redaction)
+    arguments = spec.arguments(args, kwargs, redaction)
+    if deck.mode == "replay":
+        return _Served(spec.replayed(cast("TapePlayer", deck).take(spec.name, arguments)))
+    return _RecordedCall(spec, cast("TapeRecorder", deck), arguments, redaction)
+
+
+class _Served:
+    """A result replay serves in place of running the function."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 def _call(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     __tracebackhide__ = True
-    deck = _deck()
-    if deck is None:
+    call = _begin(spec, args, kwargs)
+    if isinstance(call, _Served):
+        return call.value
+    if call is _NOT_TAPED:
         return spec.function(*args, **kwargs)
-    if deck.mode == "blocked":
-        cast("BlockedTapes", deck).refuse()
-    redaction = TapeRedaction(deck.user_redaction)
-    arguments = spec.arguments(args, kwargs, redaction)
-    if deck.mode == "replay":
-        return spec.replayed(cast("TapePlayer", deck).take(spec.name, arguments))
-    recorder = cast("TapeRecorder", deck)
-    within = enclosing_tape()
-    token = enter_tape(spec.name, covers_http=True)
-    try:
+    with call:
         value = spec.function(*args, **kwargs)
-    except Exception as error:
-        recorder.record(spec.error_row(arguments, error, within, redaction))
-        raise
-    finally:
-        leave_tape(token)
-    recorder.record(spec.result_row(arguments, value, within, redaction))
-    return value
+    return call.returned(value)
 
 
 async def _call_async(spec: TapeSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     __tracebackhide__ = True
-    deck = _deck()
-    if deck is None:
+    call = _begin(spec, args, kwargs)  # the same decision, then the function awaited
+    if isinstance(call, _Served):
+        return call.value
+    if call is _NOT_TAPED:
         return await spec.function(*args, **kwargs)
-    if deck.mode == "blocked":
-        cast("BlockedTapes", deck).refuse()
-    redaction = TapeRedaction(deck.user_redaction)
-    arguments = spec.arguments(args, kwargs, redaction)
-    if deck.mode == "replay":
-        return spec.replayed(cast("TapePlayer", deck).take(spec.name, arguments))
-    recorder = cast("TapeRecorder", deck)
-    within = enclosing_tape()
-    token = enter_tape(spec.name, covers_http=True)
-    try:
+    with call:
         value = await spec.function(*args, **kwargs)
-    except Exception as error:
-        recorder.record(spec.error_row(arguments, error, within, redaction))
-        raise
-    finally:
-        leave_tape(token)
-    recorder.record(spec.result_row(arguments, value, within, redaction))
-    return value
+    return call.returned(value)
 
 
 def _wrap(function: Callable[..., Any], name: str | None, nondeterministic: bool) -> Any:

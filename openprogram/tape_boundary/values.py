@@ -17,9 +17,8 @@ Anything else — NaN or infinities (JSON has none), integers beyond 64 bits, se
 other objects — raises :class:`TapeValueError` at record time, naming the tape and the field,
 before anything is written.
 
-An exception a taped function raised, as recorded, and raised again on replay.
-
-The tape stores the exception's type (``ValueError`` for a built-in, ``module.QualName``
+An exception a taped function raised is recorded and raised again on replay: the tape stores
+the exception's type (``ValueError`` for a built-in, ``module.QualName``
 for another) and its message, redacted. Replay raises the same type with that message when
 it can: a built-in, or a class of a module the replaying process has already imported (a
 recording never makes replay import a module), whose constructor takes the message. Otherwise

@@ -5,7 +5,7 @@ Options (command line, or the ini file):
 * ``--openprogram-record-mode=MODE`` / ``openprogram_record_mode`` — ``none`` (default)
   replays only, ``once`` records missing recordings, ``new_episodes`` replays what the
   recording holds and records the rest, ``all`` (or ``rewrite``) re-records, ``live`` calls
-  live and records nothing (:mod:`~openprogram.testing.plugin_options`);
+  live and records nothing (below);
 * ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
   even though ``CI`` is set;
 * ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
@@ -29,9 +29,9 @@ Markers: ``openprogram(**settings)`` (a test's own settings) and ``openprogram_m
 :func:`network_block_allowed_hosts` reads whether the network is blocked, and for which hosts
 it is not. This module imports nothing heavy: the plugin loads it in every pytest run.
 
-The plugin's record modes, and the environment switches that guard recording.
-
-The names are pytest-recording's (and vcrpy's), with openprogram's meanings:
+Record modes take pytest-recording's (and vcrpy's) names, with openprogram's meanings; they
+are defined with the settings they belong to (:data:`~openprogram.testing.recording_settings.
+RecordMode`):
 
 * ``none`` (default) replays only; a missing recording is an error;
 * ``once`` records a missing recording and replays an existing one;
@@ -42,9 +42,6 @@ The names are pytest-recording's (and vcrpy's), with openprogram's meanings:
   for it (pytest-recording's);
 * ``live`` calls the providers live and records nothing (pytest-recording's
   ``--disable-recording``).
-
-This module imports nothing heavy, so the plugin can validate its options at start-up
-without loading the provider layer.
 """
 
 from __future__ import annotations

@@ -16,16 +16,11 @@ Each of the two names is made a safe file name: a character other than a letter,
 or was longer than :data:`MAX_NAME_LENGTH` and was cut, ends in ``-`` and the first 8 hex
 digits of the SHA-256 of the original, so two different tests never share a file.
 
-This module is pure: it touches no file and imports nothing heavy.
-
-Where a collected test's recording lives, and how the plugin names it and the test to you.
-
-:func:`recording_path_of` is the recording of a pytest item, its
+For a collected test, :func:`recording_path_of` is its recording, its
 ``@pytest.mark.openprogram(name=...)`` counted, in the run's recordings folder
 (:func:`recordings_dir_of`); :func:`item_recording_path` is the same for a name already
-resolved from the test's settings. The layout itself — folder and file names — is
-:mod:`~openprogram.testing.recording_paths`'s; this module only reads the item: its file, its
-enclosing classes, its function and its parametrization id.
+resolved from the test's settings: they read the item (its file, its enclosing classes, its
+function, its parametrization id) and lay it out as above.
 
 :func:`display_path` shows a recording relative to rootdir, and :func:`selecting_argument` is
 the command-line argument that selects a test from where pytest was started, so the commands

@@ -23,24 +23,16 @@ The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are
 ``record_mode``, ``name`` (the marker only: the test's recording file name), ``ignore_fields``,
 ``match``, ``http_passthrough_hosts``, ``http_headers``, ``tools`` (agent tool name or ``"*"``
 -> ``live``, ``replay`` or ``check``), ``redact_patterns`` (regular expressions) and
-``redact`` (a function ``str -> str``; the fixture and the marker only). A new setting is a field of
-:class:`RecordingSettings` and a line in :data:`SETTING_CHECKS` (and, if the configuration or
-the ini file carries it, a line in :mod:`~openprogram.testing.recording_settings`, which gathers
-the layers).
-
-This module imports nothing heavy; the checks that need the configuration's rules import
-them when they run.
-
-Where a test's recording settings come from, gathered in their order for each test.
-
-The layers (lowest first; :mod:`~openprogram.testing.recording_settings` combines them):
-openprogram's configuration (:func:`configured_layer`: the file, then the environment, read
-once per run when the first test uses the fixture), the ini file (:func:`ini_layer`, read at
-start-up), the command line, the ``openprogram_config`` fixture's dict and the test's markers
-(:func:`marker_layers`). :func:`settings_of_test` puts them together for one test.
-
-A new setting that the ini file or the configuration carries is a line in
+``redact`` (a function ``str -> str``; the fixture and the marker only), and the record mode
+(:data:`RecordMode`). A new setting is a field of :class:`RecordingSettings`, a line in
+:data:`SETTING_CHECKS` and, if the ini file or the configuration carries it, a line in
 :data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
+
+Gathering them for one test (:func:`settings_of_test`): openprogram's configuration
+(:func:`configured_layer`: the file, then the environment, read once per run when the first
+test uses the fixture), the ini file (:func:`ini_layer`, read at start-up), the command line,
+the ``openprogram_config`` fixture's dict and the test's markers (:func:`marker_layers`).
+This module imports nothing heavy: the plugin loads it in every pytest run.
 """
 
 from __future__ import annotations

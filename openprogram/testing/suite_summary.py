@@ -1,16 +1,15 @@
 """The suite summary: what every test did with its recording, in the terminal and as JSON.
 
-Built from the :class:`~openprogram.testing.suite_summary.TestOutcome` of every test that used the
-fixture (gathered from the pytest-xdist workers too) and the orphans
+Built from the :class:`TestOutcome` of every test that used the fixture (gathered from the
+pytest-xdist workers too) and the orphans
 (:mod:`~openprogram.testing.summary_plugin`). The terminal shows the totals — tests by
 kind, calls replayed and recorded, tokens replayed instead of spent (the recorded usage of
 every replayed call) — then one line per test that did anything but replay cleanly (every
 test with ``-v``), the first difference under a re-recorded or mismatched one, and the
 orphans. ``--openprogram-report PATH`` writes :meth:`SuiteSummary.to_json`.
 
-What one test did with its recording: the fixture's outcome, read by the suite summary.
-
-The fixture stores a :class:`TestOutcome` on the test item (:data:`OUTCOME_KEY`) when it
+What one test did with its recording is a :class:`TestOutcome`: the fixture stores it on the
+test item (:data:`OUTCOME_KEY`) when it
 tears down; the plugin carries it to the process that prints the summary as plain data
 (:meth:`TestOutcome.to_json` / :meth:`TestOutcome.from_json`), so the summary is whole under
 pytest-xdist too. This module imports nothing heavy.

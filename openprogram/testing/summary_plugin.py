@@ -4,13 +4,12 @@ Each test's :class:`~openprogram.testing.suite_summary.TestOutcome` rides on its
 (``report.openprogram_outcome``, plain data), which pytest-xdist carries from the worker
 that ran it to the controller like any report attribute; :meth:`SummaryPlugin.
 pytest_runtest_logreport` picks it up wherever the reports arrive. What the collection
-covered (:class:`~openprogram.testing.summary_plugin.CollectionScope`) is found where
+covered (:class:`CollectionScope`) is found where
 tests are collected — in a worker under xdist, which sends it in its ``workeroutput`` —
 and judged where the summary is printed, with that process's command line.
 
-Recordings no collected test uses any more: the orphans the suite summary lists.
-
-A recording under the recordings folder is an orphan when no collected test that uses the
+The summary lists the *orphans*, recordings no collected test uses any more. A recording
+under the recordings folder is an orphan when no collected test that uses the
 fixture would replay it (a test's own recording path, or the one its
 ``@pytest.mark.openprogram(name=...)`` gives it). That can only be told when the run collected
 the whole test tree, so the orphans are looked for only then (:class:`CollectionScope`):
