@@ -42,6 +42,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
+from openprogram.provider_boundary.codec import read_recording as read_with_events
+from openprogram.provider_boundary.replay import ReplayProvider
+from openprogram.providers.activation import blocked_transform, record_transform, replay_transform
+from openprogram.providers.api_registry import process_wide_scope
+from openprogram.recording.reader import read_recording
+from openprogram.recording.replay_session import ReplaySession
+from openprogram.recording.user_redaction import user_redaction_in_effect
+from openprogram.recording.writer import writer_for
+from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.boundary import HttpBoundary
@@ -158,10 +168,6 @@ def prepare_boundaries(
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be used, and
     :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad pattern.
     """
-    from openprogram.http_boundary.boundary import HttpBoundary
-    from openprogram.providers.activation import blocked_transform, record_transform
-    from openprogram.recording.user_redaction import user_redaction_in_effect
-    from openprogram.tape_boundary.deck import BlockedTapes, TapePlayer, TapeRecorder
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers
     if plan.mode == "blocked":
@@ -175,8 +181,6 @@ def prepare_boundaries(
         patterns=plan.redact_patterns, redact=redact, redact_name=redact_name
     )
     if plan.mode == "record":
-        from openprogram.recording.writer import writer_for
-
         writer = writer_for(plan.path)
         writer.user_redaction = user
         writer.open()  # the header now, so a run that makes no call still leaves a recording
@@ -192,7 +196,6 @@ def prepare_boundaries(
 def _replay_session(
     recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
 ) -> ReplaySession:
-    from openprogram.recording.replay_session import ReplaySession
 
     return ReplaySession(
         recording,
@@ -207,13 +210,11 @@ def read_for_replay(path: Path) -> Recording:
     """The recording read strictly; its provider calls' events decoded into the provider's
     event models only if it has provider calls (those models cost ~80 ms to import, which a
     process replaying only SDK calls need not pay at start-up)."""
-    from openprogram.recording.reader import read_recording
 
     recording = read_recording(path)
     if "provider" not in recording.boundaries:
         recording.events_decoded = True  # every provider call's events (there are none)
         return recording
-    from openprogram.provider_boundary.codec import read_recording as read_with_events
 
     return read_with_events(path)
 
@@ -221,7 +222,6 @@ def read_for_replay(path: Path) -> Recording:
 def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:
     """Every api answered by one ``ReplayProvider`` on ``session``, made at the first lookup
     (so a process that never uses the registry never imports it)."""
-    from openprogram.providers.activation import replay_transform
 
     made: list[RegistryTransform] = []
     lock = threading.Lock()
@@ -229,8 +229,6 @@ def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:
     def replay_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:
         with lock:
             if not made:
-                from openprogram.provider_boundary.replay import ReplayProvider
-
                 made.append(replay_transform(ReplayProvider(session.path, session=session)))
         return made[0](api, registered)
 
@@ -245,9 +243,6 @@ def both_boundaries_active(
     calls to ``tapes``, in every thread and task of the process, for the block. Blocks nest,
     and must be left in the reverse order they were entered (``ScopeOrderError`` /
     ``RuntimeError`` otherwise)."""
-    from openprogram.http_boundary.boundary import activate_http_boundary
-    from openprogram.providers.api_registry import process_wide_scope
-    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING
 
     bindings = None if tapes is None else {TAPE_DECK_BINDING: tapes}
     with process_wide_scope(transform=transform, bindings=bindings):

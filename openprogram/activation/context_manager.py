@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from openprogram.activation.boundaries import (
+    both_boundaries_active,
+    prepare_boundaries,
+    set_placeholder_keys,
+)
 from openprogram.activation.plan import RecordReplayPlan, check_match
+from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.recording.writer import forget_writer
 
 if TYPE_CHECKING:
     from openprogram.recording.mismatch import ReplayMismatch
@@ -103,12 +110,6 @@ def record_replay(
     ``match``; :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad
     pattern.
     """
-    from openprogram.activation.boundaries import (
-        both_boundaries_active,
-        prepare_boundaries,
-        set_placeholder_keys,
-    )
-    from openprogram.recording.mismatch import RecordReplayEscape
 
     if mode not in ("record", "replay"):
         raise ValueError(f"record_replay() mode must be 'record' or 'replay', not {mode!r}")
@@ -145,8 +146,6 @@ def record_replay(
         if restore_keys is not None:
             restore_keys()
         if mode == "record":
-            from openprogram.recording.writer import forget_writer
-
             forget_writer(recording)
 
 

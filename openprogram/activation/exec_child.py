@@ -38,16 +38,22 @@ from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from openprogram.activation.boundaries import prepare_boundaries
 from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
+from openprogram.activation.exec_errors import ReplayInAnotherProcessError
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.errors import OpenProgramError
+from openprogram.http_boundary.boundary import activate_http_boundary
+from openprogram.providers.activation import Activation, preset_activation
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
-from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.recording.mismatch import RecordReplayEscape, ReplayMismatch
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.request_delta import RequestRedactor
 from openprogram.recording.served_conversations import DumpableRequest
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.user_redaction import UserRedaction
+from openprogram.tape_boundary.deck import TAPE_DECK_BINDING
 
 __all__ = ["ClaimingReplaySession", "activate_from_environment"]
 
@@ -76,7 +82,6 @@ def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
 def _showing_carried_errors(hook: Any) -> Any:
     """``hook``, shown an uncaught ``RecordReplayEscape`` as the error it carries, so the
     program's last words are ``ReplayMismatch: replay mismatch at …``."""
-    from openprogram.recording.mismatch import RecordReplayEscape
 
     def excepthook(kind: Any, value: BaseException, traceback: Any) -> Any:
         if isinstance(value, RecordReplayEscape):
@@ -89,10 +94,6 @@ def _showing_carried_errors(hook: Any) -> Any:
 
 def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession | None:
     """Install the plan for the life of the process; the replay session, under replay."""
-    from openprogram.activation.boundaries import prepare_boundaries
-    from openprogram.errors import OpenProgramError
-    from openprogram.http_boundary.boundary import activate_http_boundary
-    from openprogram.providers.activation import Activation, preset_activation
 
     def claiming(
         recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
@@ -111,7 +112,6 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     except OpenProgramError as error:
         plan = RecordReplayPlan.blocked(str(error), plan.path)
         prepared = prepare_boundaries(plan)
-    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING
 
     activation = Activation(
         plan.mode,
@@ -198,7 +198,6 @@ class ClaimingReplaySession(ReplaySession):
         return kept
 
     def _claim(self) -> None:
-        from openprogram.activation.exec_errors import ReplayInAnotherProcessError
 
         pid = os.getpid()
         claim = self.exchange / CLAIM_FILE

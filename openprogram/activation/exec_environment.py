@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from openprogram.activation.boundaries import set_placeholder_keys
 from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
 
@@ -154,7 +155,6 @@ def child_environment(
     """``environ`` for the command: the exchange's ``sitecustomize`` first on
     ``PYTHONPATH``, the plan and the folder in their variables, and under replay the
     placeholder keys where ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset."""
-    from openprogram.activation.boundaries import set_placeholder_keys
 
     child = dict(environ)
     existing = child.get("PYTHONPATH", "")

@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from openprogram.activation.configured import exec_plan
 from openprogram.activation.exec_environment import (
     CLAIM_FILE,
     Exchange,
@@ -42,6 +43,9 @@ from openprogram.activation.exec_environment import (
 )
 from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.errors import OpenProgramError, RecordReplayBlockedError
+from openprogram.recording.reader import read_recording
+from openprogram.recording.replay_session import ReplaySession
 
 if TYPE_CHECKING:
     from openprogram.recording.mismatch import UnconsumedCallsError
@@ -89,7 +93,6 @@ def exec_command(
     module's docstring). Raises :class:`ExecSetupError` (and, for a flag's recording,
     ``RecordingNameError`` / ``RecordingFileError``) for what is wrong before it runs, and
     ``ExecSetupError`` when it ran without record/replay."""
-    from openprogram.activation.configured import exec_plan
 
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
@@ -159,8 +162,6 @@ def _outcome(
     problems: list[str] = []
     calls = 0
     if plan.mode == "blocked":
-        from openprogram.errors import RecordReplayBlockedError
-
         problems.append(str(RecordReplayBlockedError(plan.blocked_reason or "")))
     elif plan.mode == "record":
         calls = _recorded_calls(plan) - before
@@ -221,9 +222,6 @@ def _nothing_replayed(plan: RecordReplayPlan) -> UnconsumedCallsError | None:
     """What a replay of the plan's recording that served nothing leaves unconsumed: all its
     calls, and the tape entries its tool policies require (None when that is nothing, or the
     recording cannot be read)."""
-    from openprogram.errors import OpenProgramError
-    from openprogram.recording.reader import read_recording
-    from openprogram.recording.replay_session import ReplaySession
 
     if plan.path is None:
         return None
@@ -237,8 +235,6 @@ def _nothing_replayed(plan: RecordReplayPlan) -> UnconsumedCallsError | None:
 
 def _recorded_calls(plan: RecordReplayPlan) -> int:
     """The calls the plan's recording holds now (0 when it cannot be read)."""
-    from openprogram.errors import OpenProgramError
-    from openprogram.recording.reader import read_recording
 
     if plan.path is None:
         return 0

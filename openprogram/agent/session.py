@@ -25,8 +25,10 @@ from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun,
 from openprogram.config.models import split_model_reference
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.api_registry import get_api_provider
+from openprogram.providers.runtime import runtime_configuration
 from openprogram.providers.types import Model
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
+from openprogram.tape_boundary.deck import TapePlayer, active_tape_deck
 
 if TYPE_CHECKING:
     from openprogram.config.models import Settings
@@ -109,8 +111,6 @@ async def run_session(
     ``tool_policies`` (tool name or ``"*"`` to ``live``, ``replay`` or ``check``) override
     the configured ``record_replay.tools``. Raises what :func:`run_agent` raises.
     """
-    from openprogram.providers.runtime import runtime_configuration
-    from openprogram.tape_boundary.deck import TapePlayer, active_tape_deck
 
     # The configuration the runtime read at its start (read once per process). A broken one
     # gives no settings: the runtime is then blocked, and the first call says why.
@@ -142,7 +142,6 @@ async def run_session(
 def first_replay_mismatch() -> ReplayMismatch | None:
     """When the process replays, the first mismatch its replay raised or kept (a tool under
     ``check`` whose result differs keeps one without raising), or None."""
-    from openprogram.tape_boundary.deck import TapePlayer, active_tape_deck
 
     deck = active_tape_deck()
     if not isinstance(deck, TapePlayer) or not deck.session.mismatches:

@@ -18,6 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openprogram.agent.file_tools import builtin_tools
+from openprogram.agent.loop import run_agent
+from openprogram.harness.verification import verify_recording
+from openprogram.provider_boundary.recorder import RecordingProvider
+from openprogram.provider_boundary.replay import ReplayProvider
+from openprogram.providers.api_registry import provider_scope
+from openprogram.providers.builtins.echo import ECHO_MODEL, EchoProvider
+from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.recording.writer import forget_writer
+
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
     from openprogram.harness.verification import VerifyResult
@@ -47,9 +57,6 @@ class Demo:
 
     def record(self) -> AgentRun:
         """Run the session live on ``echo``, recording every call."""
-        from openprogram.provider_boundary.recorder import RecordingProvider
-        from openprogram.providers.builtins.echo import EchoProvider
-        from openprogram.recording.writer import forget_writer
 
         self.notes.write_text(NOTES_TEXT)
         try:
@@ -60,7 +67,6 @@ class Demo:
     def replay(self) -> AgentRun:
         """Run the session again, every call answered from the recording; raises
         ``ReplayMismatch`` or ``UnconsumedCallsError`` if it does not replay exactly."""
-        from openprogram.provider_boundary.replay import ReplayProvider
 
         provider = ReplayProvider(self.recording)
         run = self._session(provider)
@@ -70,8 +76,6 @@ class Demo:
     def drift(self) -> str | None:
         """Change the file the tool reads and replay: the report replay gives (None if,
         against expectations, it replayed)."""
-        from openprogram.provider_boundary.replay import ReplayProvider
-        from openprogram.recording.mismatch import ReplayMismatch
 
         self.notes.write_text(CHANGED_TEXT)
         try:
@@ -84,15 +88,10 @@ class Demo:
 
     def verify(self) -> VerifyResult:
         """Re-run the recorded session under replay, as ``recordings verify`` does."""
-        from openprogram.harness.verification import verify_recording
 
         return verify_recording(self.recording, root=self.folder)
 
     def _session(self, provider: ApiProvider) -> AgentRun:
-        from openprogram.agent.file_tools import builtin_tools
-        from openprogram.agent.loop import run_agent
-        from openprogram.providers.api_registry import provider_scope
-        from openprogram.providers.builtins.echo import ECHO_MODEL
 
         tools = builtin_tools(self.folder)
         with provider_scope(resolve=lambda api: provider if api == ECHO_MODEL.api else None):

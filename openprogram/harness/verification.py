@@ -26,7 +26,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openprogram.activation.exec_run import run_with_plan
+from openprogram.activation.plan import RecordReplayPlan
+from openprogram.agent.file_tools import builtin_tools
+from openprogram.agent.loop import run_agent
+from openprogram.agent.tools import AgentTool
+from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
+from openprogram.named_objects import NotAModuleAttributeName, load_named_object
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.provider_boundary.replay import ReplayProvider
+from openprogram.providers.api_registry import provider_scope
+from openprogram.providers.runtime import remember_key_variables
+from openprogram.providers.types import Context, Model, SimpleStreamOptions, UserMessage
+from openprogram.recording.difference import DEFAULT_MATCHING, join_field_path
+from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.recording.reader import read_recording as read_rows
+from openprogram.recording.user_redaction import user_redaction_in_effect
+from openprogram.store.hashing import transcript_hash
+from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
 
 if TYPE_CHECKING:
     from openprogram.agent.tools import AgentTool
@@ -89,13 +107,6 @@ def verify_recording(
     ``tool_policies`` (tool name or ``"*"`` to ``live``, ``replay`` or ``check``) say how the
     tools are re-run, over ``record_replay.tools``: live (the default), from their taped
     results, or live and checked against them."""
-    from openprogram.agent.loop import run_agent
-    from openprogram.provider_boundary.codec import read_recording
-    from openprogram.provider_boundary.replay import ReplayProvider
-    from openprogram.providers.api_registry import provider_scope
-    from openprogram.recording.mismatch import ReplayMismatch
-    from openprogram.store.hashing import transcript_hash
-    from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
 
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:
@@ -114,7 +125,6 @@ def verify_recording(
         )
     start = _session_start(path, recording.calls[0].request)
     session_tools = _session_tools(start.tool_names, tools, root or Path.cwd())
-    from openprogram.recording.user_redaction import user_redaction_in_effect
 
     ignore_fields, match, patterns, configured_policies = _configured_comparison()
     provider = ReplayProvider(
@@ -161,13 +171,8 @@ def verify_command(
     read and ``ExecSetupError`` when the command cannot run with replay active, or ran
     without it (usage problems: exit 2).
     """
-    from openprogram.activation.exec_run import run_with_plan
-    from openprogram.activation.plan import RecordReplayPlan
-    from openprogram.recording.difference import DEFAULT_MATCHING
-    from openprogram.recording.reader import read_recording
-    from openprogram.store.hashing import transcript_hash
 
-    recording = read_recording(path)  # strict: a damaged file is refused before anything runs
+    recording = read_rows(path)  # strict: a damaged file is refused before anything runs
     settings = _configured_settings()
     plan = RecordReplayPlan(
         "replay",
@@ -200,7 +205,6 @@ class _SessionStart:
 def _session_start(path: Path, request: dict[str, Any]) -> _SessionStart:
     """Call 0's request as the agent loop needs it; a field of an unexpected shape raises
     :class:`VerifySetupError` naming the file, the call and the field."""
-    from openprogram.providers.types import Context, Model, SimpleStreamOptions, UserMessage
 
     model = _validated(path, "model", Model, request["model"])
     context = _validated(path, "context", Context, request["context"])
@@ -247,7 +251,6 @@ def _field_path(section: str, value: Any, location: Sequence[str | int], *, miss
     """The recorded field a pydantic error location points at. Parts that name a union
     member (``user``, ``str``) rather than a key or an index of the value are skipped; a
     ``missing`` key, the location's last part, is named."""
-    from openprogram.recording.difference import join_field_path
 
     path, current = section, value
     for position, part in enumerate(location):
@@ -280,7 +283,6 @@ def _short(value: Any) -> str:
 
 
 def _session_tools(recorded: Sequence[str], spec: str | None, root: Path) -> list[AgentTool]:
-    from openprogram.agent.file_tools import builtin_tools
 
     available = {tool.name: tool for tool in builtin_tools(root)}
     if spec is not None:
@@ -297,8 +299,6 @@ def _session_tools(recorded: Sequence[str], spec: str | None, root: Path) -> lis
 
 def load_tools(spec: str) -> list[AgentTool]:
     """The tools ``module:attr`` names (the current folder is importable, as for pytest)."""
-    from openprogram.agent.tools import AgentTool
-    from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 
     try:
         value: Any = load_named_object(spec)
@@ -326,14 +326,10 @@ def _configured_comparison() -> tuple[list[str], str, list[str], dict[str, str]]
     defaults when the configuration cannot be read); the configured key variables are
     remembered on the way, so keys are redacted from the re-run's requests as they were from
     the recording's."""
-    from openprogram.config.settings import load_config
-    from openprogram.providers.runtime import remember_key_variables
 
     settings = load_config().settings
     remember_key_variables(settings)
     if settings is None:
-        from openprogram.recording.difference import DEFAULT_MATCHING
-
         return [], DEFAULT_MATCHING, [], {}
     configured = settings.record_replay
     return (
@@ -347,7 +343,6 @@ def _configured_comparison() -> tuple[list[str], str, list[str], dict[str, str]]
 def _configured_settings() -> RecordReplaySettings | None:
     """``[record_replay]`` as configured (None when the configuration cannot be read: then
     nothing more is ignored, and no host passes through)."""
-    from openprogram.config.settings import load_config
 
     settings = load_config().settings
     return settings.record_replay if settings is not None else None

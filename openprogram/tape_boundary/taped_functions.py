@@ -61,8 +61,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
 from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
+from openprogram.recording.writer import recorded_error
 from openprogram.tape_boundary.deck import TapeRedaction, active_tape_deck
-from openprogram.tape_boundary.values import json_arguments, json_result, rebuilt_result
+from openprogram.tape_boundary.values import (
+    json_arguments,
+    json_result,
+    rebuilt_exception,
+    rebuilt_result,
+)
 
 if TYPE_CHECKING:
     from openprogram.tape_boundary.deck import BlockedTapes, TapePlayer, TapeRecorder
@@ -152,7 +158,6 @@ class TapeSpec:
         within: str | None,
         redaction: TapeRedaction,
     ) -> dict[str, Any]:
-        from openprogram.recording.writer import recorded_error
 
         recorded = recorded_error(error, redaction.redactor)
         return tape_row(
@@ -166,8 +171,6 @@ class TapeSpec:
     def replayed(self, entry: TapeEntry) -> Any:
         """The recorded result (rebuilt if typed), or the recorded exception raised."""
         if entry.error is not None:
-            from openprogram.tape_boundary.values import rebuilt_exception
-
             raise rebuilt_exception(entry.error)
         if entry.typed:
             return rebuilt_result(self.name, entry.label, entry.result, self.annotation())

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
+from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
 from openprogram.tape_boundary.deck import (
     BlockedTapes,
@@ -54,8 +56,6 @@ async def run_taped_tool(tool: str, arguments: Mapping[str, Any], run: ToolRun) 
     tape = f"{TOOL_TAPE_PREFIX}{tool}"
     args = redactor.redact_model_output(dict(arguments))
     if isinstance(deck, TapeRecorder):
-        from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
-
         within = enclosing_tape()
         token = enter_tape(tape, covers_http=False)
         try:
@@ -83,7 +83,6 @@ def _taped_result(entry: TapeEntry) -> tuple[str, bool]:
         and isinstance(result.get("is_error"), bool)
     ):
         return result["text"], result["is_error"]
-    from openprogram.recording.mismatch import ReplayMismatch
 
     raise ReplayMismatch(
         entry.index,

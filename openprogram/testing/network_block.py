@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from openprogram.errors import OpenProgramError
+from openprogram.recording.mismatch import RecordReplayEscape
 
 __all__ = ["NetworkBlock", "NetworkBlockedError", "is_loopback_host"]
 
@@ -112,7 +113,6 @@ class NetworkBlock:
         port = address[1] if len(address) > 1 else None
         error = NetworkBlockedError(self.test, host, port, resolved_from)
         self.refusals.append(error)
-        from openprogram.recording.mismatch import RecordReplayEscape
 
         raise RecordReplayEscape(error)
 

@@ -29,6 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprogram.errors import OpenProgramError, RecordingFileError
+from openprogram.recording.reader import read_recording
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.report import ReportSides, format_report
+from openprogram.recording.rewriting import rewrite_recording
+from openprogram.store.comparison import first_difference
+from openprogram.store.hashing import tape_entry_digest
+from openprogram.store.scan import redacted_call
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, Recording
@@ -84,8 +91,6 @@ def merge_recording(
     as placeholders) over the recording at ``path``, when they differ from it; ``expected``
     is the ``stat`` of the recording as it was read (a recording changed since is not
     overwritten: :class:`~openprogram.errors.RecordingFileError`)."""
-    from openprogram.recording.reader import read_recording
-    from openprogram.recording.rewriting import rewrite_recording
 
     old = merge.session.recording
     written = read_recording(write_path)
@@ -127,8 +132,6 @@ def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> 
 def _redacted_again(calls: list[RecordedCall], user: UserRedaction) -> list[RecordedCall]:
     """``calls`` redacted with the user redaction of this run: the replayed ones were
     recorded with another (or none), and the merged header names this one."""
-    from openprogram.recording.redaction import SecretRedactor
-    from openprogram.store.scan import redacted_call
 
     redactor = SecretRedactor(user=user)
     return [redacted_call(call, redactor) for call in calls]
@@ -141,13 +144,10 @@ def _same_tapes(old: Recording, new: Recording) -> bool:
     writing the merged recording."""
     from collections import Counter
 
-    from openprogram.store.hashing import tape_entry_digest
-
     return Counter(map(tape_entry_digest, old.tapes)) == Counter(map(tape_entry_digest, new.tapes))
 
 
 def _read_or_none(path: Path) -> Recording | None:
-    from openprogram.recording.reader import read_recording
 
     try:
         return read_recording(path)
@@ -156,8 +156,6 @@ def _read_or_none(path: Path) -> Recording | None:
 
 
 def _first_difference(old: Recording, new: Recording) -> str | None:
-    from openprogram.recording.report import ReportSides, format_report
-    from openprogram.store.comparison import first_difference
 
     try:
         found = first_difference(old, new)

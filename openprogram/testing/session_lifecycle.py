@@ -48,10 +48,13 @@ from openprogram.activation.boundaries import (
 )
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
+from openprogram.provider_boundary.replay_or_record import replay_or_record_transform
 from openprogram.providers.activation import record_transform, replay_transform
+from openprogram.providers.api_registry import process_wide_scope
 from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.rewriting import RecordingMerge
 from openprogram.recording.writer import forget_writer, writer_for
+from openprogram.store.call_usage import call_tokens
 from openprogram.tape_boundary.deck import TapePlayer, TapeRecorder
 from openprogram.testing.recording_settings import RecordMode, record_command
 from openprogram.testing.saving import SavedRecording, merge_recording, save_recording
@@ -168,14 +171,10 @@ class RecordingSession:
     def _live_boundaries(self) -> Iterator[None]:
         hosts, headers = self.passthrough_hosts, self.http_headers
         if self.mode == "live":
-            from openprogram.providers.api_registry import process_wide_scope
-
             with process_wide_scope(transform=None):  # whatever the configured mode says
                 yield
             return
         if self.merge is not None:
-            from openprogram.provider_boundary.replay_or_record import replay_or_record_transform
-
             http = HttpBoundary(
                 "replay_or_record", merge=self.merge, passthrough_hosts=hosts, extra_headers=headers
             )
@@ -311,7 +310,6 @@ class RecordingSession:
 
 def _tokens(calls: list[RecordedCall], served: list[int]) -> int | None:
     """The tokens the ``served`` calls' recorded usage counts; None when none recorded any."""
-    from openprogram.store.call_usage import call_tokens
 
     found = (call_tokens(calls[index]) for index in served)
     counts = [tokens for tokens in found if tokens is not None]

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.store.names import RECORDING_SUFFIX
 from openprogram.testing.recording_paths import (
     TEMPORARY_FOLDER_PREFIX,
@@ -39,7 +40,7 @@ from openprogram.testing.recording_paths import (
     recording_path_of,
     recordings_dir_of,
 )
-from openprogram.testing.suite_summary import OUTCOME_KEY, TestOutcome
+from openprogram.testing.suite_summary import OUTCOME_KEY, SuiteSummary, TestOutcome
 
 if TYPE_CHECKING:
     from openprogram.testing.suite_summary import SuiteSummary
@@ -133,7 +134,6 @@ class SummaryPlugin:
         return self._summary
 
     def _make_summary(self) -> SuiteSummary:
-        from openprogram.testing.suite_summary import SuiteSummary
 
         summary = SuiteSummary(sorted(self.outcomes, key=lambda outcome: outcome.nodeid))
         reason = self._orphans_not_checked()
@@ -191,8 +191,6 @@ def _args_are_testpaths(config: pytest.Config) -> bool:
 def _write_report(path: Path, summary: SuiteSummary) -> None:
     """The JSON report, written privately (it may quote recorded values) and atomically."""
     import orjson
-
-    from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     data = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
