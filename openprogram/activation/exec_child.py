@@ -43,9 +43,9 @@ from openprogram.activation.plan import RecordReplayPlan
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.recording.redaction import RequestRedactor
 from openprogram.recording.replay_session import ReplaySession
-from openprogram.recording.request_delta import RequestRedactor
-from openprogram.recording.served_conversations import DumpableRequest
+from openprogram.recording.shared_lists import DumpableRequest
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.user_redaction import UserRedaction
 

@@ -34,7 +34,7 @@ from itertools import compress, count
 from operator import is_not
 from typing import Any, Final, Literal, NamedTuple
 
-from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
+from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
 
 __all__ = [
     "DEFAULT_MATCHING",

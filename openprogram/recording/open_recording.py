@@ -44,7 +44,7 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
-from openprogram.recording.call_digest import DeterministicParts
+from openprogram.recording.call_digest import DeterministicParts, request_ignore_fields
 from openprogram.recording.format import (
     KNOWN_FEATURES,
     RECORDING_FORMAT_VERSION,
@@ -52,13 +52,8 @@ from openprogram.recording.format import (
     encode_row,
     new_header,
 )
-from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.request_delta import (
-    DELTA_FEATURE,
-    RequestBases,
-    RequestRedactor,
-    StoredRequest,
-)
+from openprogram.recording.redaction import RequestRedactor
+from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases, StoredRequest
 
 __all__ = [
     "REQUEST_ROW_START",

@@ -2,58 +2,42 @@
 
 A :class:`ReplaySession` holds a read :class:`~openprogram.recording.format.Recording` and
 serves its calls to whichever boundary asks: the provider registry's ``ReplayProvider`` and
-the HTTP boundary's transport take their calls from one session. :meth:`ReplaySession.take`
-pairs the incoming request with a recorded call and hands that call over, or raises
-:class:`~openprogram.recording.mismatch.ReplayMismatch`. Requests are compared by their
-sections, the incoming one redacted by the boundary's redactor first and the recorded one
-as stored when the recording was redacted by the rules in force
-(:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else
-redacted again with them, without the boundary's non-deterministic fields and the caller's
-``ignore_fields``, an absent key equal to null. The conversation a request repeats from one
-served before is not redacted, digested or compared again
-(:mod:`~openprogram.recording.served_conversations`).
+the HTTP boundary's transport take their calls from one session, taped functions and agent
+tools its tape entries (:attr:`ReplaySession.tapes`, :mod:`~openprogram.recording.tape_replay`).
 
-How a request is paired with a call is the session's ``match``
-(:mod:`~openprogram.recording.replay_session`):
+**A request** reaches :meth:`ReplaySession.take` as the sections of a call at its boundary,
+before redaction, and is redacted by the boundary's redactor. It is compared with a recorded
+call section by section in comparison order, without the boundary's non-deterministic fields
+and the caller's ``ignore_fields``, an absent key equal to null (:class:`ComparisonRules`,
+worked out once per boundary). The recorded request is compared as stored when the
+recording was redacted by the rules in force
+(:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else redacted
+again with them. The conversation a request repeats from one served before is not redacted,
+digested or compared again (:mod:`~openprogram.recording.shared_lists`); a request equal to
+no recorded call is compared again whole, so that its report reads the same either way.
 
-* ``content`` (default) — the earliest unconsumed call *of the request's boundary* whose
-  request equals it, wherever it stands in the recording, found through a digest index of
-  the recorded requests; with no equal request, the report names the *nearest* unconsumed
-  call of its boundary (:mod:`~openprogram.recording.content_matching` tells how).
-* ``order`` — the next recorded call, whatever its boundary: a call recorded at the other
-  boundary is a mismatch at field ``boundary`` naming both (``recorded an HTTP call (POST
-  https://…), incoming a provider call (echo:echo)``); otherwise the first difference is
-  reported (``body.messages[2].content``, ``context.messages[0].content``); a run making
-  more calls than the recording holds is a mismatch at field ``call_index``.
+**Pairing** follows the session's ``match``, one strategy each, both with a ``take`` (serve
+the request or raise) and a ``take_equal`` (serve it only if it equals a call):
 
-A mismatch consumes no call. Every mismatch raised is kept in
+* ``content`` (default, :class:`~openprogram.recording.content_matching.ContentMatching`) —
+  the earliest unconsumed call *of the request's boundary* whose request equals it, wherever
+  it stands in the recording, found by digest; with none, the report names the *nearest*
+  unconsumed call of its boundary;
+* ``order`` (:class:`OrderMatching`) — the next recorded call, whatever its boundary: a call
+  recorded at the other boundary is a mismatch at field ``boundary`` naming both (``recorded
+  an HTTP call (POST https://…), incoming a provider call (echo:echo)``); otherwise the first
+  difference is reported (``body.messages[2].content``, ``context.messages[0].content``).
+
+Either way a run making more calls than the recording holds is a mismatch at field
+``call_index``. The session holds what both share: the exact comparison of a request with
+one call (:meth:`ReplaySession.match`), the lock every lookup runs under, the mismatches, and
+the account of the calls served (:class:`ServedCalls`).
+
+**A mismatch** consumes no call. Every mismatch raised is kept in
 :attr:`ReplaySession.mismatches`, so a harness can fail a run whose code caught one. A
 truncated call (no ``call_end``) is served like any other; the boundary then raises
-``RecordingTruncatedError`` where its recording stops.
-
-The session also serves the recording's tape entries (:attr:`ReplaySession.tapes`,
-:meth:`ReplaySession.take_tape`), to taped functions and agent tools; tape entries never read
-fail :meth:`~ReplaySession.assert_consumed` as unconsumed calls do.
-
-Which of a recording's calls one replay has served, and which are still open.
-
-A :class:`~openprogram.recording.replay_session.ReplaySession` serves each recorded call at
-most once. :class:`ServedCalls` keeps that account: a flag per call, how many are served, the
-first call not served yet (every call before it is served), and per boundary where its first
-unserved call stands, so that finding the open calls of a boundary never walks the calls
-served long ago again. It is not thread-safe: the session calls it under its lock.
-
-How replay pairs an incoming request with a recorded call: by content, or by order.
-
-* ``content`` (the default): each request is served by the earliest unconsumed recorded
-  call of its boundary whose request equals it under the comparison rules, whatever the
-  order the calls arrive in — concurrent agents, parallel tool calls and batched
-  evaluations replay although their calls interleave differently from run to run;
-* ``order``: each request must equal the next recorded call, whatever its boundary (strict
-  call-index replay).
-
-This module imports nothing, so the plan and the configuration can check a matching name
-without loading the replay machinery.
+``RecordingTruncatedError`` where its recording stops. Calls never served and tape entries
+never read fail :meth:`~ReplaySession.assert_consumed`.
 """
 
 from __future__ import annotations
@@ -63,6 +47,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from openprogram.recording.call_digest import request_ignore_fields
 from openprogram.recording.content_matching import ContentMatching
 from openprogram.recording.difference import (
     DEFAULT_MATCHING,
@@ -80,19 +65,34 @@ from openprogram.recording.mismatch import (
     other_redaction_note,
     removed_secret_note,
 )
-from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.redaction import recorded_redaction_is_current
-from openprogram.recording.request_delta import RequestRedactor
-from openprogram.recording.served_conversations import DumpableRequest, ServedConversations, dumped
+from openprogram.recording.redaction import RequestRedactor, recorded_redaction_is_current
+from openprogram.recording.shared_lists import (
+    DumpableRequest,
+    ListTexts,
+    ServedConversations,
+    dumped,
+)
 from openprogram.recording.tape_replay import TapeReplay, ToolPolicies
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["ReplaySession", "ServedCalls"]
+__all__ = [
+    "ComparisonRules",
+    "IncomingRequest",
+    "OrderMatching",
+    "ReplaySession",
+    "ServedCalls",
+]
 
 
 class ServedCalls:
-    """The served calls of one replay of ``calls`` (a recording's, in index order)."""
+    """Which of a recording's calls (``calls``, in index order) one replay has served.
+
+    A flag per call, how many are served, the first call not served yet (every call before
+    it is served), and per boundary where its first unserved call stands, so that finding
+    the open calls of a boundary never walks the calls served long ago again. Not
+    thread-safe: the session calls it under its lock.
+    """
 
     __slots__ = ("_first_open", "_of_boundary", "count", "flags", "next_call")
 
@@ -138,6 +138,119 @@ class ServedCalls:
         return found
 
 
+class ComparisonRules:
+    """How the requests of ``boundary`` are compared, leaving out the fields ``ignored``:
+    the sections in comparison order, the compiled ignore rules, and the conversations
+    served under them (none with an ignored field path: a list may then be shorter and
+    still equal, so no served list is reused)."""
+
+    __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections")
+
+    def __init__(self, boundary: str, ignored: frozenset[str]) -> None:
+        self.boundary = boundary
+        self.ignored = ignored
+        self.ignore_rules = ignore_rules(ignored)
+        self.sections = request_sections(boundary)
+        self.conversations = ServedConversations() if self.ignore_rules.paths is None else None
+
+
+class IncomingRequest:
+    """One request to pair with a recorded call: ``redacted``, its sections as its boundary
+    redacts them, compared under ``rules``.
+
+    ``as_stored``: it was redacted through the conversations served before (its shared
+    lists may then hold the items of a call served before, ``starts`` mapping each list so
+    built to the recorded list it starts with), and is compared with recorded requests as
+    they are stored. :meth:`whole` is the same request redacted whole, compared with
+    recorded requests redacted again: what a report compares.
+    """
+
+    __slots__ = ("_remember", "_source", "as_stored", "redacted", "redactor", "rules", "starts")
+
+    def __init__(
+        self,
+        rules: ComparisonRules,
+        source: dict[str, Any] | DumpableRequest,
+        redactor: RequestRedactor,
+        redaction: Hashable = None,
+    ) -> None:
+        self.rules = rules
+        self.redactor = redactor
+        self._source = source
+        self._remember: tuple[Hashable, ListTexts] | None = None
+        self.starts: dict[str, list[Any]] | None = None
+        self.as_stored = redaction is not None and rules.conversations is not None
+        if rules.conversations is None or redaction is None:
+            self.redacted = redactor(dumped(source))
+            return
+        self.redacted, texts, self.starts = rules.conversations.redacted(
+            rules.boundary, source, redactor, redaction
+        )
+        self._remember = (redaction, texts)
+
+    @property
+    def boundary(self) -> str:
+        return self.rules.boundary
+
+    def whole(self) -> IncomingRequest:
+        """This request redacted whole (the same object if it is)."""
+        if not self.as_stored:
+            return self
+        return IncomingRequest(self.rules, self._source, self.redactor)
+
+    def served(self, call: RecordedCall) -> None:
+        """It was served ``call``, equal to it: remembered, for the requests that extend it."""
+        if self._remember is not None and self.rules.conversations is not None:
+            redaction, texts = self._remember
+            self.rules.conversations.remember(self.rules.boundary, redaction, texts, call)
+
+
+class OrderMatching:
+    """``order`` matching: each request is compared with the next recorded call, whatever
+    its boundary (the next one not served, past the calls made inside a taped call that is
+    served from its tape, which are never asked for)."""
+
+    def __init__(self, session: ReplaySession) -> None:
+        self._session = session
+
+    def take(self, request: IncomingRequest) -> RecordedCall:
+        """The next call, if ``request`` equals it; else raise (and keep) the mismatch."""
+        __tracebackhide__ = True
+        session = self._session
+        calls = session.recording.calls
+        with session.lock:
+            index = self._next_call()
+            if index >= len(calls):
+                raise session.keep(more_calls_than_recorded(index, len(calls)))
+            mismatch = session.match(calls[index], request)
+            if mismatch is not None and request.as_stored:
+                # Compared again as before: the request whole, the recorded one redacted
+                # again, so that the report is the same.
+                mismatch = session.match(calls[index], request.whole())
+            if mismatch is not None:
+                raise session.keep(mismatch)
+            return session.serve(index, request)
+
+    def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
+        """The next call if ``request`` equals it, else None."""
+        session = self._session
+        calls = session.recording.calls
+        with session.lock:
+            index = self._next_call()
+            if index >= len(calls) or session.match(calls[index], request) is not None:
+                return None
+            return session.serve(index, request)
+
+    def _next_call(self) -> int:
+        """The index of the next call (past the end when none is left)."""
+        session = self._session
+        index = session.served.next_call
+        calls = session.recording.calls
+        while index < len(calls) and session.tapes.not_run_again(calls[index].within):
+            index += 1
+        return index
+
+
 class ReplaySession:
     """Serves the calls of ``recording`` to any boundary, paired by ``match`` (``"content"``
     or ``"order"``; see the module's docstring).
@@ -158,28 +271,39 @@ class ReplaySession:
     ) -> None:
         self.recording = recording
         self._user_redaction = user_redaction
-        self.ignore_fields = frozenset(ignore_fields)
-        """The caller's own fields to ignore, for every boundary."""
-        self.matching: Matching = check_matching(match)
-        """How a request is paired with a recorded call: ``content`` or ``order``."""
+        self._ignore_fields = frozenset(ignore_fields)
+        self._matching: Matching = check_matching(match)
         self.mismatches: list[ReplayMismatch] = []
         """Every mismatch raised, kept so a harness can fail a run that swallowed one."""
-        self._served = ServedCalls(recording.calls)
-        self._content = ContentMatching(self, self._served)
+        self.served = ServedCalls(recording.calls)
+        """The calls served so far (read and changed under :attr:`lock`)."""
+        self.lock = threading.Lock()
+        """Held while a request is paired with a call and the call is served."""
         self._as_stored = recorded_redaction_is_current(recording.header, user_redaction)
-        """Recorded requests are compared as stored: redacted by the rules in force."""
-        self._conversations: dict[frozenset[str], ServedConversations] = {}
-        self._lock = threading.Lock()
+        self._rules: dict[tuple[str, frozenset[str] | None], ComparisonRules] = {}
+        self._strategy: ContentMatching | OrderMatching = (
+            ContentMatching(self) if self._matching == "content" else OrderMatching(self)
+        )
         self.tapes = TapeReplay(
             recording.tapes,
             path=str(recording.path),
             keep=self.keep,
-            match=self.matching,
+            match=self._matching,
             tool_policies=ToolPolicies(tools),
         )
         """The recording's tape entries, served to taped functions and agent tools by
         :meth:`take_tape`; ``tools`` (tool name or ``"*"`` to policy) says which tools are
         replayed, checked or run live."""
+
+    @property
+    def ignore_fields(self) -> frozenset[str]:
+        """The caller's own fields to ignore, for every boundary."""
+        return self._ignore_fields
+
+    @property
+    def matching(self) -> Matching:
+        """How a request is paired with a recorded call: ``content`` or ``order``."""
+        return self._matching
 
     @property
     def user_redaction(self) -> UserRedaction | None:
@@ -206,29 +330,29 @@ class ReplaySession:
 
     @property
     def calls_consumed(self) -> int:
-        return self._served.count
+        return self.served.count
 
     @property
     def served_calls(self) -> list[int]:
         """The calls served so far, by index."""
-        return self._served.indexes()
+        return self.served.indexes()
 
     @property
     def unconsumed_calls(self) -> list[int]:
         """The calls never served, by index; a call made within a taped call that replay
         serves from its tape instead of running (a tool replayed with policy ``replay``) is
         never required."""
-        served, calls, tapes = self._served.flags, self.recording.calls, self.tapes
+        served, calls, tapes = self.served.flags, self.recording.calls, self.tapes
         return [
             index
-            for index in range(self._served.next_call, len(served))
+            for index in range(self.served.next_call, len(served))
             if not served[index] and not tapes.not_run_again(calls[index].within)
         ]
 
     def ignore_fields_for(self, boundary: str) -> frozenset[str]:
         """What a request of ``boundary`` is compared without: the boundary's
         non-deterministic fields and the caller's ``ignore_fields``."""
-        return request_ignore_fields(boundary) | self.ignore_fields
+        return request_ignore_fields(boundary) | self._ignore_fields
 
     def assert_consumed(self) -> None:
         """Raise :class:`UnconsumedCallsError` if recorded calls were never requested, or
@@ -271,72 +395,15 @@ class ReplaySession:
         tells redactors apart (:attr:`SecretRedactor.rules
         <openprogram.recording.redaction.SecretRedactor.rules>`): given, the conversation a
         request repeats from one served before is not redacted, digested or compared again
-        (see :mod:`~openprogram.recording.served_conversations`); ``incoming`` may then be a
-        :class:`~openprogram.recording.served_conversations.DumpableRequest`, dumped only
-        as far as that needs.
+        (see :mod:`~openprogram.recording.shared_lists`); ``incoming`` may then be a
+        :class:`~openprogram.recording.shared_lists.DumpableRequest`, dumped only as far as
+        that needs.
         """
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
-        ignored = frozenset(
-            self.ignore_fields_for(boundary) if ignore_fields is None else ignore_fields
-        )
-        rules = ignore_rules(ignored)
-        served = None
-        if redaction is not None and self._as_stored and rules.paths is None:
-            served = self._conversations.setdefault(ignored, ServedConversations())
-        starts: dict[str, list[Any]] | None = None
-        if served is None:
-            redacted, texts = redactor(dumped(incoming)), None
-        else:
-            redacted, texts, starts = served.redacted(boundary, incoming, redactor, redaction)
-        if self.matching == "order":
-            with self._lock:
-                index = self._next_in_order()
-                calls = self.recording.calls
-                if index >= len(calls):
-                    raise self.keep(more_calls_than_recorded(index, len(calls)))
-                call = calls[index]
-                mismatch = self.match(
-                    call, boundary, redacted, redactor, ignored, as_stored=served is not None
-                )
-                if mismatch is not None and served is not None:
-                    # Compared again as before: the request whole, the recorded one redacted
-                    # again, so the report is the same.
-                    texts = None
-                    again = redactor(dumped(incoming))
-                    mismatch = self.match(call, boundary, again, redactor, ignored)
-                if mismatch is not None:
-                    raise self.keep(mismatch)
-                self._served.serve(index)
-                if served is not None and texts is not None:
-                    served.remember(boundary, redaction, texts, call)
-                return call
-        digester = self._content.digester(rules)
-        digest = digester.digest(redacted, boundary, starts)
-        with self._lock:
-            found = self._content.equal_by_digest(
-                boundary, digest, redacted, redactor, ignored, as_stored=served is not None
-            )
-            if found is None:
-                if served is not None:
-                    texts = None
-                    redacted = redactor(dumped(incoming))  # as before: the report is the same
-                found = self._content.equal_or_nearest(boundary, redacted, redactor, ignored)
-            self._served.serve(found)
-            call = self.recording.calls[found]
-            if served is not None and texts is not None:
-                served.remember(boundary, redaction, texts, call)
-            return call
-
-    def _next_in_order(self) -> int:
-        """Under ``order`` matching, the index of the next call a request is compared with
-        (past the end when none is left): the first one not yet served, passing over the
-        calls made inside a taped call that is served from its tape, not run again (never
-        asked for). Called under the lock."""
-        index = self._served.next_call
-        calls = self.recording.calls
-        while index < len(calls) and self.tapes.not_run_again(calls[index].within):
-            index += 1
-        return index
+        rules = self.rules_for(boundary, ignore_fields)
+        if not self._as_stored:
+            redaction = None  # a recorded request must be redacted again: nothing is reused
+        return self._strategy.take(IncomingRequest(rules, incoming, redactor, redaction))
 
     def take_equal(
         self,
@@ -351,44 +418,31 @@ class ReplaySession:
         unconsumed call of ``boundary`` whose request equals it, under ``order`` the next
         recorded call if it equals it. What a run that records the calls replay cannot serve
         asks (the pytest plugin's ``new_episodes``)."""
-        ignored = self.ignore_fields_for(boundary)
-        redacted = redactor(incoming)
-        calls = self.recording.calls
-        if self.matching == "order":
-            with self._lock:
-                index = self._next_in_order()
-                if index >= len(calls):
-                    return None
-                if self.match(calls[index], boundary, redacted, redactor, ignored) is not None:
-                    return None
-                self._served.serve(index)
-                return calls[index]
-        content = self._content
-        digest = content.digester(ignore_rules(ignored)).digest(redacted, boundary, None)
-        with self._lock:
-            found = content.equal_by_digest(
-                boundary, digest, redacted, redactor, ignored, as_stored=False
-            )
-            if found is None:
-                found, mismatch = content.nearest_open_call(boundary, redacted, redactor, ignored)
-                if mismatch is not None:
-                    return None
-            self._served.serve(found)
-            return calls[found]
+        request = IncomingRequest(self.rules_for(boundary, None), incoming, redactor)
+        return self._strategy.take_equal(request)
 
-    def match(
-        self,
-        call: RecordedCall,
-        boundary: str,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignore_fields: frozenset[str],
-        *,
-        as_stored: bool = False,
-    ) -> ReplayMismatch | None:
-        """Why the redacted ``incoming`` request is not ``call``, or None when it is: the
-        exact comparison of one request with one recorded call. The recorded request is
-        redacted again with the current rules first, unless ``as_stored``."""
+    def rules_for(self, boundary: str, ignore_fields: Iterable[str] | None) -> ComparisonRules:
+        """How a request of ``boundary`` is compared: without :meth:`ignore_fields_for`, or
+        without ``ignore_fields`` when given."""
+        key = (boundary, None if ignore_fields is None else frozenset(ignore_fields))
+        rules = self._rules.get(key)
+        if rules is None:
+            ignored = self.ignore_fields_for(boundary) if key[1] is None else key[1]
+            rules = self._rules.setdefault(key, ComparisonRules(boundary, ignored))
+        return rules
+
+    def serve(self, index: int, request: IncomingRequest) -> RecordedCall:
+        """Serve the call at ``index`` to ``request``, found equal to it (under the lock)."""
+        self.served.serve(index)
+        call = self.recording.calls[index]
+        request.served(call)
+        return call
+
+    def match(self, call: RecordedCall, request: IncomingRequest) -> ReplayMismatch | None:
+        """Why ``request`` is not ``call``, or None when it is: the exact comparison of one
+        request with one recorded call. The recorded request is redacted again with the
+        request's redactor first, unless the request is compared ``as_stored``."""
+        boundary, incoming = request.boundary, request.redacted
         if call.boundary != boundary:
             return ReplayMismatch(
                 call.call_index,
@@ -401,13 +455,11 @@ class ReplaySession:
                     "another boundary than the recorded run did"
                 ),
             )
-        recorded = call.request if as_stored else redactor(call.request)
-        for section in request_sections(boundary):
+        recorded = call.request if request.as_stored else request.redactor(call.request)
+        ignored = request.rules.ignored
+        for section in request.rules.sections:
             difference = find_first_difference(
-                recorded.get(section),
-                incoming.get(section),
-                ignore_fields=ignore_fields,
-                path=section,
+                recorded.get(section), incoming.get(section), ignore_fields=ignored, path=section
             )
             if difference is not None:
                 return ReplayMismatch(

@@ -55,16 +55,15 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
-from openprogram.recording.call_digest import CallDigest, DeterministicParts
+from openprogram.recording.call_digest import CallDigest, DeterministicParts, request_ignore_fields
 from openprogram.recording.format import RecordedCall, encode_row
-from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases
 from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
 
 if TYPE_CHECKING:
     from openprogram.recording.format import Recording
+    from openprogram.recording.redaction import RequestRedactor
     from openprogram.recording.replay_session import ReplaySession
-    from openprogram.recording.request_delta import RequestRedactor
     from openprogram.recording.writer import RecordingWriter
 
 __all__ = [

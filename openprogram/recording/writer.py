@@ -19,7 +19,7 @@ What the writer adds, under its own lock:
   of stumbling on the row.
 
 A call made while a taped call is being recorded (a tool calling a model or a web API) gets
-``"within": "<tape>"`` in its request row (:mod:`openprogram.recording.enclosing_tape`).
+``"within": "<tape>"`` in its request row (:mod:`openprogram.recording.tape_rows`).
 
 Any boundary's codec writes a call the same way: :meth:`RecordingWriter.open_call` writes the
 request row (``{"boundary": "http", "method": …}``, or a provider call's three sections) with
@@ -53,7 +53,6 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import RecordingFileError
 from openprogram.recording.call_digest import CallDigest
-from openprogram.recording.enclosing_tape import enclosing_tape
 from openprogram.recording.format import (
     BOUNDARY_FEATURES,
     Outcome,
@@ -70,7 +69,8 @@ from openprogram.recording.open_recording import (
     prepare_to_append,
     repaired_size,
 )
-from openprogram.recording.request_delta import RequestRedactor
+from openprogram.recording.redaction import RequestRedactor
+from openprogram.recording.tape_rows import enclosing_tape
 
 if TYPE_CHECKING:
     from openprogram.recording.redaction import SecretRedactor

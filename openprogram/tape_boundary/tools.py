@@ -54,7 +54,7 @@ async def run_taped_tool(tool: str, arguments: Mapping[str, Any], run: ToolRun) 
     tape = f"{TOOL_TAPE_PREFIX}{tool}"
     args = redactor.redact_model_output(dict(arguments))
     if isinstance(deck, TapeRecorder):
-        from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
+        from openprogram.recording.tape_rows import enclosing_tape, enter_tape, leave_tape
 
         within = enclosing_tape()
         token = enter_tape(tape, covers_http=False)
