@@ -2,38 +2,32 @@
 
 Under ``content`` matching (the default) a
 :class:`~openprogram.recording.replay_session.ReplaySession` serves each request the earliest
-unconsumed call *of the request's boundary* whose request equals it, wherever it stands in
-the recording: calls made concurrently replay whatever order they arrive in, and identical
-requests recorded several times are served in recorded order. :class:`ContentMatching` is
-that strategy; the session's exact comparison (``match``) decides what is equal.
+unconsumed call *of the request's boundary* whose request equals it (by the session's exact
+comparison, ``match``), wherever it stands in the recording: calls made concurrently replay
+whatever order they arrive in, and identical requests recorded several times are served in
+recorded order. :class:`ContentMatching` is that strategy.
 
-**By digest.** A request's *comparable form* is what the comparison rules look at: its
-sections in comparison order (an absent one as null), each without the ignored fields (names
-at any depth, paths where they match), without dict entries holding null (an absent key
-equals null), with ``-0.0`` as ``0.0`` and tuples as lists. Its *digest* is a BLAKE2b hash
-of that form as canonical JSON (keys sorted). Two requests equal under the rules of
+**By digest.** A request's *comparable form* is what the comparison looks at: its sections in
+comparison order (an absent one as null), each without the ignored fields, without dict
+entries holding null, with ``-0.0`` as ``0.0`` and tuples as lists. Its *digest* is a BLAKE2b
+hash of that form as canonical JSON. Requests equal under the rules of
 :func:`~openprogram.recording.difference.find_first_difference` have the same digest; two
 different ones may share one only by a hash collision, or where the JSON text cannot tell
-them apart (a NaN beside a null), so a call found by its digest is still confirmed by the
-exact comparison. :class:`RequestIndex` holds the calls of one boundary by digest, each
-digest's calls in recorded order, built once, at the first request of the boundary: a
-lookup costs one hash of the incoming request, whatever the size of the recording, and the
-items of a conversation the requests share are digested once (:class:`RequestDigester`).
+them apart (a NaN beside a null), so a call found by digest is confirmed by the exact
+comparison. :class:`RequestIndex` holds the calls of one boundary by digest, in recorded
+order, built at the first request of the boundary: a lookup costs one hash of the request
+whatever the size of the recording, and the items of a conversation the requests share are
+digested once (:class:`RequestDigester`).
 
-**Else the nearest.** With no equal request, the report compares the request with the
-*nearest* unconsumed call of its boundary and names that call. Distance is counted in leaf
-paths, under the comparison rules (:func:`~openprogram.recording.difference.
-count_differences`): each differing scalar counts once, and so does a key or a list item one
-side lacks and a change of type, whatever the subtree under it holds. The nearest candidate
-is the one with the fewest differences; of several, the earliest. At most
-:data:`NEAREST_CANDIDATES` candidates are looked at, the unconsumed calls of the boundary
-with the lowest indexes, so a report costs the same however long the recording; each count
-stops as soon as it cannot win. A request one field away from the next call of its boundary
-is therefore reported against that call, exactly as by order (no call can be nearer, and a
-tie goes to it). With no unconsumed call of the boundary left, the earliest unconsumed call
-of the other boundary is a mismatch at field ``boundary``; with none at all, at field
-``call_index``. ``recordings diff`` uses the same search (:func:`nearest_request`) to pair
-the requests of calls found in one recording only.
+**Else the nearest.** With no equal request, the report names the *nearest* unconsumed call
+of the boundary: the fewest leaf paths apart under the comparison rules
+(:func:`~openprogram.recording.difference.count_differences`), ties to the earliest, among
+the :data:`NEAREST_CANDIDATES` unconsumed calls with the lowest indexes (so a report costs
+the same however long the recording). A request one field away from the next call of its
+boundary is therefore reported against that call, exactly as by order. With no unconsumed
+call of the boundary left, the earliest unconsumed call of the other boundary is a mismatch
+at field ``boundary``; with none at all, at field ``call_index``. ``recordings diff`` pairs
+the calls found in one recording only by the same search (:func:`nearest_request`).
 """
 
 from __future__ import annotations
@@ -55,11 +49,8 @@ from openprogram.recording.shared_lists import shared_section
 
 if TYPE_CHECKING:
     from openprogram.recording.redaction import RequestRedactor
-    from openprogram.recording.replay_session import (
-        ComparisonRules,
-        IncomingRequest,
-        ReplaySession,
-    )
+    from openprogram.recording.replay_session import ComparisonRules, ReplaySession
+    from openprogram.recording.shared_lists import IncomingRequest
 
 __all__ = [
     "NEAREST_CANDIDATES",
@@ -67,7 +58,6 @@ __all__ = [
     "NearestRequest",
     "RequestDigester",
     "RequestIndex",
-    "comparable_form",
     "nearest_request",
     "request_differences",
     "request_digest",
@@ -78,13 +68,11 @@ NEAREST_CANDIDATES = 64
 
 
 class ContentMatching:
-    """``content`` matching for ``session``: the recorded calls' digest indexes (one per
-    boundary and set of ignored fields, with the digester that digests recorded and
-    incoming requests alike)."""
+    """``content`` matching for ``session``: the recorded calls' digest indexes, one per
+    boundary and set of ignored fields (:class:`ComparisonRules`)."""
 
     def __init__(self, session: ReplaySession) -> None:
         self._session = session
-        self._digesters: dict[ComparisonRules, RequestDigester] = {}
         self._indexes: dict[ComparisonRules, RequestIndex] = {}
 
     def take(self, request: IncomingRequest) -> RecordedCall:
@@ -115,13 +103,24 @@ class ContentMatching:
             return session.serve(found, request)
 
     def _digest(self, request: IncomingRequest) -> bytes:
+        """The request's digest, by the digester of its index (built at the first request
+        of its boundary and rules)."""
         rules = request.rules
-        digester = self._digesters.get(rules)
-        if digester is None:
-            digester = self._digesters.setdefault(
-                rules, RequestDigester(rules.boundary, rules.ignore_rules)
-            )
-        return digester.digest(request.redacted, request.starts)
+        index = self._indexes.get(rules)
+        if index is None:
+            session = self._session
+            with session.lock:
+                index = self._indexes.get(rules) or self._indexes.setdefault(
+                    rules,
+                    RequestIndex(
+                        session.recording.calls,
+                        rules.boundary,
+                        rules.ignore_rules,
+                        self._index_redactor(rules.boundary),
+                        keep=session.compares_as_stored,
+                    ),
+                )
+        return index.digester.digest(request.redacted, request.starts)
 
     # --- under the session's lock ----------------------------------------------------------
 
@@ -129,28 +128,16 @@ class ContentMatching:
         """The earliest unserved call of the request's boundary whose request has
         ``digest`` and equals it, or None."""
         session = self._session
-        rules = request.rules
-        index = self._indexes.get(rules)
-        if index is None:
-            index = self._indexes[rules] = RequestIndex(
-                session.recording.calls,
-                rules.boundary,
-                rules.ignore_rules,
-                self._index_redactor(rules.boundary),
-                self._digesters[rules],
-                keep=session.compares_as_stored,
-            )
         calls = session.recording.calls
-        for call_index in index.candidates(digest, session.served.flags):
+        for call_index in self._indexes[request.rules].candidates(digest, session.served.flags):
             if session.match(calls[call_index], request) is None:
                 return call_index
         return None
 
     def _nearest(self, request: IncomingRequest) -> tuple[int, ReplayMismatch | None]:
         """The nearest unserved call of the request's boundary and why the request is not it
-        (None: it is, after all: a recorded request holding, as text, a credential only this
-        call's redactor knows, which the index saw unredacted). With no unserved call of the
-        boundary left, -1 and the mismatch of :meth:`_nothing_left`."""
+        (None: it is after all, its recorded request holding a credential only this call's
+        redactor knows); with none left, -1 and the mismatch of :meth:`_nothing_left`."""
         session = self._session
         candidates = session.served.open_calls(request.boundary, NEAREST_CANDIDATES)
         if not candidates:
@@ -178,11 +165,9 @@ class ContentMatching:
         return mismatch
 
     def _index_redactor(self, boundary: str) -> RequestRedactor:
-        """How the index sees a recorded request: as stored, when the recording was
-        redacted by the current rules and the session's user redaction (redacting it again
-        changes nothing but a credential this process knows that the recording process did
-        not); else redacted again, with the current rules, the session's user redaction and
-        the process's known credentials."""
+        """How the index sees a recorded request: as stored when the session compares it so
+        (redacting it again would only remove a credential this process knows and the
+        recording process did not), else redacted again by the rules in force."""
         if self._session.compares_as_stored:
             return _as_stored
         redactor = SecretRedactor(user=self._session.user_redaction)
@@ -196,7 +181,7 @@ def _as_stored(request: dict[str, Any]) -> dict[str, Any]:
 class RequestIndex:
     """The calls of one boundary by the digest of their comparable request."""
 
-    __slots__ = ("_buckets",)
+    __slots__ = ("_buckets", "digester")
 
     def __init__(
         self,
@@ -209,14 +194,13 @@ class RequestIndex:
         keep: bool = False,
     ) -> None:
         """Index the ``calls`` made at ``boundary``, each request redacted by ``redactor``
-        (the current rules, as the comparison re-redacts a recorded request) and digested
-        by ``digester`` (one for ``boundary`` and ``rules``: the session's, which digests
-        the incoming requests too). ``keep``: the digester keeps each request's item
-        digests, for the requests that start with its lists (only for requests compared as
-        stored: the digester then holds no copy of a request, only the recording's own
-        lists)."""
+        (as the comparison sees a recorded request) and digested by ``digester`` (a new one
+        for ``boundary`` and ``rules`` by default). ``keep``: the digester keeps each
+        request's item digests (only for requests compared as stored: it then holds no copy
+        of a request, only the recording's own lists)."""
         buckets: dict[bytes, deque[int]] = {}
-        digester = digester or RequestDigester(boundary, rules)
+        self.digester = digester = digester or RequestDigester(boundary, rules)
+        """What digests the requests looked up in it, as it digested the recorded ones."""
         for call in calls:
             if call.boundary == boundary:
                 request = redactor(call.request)
@@ -248,27 +232,24 @@ _RECENT_LISTS = 16
 def request_digest(request: dict[str, Any], boundary: str, rules: IgnoreRules) -> bytes:
     """The digest of ``request`` (the sections of a call at ``boundary``, redacted)."""
     forms = [
-        None if rules.skips(section) else comparable_form(request.get(section), rules, section)
+        None if rules.skips(section) else _comparable_form(request.get(section), rules, section)
         for section in request_sections(boundary)
     ]
     return _digest_of_forms(forms)
 
 
 class RequestDigester:
-    """Digests of the requests of ``boundary`` under ``rules``, for :class:`RequestIndex`
-    and the requests replay looks up in it; the items of shared lists (a conversation's
-    messages, which the requests of one session share:
-    :mod:`~openprogram.recording.shared_lists`) each digested once.
+    """Digests of the requests of ``boundary`` under ``rules``: the recorded ones an index
+    holds and the incoming ones looked up in it, alike.
 
-    Its digest is :func:`request_digest`'s but for the shared lists, each digested as the
-    sequence of its items' digests (a request holding none has :func:`request_digest`'s
-    own): equal requests have equal digests all the same. The item digests of the latest
-    lists seen are kept, and those of every recorded request's lists (``keep``), so a list
-    that starts with the items of one of them (the same objects: the reader rebuilds a
-    session's requests sharing them, and replay builds an incoming request from the items of
-    the call it matched before) costs only its new items. Without ignored field paths only:
-    with them, an item's form depends on its place, and each request is digested by
-    :func:`request_digest`.
+    Its digest is :func:`request_digest`'s but for the shared lists (a conversation's
+    messages: :mod:`~openprogram.recording.shared_lists`), each digested as the sequence of
+    its items' digests; equal requests have equal digests all the same. The item digests of
+    the latest lists seen are kept, and those of the recorded requests' lists (``keep``), so
+    a list that starts with the items of one of them (the same objects: the reader rebuilds
+    a session's requests sharing them, replay builds a request from the items of a call it
+    served) costs only its new items. Without ignored field paths only: with them, an item's
+    form depends on its place, and each request is digested by :func:`request_digest`.
     """
 
     __slots__ = ("_kept", "_lists", "boundary", "rules", "sections", "shared")
@@ -356,7 +337,7 @@ def _digest_of_forms(forms: Any) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def comparable_form(value: Any, rules: IgnoreRules, path: str) -> Any:
+def _comparable_form(value: Any, rules: IgnoreRules, path: str) -> Any:
     """``value`` (at ``path``) as the comparison sees it (see the module's docstring)."""
     if rules.paths is None:
         return _without_names(value, rules.names)
@@ -364,7 +345,7 @@ def comparable_form(value: Any, rules: IgnoreRules, path: str) -> Any:
 
 
 def _without_names(value: Any, names: frozenset[str]) -> Any:
-    """:func:`comparable_form` when no field path is ignored: the common case, kept lean
+    """:func:`_comparable_form` when no field path is ignored: the common case, kept lean
     (it runs on every replayed request)."""
     kind = type(value)
     if kind is dict:
@@ -387,7 +368,7 @@ def _without_names(value: Any, names: frozenset[str]) -> Any:
 
 
 def _without_fields(value: Any, rules: IgnoreRules, path: str) -> Any:
-    """:func:`comparable_form` with field paths to leave out: every child's path is built."""
+    """:func:`_comparable_form` with field paths to leave out: every child's path is built."""
     if isinstance(value, dict):
         names = rules.names
         paths = rules.paths

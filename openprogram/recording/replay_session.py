@@ -1,43 +1,40 @@
 """One replay of one recording, shared by every boundary that replays from it.
 
 A :class:`ReplaySession` holds a read :class:`~openprogram.recording.format.Recording` and
-serves its calls to whichever boundary asks: the provider registry's ``ReplayProvider`` and
-the HTTP boundary's transport take their calls from one session, taped functions and agent
-tools its tape entries (:attr:`ReplaySession.tapes`, :mod:`~openprogram.recording.tape_replay`).
+serves its calls to whichever boundary asks (the provider registry's ``ReplayProvider``, the
+HTTP boundary's transport), and its tape entries to taped functions and agent tools
+(:attr:`ReplaySession.tapes`, :mod:`~openprogram.recording.tape_replay`).
 
 **A request** reaches :meth:`ReplaySession.take` as the sections of a call at its boundary,
-before redaction, and is redacted by the boundary's redactor. It is compared with a recorded
-call section by section in comparison order, without the boundary's non-deterministic fields
-and the caller's ``ignore_fields``, an absent key equal to null (:class:`ComparisonRules`,
-worked out once per boundary). The recorded request is compared as stored when the
-recording was redacted by the rules in force
+before redaction. Redacted by the boundary's redactor, it is compared with a recorded call
+section by section, without the boundary's non-deterministic fields and the caller's
+``ignore_fields``, an absent key equal to null (:class:`ComparisonRules`). The recorded
+request is compared as stored when the recording was redacted by the rules in force
 (:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else redacted
 again with them. The conversation a request repeats from one served before is not redacted,
 digested or compared again (:mod:`~openprogram.recording.shared_lists`); a request equal to
 no recorded call is compared again whole, so that its report reads the same either way.
 
-**Pairing** follows the session's ``match``, one strategy each, both with a ``take`` (serve
-the request or raise) and a ``take_equal`` (serve it only if it equals a call):
+**Pairing** follows ``match``, one strategy each, each with ``take`` (serve the request or
+raise) and ``take_equal`` (serve it only if it equals a call):
 
 * ``content`` (default, :class:`~openprogram.recording.content_matching.ContentMatching`) —
-  the earliest unconsumed call *of the request's boundary* whose request equals it, wherever
-  it stands in the recording, found by digest; with none, the report names the *nearest*
-  unconsumed call of its boundary;
+  the earliest unconsumed call *of the request's boundary* whose request equals it, found by
+  digest wherever it stands; with none, the report names the *nearest* one;
 * ``order`` (:class:`OrderMatching`) — the next recorded call, whatever its boundary: a call
   recorded at the other boundary is a mismatch at field ``boundary`` naming both (``recorded
-  an HTTP call (POST https://…), incoming a provider call (echo:echo)``); otherwise the first
-  difference is reported (``body.messages[2].content``, ``context.messages[0].content``).
+  an HTTP call (POST https://…), incoming a provider call (echo:echo)``), any other the first
+  difference (``body.messages[2].content``).
 
-Either way a run making more calls than the recording holds is a mismatch at field
-``call_index``. The session holds what both share: the exact comparison of a request with
-one call (:meth:`ReplaySession.match`), the lock every lookup runs under, the mismatches, and
-the account of the calls served (:class:`ServedCalls`).
+A run making more calls than the recording holds is a mismatch at field ``call_index``. The
+session holds what both strategies share: the exact comparison (:meth:`ReplaySession.match`),
+the account of the calls served (:class:`ServedCalls`), the lock, and the mismatches.
 
-**A mismatch** consumes no call. Every mismatch raised is kept in
-:attr:`ReplaySession.mismatches`, so a harness can fail a run whose code caught one. A
-truncated call (no ``call_end``) is served like any other; the boundary then raises
-``RecordingTruncatedError`` where its recording stops. Calls never served and tape entries
-never read fail :meth:`~ReplaySession.assert_consumed`.
+**A mismatch** consumes no call, and is kept in :attr:`ReplaySession.mismatches`, so a
+harness can fail a run whose code caught one. A truncated call (no ``call_end``) is served
+like any other; the boundary then raises ``RecordingTruncatedError`` where its recording
+stops. Calls never served and tape entries never read fail :meth:`~ReplaySession.
+assert_consumed`.
 """
 
 from __future__ import annotations
@@ -60,17 +57,16 @@ from openprogram.recording.format import RecordedCall, Recording, request_sectio
 from openprogram.recording.mismatch import (
     ReplayMismatch,
     UnconsumedCallsError,
-    describe_call,
     more_calls_than_recorded,
+    other_boundary,
     other_redaction_note,
     removed_secret_note,
 )
 from openprogram.recording.redaction import RequestRedactor, recorded_redaction_is_current
 from openprogram.recording.shared_lists import (
     DumpableRequest,
-    ListTexts,
+    IncomingRequest,
     ServedConversations,
-    dumped,
 )
 from openprogram.recording.tape_replay import TapeReplay, ToolPolicies
 from openprogram.recording.tape_rows import TapeEntry
@@ -78,7 +74,6 @@ from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
     "ComparisonRules",
-    "IncomingRequest",
     "OrderMatching",
     "ReplaySession",
     "ServedCalls",
@@ -152,57 +147,6 @@ class ComparisonRules:
         self.ignore_rules = ignore_rules(ignored)
         self.sections = request_sections(boundary)
         self.conversations = ServedConversations() if self.ignore_rules.paths is None else None
-
-
-class IncomingRequest:
-    """One request to pair with a recorded call: ``redacted``, its sections as its boundary
-    redacts them, compared under ``rules``.
-
-    ``as_stored``: it was redacted through the conversations served before (its shared
-    lists may then hold the items of a call served before, ``starts`` mapping each list so
-    built to the recorded list it starts with), and is compared with recorded requests as
-    they are stored. :meth:`whole` is the same request redacted whole, compared with
-    recorded requests redacted again: what a report compares.
-    """
-
-    __slots__ = ("_remember", "_source", "as_stored", "redacted", "redactor", "rules", "starts")
-
-    def __init__(
-        self,
-        rules: ComparisonRules,
-        source: dict[str, Any] | DumpableRequest,
-        redactor: RequestRedactor,
-        redaction: Hashable = None,
-    ) -> None:
-        self.rules = rules
-        self.redactor = redactor
-        self._source = source
-        self._remember: tuple[Hashable, ListTexts] | None = None
-        self.starts: dict[str, list[Any]] | None = None
-        self.as_stored = redaction is not None and rules.conversations is not None
-        if rules.conversations is None or redaction is None:
-            self.redacted = redactor(dumped(source))
-            return
-        self.redacted, texts, self.starts = rules.conversations.redacted(
-            rules.boundary, source, redactor, redaction
-        )
-        self._remember = (redaction, texts)
-
-    @property
-    def boundary(self) -> str:
-        return self.rules.boundary
-
-    def whole(self) -> IncomingRequest:
-        """This request redacted whole (the same object if it is)."""
-        if not self.as_stored:
-            return self
-        return IncomingRequest(self.rules, self._source, self.redactor)
-
-    def served(self, call: RecordedCall) -> None:
-        """It was served ``call``, equal to it: remembered, for the requests that extend it."""
-        if self._remember is not None and self.rules.conversations is not None:
-            redaction, texts = self._remember
-            self.rules.conversations.remember(self.rules.boundary, redaction, texts, call)
 
 
 class OrderMatching:
@@ -444,17 +388,7 @@ class ReplaySession:
         request's redactor first, unless the request is compared ``as_stored``."""
         boundary, incoming = request.boundary, request.redacted
         if call.boundary != boundary:
-            return ReplayMismatch(
-                call.call_index,
-                "boundary",
-                call.boundary,
-                boundary,
-                detail=(
-                    f"recorded {describe_call(call.boundary, call.request)}, incoming "
-                    f"{describe_call(boundary, incoming)}: the run reaches the model through "
-                    "another boundary than the recorded run did"
-                ),
-            )
+            return other_boundary(call, boundary, incoming)
         recorded = call.request if request.as_stored else request.redactor(call.request)
         ignored = request.rules.ignored
         for section in request.rules.sections:
