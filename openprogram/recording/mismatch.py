@@ -13,8 +13,8 @@ placeholder in its arguments — the recording removed a secret-shaped value the
 produced, so replay handed the tool the placeholder — a third line says so (``note``), as it
 does when the replay's user redaction is not the one the recording was made with. A call
 recorded at another boundary than the incoming one is named in a few words on both sides
-(:func:`other_boundary`, :func:`describe_call`), and a run making more calls than the recording holds is a mismatch
-at field ``call_index`` (:func:`more_calls_than_recorded`).
+(:func:`other_boundary`, :func:`describe_call`), and a run making more calls than the
+recording holds is a mismatch at field ``call_index`` (:func:`more_calls_than_recorded`).
 
 At the HTTP boundary these errors travel inside a :class:`RecordReplayEscape`, which derives
 from :class:`BaseException` only: an SDK's retry loop (``except Exception``) would otherwise

@@ -80,121 +80,6 @@ __all__ = [
 ]
 
 
-class ServedCalls:
-    """Which of a recording's calls (``calls``, in index order) one replay has served.
-
-    A flag per call, how many are served, the first call not served yet (every call before
-    it is served), and per boundary where its first unserved call stands, so that finding
-    the open calls of a boundary never walks the calls served long ago again. Not
-    thread-safe: the session calls it under its lock.
-    """
-
-    __slots__ = ("_first_open", "_of_boundary", "count", "flags", "next_call")
-
-    def __init__(self, calls: Sequence[RecordedCall]) -> None:
-        self.flags = bytearray(len(calls))
-        """1 at the index of each call served, 0 elsewhere."""
-        self.count = 0
-        """How many calls are served."""
-        self.next_call = 0
-        """No call before it is unserved (under ``order`` matching: the next call)."""
-        self._of_boundary: dict[str, list[int]] = {}
-        for call in calls:
-            self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
-        self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
-
-    def serve(self, index: int) -> None:
-        """Count the call at ``index`` as served."""
-        self.flags[index] = 1
-        self.count += 1
-        served = self.flags
-        while self.next_call < len(served) and served[self.next_call]:
-            self.next_call += 1
-
-    def indexes(self) -> list[int]:
-        """The calls served so far, by index."""
-        return [index for index, served in enumerate(self.flags) if served]
-
-    def open_calls(self, boundary: str, limit: int) -> list[int]:
-        """The first ``limit`` unserved calls of ``boundary``, by index."""
-        of_boundary = self._of_boundary.get(boundary, [])
-        position = self._first_open.get(boundary, 0)
-        served = self.flags
-        while position < len(of_boundary) and served[of_boundary[position]]:
-            position += 1
-        if boundary in self._first_open:
-            self._first_open[boundary] = position
-        found: list[int] = []
-        for index in of_boundary[position:]:
-            if not served[index]:
-                found.append(index)
-                if len(found) == limit:
-                    break
-        return found
-
-
-class ComparisonRules:
-    """How the requests of ``boundary`` are compared, leaving out the fields ``ignored``:
-    the sections in comparison order, the compiled ignore rules, and the conversations
-    served under them (none with an ignored field path: a list may then be shorter and
-    still equal, so no served list is reused)."""
-
-    __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections")
-
-    def __init__(self, boundary: str, ignored: frozenset[str]) -> None:
-        self.boundary = boundary
-        self.ignored = ignored
-        self.ignore_rules = ignore_rules(ignored)
-        self.sections = request_sections(boundary)
-        self.conversations = ServedConversations() if self.ignore_rules.paths is None else None
-
-
-class OrderMatching:
-    """``order`` matching: each request is compared with the next recorded call, whatever
-    its boundary (the next one not served, past the calls made inside a taped call that is
-    served from its tape, which are never asked for)."""
-
-    def __init__(self, session: ReplaySession) -> None:
-        self._session = session
-
-    def take(self, request: IncomingRequest) -> RecordedCall:
-        """The next call, if ``request`` equals it; else raise (and keep) the mismatch."""
-        __tracebackhide__ = True
-        session = self._session
-        calls = session.recording.calls
-        with session.lock:
-            index = self._next_call()
-            if index >= len(calls):
-                raise session.keep(more_calls_than_recorded(index, len(calls)))
-            mismatch = session.match(calls[index], request)
-            if mismatch is not None and request.as_stored:
-                # Compared again as before: the request whole, the recorded one redacted
-                # again, so that the report is the same.
-                mismatch = session.match(calls[index], request.whole())
-            if mismatch is not None:
-                raise session.keep(mismatch)
-            return session.serve(index, request)
-
-    def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
-        """The next call if ``request`` equals it, else None."""
-        session = self._session
-        calls = session.recording.calls
-        with session.lock:
-            index = self._next_call()
-            if index >= len(calls) or session.match(calls[index], request) is not None:
-                return None
-            return session.serve(index, request)
-
-    def _next_call(self) -> int:
-        """The index of the next call (past the end when none is left)."""
-        session = self._session
-        index = session.served.next_call
-        calls = session.recording.calls
-        while index < len(calls) and session.tapes.not_run_again(calls[index].within):
-            index += 1
-        return index
-
-
 class ReplaySession:
     """Serves the calls of ``recording`` to any boundary, paired by ``match`` (``"content"``
     or ``"order"``; see the module's docstring).
@@ -416,3 +301,118 @@ class ReplaySession:
         calls) and return it, to be raised."""
         self.mismatches.append(mismatch)
         return mismatch
+
+
+class ComparisonRules:
+    """How the requests of ``boundary`` are compared, leaving out the fields ``ignored``:
+    the sections in comparison order, the compiled ignore rules, and the conversations
+    served under them (none with an ignored field path: a list may then be shorter and
+    still equal, so no served list is reused)."""
+
+    __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections")
+
+    def __init__(self, boundary: str, ignored: frozenset[str]) -> None:
+        self.boundary = boundary
+        self.ignored = ignored
+        self.ignore_rules = ignore_rules(ignored)
+        self.sections = request_sections(boundary)
+        self.conversations = ServedConversations() if self.ignore_rules.paths is None else None
+
+
+class OrderMatching:
+    """``order`` matching: each request is compared with the next recorded call, whatever
+    its boundary (the next one not served, past the calls made inside a taped call that is
+    served from its tape, which are never asked for)."""
+
+    def __init__(self, session: ReplaySession) -> None:
+        self._session = session
+
+    def take(self, request: IncomingRequest) -> RecordedCall:
+        """The next call, if ``request`` equals it; else raise (and keep) the mismatch."""
+        __tracebackhide__ = True
+        session = self._session
+        calls = session.recording.calls
+        with session.lock:
+            index = self._next_call()
+            if index >= len(calls):
+                raise session.keep(more_calls_than_recorded(index, len(calls)))
+            mismatch = session.match(calls[index], request)
+            if mismatch is not None and request.as_stored:
+                # Compared again as before: the request whole, the recorded one redacted
+                # again, so that the report is the same.
+                mismatch = session.match(calls[index], request.whole())
+            if mismatch is not None:
+                raise session.keep(mismatch)
+            return session.serve(index, request)
+
+    def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
+        """The next call if ``request`` equals it, else None."""
+        session = self._session
+        calls = session.recording.calls
+        with session.lock:
+            index = self._next_call()
+            if index >= len(calls) or session.match(calls[index], request) is not None:
+                return None
+            return session.serve(index, request)
+
+    def _next_call(self) -> int:
+        """The index of the next call (past the end when none is left)."""
+        session = self._session
+        index = session.served.next_call
+        calls = session.recording.calls
+        while index < len(calls) and session.tapes.not_run_again(calls[index].within):
+            index += 1
+        return index
+
+
+class ServedCalls:
+    """Which of a recording's calls (``calls``, in index order) one replay has served.
+
+    A flag per call, how many are served, the first call not served yet (every call before
+    it is served), and per boundary where its first unserved call stands, so that finding
+    the open calls of a boundary never walks the calls served long ago again. Not
+    thread-safe: the session calls it under its lock.
+    """
+
+    __slots__ = ("_first_open", "_of_boundary", "count", "flags", "next_call")
+
+    def __init__(self, calls: Sequence[RecordedCall]) -> None:
+        self.flags = bytearray(len(calls))
+        """1 at the index of each call served, 0 elsewhere."""
+        self.count = 0
+        """How many calls are served."""
+        self.next_call = 0
+        """No call before it is unserved (under ``order`` matching: the next call)."""
+        self._of_boundary: dict[str, list[int]] = {}
+        for call in calls:
+            self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
+        self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
+
+    def serve(self, index: int) -> None:
+        """Count the call at ``index`` as served."""
+        self.flags[index] = 1
+        self.count += 1
+        served = self.flags
+        while self.next_call < len(served) and served[self.next_call]:
+            self.next_call += 1
+
+    def indexes(self) -> list[int]:
+        """The calls served so far, by index."""
+        return [index for index, served in enumerate(self.flags) if served]
+
+    def open_calls(self, boundary: str, limit: int) -> list[int]:
+        """The first ``limit`` unserved calls of ``boundary``, by index."""
+        of_boundary = self._of_boundary.get(boundary, [])
+        position = self._first_open.get(boundary, 0)
+        served = self.flags
+        while position < len(of_boundary) and served[of_boundary[position]]:
+            position += 1
+        if boundary in self._first_open:
+            self._first_open[boundary] = position
+        found: list[int] = []
+        for index in of_boundary[position:]:
+            if not served[index]:
+                found.append(index)
+                if len(found) == limit:
+                    break
+        return found
