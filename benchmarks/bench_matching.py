@@ -53,9 +53,9 @@ from openprogram.providers.types import (
     TextContent,
     UserMessage,
 )
+from openprogram.recording.call_digest import request_ignore_fields
+from openprogram.recording.content_matching import RequestIndex
 from openprogram.recording.difference import ignore_rules
-from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.request_index import RequestIndex
 from openprogram.recording.writer import close_recording_writers
 
 FIXED_TIMESTAMP = 1_764_460_800_000

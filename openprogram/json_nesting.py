@@ -19,6 +19,7 @@ from typing import Any, Final
 
 __all__ = [
     "MAX_NESTING_DEPTH",
+    "TOO_DEEP",
     "exceeds_nesting_limit",
     "json_text_may_exceed_nesting_limit",
     "nesting_depth",
@@ -26,6 +27,8 @@ __all__ = [
 
 MAX_NESTING_DEPTH: Final = 128
 """The deepest nesting of dicts and lists openprogram reads or writes."""
+TOO_DEEP: Final = f"nested deeper than {MAX_NESTING_DEPTH} levels"
+"""How a refusal says what is wrong with a value nested too deep."""
 
 
 def json_text_may_exceed_nesting_limit(data: bytes | str, limit: int = MAX_NESTING_DEPTH) -> bool:

@@ -48,9 +48,9 @@ from openprogram.providers.activation import Activation, preset_activation
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.mismatch import RecordReplayEscape, ReplayMismatch
+from openprogram.recording.redaction import RequestRedactor
 from openprogram.recording.replay_session import ReplaySession
-from openprogram.recording.request_delta import RequestRedactor
-from openprogram.recording.served_conversations import DumpableRequest
+from openprogram.recording.shared_lists import DumpableRequest
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.user_redaction import UserRedaction
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING

@@ -5,8 +5,8 @@ It picks the model (the reference given, else the configured ``default_model``, 
 the process replays a recording — reports the recorded calls the session never requested,
 without raising, so the caller still has the transcript to show.
 
-The model (:func:`resolve_model`): a reference is split at its first colon only, so ``openai-completions:llama3:8b`` is the
-model ``llama3:8b`` of the api ``openai-completions``; ``--model`` and ``default_model`` share
+The model (:func:`resolve_model`): a reference is split at its first colon only, so
+``openai-completions:llama3:8b`` is the model ``llama3:8b`` of the api ``openai-completions``; ``--model`` and ``default_model`` share
 one parser (:func:`openprogram.config.models.split_model_reference`). The model's
 ``provider`` is the vendor's name for the apis openprogram ships (``openai``, ``anthropic``,
 ``echo``) and the api itself otherwise; its ``base_url`` is the one ``[providers.<api>]``

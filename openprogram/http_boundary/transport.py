@@ -5,7 +5,7 @@ the client's real transport is wrapped: not for a transport that never touches t
 (``MockTransport``, ``ASGITransport``, ``WSGITransport`` of either library), not for a client
 of openprogram's own vendor providers (their calls are recorded at the provider registry),
 not for a passthrough host, and not, under record, for a request a taped function sends
-while it runs (``openprogram.recording.enclosing_tape``: its tape covers it).
+while it runs (``openprogram.recording.tape_rows``: its tape covers it).
 :class:`CapturingTransport` then records the exchange through the real transport, answers it
 from the recording, or refuses it, by the boundary's mode.
 
@@ -24,13 +24,13 @@ from openprogram.http_boundary.codec import request_sections
 from openprogram.http_boundary.recording import HttpCallRecorder
 from openprogram.http_boundary.replay import replayed_response, response_of_call
 from openprogram.http_boundary.websocket_refusal import check_websocket
-from openprogram.recording.enclosing_tape import taped_function_running
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import (
     SecretRedactor,
     is_secret_field_name,
     known_secret_values,
 )
+from openprogram.recording.tape_rows import taped_function_running
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.library import HttpLibrary

@@ -87,7 +87,7 @@ def state_text(items: list[Any]) -> bytes | None:
 class PendingProviderRequest:
     """One provider call's arguments, for :meth:`ReplaySession.take
     <openprogram.recording.replay_session.ReplaySession.take>`: a
-    :class:`~openprogram.recording.served_conversations.DumpableRequest`."""
+    :class:`~openprogram.recording.shared_lists.DumpableRequest`."""
 
     __slots__ = ("context", "model", "options")
 

@@ -2,42 +2,46 @@
 type and no HTTP client.
 
     format            the rows, the header, the format version and features; the parsed
-                      form (``Recording``, ``RecordedCall``, ``RecordedError``)
-    reader            the strict reader (``read_recording``, ``parse_recording``)
-    request_delta     requests stored against an earlier one: what a request adds to its
-                      conversation (the reader's rebuild, the writer's bases)
-    call_digest       a call's digest, as the writer stores it and the transcript hash takes it
+                      form (``Recording``, ``RecordedCall``, ``RecordedError``); what a row
+                      can hold (no inf/NaN, bounded nesting), checked before writing
     http_rows         the HTTP boundary's rows, checked field by field for the reader
-    file_door         the one door a recording's bytes are read through
-    writer            ``RecordingWriter``: appending calls safely (threads, processes, a
-                      replaced file); ``CallWriter`` for one call's rows
+    tape_rows         the tape rows (``TapeEntry``), and which tape covers the code running
+                      now (the ``within`` of a row)
+    request_delta     requests stored against an earlier one: the reader's rebuild, the
+                      writer's bases
+    shared_lists      the lists a request shares with the ones before it, told apart by
+                      their JSON text; what replay remembers of the requests it served, and
+                      the incoming request built from them
+    reader            the strict reader (``read_recording``, ``parse_recording``) and the one
+                      door a recording's bytes are read through
+    writer            ``RecordingWriter``, one per file per process: appending calls safely
+                      (threads, processes, a replaced file); ``CallWriter`` for one call's rows
     open_recording    one open recording file: the header checked, a line appended under
-                      the file lock, a tail a crashed writer cut off repaired
-    next_call_index   the call index the next call takes, read from what others appended
+                      the file lock, a tail a crashed writer cut off repaired, the next call
+                      index read from what others appended
     rewriting         a whole recording written anew and replaced atomically (the one way
-                      a recording changes other than by appending)
-    recordable        what a row can hold (no inf/NaN, bounded nesting), checked before writing
+                      a recording changes other than by appending); the merged recording of
+                      a run that replays what it can and records the rest
+    call_digest       what of a call is compared (the fields that change from run to run
+                      left out), and its digest, as the writer stores it and the transcript
+                      hash takes it
     redaction         credentials removed from everything written
     token_shapes      the shapes of credentials redaction finds in text, each with its kind
     user_redaction    the user's own patterns and functions, and their fingerprint
-    redaction_state   whether a recording was redacted by the rules in force (compared as stored)
-    difference        the first difference between two JSON values, and how a value or a path
-                      is shown on a report line
-    nondeterministic  the fields that change from run to run, left out of comparisons
+    difference        the first difference between two JSON values, the ignore rules, how a
+                      value or a path is shown on a report line, the names of the matchings
     report            ``FirstDifference`` and ``format_report``: the one way a drift is written
-    mismatch          what replay raises when a run drifts from its recording
-    replay_session    ``ReplaySession``: one replay, serving calls to any boundary
-    matching          how replay pairs a request with a recorded call: by content or order
-    content_matching  the call a request is paired with by content: by digest, else nearest
-    served_calls      which recorded calls a replay has served, and which are still open
-    request_index     recorded calls by the digest of their comparable request
-    served_conversations  what replay remembers of the requests it served: a conversation
-                      walked once
-    nearest           the nearest recorded request, for reports of requests equal to none
+    mismatch          what replay raises when a run drifts from its recording, and its wording
+    replay_session    ``ReplaySession``: one replay, serving calls to any boundary, with the
+                      served calls, the comparison rules and ``order`` matching
+    content_matching  ``content`` matching: the earliest equal call by digest, else the
+                      nearest for the report
+    tape_replay       the recording's tape entries served under replay, and the agent tools'
+                      policies
 
 Each boundary keeps its own codec above this package: the provider registry's
-(``openprogram.provider_boundary.recorder``, ``openprogram.provider_boundary.replay``) and HTTP's. Names are
-exported lazily, so importing this package imports nothing.
+(``openprogram.provider_boundary.recorder``, ``openprogram.provider_boundary.replay``) and
+HTTP's. Names are exported lazily, so importing this package imports nothing.
 """
 
 from __future__ import annotations

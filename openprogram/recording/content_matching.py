@@ -1,72 +1,399 @@
-"""Finding the recorded call a request is paired with under ``content`` matching.
+"""Replay by content: a request is served the earliest equal unconsumed call of its boundary.
 
-Under ``content`` matching (the default, :mod:`~openprogram.recording.replay_session`) a
-:class:`~openprogram.recording.replay_session.ReplaySession` serves a request the earliest
-unconsumed call *of the request's boundary* whose request equals it, wherever it stands in
-the recording: calls made concurrently replay whatever order they arrive in, and identical
-requests recorded several times are served in recorded order. :class:`ContentMatching` does
-the looking up for the session:
+Under ``content`` matching (the default) a
+:class:`~openprogram.recording.replay_session.ReplaySession` serves each request the earliest
+unconsumed call *of the request's boundary* whose request equals it (by the session's exact
+comparison, ``match``), wherever it stands in the recording: calls made concurrently replay
+whatever order they arrive in, and identical requests recorded several times are served in
+recorded order. :class:`ContentMatching` is that strategy.
 
-* Recorded calls are indexed by the digest of their comparable request
-  (:mod:`~openprogram.recording.request_index`, built once, at the first request of each
-  boundary), so a lookup never scans the unconsumed calls; a call found by digest is
-  confirmed by the exact comparison (the session's ``match``).
-* With no equal request, the report compares the request with the *nearest* unconsumed call
-  of its boundary (:mod:`~openprogram.recording.content_matching`: fewest differing leaf paths among
-  the 64 unconsumed calls with the lowest indexes, ties to the lowest index) and names that
-  call; a request one field away from the next call of its boundary is therefore reported
-  against that call, exactly as by order (no call can be nearer, and a tie goes to it).
-* With no unconsumed call of the boundary left, the earliest unconsumed call of the other
-  boundary is a mismatch at field ``boundary``; with none at all, at field ``call_index``.
+**By digest.** A request's *comparable form* is what the comparison looks at: its sections in
+comparison order (an absent one as null), each without the ignored fields, without dict
+entries holding null, with ``-0.0`` as ``0.0`` and tuples as lists. Its *digest* is a BLAKE2b
+hash of that form as canonical JSON. Requests equal under the rules of
+:func:`~openprogram.recording.difference.find_first_difference` have the same digest; two
+different ones may share one only by a hash collision, or where the JSON text cannot tell
+them apart (a NaN beside a null), so a call found by digest is confirmed by the exact
+comparison. :class:`RequestIndex` holds the calls of one boundary by digest, in recorded
+order, built at the first request of the boundary: a lookup costs one hash of the request
+whatever the size of the recording, and the items of a conversation the requests share are
+digested once (:class:`RequestDigester`).
 
-Every method runs under the session's lock.
-
-The *nearest* recorded request to an incoming one: what a report compares a request with
-when no recorded request equals it.
-
-Distance is counted in leaf paths, under the comparison rules (the redacted sections of the
-boundary in comparison order, the ignored fields left out, an absent key equal to null):
-each differing scalar counts once, and so does a key or a list item one side lacks and a
-change of type, whatever the subtree under it holds
-(:func:`~openprogram.recording.difference.count_differences`). The nearest candidate is the
-one with the fewest differences; of several, the earliest. At most
-:data:`NEAREST_CANDIDATES` candidates are looked at — the first ones given, which replay
-makes the unconsumed calls of the boundary with the lowest call indexes — so a report costs
-the same however long the recording; and each count stops as soon as it cannot win.
-
-Replay uses it to name the call a drifted request is reported against; ``recordings diff``
-to pair the requests of calls found in one recording only.
+**Else the nearest.** With no equal request, the report names the *nearest* unconsumed call
+of the boundary: the fewest leaf paths apart under the comparison rules
+(:func:`~openprogram.recording.difference.count_differences`), ties to the earliest, among
+the :data:`NEAREST_CANDIDATES` unconsumed calls with the lowest indexes (so a report costs
+the same however long the recording). A request one field away from the next call of its
+boundary is therefore reported against that call, exactly as by order. With no unconsumed
+call of the boundary left, the earliest unconsumed call of the other boundary is a mismatch
+at field ``boundary``; with none at all, at field ``call_index``. ``recordings diff`` pairs
+the calls found in one recording only by the same search (:func:`nearest_request`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+import hashlib
+import json
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from openprogram.recording.difference import IgnoreRules, count_differences, ignore_rules
-from openprogram.recording.format import request_sections
+import orjson
+
+from openprogram.recording.call_digest import request_ignore_fields
+from openprogram.recording.difference import IgnoreRules, count_differences, join_field_path
+from openprogram.recording.format import RecordedCall, request_sections
 from openprogram.recording.mismatch import ReplayMismatch, more_calls_than_recorded
-from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.redaction import SecretRedactor
-from openprogram.recording.request_index import RequestDigester, RequestIndex
+from openprogram.recording.shared_lists import shared_section
 
 if TYPE_CHECKING:
-    from openprogram.recording.replay_session import ReplaySession, ServedCalls
-    from openprogram.recording.request_delta import RequestRedactor
+    from openprogram.recording.redaction import RequestRedactor
+    from openprogram.recording.replay_session import ComparisonRules, ReplaySession
+    from openprogram.recording.shared_lists import IncomingRequest
 
 __all__ = [
     "NEAREST_CANDIDATES",
     "ContentMatching",
     "NearestRequest",
+    "RequestDigester",
+    "RequestIndex",
     "nearest_request",
     "request_differences",
+    "request_digest",
 ]
 
-
 NEAREST_CANDIDATES = 64
-
-
 """The most candidates :func:`nearest_request` looks at."""
+
+
+class ContentMatching:
+    """``content`` matching for ``session``: the recorded calls' digest indexes, one per
+    boundary and set of ignored fields (:class:`ComparisonRules`)."""
+
+    def __init__(self, session: ReplaySession) -> None:
+        self._session = session
+        self._indexes: dict[ComparisonRules, RequestIndex] = {}
+
+    def take(self, request: IncomingRequest) -> RecordedCall:
+        """The earliest unconsumed call of the request's boundary equal to it; else raise
+        (and keep) the mismatch with the nearest one."""
+        __tracebackhide__ = True
+        session = self._session
+        digest = self._digest(request)
+        with session.lock:
+            found = self._equal(request, digest)
+            if found is None:
+                request = request.whole()  # compared as before: the report is the same
+                found, mismatch = self._nearest(request)
+                if mismatch is not None:
+                    raise session.keep(mismatch)
+            return session.serve(found, request)
+
+    def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
+        """The earliest unconsumed call of the request's boundary equal to it, or None."""
+        session = self._session
+        digest = self._digest(request)
+        with session.lock:
+            found = self._equal(request, digest)
+            if found is None:
+                found, mismatch = self._nearest(request)
+                if mismatch is not None:
+                    return None
+            return session.serve(found, request)
+
+    def _digest(self, request: IncomingRequest) -> bytes:
+        """The request's digest, by the digester of its index (built at the first request
+        of its boundary and rules)."""
+        rules = request.rules
+        index = self._indexes.get(rules)
+        if index is None:
+            session = self._session
+            with session.lock:
+                index = self._indexes.get(rules) or self._indexes.setdefault(
+                    rules,
+                    RequestIndex(
+                        session.recording.calls,
+                        rules.boundary,
+                        rules.ignore_rules,
+                        self._index_redactor(rules.boundary),
+                        keep=session.compares_as_stored,
+                    ),
+                )
+        return index.digester.digest(request.redacted, request.starts)
+
+    # --- under the session's lock ----------------------------------------------------------
+
+    def _equal(self, request: IncomingRequest, digest: bytes) -> int | None:
+        """The earliest unserved call of the request's boundary whose request has
+        ``digest`` and equals it, or None."""
+        session = self._session
+        calls = session.recording.calls
+        for call_index in self._indexes[request.rules].candidates(digest, session.served.flags):
+            if session.match(calls[call_index], request) is None:
+                return call_index
+        return None
+
+    def _nearest(self, request: IncomingRequest) -> tuple[int, ReplayMismatch | None]:
+        """The nearest unserved call of the request's boundary and why the request is not it
+        (None: it is after all, its recorded request holding a credential only this call's
+        redactor knows); with none left, -1 and the mismatch of :meth:`_nothing_left`."""
+        session = self._session
+        candidates = session.served.open_calls(request.boundary, NEAREST_CANDIDATES)
+        if not candidates:
+            return -1, self._nothing_left(request)
+        calls, redactor = session.recording.calls, request.redactor
+        nearest = nearest_request(
+            request.redacted,
+            [redactor(calls[index].request) for index in candidates],
+            boundary=request.boundary,
+            ignore_fields=request.rules.ignored,
+        )
+        assert nearest is not None
+        chosen = candidates[nearest.position]
+        return chosen, session.match(calls[chosen], request)
+
+    def _nothing_left(self, request: IncomingRequest) -> ReplayMismatch:
+        """The mismatch for a request with no unserved call of its boundary left."""
+        session = self._session
+        calls, served = session.recording.calls, session.served
+        if served.next_call >= len(calls):
+            return more_calls_than_recorded(served.count, len(calls))
+        head = calls[served.next_call]  # of the other boundary: a mismatch at ``boundary``
+        mismatch = session.match(head, request)
+        assert mismatch is not None
+        return mismatch
+
+    def _index_redactor(self, boundary: str) -> RequestRedactor:
+        """How the index sees a recorded request: as stored when the session compares it so
+        (redacting it again would only remove a credential this process knows and the
+        recording process did not), else redacted again by the rules in force."""
+        if self._session.compares_as_stored:
+            return _as_stored
+        redactor = SecretRedactor(user=self._session.user_redaction)
+        return redactor.redact_http_request if boundary == "http" else redactor.redact_request
+
+
+def _as_stored(request: dict[str, Any]) -> dict[str, Any]:
+    return request
+
+
+class RequestIndex:
+    """The calls of one boundary by the digest of their comparable request."""
+
+    __slots__ = ("_buckets", "digester")
+
+    def __init__(
+        self,
+        calls: Iterable[RecordedCall],
+        boundary: str,
+        rules: IgnoreRules,
+        redactor: Callable[[dict[str, Any]], dict[str, Any]],
+        digester: RequestDigester | None = None,
+        *,
+        keep: bool = False,
+    ) -> None:
+        """Index the ``calls`` made at ``boundary``, each request redacted by ``redactor``
+        (as the comparison sees a recorded request) and digested by ``digester`` (a new one
+        for ``boundary`` and ``rules`` by default). ``keep``: the digester keeps each
+        request's item digests (only for requests compared as stored: it then holds no copy
+        of a request, only the recording's own lists)."""
+        buckets: dict[bytes, deque[int]] = {}
+        self.digester = digester = digester or RequestDigester(boundary, rules)
+        """What digests the requests looked up in it, as it digested the recorded ones."""
+        for call in calls:
+            if call.boundary == boundary:
+                request = redactor(call.request)
+                digest = digester.digest(request, keep=keep)
+                buckets.setdefault(digest, deque()).append(call.call_index)
+        self._buckets = buckets
+
+    def candidates(self, digest: bytes, served: bytearray) -> Iterator[int]:
+        """The unserved calls whose request has ``digest``, in recorded order. Served calls
+        met at the front are dropped for good (a call is never unserved again)."""
+        bucket = self._buckets.get(digest)
+        if bucket is None:
+            return
+        while bucket and served[bucket[0]]:
+            bucket.popleft()
+        for call_index in bucket:
+            if not served[call_index]:
+                yield call_index
+
+
+_IGNORED: Final = object()
+"""A list item left out by an ignore path: any value there compares equal."""
+_IGNORED_TEXT: Final = "\x00ignored"
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+_RECENT_LISTS = 16
+"""How many of the latest lists a :class:`RequestDigester` keeps the item digests of."""
+
+
+def request_digest(request: dict[str, Any], boundary: str, rules: IgnoreRules) -> bytes:
+    """The digest of ``request`` (the sections of a call at ``boundary``, redacted)."""
+    forms = [
+        None if rules.skips(section) else _comparable_form(request.get(section), rules, section)
+        for section in request_sections(boundary)
+    ]
+    return _digest_of_forms(forms)
+
+
+class RequestDigester:
+    """Digests of the requests of ``boundary`` under ``rules``: the recorded ones an index
+    holds and the incoming ones looked up in it, alike.
+
+    Its digest is :func:`request_digest`'s but for the shared lists (a conversation's
+    messages: :mod:`~openprogram.recording.shared_lists`), each digested as the sequence of
+    its items' digests; equal requests have equal digests all the same. The item digests of
+    the latest lists seen are kept, and those of the recorded requests' lists (``keep``), so
+    a list that starts with the items of one of them (the same objects: the reader rebuilds
+    a session's requests sharing them, replay builds a request from the items of a call it
+    served) costs only its new items. Without ignored field paths only: with them, an item's
+    form depends on its place, and each request is digested by :func:`request_digest`.
+    """
+
+    __slots__ = ("_kept", "_lists", "boundary", "rules", "sections", "shared")
+
+    def __init__(self, boundary: str, rules: IgnoreRules) -> None:
+        self.boundary = boundary
+        self.rules = rules
+        self.sections = request_sections(boundary)
+        self.shared = shared_section(boundary)
+        self._lists: deque[tuple[list[Any], list[int], list[bytes]]] = deque(maxlen=_RECENT_LISTS)
+        self._kept: dict[int, tuple[list[Any], list[bytes]]] = {}
+        """The item digests of the recorded requests' lists (``keep``), by the list's id
+        (the list held, so the id stays its own)."""
+
+    def digest(
+        self,
+        request: dict[str, Any],
+        starts: dict[str, list[Any]] | None = None,
+        *,
+        keep: bool = False,
+    ) -> bytes:
+        """The digest of ``request`` (its sections, redacted). ``starts``: for some of its
+        shared lists (by key), a recorded list digested with ``keep`` whose items it starts
+        with (the same objects). ``keep``: keep its lists' item digests, so that a request
+        whose list starts with one of those lists is digested from them."""
+        rules = self.rules
+        if rules.paths is not None:
+            return request_digest(request, self.boundary, rules)
+        names = rules.names
+        shared = self.shared
+        forms: list[Any] = []
+        lists: list[bytes] = []
+        for section in self.sections:
+            value = request.get(section)
+            if section != shared or type(value) is not dict:
+                forms.append(_without_names(value, names))
+                continue
+            form: dict[str, Any] = {}
+            for key, item in value.items():
+                if item is None or key in names:
+                    continue
+                if type(item) is list:
+                    form[key] = len(item)
+                    digests = self._item_digests(item, None if starts is None else starts.get(key))
+                    if keep:
+                        self._kept[id(item)] = (item, digests)
+                    lists.append(orjson.dumps(key) + b"".join(digests))
+                else:
+                    form[key] = _without_names(item, names)
+            forms.append(form)
+        if not lists:
+            return _digest_of_forms(forms)
+        digest = hashlib.blake2b(_digest_of_forms(forms), digest_size=16)
+        for text in sorted(lists):
+            digest.update(text)
+        return digest.digest()
+
+    def _item_digests(self, items: list[Any], begins: list[Any] | None) -> list[bytes]:
+        if begins is not None:
+            kept = self._kept.get(id(begins))
+            if kept is not None and kept[0] is begins and len(begins) <= len(items):
+                return kept[1] + [self._item_digest(item) for item in items[len(begins) :]]
+        # By identity (the objects' ids, while the lists hold them), never by ==, which
+        # finds 1 equal to True.
+        ids = list(map(id, items))
+        start: list[bytes] = []
+        # A snapshot (taken at once): another thread may be digesting too.
+        for _held, known_ids, known_digests in reversed(tuple(self._lists)):  # held: ids stay
+            count = len(known_ids)
+            if len(start) < count <= len(ids) and ids[:count] == known_ids:
+                start = known_digests
+        digests = start + [self._item_digest(item) for item in items[len(start) :]]
+        self._lists.append((items, ids, digests))
+        return digests
+
+    def _item_digest(self, item: Any) -> bytes:
+        return _digest_of_forms(_without_names(item, self.rules.names))
+
+
+def _digest_of_forms(forms: Any) -> bytes:
+    try:
+        text = orjson.dumps(forms, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a lone surrogate, an integer beyond 64 bits
+        text = json.dumps(forms, sort_keys=True, default=repr).encode()
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
+def _comparable_form(value: Any, rules: IgnoreRules, path: str) -> Any:
+    """``value`` (at ``path``) as the comparison sees it (see the module's docstring)."""
+    if rules.paths is None:
+        return _without_names(value, rules.names)
+    return _without_fields(value, rules, path)
+
+
+def _without_names(value: Any, names: frozenset[str]) -> Any:
+    """:func:`_comparable_form` when no field path is ignored: the common case, kept lean
+    (it runs on every replayed request)."""
+    kind = type(value)
+    if kind is dict:
+        return {
+            key: _without_names(item, names)
+            for key, item in value.items()
+            if item is not None and key not in names
+        }
+    if kind is list or kind is tuple:
+        return [_without_names(item, names) for item in value]
+    if kind is float and value == 0.0:
+        return 0.0
+    if kind in _SCALARS:
+        return value
+    if isinstance(value, dict):
+        return _without_names(dict(value), names)
+    if isinstance(value, list | tuple):
+        return _without_names(list(value), names)
+    return value
+
+
+def _without_fields(value: Any, rules: IgnoreRules, path: str) -> Any:
+    """:func:`_comparable_form` with field paths to leave out: every child's path is built."""
+    if isinstance(value, dict):
+        names = rules.names
+        paths = rules.paths
+        assert paths is not None
+        form: dict[str, Any] = {}
+        for key, item in value.items():
+            if item is None or key in names:
+                continue
+            child = join_field_path(path, key)
+            if paths.fullmatch(child) is None:
+                form[key] = _without_fields(item, rules, child)
+        return form
+    if isinstance(value, list | tuple):
+        items = [
+            _IGNORED
+            if rules.skips(child := f"{path}[{index}]")
+            else _without_fields(item, rules, child)
+            for index, item in enumerate(value)
+        ]
+        while items and items[-1] is _IGNORED:
+            items.pop()  # a shorter list is equal when only ignored items are missing
+        return [_IGNORED_TEXT if item is _IGNORED else item for item in items]
+    if type(value) is float and value == 0.0:
+        return 0.0
+    return value
 
 
 class NearestRequest(NamedTuple):
@@ -75,6 +402,30 @@ class NearestRequest(NamedTuple):
 
     position: int
     differences: int
+
+
+def nearest_request(
+    incoming: dict[str, Any],
+    candidates: Sequence[dict[str, Any]],
+    *,
+    boundary: str,
+    ignore_fields: Iterable[str] | None = None,
+    cap: int = NEAREST_CANDIDATES,
+) -> NearestRequest | None:
+    """The candidate request nearest ``incoming`` (see the module's docstring), among the
+    first ``cap`` of ``candidates``; None when there is none."""
+    ignored = request_ignore_fields(boundary) if ignore_fields is None else frozenset(ignore_fields)
+    best: NearestRequest | None = None
+    for position, recorded in enumerate(candidates[:cap]):
+        limit = None if best is None else best.differences - 1  # a tie does not win
+        differences = request_differences(
+            recorded, incoming, boundary=boundary, ignore_fields=ignored, limit=limit
+        )
+        if best is None or differences < best.differences:
+            best = NearestRequest(position, differences)
+            if differences == 0:
+                break
+    return best
 
 
 def request_differences(
@@ -103,152 +454,3 @@ def request_differences(
         if limit is not None and total > limit:
             break
     return total
-
-
-def nearest_request(
-    incoming: dict[str, Any],
-    candidates: Sequence[dict[str, Any]],
-    *,
-    boundary: str,
-    ignore_fields: Iterable[str] | None = None,
-    cap: int = NEAREST_CANDIDATES,
-) -> NearestRequest | None:
-    """The candidate request nearest ``incoming`` (see the module's docstring), among the
-    first ``cap`` of ``candidates``; None when there is none."""
-    ignored = request_ignore_fields(boundary) if ignore_fields is None else frozenset(ignore_fields)
-    best: NearestRequest | None = None
-    for position, recorded in enumerate(candidates[:cap]):
-        limit = None if best is None else best.differences - 1  # a tie does not win
-        differences = request_differences(
-            recorded, incoming, boundary=boundary, ignore_fields=ignored, limit=limit
-        )
-        if best is None or differences < best.differences:
-            best = NearestRequest(position, differences)
-            if differences == 0:
-                break
-    return best
-
-
-class ContentMatching:
-    """The ``content`` lookups of ``session``, whose served calls are ``served``: the
-    recorded calls' digest indexes (one per boundary and ignored fields) and the digesters
-    (one per set of ignore rules) that digest recorded and incoming requests alike."""
-
-    def __init__(self, session: ReplaySession, served: ServedCalls) -> None:
-        self._session = session
-        self._served = served
-        self._indexes: dict[tuple[str, frozenset[str]], RequestIndex] = {}
-        self._digesters: dict[IgnoreRules, RequestDigester] = {}
-
-    def digester(self, rules: IgnoreRules) -> RequestDigester:
-        """The one digester for ``rules``."""
-        digester = self._digesters.get(rules)
-        if digester is None:
-            digester = self._digesters[rules] = RequestDigester(rules)
-        return digester
-
-    def equal_by_digest(
-        self,
-        boundary: str,
-        digest: bytes,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-        *,
-        as_stored: bool,
-    ) -> int | None:
-        """The earliest unserved call of ``boundary`` whose request has ``digest`` and
-        equals ``incoming``, or None."""
-        session = self._session
-        key = (boundary, ignored)
-        index = self._indexes.get(key)
-        if index is None:
-            rules = ignore_rules(ignored)
-            index = self._indexes[key] = RequestIndex(
-                session.recording.calls,
-                boundary,
-                rules,
-                self._index_redactor(boundary),
-                self.digester(rules),
-                keep=session.compares_as_stored,
-            )
-        calls = session.recording.calls
-        for call_index in index.candidates(digest, self._served.flags):
-            mismatch = session.match(
-                calls[call_index], boundary, incoming, redactor, ignored, as_stored=as_stored
-            )
-            if mismatch is None:
-                return call_index
-        return None
-
-    def equal_or_nearest(
-        self,
-        boundary: str,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-    ) -> int:
-        """No digest found an equal call: the nearest unserved call of ``boundary`` when it
-        equals ``incoming`` after all (a recorded request holding, as text, a credential
-        only this call's redactor knows, which the index saw unredacted); else raise the
-        mismatch against it (kept by the session)."""
-        chosen, mismatch = self.nearest_open_call(boundary, incoming, redactor, ignored)
-        if mismatch is None:
-            return chosen
-        raise self._session.keep(mismatch)
-
-    def nearest_open_call(
-        self,
-        boundary: str,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-    ) -> tuple[int, ReplayMismatch | None]:
-        """The nearest unserved call of ``boundary`` and why ``incoming`` is not it (None:
-        it is); with no unserved call of ``boundary``, -1 and the mismatch of
-        :meth:`_nothing_left`."""
-        candidates = self._served.open_calls(boundary, NEAREST_CANDIDATES)
-        calls = self._session.recording.calls
-        if not candidates:
-            return -1, self._nothing_left(boundary, incoming, redactor, ignored)
-        nearest = nearest_request(
-            incoming,
-            [redactor(calls[index].request) for index in candidates],
-            boundary=boundary,
-            ignore_fields=ignored,
-        )
-        assert nearest is not None
-        chosen = candidates[nearest.position]
-        return chosen, self._session.match(calls[chosen], boundary, incoming, redactor, ignored)
-
-    def _index_redactor(self, boundary: str) -> RequestRedactor:
-        """How the index sees a recorded request: as stored, when the recording was
-        redacted by the current rules and the session's user redaction (redacting it again
-        changes nothing but a credential this process knows that the recording process did
-        not); else redacted again, with the current rules, the session's user redaction and
-        the process's known credentials."""
-        if self._session.compares_as_stored:
-            return _as_stored
-        redactor = SecretRedactor(user=self._session.user_redaction)
-        return redactor.redact_http_request if boundary == "http" else redactor.redact_request
-
-    def _nothing_left(
-        self,
-        boundary: str,
-        incoming: dict[str, Any],
-        redactor: RequestRedactor,
-        ignored: frozenset[str],
-    ) -> ReplayMismatch:
-        """The mismatch for a request with no unserved call of its boundary left."""
-        calls = self._session.recording.calls
-        served = self._served
-        if served.next_call >= len(calls):
-            return more_calls_than_recorded(served.count, len(calls))
-        head = calls[served.next_call]  # of the other boundary: a mismatch at ``boundary``
-        mismatch = self._session.match(head, boundary, incoming, redactor, ignored)
-        assert mismatch is not None
-        return mismatch
-
-
-def _as_stored(request: dict[str, Any]) -> dict[str, Any]:
-    return request

@@ -21,6 +21,12 @@ index and a ``*`` segment any key: ``context.messages[*].timestamp``, ``options.
 
 :func:`count_differences` counts, under the same rules, the leaf paths two values differ at:
 how far apart two requests are, where :func:`find_first_difference` says where they part.
+
+The module also holds how a value or a path is shown on a report line
+(:func:`format_report_value`, :func:`format_report_path`), and the names of the two ways
+replay pairs a request with a recorded call (:data:`MATCHINGS`: ``content``, ``order``; see
+:mod:`~openprogram.recording.replay_session`), which the configuration checks without
+loading replay.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from itertools import compress, count
 from operator import is_not
 from typing import Any, Final, Literal, NamedTuple
 
-from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
+from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
 
 __all__ = [
     "DEFAULT_MATCHING",
@@ -453,11 +459,7 @@ def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:
 
 
 Matching = Literal["content", "order"]
-
-
 MATCHINGS: tuple[Matching, ...] = ("content", "order")
-
-
 DEFAULT_MATCHING: Matching = "content"
 
 

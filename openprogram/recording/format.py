@@ -21,22 +21,19 @@ A request row may store only what its lists add to an earlier call's (its ``base
 :mod:`~openprogram.recording.request_delta`); the reader rebuilds it whole.
 ``docs/recording-format.md`` is the full description.
 
-This module holds definitions only; it works on JSON values and imports neither a provider
-type nor an HTTP client.
-
-What a recording can hold, checked before a row is written.
-
-JSON has no ``inf`` or ``NaN``: orjson writes them as ``null`` (and pydantic's JSON dump
-turns those inside free-form fields such as ``metadata`` or tool-call arguments into
-``None``), so a request with ``temperature=inf`` would be recorded as ``temperature: null``
-and the identical run could never replay its own recording, and a tool would be replayed
-``None`` where the model gave ``NaN``. And the reader refuses a row nested deeper than
+**What a row can hold** is checked before it is written. JSON has no ``inf`` or ``NaN``:
+orjson writes them as ``null`` (and pydantic's JSON dump turns those inside free-form fields
+such as ``metadata`` or tool-call arguments into ``None``), so a request with
+``temperature=inf`` would be recorded as ``temperature: null`` and the identical run could
+never replay its own recording, and a tool would be replayed ``None`` where the model gave
+``NaN``. And the reader refuses a row nested deeper than
 :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH`, so a row nested deeper must not be
 written. The recorder checks each request and event as the caller and the provider gave it
-(:func:`check_recordable`, before pydantic's dump can hide a ``NaN``, and before a deep value
-reaches code that recurses), and refuses such a value with :class:`UnrecordableValueError`
-naming the field, before anything of that row reaches disk. Rows given to the writer
-directly are checked as they are encoded (:func:`encode_recordable_row`).
+(:func:`check_recordable`, before pydantic's dump can hide a ``NaN``, and before a deep
+value reaches code that recurses), and refuses such a value with
+:class:`UnrecordableValueError` naming the field, before anything of that row reaches disk.
+Rows given to the writer directly are checked as they are encoded
+(:func:`encode_recordable_row`).
 
 The walk knows JSON values (dicts, lists, tuples, scalars); a boundary whose requests are
 objects (the provider boundary's pydantic models) passes ``fields_of`` to walk into them.
@@ -91,18 +88,13 @@ __all__ = [
 
 
 RECORDING_FORMAT_VERSION = 1
-
-
 """The version this openprogram writes; it reads every version from 1 up to this one.
 
 Bumped when the meaning of a row or field changes, or a field becomes required. New row
 types and optional fields are additive: they are announced as header ``features`` instead.
 """
 
-
 KNOWN_FEATURES: frozenset[str] = frozenset({"http", "tapes", DELTA_FEATURE})
-
-
 """The header ``features`` this openprogram reads: the row types and optional fields added
 since its format version, each by name. A recording announcing any other was written by a
 newer openprogram and is refused, with the advice to upgrade.
@@ -113,48 +105,30 @@ newer openprogram and is refused, with the advice to upgrade.
 ``request_deltas``: request rows that store only what they add to an earlier request, named
 by their ``base`` field (:mod:`openprogram.recording.request_delta`)."""
 
-
 WRITTEN_FEATURES: tuple[str, ...] = ("http", "tapes", DELTA_FEATURE)
-
-
 """The features a file created by this openprogram announces (it may write them)."""
-
 
 UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"
 
-
 Outcome = Literal["complete", "error", "cancelled", "abandoned"]
-
 
 OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
 
-
 Boundary = Literal["provider", "http"]
-
 
 BOUNDARIES: frozenset[str] = frozenset(get_args(Boundary))
 
-
 BOUNDARY_FEATURES: dict[str, str] = {"http": "http"}
-
-
 """The header feature a file must announce before calls of a boundary are appended to it
 (the provider boundary predates features and needs none)."""
 
-
 PROVIDER_REQUEST_SECTIONS = ("model", "context", "options")
-
-
 """A provider call's request sections, in the order replay compares them."""
 
-
 HTTP_REQUEST_SECTIONS = ("method", "url", "headers", "body", "body_text", "body_base64")
-
-
 """An HTTP call's request sections, in the order replay compares them. ``method``, ``url``
 and ``headers`` are always present; of the three body forms at most one is (none: no body);
 an absent section equals null."""
-
 
 PROVIDER_EVENT_TYPES: frozenset[str] = frozenset(
     {
@@ -172,14 +146,9 @@ PROVIDER_EVENT_TYPES: frozenset[str] = frozenset(
         "error",
     }
 )
-
-
 """The event types of a provider call (``openprogram.providers.events`` models them)."""
 
-
 HTTP_EVENT_TYPES: frozenset[str] = frozenset({"http_response", "sse", "http_body"})
-
-
 """The event types of an HTTP call: the response's status and headers, then one ``sse``
 event per dispatched server-sent event or one ``http_body`` holding the whole body."""
 
@@ -297,8 +266,6 @@ class Recording:
 
 
 FieldsOf = Callable[[object], Iterable[tuple[str, Any]] | None]
-
-
 """The fields of an object that is not a JSON value, by their JSON names (None: the object
 is not one to walk into)."""
 

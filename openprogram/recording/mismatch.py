@@ -13,8 +13,8 @@ placeholder in its arguments — the recording removed a secret-shaped value the
 produced, so replay handed the tool the placeholder — a third line says so (``note``), as it
 does when the replay's user redaction is not the one the recording was made with. A call
 recorded at another boundary than the incoming one is named in a few words on both sides
-(:func:`describe_call`), and a run making more calls than the recording holds is a mismatch
-at field ``call_index`` (:func:`more_calls_than_recorded`).
+(:func:`other_boundary`, :func:`describe_call`), and a run making more calls than the
+recording holds is a mismatch at field ``call_index`` (:func:`more_calls_than_recorded`).
 
 At the HTTP boundary these errors travel inside a :class:`RecordReplayEscape`, which derives
 from :class:`BaseException` only: an SDK's retry loop (``except Exception``) would otherwise
@@ -43,6 +43,7 @@ __all__ = [
     "UnconsumedCallsError",
     "describe_call",
     "more_calls_than_recorded",
+    "other_boundary",
     "other_redaction_note",
     "removed_secret_note",
     "which_calls",
@@ -298,5 +299,21 @@ def more_calls_than_recorded(index: int, recorded: int) -> ReplayMismatch:
             f"{index}: the run makes more calls than the recording holds"
             if recorded
             else f"the recording holds no calls, incoming call {index}"
+        ),
+    )
+
+
+def other_boundary(call: RecordedCall, boundary: str, incoming: dict[str, Any]) -> ReplayMismatch:
+    """The mismatch for a request of ``boundary`` (``incoming``, redacted) paired with
+    ``call``, recorded at another boundary: both named in a few words."""
+    return ReplayMismatch(
+        call.call_index,
+        "boundary",
+        call.boundary,
+        boundary,
+        detail=(
+            f"recorded {describe_call(call.boundary, call.request)}, incoming "
+            f"{describe_call(boundary, incoming)}: the run reaches the model through "
+            "another boundary than the recorded run did"
         ),
     )

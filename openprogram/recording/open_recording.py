@@ -4,8 +4,7 @@ Each line is one ``write`` on an ``O_APPEND`` descriptor under an exclusive ``fl
 (:class:`FileLock`), so a line is never interleaved with another writer's. An
 :class:`OpenRecording` is one such descriptor with what this process has read of the file:
 the next call index is found by reading only the bytes other writers appended since this
-process last looked (:mod:`~openprogram.recording.open_recording`), so the cost of a call
-does not grow with the size of the file.
+process last looked, so the cost of a call does not grow with the size of the file.
 
 What happens to the file, under the lock:
 
@@ -20,14 +19,12 @@ What happens to the file, under the lock:
   started) before the error is raised. So a writer that finds such a tail removes it, or, if
   the tail is a whole JSON row lacking only its newline, completes it with ``\n``. Without
   this the next row would be glued to the cut-off bytes and the file would stop reading.
-
-The call index the next call takes, found in the rows other writers appended.
-
-Every process writing to a recording numbers its calls in one sequence, so before it writes a
-request row a writer reads the bytes appended since it last looked (under the file lock) and
-takes one past the highest call index among their request rows. Writers start a request row
-with :data:`REQUEST_ROW_START` and append request rows in index order, so the highest index
-is found from the end without parsing every line.
+* **The next call index is read from what others appended.** Every process writing to a
+  recording numbers its calls in one sequence, so before it writes a request row a writer
+  reads the bytes appended since it last looked and takes one past the highest call index
+  among their request rows (:func:`next_call_after`). Writers start a request row with
+  :data:`REQUEST_ROW_START` and append request rows in index order, so the highest index is
+  found from the end without parsing every line.
 """
 
 from __future__ import annotations
@@ -44,7 +41,7 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
-from openprogram.recording.call_digest import DeterministicParts
+from openprogram.recording.call_digest import DeterministicParts, request_ignore_fields
 from openprogram.recording.format import (
     KNOWN_FEATURES,
     RECORDING_FORMAT_VERSION,
@@ -52,13 +49,8 @@ from openprogram.recording.format import (
     encode_row,
     new_header,
 )
-from openprogram.recording.nondeterministic import request_ignore_fields
-from openprogram.recording.request_delta import (
-    DELTA_FEATURE,
-    RequestBases,
-    RequestRedactor,
-    StoredRequest,
-)
+from openprogram.recording.redaction import RequestRedactor
+from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases, StoredRequest
 
 __all__ = [
     "REQUEST_ROW_START",
@@ -75,14 +67,10 @@ __all__ = [
 
 
 START_ANEW = "re-record the session into a new file, or start a new recording"
-
-
 """The advice of an error refusing to append to a recording."""
-
-
+REQUEST_ROW_START = b'{"type":"request","call_index":'
+"""How every writer starts a request row: the call index follows."""
 _HEADER_ROW_START = b'{"type":"header"'
-
-
 _TAIL_CHUNK = 65_536
 
 
@@ -235,6 +223,8 @@ def _open_regular_file(path: Path) -> int:
 
 
 # --- under the file lock ---------------------------------------------------------------
+
+
 def prepare_to_append(path: Path, file: OpenRecording) -> int:
     """Repair a cut-off tail and account for what other writers appended; the size."""
     size = repaired_size(path, file)
@@ -371,12 +361,6 @@ def _write_error(path: Path, exc: OSError) -> RecordingFileError:
         f"cannot write the recording ({exc.strerror or exc})",
         advice="check the folder exists and is writable and the disk has space",
     )
-
-
-REQUEST_ROW_START = b'{"type":"request","call_index":'
-
-
-"""How every writer starts a request row: the call index follows."""
 
 
 class UnreadableRow(Exception):

@@ -10,15 +10,16 @@ items (:mod:`~openprogram.recording.request_delta`).
 The rows of both boundaries are checked here, on their JSON values. A provider call's
 events can also be decoded into the provider's event models as they are read: the provider
 codec passes its decoder (``provider_events``), which raises :class:`EventFieldError` for
-an event it cannot decode; the reader then names the line and the call.
+an event it cannot decode; the reader then names the line and the call. The HTTP rows are
+checked field by field by :mod:`~openprogram.recording.http_rows`, the tape rows by
+:mod:`~openprogram.recording.tape_rows`.
 
-The one door through which openprogram reads a recording's bytes.
-
-Only a regular file is read. The path is opened non-blocking (opening a FIFO that has no
-writer would otherwise wait for one) and checked with ``fstat`` before a byte is read, so a
-FIFO, a device (``/dev/zero``) or a folder is refused at once instead of blocking or filling
-memory. The strict parser reads through here, and so should anything else that reads a
-recording's bytes (summaries, ``show``, ``diff``).
+**The one door** through which openprogram reads a recording's bytes is
+:func:`read_recording_bytes`. Only a regular file is read: the path is opened non-blocking
+(opening a FIFO that has no writer would otherwise wait for one) and checked with ``fstat``
+before a byte is read, so a FIFO, a device (``/dev/zero``) or a folder is refused at once
+instead of blocking or filling memory. The strict parser reads through it, and so does
+anything else that reads a recording's bytes (summaries, ``show``, ``diff``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import orjson
 from openprogram.errors import RecordingFileError
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
+    TOO_DEEP,
     exceeds_nesting_limit,
     json_text_may_exceed_nesting_limit,
 )
@@ -70,9 +72,6 @@ __all__ = [
 ]
 
 
-TOO_DEEP = f"nested deeper than {MAX_NESTING_DEPTH} levels"
-
-
 class EventFieldError(ValueError):
     """An event an event decoder cannot decode: ``where`` is the field (``event`` for the
     whole event), ``problem`` what is wrong with it."""
@@ -84,8 +83,6 @@ class EventFieldError(ValueError):
 
 
 EventDecoder = Callable[[dict[str, Any]], Any]
-
-
 """Turns a provider event's JSON form into the provider's event object; raises
 :class:`EventFieldError`."""
 

@@ -52,23 +52,20 @@ result of redaction must not change when it is redacted a second time; the text 
 therefore repeated until nothing more changes (one extra pass, and only for strings that held
 a secret).
 
-Bump :data:`REDACTION_VERSION` whenever a rule changes; it is stored in recording headers.
-
-Whether a recording's requests were redacted by the rules in force now.
-
-A recording's header names the rules its values were redacted with: ``redaction_version``
-(:data:`~openprogram.recording.redaction.REDACTION_VERSION` when it was written) and, when
-the user adds redaction rules of their own, ``redaction_fingerprint`` (absent or null: none).
-When both equal this openprogram's, redacting a recorded request again changes nothing, so
-replay compares recorded requests as stored; otherwise it redacts each again with the
-current rules before comparing. :func:`recorded_redaction_is_current` is that one decision.
+**The rules are versioned.** Bump :data:`REDACTION_VERSION` whenever a rule changes; a new
+recording's header stores it as ``redaction_version``, and, when the user adds redaction
+rules of their own (:mod:`~openprogram.recording.user_redaction`), their fingerprint as
+``redaction_fingerprint`` (absent or null: none). When both equal this openprogram's,
+redacting a recorded request again changes nothing, so replay compares recorded requests as
+stored; otherwise it redacts each again with the current rules before comparing.
+:func:`recorded_redaction_is_current` is that one decision.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from openprogram.recording.token_shapes import (
@@ -85,6 +82,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HTTP_CONVERSATION_KEYS",
     "REDACTION_VERSION",
+    "RequestRedactor",
     "SecretRedactor",
     "is_secret_field_name",
     "known_secret_values",
@@ -93,70 +91,51 @@ __all__ = [
     "remove_secret_values",
 ]
 
-
 REDACTION_VERSION = 3
-
-
 """2: model-produced content and the conversation are no longer redacted by field name.
 3: the token shapes of :mod:`~openprogram.recording.token_shapes` (GitHub, AWS, Slack,
 Google, JWTs, PEM private keys, ``password=``-style assignments), and JSON escapes count as
 white space before a shape."""
 
-
 HTTP_CONVERSATION_KEYS: frozenset[str] = frozenset(
     {"messages", "input", "system", "prompt", "instructions"}
 )
-
-
 """The top-level keys of a JSON request body that hold the conversation (what the user, the
 model and the tools said), redacted by value only."""
 
+RequestRedactor = Callable[[dict[str, Any]], dict[str, Any]]
+"""Redacts a request's sections, as its boundary redacts them: for the provider boundary
+:meth:`SecretRedactor.redact_request`, for HTTP :meth:`SecretRedactor.redact_http_request`."""
 
-# Known secret values shorter than this are ignored: too likely to be ordinary words.
 MIN_KNOWN_SECRET_LENGTH = 8
-
+"""Known secret values shorter than this are ignored: too likely to be ordinary words."""
 
 _CREDENTIAL_ENV_SUFFIXES = ("API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "ACCESS_KEY")
-
 
 # Variables a provider reads its key from that do not look like credentials by name
 # (``api_key_env = "GPU_BOX_KEY"``): remembered for the life of the process.
 _remembered_variables: set[str] = set()
-
 
 # A rule that removed one secret can reveal the shape of another (a known key glued to
 # "Bearer …"), so the text rules repeat until the text stops changing. Two passes are the
 # norm; the bound only guards against a pathological known value.
 _MAX_PASSES = 4
 
-
 # Strings this long are remembered once redacted, with the rules that redacted them (the
 # oldest forgotten first, past a count or a total size); shorter ones are mostly streamed
 # deltas, each seen once.
 _REMEMBERED_LENGTH = 64
-
-
 _REMEMBERED_TEXTS = 4096
-
-
 _REMEMBERED_CHARACTERS = 16_000_000
-
-
 _remembered: dict[tuple[str, int], str] = {}
-
-
 _remembered_size = 0
-
-
 _remembered_lock = threading.Lock()
-
 
 # No token shape fits in fewer characters of letters and digits only (an AWS key id has 20).
 _SHORTEST_SHAPE = 20
 
-
 _rule_sets: dict[tuple[tuple[str, ...], UserRedaction | None], int] = {}
-
+"""Each set of rules (known values, user redaction) seen, numbered for the process's life."""
 
 _SHAPE_HINTS = {shape.kind: shape.lowered_hints for shape in TOKEN_SHAPES}
 

@@ -20,33 +20,35 @@ A recording holding such rows announces :data:`DELTA_FEATURE` in its header, so 
 openprogram that does not know the encoding refuses the file with the advice to upgrade
 instead of reading the tails as whole lists.
 
-This module holds the encoding's two halves: :func:`rebuild_request` (for the reader), and
-:class:`RequestBases`, the earlier requests a writer stores the next ones against.
+This module holds the encoding's two halves: :func:`rebuild_request`, for the reader, and
+:class:`RequestBases`, the earlier requests a writer stores the next ones against. Which
+lists a request shares, and how a list is told to extend another by its JSON text, are
+:mod:`~openprogram.recording.shared_lists`' (replay uses them too).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from openprogram.recording.shared_lists import ListText, shared_lists, shared_section
+
+if TYPE_CHECKING:
+    from openprogram.recording.redaction import RequestRedactor
 
 __all__ = [
     "BASE_FIELD",
     "DELTA_FEATURE",
     "RECENT_BASES",
     "BaseProblem",
-    "ListText",
     "RequestBases",
-    "RequestRedactor",
     "StoredList",
     "StoredRequest",
     "rebuild_request",
-    "shared_lists",
-    "shared_section",
 ]
 
 DELTA_FEATURE = "request_deltas"
@@ -56,24 +58,6 @@ BASE_FIELD = "base"
 RECENT_BASES = 32
 """How many of its latest requests a writer compares a new request with: enough for as many
 concurrent conversations, and a bound on the cost of a call."""
-
-RequestRedactor = Callable[[dict[str, Any]], dict[str, Any]]
-"""Redacts a request's sections, as the boundary redacts them (for the provider boundary
-``SecretRedactor.redact_request``, for HTTP ``redact_http_request``)."""
-
-
-def shared_section(boundary: str) -> str:
-    """The section whose list-valued entries a request of ``boundary`` may share."""
-    return "body" if boundary == "http" else "context"
-
-
-def shared_lists(boundary: str, request: dict[str, Any]) -> Iterator[tuple[str, list[Any]]]:
-    """The entries of ``request``'s shared section that hold lists, by key."""
-    holder = request.get(shared_section(boundary))
-    if type(holder) is dict:
-        for key, value in holder.items():
-            if type(value) is list:
-                yield key, value
 
 
 class BaseProblem(ValueError):
@@ -136,48 +120,6 @@ def rebuild_request(
     request = dict(row_request)
     request[section] = rebuilt
     return request
-
-
-_HEAD = 256
-"""How many bytes of a list's text are kept as they are, to rule candidates out cheaply."""
-
-
-@dataclass(frozen=True, slots=True)
-class ListText:
-    """A list's JSON text, kept as what the text of a list extending it must start with:
-    the text itself (``keep``), or its size, its first bytes and a hash of the rest (a long
-    conversation's text is then not held once per request remembered)."""
-
-    size: int
-    head: bytes
-    digest: bytes
-    text: bytes | None = None
-
-    @classmethod
-    def of(cls, text: bytes, *, keep: bool = False) -> ListText:
-        if keep:
-            return cls(len(text), b"", b"", text)
-        return cls(len(text), text[: min(_HEAD, len(text) - 1)], _prefix_digest(text, len(text)))
-
-    def extended_by(self, text: bytes) -> bool:
-        """Whether ``text`` is the JSON text of a list holding this list's items first
-        (all of them, then any more)."""
-        size = self.size
-        if len(text) < size:
-            return False
-        # "[a,b]" is extended by "[a,b]" and by "[a,b,c]": its text but the "]" comes
-        # first, then a "]" or a ",".
-        if text[size - 1] != (0x5D if len(text) == size else 0x2C):
-            return False
-        if self.text is not None:
-            return text.startswith(memoryview(self.text)[: size - 1])
-        if not text.startswith(self.head):
-            return False
-        return _prefix_digest(text, size) == self.digest
-
-
-def _prefix_digest(text: bytes, size: int) -> bytes:
-    return hashlib.sha256(memoryview(text)[: size - 1]).digest()
 
 
 @dataclass(slots=True)

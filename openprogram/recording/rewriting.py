@@ -13,7 +13,7 @@ was read (same device, inode and size): a writer that appended in between makes 
 fail with :class:`~openprogram.errors.RecordingFileError` instead of dropping its call. A
 writer that appends later finds the path replaced and follows it to the new file.
 
-:func:`recording_lines` is the encoding itself: the header, then each call's request, its
+**The encoding** is :func:`recording_lines`: the header, then each call's request, its
 events in order and its ``call_end`` (none for a call that was cut short), the calls
 numbered from 0 in the order given — encoded exactly as the writer encodes a session: each
 request stored against the earlier request it extends
@@ -23,22 +23,19 @@ tape entries' rows, in the order given (each tape's entries keep their order, so
 indexes). Rewriting a recording as it was read gives the same bytes when its tape rows came
 after its calls.
 
-A run that replays what its recording holds and records the rest: one merged recording.
-
-The pytest plugin's ``new_episodes`` mode. Every boundary asks one :class:`RecordingMerge`
-for each request (:meth:`RecordingMerge.take_recorded`): when the recording holds an equal
-unconsumed call — by the replay session's matching, ``content`` or ``order`` — that call is
-served from the recording; otherwise the boundary calls live and records the exchange with
-the merge's ``writer``, into a new, private file.
-
-Calls are kept in the order the run made them. A replayed call leaves a *placeholder* in the
-new file — its request row and an empty ``call_end`` — so the writer numbers replayed and
-live calls in one sequence, under its own lock, whatever the threads and tasks making them.
+**A merged recording** (the pytest plugin's ``new_episodes`` mode) is made by a run that
+replays what its recording holds and records the rest. Every boundary asks one
+:class:`RecordingMerge` for each request (:meth:`RecordingMerge.take_recorded`): when the
+recording holds an equal unconsumed call — by the replay session's matching, ``content`` or
+``order`` — that call is served from the recording; otherwise the boundary calls live and
+records the exchange with the merge's ``writer``, into a new, private file. Calls are kept
+in the order the run made them: a replayed call leaves a *placeholder* in the new file (its
+request row and an empty ``call_end``), so the writer numbers replayed and live calls in one
+sequence, under its own lock, whatever the threads and tasks making them.
 :meth:`RecordingMerge.merged_calls` then replaces each placeholder by the recorded call it
-stands for, whole (its events and ending as they were recorded): the merged recording holds
-exactly the calls the run made, in the order it made them; the recorded calls it never
-requested are left out. The caller writes it with
-:func:`~openprogram.recording.rewriting.rewrite_recording`.
+stands for, whole: the merged recording holds exactly the calls the run made, in the order
+it made them; the recorded calls it never requested are left out. The caller writes it with
+:func:`rewrite_recording`.
 """
 
 from __future__ import annotations
@@ -51,133 +48,25 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
-from openprogram.recording.call_digest import CallDigest, DeterministicParts
+from openprogram.recording.call_digest import CallDigest, DeterministicParts, request_ignore_fields
 from openprogram.recording.format import RecordedCall, encode_row
-from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases
 from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
 
 if TYPE_CHECKING:
     from openprogram.recording.format import Recording
+    from openprogram.recording.redaction import RequestRedactor
     from openprogram.recording.replay_session import ReplaySession
-    from openprogram.recording.request_delta import RequestRedactor
     from openprogram.recording.writer import RecordingWriter
 
 __all__ = [
     "RecordingMerge",
-    "announcing_deltas",
     "call_rows_of",
     "recording_lines",
-    "recording_rows",
     "rewrite_recording",
 ]
-
-
-def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]]:
-    """The rows of one call on its own, numbered ``call_index``: its request whole, its
-    events, its ``call_end`` (without a digest). A rewrite writes :func:`recording_lines`."""
-    request: dict[str, Any] = {"type": "request", "call_index": call_index}
-    if call.boundary != "provider":
-        request["boundary"] = call.boundary
-    request.update(call.request)
-    if call.within is not None:
-        request["within"] = call.within
-    yield request
-    for event_index, event in enumerate(call.event_rows):
-        yield {
-            "type": "event",
-            "call_index": call_index,
-            "event_index": event_index,
-            "event": event,
-        }
-    if call.outcome is not None:  # else cut short: it stays truncated
-        yield _end_row(call, call_index)
-
-
-def _end_row(call: RecordedCall, call_index: int) -> dict[str, Any]:
-    """The ``call_end`` row of a call that ended (without a digest)."""
-    end: dict[str, Any] = {
-        "type": "call_end",
-        "call_index": call_index,
-        "event_count": len(call.event_rows),
-        "outcome": call.outcome,
-    }
-    if call.error is not None:
-        end["error"] = {"type": call.error.type, "message": call.error.message}
-    return end
-
-
-def recording_lines(
-    header: dict[str, Any], calls: Iterable[RecordedCall], tapes: Iterable[TapeEntry] = ()
-) -> Iterator[bytes]:
-    """Every line of a recording holding ``header``, ``calls`` and ``tapes``, the calls
-    renumbered from 0, encoded as a writer encodes them: each request against the earlier one
-    it extends (the header announces
-    :data:`~openprogram.recording.request_delta.DELTA_FEATURE`), each ``call_end`` with the
-    call's digest; then the tape entries' rows, in the order given."""
-    entries = list(tapes)
-    yield encode_row(announcing_deltas(header, tapes=bool(entries)))
-    bases = RequestBases()
-    parts = DeterministicParts()
-    for call_index, call in enumerate(calls):
-        yield from _call_lines(call, call_index, bases, parts)
-    for entry in entries:
-        yield encode_row(row_of_entry(entry))
-
-
-def recording_rows(
-    header: dict[str, Any], calls: Iterable[RecordedCall], tapes: Iterable[TapeEntry] = ()
-) -> Iterator[dict[str, Any]]:
-    """The rows of :func:`recording_lines`, as JSON values."""
-    for line in recording_lines(header, calls, tapes):
-        yield orjson.loads(line)
-
-
-def announcing_deltas(header: dict[str, Any], *, tapes: bool = False) -> dict[str, Any]:
-    """``header``, its ``features`` announcing the request deltas a rewrite writes (and the
-    tape rows, when it writes any)."""
-    features = header.get("features")
-    listed = list(features) if isinstance(features, list) else []
-    wanted = [DELTA_FEATURE, TAPES_FEATURE] if tapes else [DELTA_FEATURE]
-    missing = [feature for feature in wanted if feature not in listed]
-    if not missing:
-        return header
-    return {**header, "features": [*listed, *missing]}
-
-
-def _call_lines(
-    call: RecordedCall, call_index: int, bases: RequestBases, parts: DeterministicParts
-) -> Iterator[bytes]:
-    boundary = call.boundary
-    names = request_ignore_fields(boundary)
-    stored = bases.encode(
-        boundary, call.request, _as_given, None, lambda item: parts.item(item, names)
-    )
-    line = encode_row(
-        {"type": "request", "call_index": call_index, **stored.row_fields(call.within)}
-    )
-    bases.remember(stored, call_index)
-    digest = CallDigest.of_stored(stored, line)
-    yield line
-    for event_index, event in enumerate(call.event_rows):
-        line = encode_row(
-            {"type": "event", "call_index": call_index, "event_index": event_index, "event": event}
-        )
-        digest.add_event(event, line)
-        yield line
-    if call.outcome is None:
-        return  # cut short: it stays truncated
-    end = _end_row(call, call_index)
-    end["digest"] = digest.finish(call.outcome, call.error)
-    yield encode_row(end)
-
-
-def _as_given(sections: dict[str, Any]) -> dict[str, Any]:
-    return sections
 
 
 def rewrite_recording(
@@ -242,6 +131,101 @@ def _write_error(path: Path, exc: OSError) -> RecordingFileError:
         f"cannot rewrite the recording ({exc.strerror or exc})",
         advice="check the folder is writable and the disk has space",
     )
+
+
+def recording_lines(
+    header: dict[str, Any], calls: Iterable[RecordedCall], tapes: Iterable[TapeEntry] = ()
+) -> Iterator[bytes]:
+    """Every line of a recording holding ``header``, ``calls`` and ``tapes``, the calls
+    renumbered from 0, encoded as a writer encodes them: each request against the earlier one
+    it extends (the header announces
+    :data:`~openprogram.recording.request_delta.DELTA_FEATURE`), each ``call_end`` with the
+    call's digest; then the tape entries' rows, in the order given."""
+    entries = list(tapes)
+    yield encode_row(_announcing_deltas(header, tapes=bool(entries)))
+    bases = RequestBases()
+    parts = DeterministicParts()
+    for call_index, call in enumerate(calls):
+        yield from _call_lines(call, call_index, bases, parts)
+    for entry in entries:
+        yield encode_row(row_of_entry(entry))
+
+
+def _announcing_deltas(header: dict[str, Any], *, tapes: bool = False) -> dict[str, Any]:
+    """``header``, its ``features`` announcing the request deltas a rewrite writes (and the
+    tape rows, when it writes any)."""
+    features = header.get("features")
+    listed = list(features) if isinstance(features, list) else []
+    wanted = [DELTA_FEATURE, TAPES_FEATURE] if tapes else [DELTA_FEATURE]
+    missing = [feature for feature in wanted if feature not in listed]
+    if not missing:
+        return header
+    return {**header, "features": [*listed, *missing]}
+
+
+def _call_lines(
+    call: RecordedCall, call_index: int, bases: RequestBases, parts: DeterministicParts
+) -> Iterator[bytes]:
+    boundary = call.boundary
+    names = request_ignore_fields(boundary)
+    stored = bases.encode(
+        boundary, call.request, _as_given, None, lambda item: parts.item(item, names)
+    )
+    line = encode_row(
+        {"type": "request", "call_index": call_index, **stored.row_fields(call.within)}
+    )
+    bases.remember(stored, call_index)
+    digest = CallDigest.of_stored(stored, line)
+    yield line
+    for event_index, event in enumerate(call.event_rows):
+        line = encode_row(
+            {"type": "event", "call_index": call_index, "event_index": event_index, "event": event}
+        )
+        digest.add_event(event, line)
+        yield line
+    if call.outcome is None:
+        return  # cut short: it stays truncated
+    end = _end_row(call, call_index)
+    end["digest"] = digest.finish(call.outcome, call.error)
+    yield encode_row(end)
+
+
+def call_rows_of(call: RecordedCall, call_index: int) -> Iterator[dict[str, Any]]:
+    """The rows of one call on its own, numbered ``call_index``: its request whole, its
+    events, its ``call_end`` (without a digest). A rewrite writes :func:`recording_lines`."""
+    request: dict[str, Any] = {"type": "request", "call_index": call_index}
+    if call.boundary != "provider":
+        request["boundary"] = call.boundary
+    request.update(call.request)
+    if call.within is not None:
+        request["within"] = call.within
+    yield request
+    for event_index, event in enumerate(call.event_rows):
+        yield {
+            "type": "event",
+            "call_index": call_index,
+            "event_index": event_index,
+            "event": event,
+        }
+    if call.outcome is not None:  # else cut short: it stays truncated
+        yield _end_row(call, call_index)
+
+
+def _end_row(call: RecordedCall, call_index: int) -> dict[str, Any]:
+    """The ``call_end`` row of a call that ended (without a digest)."""
+    end: dict[str, Any] = {
+        "type": "call_end",
+        "call_index": call_index,
+        "event_count": len(call.event_rows),
+        "outcome": call.outcome,
+    }
+    if call.error is not None:
+        end["error"] = {"type": call.error.type, "message": call.error.message}
+    return end
+
+
+def _as_given(sections: dict[str, Any]) -> dict[str, Any]:
+    return sections
 
 
 class RecordingMerge:

@@ -23,15 +23,8 @@ An entry recorded *within* another call (the clock read inside a tool) need not 
 that call is served from its tape instead of run: inside a taped function, or a tool replayed
 with policy ``replay``.
 
-The tapes of agent tools follow each tool's policy (:mod:`~openprogram.recording.
-tool_policies`): a tool replayed ``live`` never reads its tape, so its entries are never
-unread; a tool under ``replay`` or ``check`` whose recording holds no tool tape at all (made
-before tools were taped) raises :class:`ToolTapesMissingError`: record again.
-
-What replay does with each agent tool: run it (``live``), serve its taped result
-(``replay``), or run it and compare (``check``).
-
-Under record every agent tool's result is taped (the tape ``tool:<name>``). Under replay:
+**Agent tools** follow each tool's policy (:class:`ToolPolicies`). Under record every agent
+tool's result is taped (the tape ``tool:<name>``). Under replay:
 
 * ``live`` (the default) — the tool runs, as it would without openprogram; its tape is not
   read, and its entries never count as unconsumed;
@@ -42,8 +35,10 @@ Under record every agent tool's result is taped (the tape ``tool:<name>``). Unde
 
 Policies are given by tool name, with ``"*"`` for every tool not named
 (``record_replay.tools`` in the configuration, ``--tool-policy`` on the command line, the
-pytest ``openprogram_tools`` ini option). This module imports nothing, so the configuration
-can check a policy without loading replay.
+pytest ``openprogram_tools`` ini option: :func:`parse_tool_policies`). A tool replayed
+``live`` never reads its tape, so its entries are never unread; a tool under ``replay`` or
+``check`` whose recording holds no tool tape at all (made before tools were taped) raises
+:class:`ToolTapesMissingError`: record again.
 """
 
 from __future__ import annotations
@@ -74,17 +69,9 @@ __all__ = [
 
 
 ToolPolicy = Literal["live", "replay", "check"]
-
-
 TOOL_POLICIES: Final[tuple[ToolPolicy, ...]] = ("live", "replay", "check")
-
-
 DEFAULT_TOOL_POLICY: Final[ToolPolicy] = "live"
-
-
 ALL_TOOLS: Final = "*"
-
-
 """The key that gives the policy of every tool not named."""
 
 
@@ -140,8 +127,7 @@ def parse_tool_policies(entries: Iterable[str]) -> dict[str, ToolPolicy]:
 
 
 Keep = Callable[[ReplayMismatch], ReplayMismatch]
-
-
+"""Remembers a mismatch (the session's ``keep``) and returns it, to be raised."""
 _NOTHING_IGNORED: frozenset[str] = frozenset()
 
 

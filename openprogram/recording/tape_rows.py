@@ -26,14 +26,34 @@ returned or raised::
 An entry's index is its position among the rows of its tape (``clock[0]``, ``clock[1]``, …),
 so rows written by several processes or threads need no index allocation. Rows of different
 tapes, and tape rows and call rows, interleave freely. Recordings announce them with the
-header feature ``tapes``. This module works on JSON values only.
+header feature ``tapes``.
+
+**Which tape covers the code running now** (:func:`enclosing_tape`): the taped function or
+agent tool whose call is being recorded, which the tape boundary enters and leaves around the
+call (:func:`enter_tape`, :func:`leave_tape`).
+
+* *Nested entries and calls.* A taped call made while another one runs under record (the
+  clock read inside a tool, a taped web API called by a taped function) is written with
+  ``"within"``: the enclosing tape; so is a model or HTTP call recorded meanwhile (the writer
+  adds it to the request row). Replay never requires them when the enclosing call is not run
+  again — a taped function, or a tool replayed with policy ``replay``.
+* *HTTP.* While a taped *function* runs under record (:func:`taped_function_running`), the
+  HTTP requests it sends (through httpx or httpx2, an SDK, a web API client) are sent as they
+  are and not recorded at the HTTP boundary: its tape holds what the function made of them,
+  and replay returns that without running the function, so the requests are never made
+  again. An agent tool's requests are recorded as usual, since a tool replayed ``live``
+  sends them again.
+
+The state is a ``ContextVar``: it covers the call's own thread, the tasks it starts and
+whatever runs in a copy of its context (``asyncio.to_thread``), not other threads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.format import RecordedError
@@ -41,14 +61,20 @@ from openprogram.recording.format import RecordedError
 __all__ = [
     "TAPES_FEATURE",
     "TOOL_TAPE_PREFIX",
+    "Enclosing",
     "TapeEntry",
     "comparable_entry",
+    "enclosing_tape",
+    "enter_tape",
+    "is_tool_tape",
+    "leave_tape",
     "recording_tape_strings",
     "row_of_entry",
     "tape_entry_from_row",
     "tape_row",
     "tape_row_problem",
     "tape_strings",
+    "taped_function_running",
 ]
 
 TAPES_FEATURE: Final = "tapes"
@@ -218,3 +244,36 @@ def tape_strings(entry: TapeEntry) -> Iterator[tuple[str, str]]:
             stack.extend(
                 reversed([(join_field_path(path, i), item) for i, item in enumerate(value)])
             )
+
+
+class Enclosing(NamedTuple):
+    tape: str
+    covers_http: bool
+    """True for a taped function (its HTTP requests are not recorded), False for a tool."""
+
+
+_running: ContextVar[Enclosing | None] = ContextVar("openprogram_enclosing_tape", default=None)
+
+
+def enclosing_tape() -> str | None:
+    """The tape whose call is being recorded in this context, or None."""
+    found = _running.get()
+    return None if found is None else found.tape
+
+
+def taped_function_running() -> str | None:
+    """The tape of the taped function being recorded in this context (whose HTTP requests
+    its tape covers), or None."""
+    found = _running.get()
+    return found.tape if found is not None and found.covers_http else None
+
+
+def enter_tape(tape: str, *, covers_http: bool) -> Token[Enclosing | None]:
+    return _running.set(Enclosing(tape, covers_http))
+
+
+def leave_tape(token: Token[Enclosing | None]) -> None:
+    try:
+        _running.reset(token)
+    except ValueError:  # left in another context than it was entered in
+        _running.set(None)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import orjson
 
 from openprogram.errors import OpenProgramError
+from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 from openprogram.recording.token_shapes import PLACEHOLDER
 
 __all__ = [
@@ -187,8 +188,6 @@ class UserRedaction:
 def load_redactor(spec: str) -> Redactor:
     """The function ``module:attr`` names (the current folder importable, as for pytest);
     :class:`UserRedactionError` when it cannot be loaded or is not callable."""
-    from openprogram.named_objects import NotAModuleAttributeName, load_named_object
-
     try:
         value = load_named_object(spec)
     except NotAModuleAttributeName:

@@ -1,11 +1,12 @@
 """Writing calls into a recording, safely, from many threads and processes.
 
-A :class:`RecordingWriter` appends one recording's rows; there is one per file per process
-(:func:`~openprogram.recording.writer.writer_for`). Each line goes through the file's
+**One writer per recording per process.** Every recorder writing to a path (the provider
+boundary's, the HTTP boundary's, the tape boundary's) asks :func:`writer_for` for the path's
+one :class:`RecordingWriter`, so all the calls made in one process form one call sequence in
+one file. Each line goes through the file's
 :class:`~openprogram.recording.open_recording.OpenRecording`, which appends it as one write
-under the file lock, repairs a tail a writer that died cut off, and refuses a file that is not
-a recording this openprogram may append to (:mod:`~openprogram.recording.open_recording`).
-What the writer adds, under its own lock:
+under the file lock, repairs a tail a writer that died cut off, and refuses a file that is
+not a recording this openprogram may append to. What the writer adds, under its own lock:
 
 * **A replaced file is followed.** Once per call, the path's device and inode are compared
   with the open descriptor's: a recording deleted or replaced since (a notebook running
@@ -18,29 +19,17 @@ What the writer adds, under its own lock:
   openprogram too old to read it refuses the whole file with the advice to upgrade instead
   of stumbling on the row.
 
-A call made while a taped call is being recorded (a tool calling a model or a web API) gets
-``"within": "<tape>"`` in its request row (:mod:`openprogram.recording.enclosing_tape`).
-
-Any boundary's codec writes a call the same way: :meth:`RecordingWriter.open_call` writes the
-request row (``{"boundary": "http", "method": …}``, or a provider call's three sections) with
-the next free call index and returns a :class:`CallWriter`, whose
-:meth:`~CallWriter.write_event` appends the call's events in order and whose
-:meth:`~CallWriter.end_call` writes its one ``call_end``, holding the call's digest. All
-boundaries share one call sequence per file. A request that extends one this process wrote
+**One call's rows.** Any boundary's codec writes a call the same way:
+:meth:`RecordingWriter.open_call` writes the request row (``{"boundary": "http", "method":
+…}``, or a provider call's three sections) with the next free call index and returns a
+:class:`CallWriter`, whose :meth:`~CallWriter.write_event` appends the call's events in order
+and whose :meth:`~CallWriter.end_call` writes its one ``call_end``, holding the call's digest
+(:mod:`~openprogram.recording.call_digest`). A request that extends one this process wrote
 into the same file is stored against it, only its new items redacted and written
 (:mod:`~openprogram.recording.request_delta`), when the file's header announces the
-feature; a file followed after it was replaced starts with no earlier request.
-
-One writer per recording per process: every boundary writing to a path shares it, so all
-calls made in one process form one call sequence in one file.
-
-Writing one call's rows, whatever its boundary, and the one writer per file per process.
-
-:meth:`RecordingWriter.open_call <openprogram.recording.writer.RecordingWriter.open_call>`
-writes a call's request row and returns a :class:`CallWriter` for the rest of its rows.
-Every recorder in a process writing to one path — the provider boundary's and the HTTP
-boundary's — asks :func:`writer_for` for the path's one writer, so all their calls form one
-call sequence in the file.
+feature; a file followed after it was replaced starts with no earlier request. A call made
+while a taped call is being recorded (a tool calling a model or a web API) gets ``"within":
+"<tape>"`` in its request row (:func:`~openprogram.recording.tape_rows.enclosing_tape`).
 """
 
 from __future__ import annotations
@@ -53,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import RecordingFileError
 from openprogram.recording.call_digest import CallDigest
-from openprogram.recording.enclosing_tape import enclosing_tape
 from openprogram.recording.format import (
     BOUNDARY_FEATURES,
     Outcome,
@@ -70,7 +58,8 @@ from openprogram.recording.open_recording import (
     prepare_to_append,
     repaired_size,
 )
-from openprogram.recording.request_delta import RequestRedactor
+from openprogram.recording.redaction import RequestRedactor
+from openprogram.recording.tape_rows import enclosing_tape
 
 if TYPE_CHECKING:
     from openprogram.recording.redaction import SecretRedactor
@@ -80,7 +69,6 @@ __all__ = [
     "CallWriter",
     "RecordingWriter",
     "close_recording_writers",
-    "exception_type_name",
     "forget_writer",
     "recorded_error",
     "writer_for",
@@ -277,39 +265,6 @@ def _as_given(sections: dict[str, Any]) -> dict[str, Any]:
     return sections
 
 
-_writers: dict[str, RecordingWriter] = {}
-
-
-_writers_lock = threading.Lock()
-
-
-def writer_for(path: str | os.PathLike[str]) -> RecordingWriter:
-    """The one writer this process uses for ``path``."""
-    resolved = Path(path).resolve()
-    with _writers_lock:
-        writer = _writers.get(str(resolved))
-        if writer is None:
-            writer = _writers[str(resolved)] = RecordingWriter(resolved)
-        return writer
-
-
-def forget_writer(path: str | os.PathLike[str]) -> None:
-    """Close and drop the writer for ``path`` (a harness done with one recording)."""
-    resolved = str(Path(path).resolve())
-    with _writers_lock:
-        writer = _writers.pop(resolved, None)
-    if writer is not None:
-        writer.close()
-
-
-def close_recording_writers() -> None:
-    """Close every writer (tests; a process that exits needs not call it)."""
-    with _writers_lock:
-        for writer in _writers.values():
-            writer.close()
-        _writers.clear()
-
-
 class CallWriter:
     """The rows of one call being recorded: its events, in order, then exactly one
     ``call_end``. Made by :meth:`RecordingWriter.open_call`; every row goes to the file the
@@ -375,7 +330,38 @@ class CallWriter:
         self.writer.write_row(row, file, checked=True)
 
 
-def exception_type_name(error: BaseException) -> str:
+_writers: dict[str, RecordingWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def writer_for(path: str | os.PathLike[str]) -> RecordingWriter:
+    """The one writer this process uses for ``path``."""
+    resolved = Path(path).resolve()
+    with _writers_lock:
+        writer = _writers.get(str(resolved))
+        if writer is None:
+            writer = _writers[str(resolved)] = RecordingWriter(resolved)
+        return writer
+
+
+def forget_writer(path: str | os.PathLike[str]) -> None:
+    """Close and drop the writer for ``path`` (a harness done with one recording)."""
+    resolved = str(Path(path).resolve())
+    with _writers_lock:
+        writer = _writers.pop(resolved, None)
+    if writer is not None:
+        writer.close()
+
+
+def close_recording_writers() -> None:
+    """Close every writer (tests; a process that exits needs not call it)."""
+    with _writers_lock:
+        for writer in _writers.values():
+            writer.close()
+        _writers.clear()
+
+
+def _exception_type_name(error: BaseException) -> str:
     """``ConnectionResetError`` for a built-in exception, ``module.QualName`` for another."""
     cls = type(error)
     return (
@@ -385,4 +371,4 @@ def exception_type_name(error: BaseException) -> str:
 
 def recorded_error(error: BaseException, redactor: SecretRedactor) -> RecordedError:
     """``error`` as a ``call_end`` records it: its type name and its redacted message."""
-    return RecordedError(exception_type_name(error), redactor.redact_text(str(error)))
+    return RecordedError(_exception_type_name(error), redactor.redact_text(str(error)))

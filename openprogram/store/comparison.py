@@ -46,7 +46,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from openprogram.recording.call_digest import call_digest, request_text
+from openprogram.recording.call_digest import (
+    call_digest,
+    call_ending,
+    deterministic_event,
+    request_ignore_fields,
+    request_text,
+)
 from openprogram.recording.content_matching import (
     NEAREST_CANDIDATES,
     nearest_request,
@@ -54,7 +60,6 @@ from openprogram.recording.content_matching import (
 )
 from openprogram.recording.difference import MISSING, count_differences, find_first_difference
 from openprogram.recording.format import request_sections
-from openprogram.recording.nondeterministic import deterministic_event, request_ignore_fields
 from openprogram.recording.report import DIFF_SIDES, FirstDifference
 from openprogram.recording.tape_rows import TapeEntry, comparable_entry
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest
@@ -441,14 +446,9 @@ def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | Non
             b.event_rows[event_index] if event_index < len(b.event_rows) else MISSING,
             event_index,
         )
-    difference = find_first_difference(_ending(a), _ending(b))
+    difference = find_first_difference(
+        call_ending(a.outcome, a.error), call_ending(b.outcome, b.error)
+    )
     if difference is not None:
         return found(difference.field_path, difference.recorded, difference.incoming, None)
     return None
-
-
-def _ending(call: RecordedCall) -> dict[str, Any]:
-    ending: dict[str, Any] = {"outcome": call.outcome}
-    if call.error is not None:
-        ending["error"] = {"type": call.error.type, "message": call.error.message}
-    return ending

@@ -9,7 +9,7 @@ The *transcript hash* is a SHA-256 over a recording's calls — each request, ea
 how the call ended — in any order: each call has its own digest, and the hash is taken over
 the digests sorted, so two runs of a concurrent session whose calls interleaved differently
 hash alike. It leaves out the header and the non-deterministic fields
-(:mod:`openprogram.recording.nondeterministic`: ``timestamp`` at any depth in a provider
+(:mod:`openprogram.recording.call_digest`: ``timestamp`` at any depth in a provider
 call; in an HTTP call the response headers and the per-run ids a server sets anew each
 time). Entries whose value is ``null`` are left out too, since replay treats an absent key
 and an explicit null as equal: two recordings have the same hash exactly when
@@ -44,10 +44,10 @@ from openprogram.recording.call_digest import (
     canonical_part,
 )
 from openprogram.recording.difference import join_field_path
+from openprogram.recording.tape_rows import TapeEntry, comparable_entry
 
 if TYPE_CHECKING:
     from openprogram.recording.format import Recording
-    from openprogram.recording.tape_rows import TapeEntry
 
 __all__ = [
     "SHORT_HASH_LENGTH",
@@ -121,8 +121,6 @@ def tape_entry_digest(entry: TapeEntry) -> str:
     or error unless they are non-deterministic by nature), as 64 hex digits: equal for two
     entries exactly when ``diff`` finds nothing between them. The entry's index is not part
     of it, so a tape hashes as a multiset of its entries."""
-    from openprogram.recording.tape_rows import comparable_entry
-
     digest = hashlib.sha256(b"T ")
     digest.update(canonical_json(entry.tape))
     digest.update(b" ")

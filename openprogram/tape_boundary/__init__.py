@@ -20,7 +20,7 @@ a web API, the clock, a random draw — so that a replay runs with no network an
 The rows are ``tape`` rows of the recording (``openprogram.recording.tape_rows``); replay
 serves them from the session that serves the calls (``openprogram.recording.tape_replay``).
 Which taped call covers the code running now — for the entries and calls made within it, and
-the HTTP requests of a taped function — is ``openprogram.recording.enclosing_tape``.
+the HTTP requests of a taped function — is ``openprogram.recording.tape_rows``.
 Exports are loaded on first use: importing this package imports nothing else.
 """
 

@@ -35,7 +35,7 @@ tape when the function is renamed. ``nondeterministic=True`` marks results that 
 run to run by nature (a clock, a random draw): the transcript hash and ``diff`` compare the
 calls, not those results. HTTP requests a taped function sends while it runs under record
 are not recorded at the HTTP boundary; taped calls and model calls it makes are recorded
-marked as within it (:mod:`openprogram.recording.enclosing_tape`), and replay, which never
+marked as within it (:mod:`openprogram.recording.tape_rows`), and replay, which never
 runs it, does not ask for them.
 
 The clock and randomness have taped helpers of their own, ``now()``, ``random()`` and
@@ -59,8 +59,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
-from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
-from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
+from openprogram.recording.tape_rows import (
+    TOOL_TAPE_PREFIX,
+    TapeEntry,
+    enclosing_tape,
+    enter_tape,
+    leave_tape,
+    tape_row,
+)
 from openprogram.recording.writer import recorded_error
 from openprogram.tape_boundary.deck import TapeRedaction, active_tape_deck
 from openprogram.tape_boundary.values import (

@@ -25,9 +25,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from openprogram.recording.enclosing_tape import enclosing_tape, enter_tape, leave_tape
 from openprogram.recording.mismatch import ReplayMismatch
-from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
+from openprogram.recording.tape_rows import (
+    TOOL_TAPE_PREFIX,
+    TapeEntry,
+    enclosing_tape,
+    enter_tape,
+    leave_tape,
+    tape_row,
+)
 from openprogram.tape_boundary.deck import (
     BlockedTapes,
     TapeRecorder,

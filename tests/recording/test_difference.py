@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
 from openprogram.recording.difference import (
     MISSING,
     Difference,
@@ -18,7 +19,6 @@ from openprogram.recording.difference import (
     join_field_path,
 )
 from openprogram.recording.mismatch import ReplayMismatch
-from openprogram.recording.nondeterministic import NON_DETERMINISTIC_FIELD_NAMES
 
 # --- the rules, one by one -----------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram.recording.nondeterministic import (
+from openprogram.recording.call_digest import (
     deterministic_event,
     is_non_deterministic_header,
     request_ignore_fields,

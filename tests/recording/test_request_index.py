@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from openprogram.recording.content_matching import RequestIndex, request_digest
 from openprogram.recording.difference import find_first_difference, ignore_rules
 from openprogram.recording.format import RecordedCall
-from openprogram.recording.request_index import RequestIndex, request_digest
 from tests.support.json_values import JSON_LIKE, PAIRS, reordered
 
 IGNORE_SETS = st.sampled_from(
