@@ -45,6 +45,7 @@ from openprogram.config.problems import (
 )
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
+    TOO_DEEP,
     exceeds_nesting_limit,
     json_text_may_exceed_nesting_limit,
 )
@@ -150,9 +151,6 @@ def _unreadable(path: Path, failure: OSError) -> ConfigError:
         path=path,
         advice="fix its permissions or set OPENPROGRAM_CONFIG to another file",
     )
-
-
-TOO_DEEP = f"nested deeper than {MAX_NESTING_DEPTH} levels"
 
 
 def parse_config(data: bytes, *, path: Path) -> tuple[str, dict[str, Any]]:
