@@ -40,11 +40,11 @@ from openprogram.activation.exec_environment import (
     child_environment,
     open_exchange,
 )
-from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
 
 if TYPE_CHECKING:
-    from openprogram.recording.mismatch import UnconsumedCallsError
+    from openprogram.errors import UnconsumedCallsError
 
 __all__ = ["ExecOutcome", "exec_command", "run_with_plan"]
 
@@ -159,8 +159,6 @@ def _outcome(
     problems: list[str] = []
     calls = 0
     if plan.mode == "blocked":
-        from openprogram.errors import RecordReplayBlockedError
-
         problems.append(str(RecordReplayBlockedError(plan.blocked_reason or "")))
     elif plan.mode == "record":
         calls = _recorded_calls(plan) - before
@@ -221,7 +219,6 @@ def _nothing_replayed(plan: RecordReplayPlan) -> UnconsumedCallsError | None:
     """What a replay of the plan's recording that served nothing leaves unconsumed: all its
     calls, and the tape entries its tool policies require (None when that is nothing, or the
     recording cannot be read)."""
-    from openprogram.errors import OpenProgramError
     from openprogram.recording.reader import read_recording
     from openprogram.recording.replay_session import ReplaySession
 
@@ -237,7 +234,6 @@ def _nothing_replayed(plan: RecordReplayPlan) -> UnconsumedCallsError | None:
 
 def _recorded_calls(plan: RecordReplayPlan) -> int:
     """The calls the plan's recording holds now (0 when it cannot be read)."""
-    from openprogram.errors import OpenProgramError
     from openprogram.recording.reader import read_recording
 
     if plan.path is None:

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun, run_agent
 from openprogram.config.models import split_model_reference
+from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.api_registry import get_api_provider
 from openprogram.providers.types import Model
-from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 
 if TYPE_CHECKING:
     from openprogram.config.models import Settings

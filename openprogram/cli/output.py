@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from openprogram.errors import OpenProgramError
 from openprogram.plural import plural as plural
 
 if TYPE_CHECKING:
@@ -160,8 +161,6 @@ def reporting_errors(*, usage_errors: tuple[type[BaseException], ...] = ()) -> I
     ``usage_errors`` exit 2 (bad arguments, a file argument missing or unparseable); any
     other :class:`OpenProgramError` exits 1.
     """
-    from openprogram.errors import OpenProgramError
-
     try:
         yield
     except typer.Exit:

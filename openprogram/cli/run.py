@@ -19,10 +19,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from openprogram.cli.output import EXIT_USAGE, abort, plural, print_json
+from openprogram.errors import (
+    MissingApiKeyError,
+    ModelReferenceError,
+    OpenProgramError,
+    ReplayMismatch,
+    UnknownApiError,
+)
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
-    from openprogram.errors import MissingApiKeyError, UnknownApiError
     from openprogram.providers.types import ToolCall, ToolResultMessage
 
 
@@ -81,12 +87,6 @@ def run(
     import asyncio
 
     from openprogram.agent.session import first_replay_mismatch, run_session
-    from openprogram.errors import (
-        MissingApiKeyError,
-        ModelReferenceError,
-        ReplayMismatch,
-        UnknownApiError,
-    )
 
     policies = parsed_tool_policies(tool_policy)
     display = None if as_json else LiveDisplay()
@@ -169,8 +169,6 @@ def reporting_session_errors(
 
     Unlike ``reporting_errors``, an ``OSError`` here is a provider failing, not a bad file
     argument, and any other exception a provider raises is still one line."""
-    from openprogram.errors import OpenProgramError
-
     try:
         yield
     except typer.Exit:

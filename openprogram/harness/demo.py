@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openprogram.errors import ReplayMismatch
+
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
     from openprogram.harness.verification import VerifyResult
@@ -71,7 +73,6 @@ class Demo:
         """Change the file the tool reads and replay: the report replay gives (None if,
         against expectations, it replayed)."""
         from openprogram.provider_boundary.replay import ReplayProvider
-        from openprogram.recording.mismatch import ReplayMismatch
 
         self.notes.write_text(CHANGED_TEXT)
         try:

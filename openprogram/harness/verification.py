@@ -26,32 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ReplayMismatch, VerifySetupError
 
 if TYPE_CHECKING:
     from openprogram.agent.tools import AgentTool
     from openprogram.config.models import RecordReplaySettings
     from openprogram.providers.types import Model, SimpleStreamOptions, UserMessage
-
-
-class VerifySetupError(OpenProgramError):
-    """The recorded session cannot be re-run as given (a usage problem: exit 2).
-
-    When a recorded field is at fault, ``path``, ``call_index`` and ``field`` say which.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | None = None,
-        call_index: int | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.path = path
-        self.call_index = call_index
-        self.field = field
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -93,7 +73,6 @@ def verify_recording(
     from openprogram.provider_boundary.codec import read_recording
     from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.providers.api_registry import provider_scope
-    from openprogram.recording.mismatch import ReplayMismatch
     from openprogram.store.hashing import transcript_hash
     from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
 

@@ -33,14 +33,11 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from openprogram.errors import RecordingTruncatedError, ReplayMismatch
 from openprogram.http_boundary.codec import encode_body_row, encode_sse_row, fast_retry_headers
 from openprogram.plural import plural
 from openprogram.recording.format import RecordedCall
-from openprogram.recording.mismatch import (
-    RecordingTruncatedError,
-    RecordReplayEscape,
-    ReplayMismatch,
-)
+from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import SecretRedactor
 
 if TYPE_CHECKING:

@@ -43,9 +43,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from openprogram.errors import ReplayMismatch
 from openprogram.recording.difference import IgnoreRules, count_differences, ignore_rules
 from openprogram.recording.format import request_sections
-from openprogram.recording.mismatch import ReplayMismatch, more_calls_than_recorded
+from openprogram.recording.mismatch import more_calls_than_recorded
 from openprogram.recording.nondeterministic import request_ignore_fields
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.request_index import RequestDigester, RequestIndex

@@ -63,6 +63,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.content_matching import ContentMatching
 from openprogram.recording.difference import (
     DEFAULT_MATCHING,
@@ -73,8 +74,6 @@ from openprogram.recording.difference import (
 )
 from openprogram.recording.format import RecordedCall, Recording, request_sections
 from openprogram.recording.mismatch import (
-    ReplayMismatch,
-    UnconsumedCallsError,
     describe_call,
     more_calls_than_recorded,
     other_redaction_note,

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from openprogram.errors import ReplayMismatch
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, tape_row
 from openprogram.tape_boundary.deck import (
     BlockedTapes,
@@ -83,7 +84,6 @@ def _taped_result(entry: TapeEntry) -> tuple[str, bool]:
         and isinstance(result.get("is_error"), bool)
     ):
         return result["text"], result["is_error"]
-    from openprogram.recording.mismatch import ReplayMismatch
 
     raise ReplayMismatch(
         entry.index,

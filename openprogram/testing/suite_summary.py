@@ -24,6 +24,7 @@ from typing import Any, Literal, cast, get_args
 import pytest
 
 from openprogram.plural import plural
+from openprogram.recording.report import which_calls
 
 __all__ = ["REPORT_VERSION", "SuiteSummary"]
 
@@ -190,8 +191,6 @@ def _detail(outcome: TestOutcome) -> str:
     if outcome.dropped_calls:
         parts.append(f"{plural(outcome.dropped_calls, 'unused call')} dropped")
     if outcome.unconsumed_calls:
-        from openprogram.recording.mismatch import which_calls
-
         parts.append(f"{which_calls(outcome.unconsumed_calls)} never requested")
     if outcome.kind == "failed":
         parts.append("the test failed: its new recording was discarded")
