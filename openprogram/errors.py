@@ -47,9 +47,11 @@
     └── NetworkBlockedError               pytest: a test connected to another machine with
                                           the network blocked
 
-Each lives beside the code that raises it; this tree is the map, and this module exports
-every one of them: ``from openprogram.errors import ReplayMismatch``. Those defined elsewhere
-are imported on first use (PEP 562), so importing this module imports nothing else.
+Every one of them is defined here, and the modules that raise them import them from here:
+``from openprogram.errors import ReplayMismatch``. This module is the bottom of the house:
+importing it imports nothing else of openprogram (the messages that show a field path or a
+set of calls load :mod:`openprogram.recording.report`, itself a leaf, when the first such
+error is made).
 
 Messages say what happened and what to do next, on one line (the replay mismatch report is
 the one error allowed two lines). The facts are attributes, so callers never parse messages.
@@ -66,40 +68,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from openprogram.lazy_exports import lazy_exports
-
 if TYPE_CHECKING:
-    from openprogram.activation.exec_errors import ExecSetupError, ReplayInAnotherProcessError
-    from openprogram.agent.file_tools import ToolInputError
-    from openprogram.agent.tools import ToolDefinitionError
-    from openprogram.config.problems import ConfigError
-    from openprogram.harness.verification import VerifySetupError
-    from openprogram.provider_boundary.replay import RecordedProviderError
-    from openprogram.providers.activation import RecordReplayBlockedError
-    from openprogram.recording.format import UnrecordableValueError
-    from openprogram.recording.mismatch import (
-        RecordingTruncatedError,
-        ReplayMismatch,
-        UnconsumedCallsError,
-    )
-    from openprogram.recording.tape_replay import ToolTapesMissingError
-    from openprogram.recording.user_redaction import UserRedactionError
-    from openprogram.store.hashing import CanonicalJSONError
-    from openprogram.store.names import ActiveRecordingUnknownError, RecordingNameError
-    from openprogram.store.show import RecordingCallNotFoundError
-    from openprogram.store.store import (
-        PruneCriteriaError,
-        RecordingDeleteError,
-        RecordingExistsError,
-        RecordingNotFoundError,
-        RecordingRefusedError,
-    )
-    from openprogram.tape_boundary.values import RecordedTapeError, TapeValueError
-    from openprogram.testing.network_block import NetworkBlockedError
-    from openprogram.testing.recording_session import (
-        RecordingMissingError,
-        RecordingOnCiRefusedError,
-    )
+    from collections.abc import Mapping
+    from pathlib import Path
 
 __all__ = [
     "ActiveRecordingUnknownError",
@@ -138,38 +109,6 @@ __all__ = [
     "VerifySetupError",
 ]
 
-_EXPORTS: dict[str, str] = {
-    "ActiveRecordingUnknownError": "openprogram.store.names",
-    "CanonicalJSONError": "openprogram.store.hashing",
-    "ConfigError": "openprogram.config.problems",
-    "ExecSetupError": "openprogram.activation.exec_errors",
-    "NetworkBlockedError": "openprogram.testing.network_block",
-    "PruneCriteriaError": "openprogram.store.store",
-    "RecordReplayBlockedError": "openprogram.providers.activation",
-    "RecordedProviderError": "openprogram.provider_boundary.replay",
-    "RecordedTapeError": "openprogram.tape_boundary.values",
-    "RecordingCallNotFoundError": "openprogram.store.show",
-    "RecordingDeleteError": "openprogram.store.store",
-    "RecordingExistsError": "openprogram.store.store",
-    "RecordingMissingError": "openprogram.testing.recording_session",
-    "RecordingNameError": "openprogram.store.names",
-    "RecordingNotFoundError": "openprogram.store.store",
-    "RecordingOnCiRefusedError": "openprogram.testing.recording_session",
-    "RecordingRefusedError": "openprogram.store.store",
-    "RecordingTruncatedError": "openprogram.recording.mismatch",
-    "ReplayInAnotherProcessError": "openprogram.activation.exec_errors",
-    "ReplayMismatch": "openprogram.recording.mismatch",
-    "TapeValueError": "openprogram.tape_boundary.values",
-    "ToolDefinitionError": "openprogram.agent.tools",
-    "ToolInputError": "openprogram.agent.file_tools",
-    "ToolTapesMissingError": "openprogram.recording.tape_replay",
-    "UnconsumedCallsError": "openprogram.recording.mismatch",
-    "UnrecordableValueError": "openprogram.recording.format",
-    "UserRedactionError": "openprogram.recording.user_redaction",
-    "VerifySetupError": "openprogram.harness.verification",
-}
-"""Errors defined beside the code that raises them, imported when first asked for."""
-
 
 class OpenProgramError(Exception):
     """Base of every error openprogram raises on purpose."""
@@ -187,6 +126,108 @@ def _rebuild_error(
     error.args = args
     error.__dict__.update(state)
     return error
+
+
+def _plural(count: int, noun: str) -> str:
+    """``1 call``, ``2 calls`` (as ``openprogram.plural`` writes it)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _field_words(field_path: str, otherwise: str) -> str:
+    """``field a.b`` (a long path cut as a report line shows it), or ``otherwise`` for the
+    empty path."""
+    # Imported here, as in ReplayMismatch: importing errors.py loads nothing else.
+    from openprogram.recording import report
+
+    return f"field {report.format_report_path(field_path)}" if field_path else otherwise
+
+
+# --- configuration -------------------------------------------------------------------------
+
+_REPAIR_ADVICE = "fix it or run `openprogram recordings off` to repair"
+_ENV_ADVICE = "unset it or fix its value"
+
+
+class ConfigError(OpenProgramError):
+    """The configuration cannot be read or would be invalid.
+
+    ``path``/``line``/``column`` say where in the file, ``key`` is the dotted key,
+    ``env_var`` the environment variable at fault (then ``path`` is ``None``) and ``env_value``
+    its value, unless it may hold a secret.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: Path | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        key: str | None = None,
+        env_var: str | None = None,
+        env_value: str | None = None,
+        advice: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.path = path
+        self.line = line
+        self.column = column
+        self.key = key
+        self.env_var = env_var
+        self.env_value = env_value
+        default_advice = _ENV_ADVICE if env_var else _REPAIR_ADVICE
+        self.advice = advice if advice is not None else default_advice
+        parts = [_config_place(path, line, column, env_var, env_value)]
+        if key is not None and env_var is None:
+            parts.append(key)
+        message = ": ".join([*(part for part in parts if part), problem])
+        super().__init__(f"{message}; {self.advice}" if self.advice else message)
+
+
+def _config_place(
+    path: Path | None,
+    line: int | None,
+    column: int | None,
+    env_var: str | None,
+    env_value: str | None,
+) -> str:
+    """Where a configuration problem is: ``VAR=value``, or the file, line and column."""
+    if env_var is not None:
+        return env_var if env_value is None else f"{env_var}={env_value}"
+    if path is None:
+        return ""
+    if line is None:
+        return str(path)
+    if column is None:
+        return f"{path}, line {line}"
+    return f"{path}, line {line}, column {column}"
+
+
+class ActiveRecordingUnknownError(OpenProgramError):
+    """The configuration cannot be read, so which recording is active is unknown."""
+
+    def __init__(self, config_path: Path, cause: str) -> None:
+        self.config_path = config_path
+        self.cause = cause
+        super().__init__(
+            f"the active recording is unknown: the configuration cannot be read ({cause}); "
+            "fix the configuration or run `openprogram recordings off` first; nothing was deleted"
+        )
+
+
+# --- models and providers ------------------------------------------------------------------
+
+
+class ModelReferenceError(OpenProgramError, ValueError):
+    """A model reference is not ``api:model-id`` (see
+    :func:`openprogram.config.models.split_model_reference`)."""
+
+    def __init__(self, reference: str) -> None:
+        self.reference = reference
+        super().__init__(
+            f"model {reference!r} is not api:model-id; write it like echo:echo or "
+            "openai-completions:gpt-4o-mini (split at the first colon)"
+        )
 
 
 class UnknownApiError(OpenProgramError, LookupError):
@@ -226,6 +267,74 @@ class ProviderRuntimeError(OpenProgramError):
         super().__init__(f"provider runtime failed during {stage}: {cause}")
 
 
+_RECOVERY_COMMANDS = (
+    "run `openprogram recordings status` to see why, "
+    "or `openprogram recordings off` to turn record/replay off"
+)
+
+
+class RecordReplayBlockedError(OpenProgramError):
+    """Record/replay is configured but could not start; no call may reach a provider."""
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+        super().__init__(f"record/replay is blocked: {cause}; {_RECOVERY_COMMANDS}")
+
+
+class RecordedProviderError(OpenProgramError):
+    """Replay of a recorded provider error whose type is not a Python built-in.
+
+    ``original_type`` is the recorded type name; the message is the recorded message.
+    """
+
+    def __init__(self, original_type: str, message: str) -> None:
+        self.original_type = original_type
+        super().__init__(message)
+
+
+# --- agent tools ---------------------------------------------------------------------------
+
+
+class ToolDefinitionError(OpenProgramError, TypeError):
+    """A tool cannot be built as given: ``tool`` names it, ``problem`` says why."""
+
+    def __init__(self, tool: str, problem: str) -> None:
+        self.tool = tool
+        self.problem = problem
+        super().__init__(f"tool {tool!r}: {problem}")
+
+
+class ToolInputError(OpenProgramError):
+    """A built-in tool cannot do what the model asked; the message says why."""
+
+
+# --- recording -----------------------------------------------------------------------------
+
+
+class UnrecordableValueError(OpenProgramError, ValueError):
+    """A request or event holds a value a recording cannot hold faithfully.
+
+    ``field_path`` is the whole path of the value within the row (``options.temperature``,
+    ``event.tool_call.arguments.x``); ``problem`` says what is wrong with it.
+    """
+
+    def __init__(
+        self, path: str, field_path: str, problem: str, advice: str, call_index: int | None
+    ) -> None:
+        self.path = path
+        self.field_path = field_path
+        self.problem = problem
+        self.call_index = call_index
+        call = "" if call_index is None else f" (call {call_index})"
+        where = _field_words(field_path, "the row")
+        super().__init__(f"cannot record into {path}{call}: {where} {problem}; {advice}")
+
+
+class UserRedactionError(OpenProgramError, ValueError):
+    """A redaction pattern that is not a usable regular expression, or a redaction function
+    that failed or returned something other than a string."""
+
+
 class RecordingFileError(OpenProgramError):
     """A recording cannot be read or written as one: the file, line and call say where."""
 
@@ -249,16 +358,356 @@ class RecordingFileError(OpenProgramError):
         super().__init__(f"{where}: {problem}{call}{tail}")
 
 
-class ModelReferenceError(OpenProgramError, ValueError):
-    """A model reference is not ``api:model-id`` (see
-    :func:`openprogram.config.models.split_model_reference`)."""
+# --- replay --------------------------------------------------------------------------------
 
-    def __init__(self, reference: str) -> None:
-        self.reference = reference
+
+class ReplayMismatch(OpenProgramError, AssertionError):
+    """An incoming request (or read position) differs from the recording.
+
+    It subclasses :class:`AssertionError` as well, so a test runner reports it as a failure,
+    not an error. ``difference`` is the :class:`~openprogram.recording.report.FirstDifference`
+    it reports; the message is that difference as
+    :func:`~openprogram.recording.report.format_report` writes it, the one message allowed two
+    lines (three with a note). The other attributes are the difference's own fields.
+    """
+
+    def __init__(
+        self,
+        call_index: int,
+        field_path: str,
+        recorded: Any,
+        incoming: Any,
+        *,
+        event_index: int | None = None,
+        detail: str | None = None,
+        note: str | None = None,
+        tape: str | None = None,
+    ) -> None:
+        # Imported here, not at the top: errors.py is the bottom of the house, importing it
+        # loads nothing, so the report formatter (a leaf) is loaded when a report is first
+        # written; and called through its module: one formatter, wherever a report is written.
+        from openprogram.recording import report
+
+        self.difference = report.FirstDifference(
+            call_index,
+            field_path,
+            recorded,
+            incoming,
+            event_index=event_index,
+            detail=detail,
+            note=note,
+            tape=tape,
+        )
+        self.tape = tape
+        """The tape whose entry ``call_index`` differs, when the drift is in a tape."""
+        self.call_index = call_index
+        self.field_path = field_path
+        self.recorded = recorded
+        self.incoming = incoming
+        self.event_index = event_index
+        self.note = note
+        super().__init__(report.format_report(self.difference))
+
+
+class RecordingTruncatedError(ReplayMismatch):
+    """Replay reached a call the recording cut short (the recording process stopped)."""
+
+    def __init__(self, path: str, call_index: int, event_count: int) -> None:
+        self.path = path
         super().__init__(
-            f"model {reference!r} is not api:model-id; write it like echo:echo or "
-            "openai-completions:gpt-4o-mini (split at the first colon)"
+            call_index,
+            "event_index",
+            event_count,
+            event_count,
+            event_index=event_count,
+            detail=(
+                f"the recording {path} was cut short here: call {call_index} has no "
+                f"call_end after {event_count} events (the recording process stopped); "
+                "re-record the session"
+            ),
         )
 
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+class ReplayInAnotherProcessError(ReplayMismatch):
+    """A process of an ``openprogram exec`` command asked for a call of the recording that
+    another of its processes (``owner_pid``) replays: one recording is served by one process,
+    in order, so a second one is refused instead of being served calls out of turn."""
+
+    def __init__(self, call_index: int, owner_pid: int, pid: int) -> None:
+        self.owner_pid = owner_pid
+        self.pid = pid
+        super().__init__(
+            call_index,
+            "process",
+            owner_pid,
+            pid,
+            detail=(
+                f"process {pid} asked for a call, but process {owner_pid} of this command "
+                "replays the recording: one recording is replayed by one process; make the "
+                "model calls from one process, or record each process into its own recording"
+            ),
+        )
+
+
+class ToolTapesMissingError(ReplayMismatch):
+    """A tool's policy is ``replay`` or ``check``, but the recording holds no tool results:
+    it was made before agent tools were taped. Record it again. ``tape`` is the tape the
+    tool's results would be on."""
+
+    def __init__(self, path: str, tool: str, policy: str, *, tape: str) -> None:
+        self.path = path
+        self.tool = tool
+        self.policy = policy
+        super().__init__(
+            0,
+            "tape",
+            None,
+            tool,
+            tape=tape,
+            detail=(
+                f"tool {tool!r} is to be replayed with policy {policy!r}, but {path} holds no "
+                "tool results (it was recorded before agent tools were taped): record again"
+            ),
+        )
+
+
+class UnconsumedCallsError(OpenProgramError, AssertionError):
+    """Recorded calls were never requested, or recorded tape entries never read: the run
+    ended earlier than the recording.
+
+    ``unconsumed`` are the calls' indexes; ``tapes`` maps each tape with entries never read
+    to their indexes and the number of entries the tape holds.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        unconsumed: list[int],
+        total: int,
+        *,
+        tapes: Mapping[str, tuple[list[int], int]] | None = None,
+    ) -> None:
+        # Imported here, as in ReplayMismatch: importing errors.py loads nothing else.
+        from openprogram.recording.report import which_calls
+
+        self.path = path
+        self.unconsumed = unconsumed
+        self.total = total
+        self.tapes = dict(tapes or {})
+        parts: list[str] = []
+        if unconsumed:
+            which = which_calls(unconsumed)
+            if total == 1:
+                parts.append(f"the 1 recorded call was never requested ({which})")
+            else:
+                parts.append(
+                    f"{len(unconsumed)} of {total} recorded calls never requested ({which})"
+                )
+        for tape, (entries, length) in self.tapes.items():
+            which = which_calls(entries, unit=("entry", "entries"))
+            if length == 1:
+                parts.append(f"tape {tape}: the 1 recorded entry was never read ({which})")
+            else:
+                parts.append(
+                    f"tape {tape}: {len(entries)} of {length} entries never read ({which})"
+                )
+        super().__init__(
+            f"replay incomplete: {'; '.join(parts)} from {path}; the run stopped before the "
+            "recorded session did"
+        )
+
+
+# --- tapes ---------------------------------------------------------------------------------
+
+
+class TapeValueError(OpenProgramError, ValueError):
+    """A value a tape cannot record faithfully, or a recorded result it cannot rebuild.
+
+    ``tape`` names the tape, ``field_path`` the value (``args.city``, ``result.temps[2]``).
+    """
+
+    def __init__(self, tape: str, field_path: str, problem: str, advice: str) -> None:
+        self.tape = tape
+        self.field_path = field_path
+        self.problem = problem
+        where = _field_words(field_path, "the value")
+        super().__init__(f"tape {tape}: {where} {problem}; {advice}")
+
+
+class RecordedTapeError(OpenProgramError):
+    """Replay of an exception a taped function raised whose type replay cannot raise itself:
+    ``original_type`` is the recorded type name, the message the recorded message."""
+
+    def __init__(self, original_type: str, message: str) -> None:
+        self.original_type = original_type
+        super().__init__(f"{original_type}: {message}")
+
+
+# --- the store of recordings ---------------------------------------------------------------
+
+
+class CanonicalJSONError(OpenProgramError, ValueError):
+    """A value that canonical JSON cannot carry faithfully."""
+
+    def __init__(self, field_path: str, problem: str) -> None:
+        self.field_path = field_path
+        self.problem = problem
+        where = f" at {field_path}" if field_path else ""
+        super().__init__(f"cannot write canonical JSON{where}: {problem}")
+
+
+class RecordingNameError(OpenProgramError):
+    """A recording name that is empty, too long, or holds characters a name may not."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        self.problem = problem
+        super().__init__(problem)
+
+
+class RecordingExistsError(OpenProgramError):
+    """``create_recording`` found a recording (or anything) under that name already."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path = path
+        self.name = name
+        super().__init__(
+            f"recording {name!r} already exists ({path}): choose another name or delete it first"
+        )
+
+
+class RecordingNotFoundError(OpenProgramError):
+    """No recording by that name or path."""
+
+    def __init__(self, path: Path, name: str | None) -> None:
+        self.path = path
+        self.name = name
+        what = f"recording {name!r}" if name is not None else "recording"
+        super().__init__(f"no {what} at {path}: check the name with `openprogram recordings list`")
+
+
+class RecordingRefusedError(OpenProgramError):
+    """A delete that openprogram will not do; ``reason`` says why."""
+
+    def __init__(self, path: Path, name: str | None, reason: str) -> None:
+        self.path = path
+        self.name = name
+        self.reason = reason
+        super().__init__(f"refusing to delete {path}: {reason}")
+
+
+class RecordingDeleteError(OpenProgramError):
+    """The operating system refused to remove a recording."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot delete {path} ({reason}): check the store's permissions")
+
+
+class PruneCriteriaError(OpenProgramError, ValueError):
+    """``prune`` was given no criterion, or a negative one."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
+
+
+class RecordingCallNotFoundError(OpenProgramError, IndexError):
+    """``--call N`` names a call the recording does not hold."""
+
+    def __init__(self, path: Path, call_index: int, calls: int) -> None:
+        self.path = path
+        self.call_index = call_index
+        self.calls = calls
+        if calls == 0:
+            advice = "it holds no calls yet"
+        else:
+            advice = f"it holds {_plural(calls, 'call')}: choose 0 to {calls - 1}"
+        super().__init__(f"{path} has no call {call_index}; {advice}")
+
+
+# --- verify and exec -----------------------------------------------------------------------
+
+
+class VerifySetupError(OpenProgramError):
+    """The recorded session cannot be re-run as given (a usage problem: exit 2).
+
+    When a recorded field is at fault, ``path``, ``call_index`` and ``field`` say which.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        call_index: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = path
+        self.call_index = call_index
+        self.field = field
+        super().__init__(message)
+
+
+class ExecSetupError(OpenProgramError):
+    """``openprogram exec`` cannot run the command with record/replay active, or the command
+    ran without it (a usage problem: exit 2). ``cause`` says why."""
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+        super().__init__(cause)
+
+
+# --- the pytest plugin ---------------------------------------------------------------------
+
+
+class RecordingMissingError(OpenProgramError):
+    """Replay-only mode and the test has no recording yet."""
+
+    def __init__(self, path: str, command: str) -> None:
+        self.path = path
+        self.command = command
+        super().__init__(
+            f"no recording at {path} (record mode 'none' only replays); record it with "
+            f"`{command}`, then commit it"
+        )
+
+
+class RecordingOnCiRefusedError(OpenProgramError):
+    """A test would record (or call live) on CI, where recordings are replayed, not made."""
+
+    def __init__(self, path: str, ci_value: str, *, live: bool = False) -> None:
+        self.path = path
+        self.ci_value = ci_value
+        self.live = live
+        allow = "pass --openprogram-allow-record-on-ci (or set OPENPROGRAM_ALLOW_RECORD_ON_CI=1)"
+        if live:
+            message = (
+                f"refusing to call live providers for {path} on CI (CI={ci_value}): run it "
+                f"live locally, or {allow} to call them here anyway"
+            )
+        else:
+            message = (
+                f"refusing to record {path} on CI (CI={ci_value}): record locally and commit "
+                f"the recording, or {allow} to record here anyway"
+            )
+        super().__init__(message)
+
+
+class NetworkBlockedError(OpenProgramError):
+    """A test opened a connection to a host that is not this machine, with the network
+    blocked. ``test`` is the test's node id (None during collection)."""
+
+    def __init__(self, test: str | None, host: str, port: object, name: str | None) -> None:
+        self.test = test
+        self.host = host
+        self.port = port
+        self.name = name
+        where = f"{host} port {port}" + (f" ({name})" if name and name != host else "")
+        who = f"from {test}" if test is not None else "during collection"
+        super().__init__(
+            f"blocked a connection to {where} {who}: the network is blocked "
+            "(--openprogram-block-network); replay the test's calls with the "
+            "openprogram_recording fixture, or list the host in openprogram_allowed_hosts"
+        )

@@ -1,6 +1,6 @@
 """The exception map: ``openprogram.errors``' docstring tree names every ``OpenProgramError``
-subclass of the package under its parent, with its other bases, and the module exports each
-one — lazily, so importing it stays cheap."""
+subclass of the package under its parent, with its other bases; the module defines and
+exports each one, and importing it imports nothing else."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.harness.verification import VerifySetupError, load_tools
+from openprogram.errors import VerifySetupError
+from openprogram.harness.verification import load_tools
 from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 
 

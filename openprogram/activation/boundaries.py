@@ -166,7 +166,7 @@ def prepare_boundaries(
     :func:`~openprogram.recording.user_redaction.register_redactor` registered, and
     ``redact`` (named ``redact_name``). Raises
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be used, and
-    :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad pattern.
+    :class:`~openprogram.errors.UserRedactionError` for a bad pattern.
     """
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers

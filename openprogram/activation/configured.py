@@ -26,9 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ExecSetupError, OpenProgramError
 from openprogram.plural import plural
 
 if TYPE_CHECKING:

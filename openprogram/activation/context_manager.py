@@ -17,7 +17,7 @@ so calls of both boundaries form one call sequence.
 
 Under replay the block is checked when it ends: the first replay mismatch is raised — also
 when the code in the block caught it and carried on — or, if every request matched,
-:class:`~openprogram.recording.mismatch.UnconsumedCallsError` when recorded calls were never
+:class:`~openprogram.errors.UnconsumedCallsError` when recorded calls were never
 requested. A mismatch at the HTTP boundary travels out of the SDK as a
 :class:`~openprogram.recording.mismatch.RecordReplayEscape` (no SDK retry loop can catch
 it); leaving the block it becomes the :class:`ReplayMismatch` it carries. While the block
@@ -44,7 +44,7 @@ from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.writer import forget_writer
 
 if TYPE_CHECKING:
-    from openprogram.recording.mismatch import ReplayMismatch
+    from openprogram.errors import ReplayMismatch
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import Redactor
 
@@ -107,7 +107,7 @@ def record_replay(
     Recording into an existing recording appends to it. Raises
     :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
     be read (replay) or written (record); ``ValueError`` for an unknown ``mode`` or
-    ``match``; :class:`~openprogram.recording.user_redaction.UserRedactionError` for a bad
+    ``match``; :class:`~openprogram.errors.UserRedactionError` for a bad
     pattern.
     """
 

@@ -18,7 +18,7 @@ Recording from several processes appends to the one recording (the writer is saf
 processes). Replaying is one process's: the first process of the command to ask for a call
 claims the recording (``replay-claim`` in the exchange folder); a call asked for by any
 other process — a second interpreter, or a child forked after the claim — is refused with
-:class:`~openprogram.activation.exec_errors.ReplayInAnotherProcessError`, never served out
+:class:`~openprogram.errors.ReplayInAnotherProcessError`, never served out
 of turn. A process that makes no call (a wrapper such as ``poetry run``) claims nothing. A
 replaying process writes ``report-<pid>.json`` when it meets a mismatch (at once, so a
 process that ends without its exit handlers has reported it) and at exit: how many calls
@@ -40,14 +40,13 @@ from typing import Any
 
 from openprogram.activation.boundaries import prepare_boundaries
 from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
-from openprogram.activation.exec_errors import ReplayInAnotherProcessError
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError, ReplayMismatch
 from openprogram.http_boundary.boundary import activate_http_boundary
 from openprogram.providers.activation import Activation, preset_activation
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
-from openprogram.recording.mismatch import RecordReplayEscape, ReplayMismatch
+from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import RequestRedactor
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.shared_lists import DumpableRequest

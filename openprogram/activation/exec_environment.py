@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openprogram.activation.boundaries import set_placeholder_keys
-from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.errors import ExecSetupError
 
 __all__ = [
     "CLAIM_FILE",

@@ -41,14 +41,13 @@ from openprogram.activation.exec_environment import (
     child_environment,
     open_exchange,
 )
-from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.errors import OpenProgramError, RecordReplayBlockedError
+from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
 
 if TYPE_CHECKING:
-    from openprogram.recording.mismatch import UnconsumedCallsError
+    from openprogram.errors import UnconsumedCallsError
 
 __all__ = ["ExecOutcome", "exec_command", "run_with_plan"]
 

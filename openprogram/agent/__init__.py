@@ -28,8 +28,8 @@ if TYPE_CHECKING:
         run_agent,
     )
     from openprogram.agent.session import SessionResult, resolve_model, run_session
-    from openprogram.agent.tools import AgentTool, ToolDefinitionError, tool
-    from openprogram.errors import ModelReferenceError
+    from openprogram.agent.tools import AgentTool, tool
+    from openprogram.errors import ModelReferenceError, ToolDefinitionError
 
 _EXPORTS: dict[str, str] = {
     "AgentEvent": "openprogram.agent.loop",
@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "SessionResult": "openprogram.agent.session",
     "ToolCallFinished": "openprogram.agent.loop",
     "ToolCallStarted": "openprogram.agent.loop",
-    "ToolDefinitionError": "openprogram.agent.tools",
+    "ToolDefinitionError": "openprogram.errors",
     "builtin_tools": "openprogram.agent.file_tools",
     "resolve_model": "openprogram.agent.session",
     "run_agent": "openprogram.agent.loop",

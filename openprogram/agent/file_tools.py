@@ -17,17 +17,13 @@ import os
 from pathlib import Path, PurePath
 
 from openprogram.agent.tools import AgentTool
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ToolInputError
 
 READ_FILE_MAX_BYTES = 100_000
 """How much of a file ``read_file`` returns by default; the model may ask for less."""
 READ_FILE_LIMIT_BYTES = 1_000_000
 """The most ``read_file`` ever returns, whatever the model asks for."""
 LIST_DIRECTORY_MAX_ENTRIES = 1_000
-
-
-class ToolInputError(OpenProgramError):
-    """A built-in tool cannot do what the model asked; the message says why."""
 
 
 def builtin_tools(root: Path | None = None) -> list[AgentTool]:

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from openprogram.agent.tools import AgentTool, ToolDefinitionError
+from openprogram.agent.tools import AgentTool
+from openprogram.errors import ToolDefinitionError
 from openprogram.providers.events import (
     AssistantMessageEvent,
     DoneEvent,

@@ -6,11 +6,11 @@ the process replays a recording — reports the recorded calls the session never
 without raising, so the caller still has the transcript to show.
 
 The model (:func:`resolve_model`): a reference is split at its first colon only, so
-``openai-completions:llama3:8b`` is the model ``llama3:8b`` of the api ``openai-completions``; ``--model`` and ``default_model`` share
-one parser (:func:`openprogram.config.models.split_model_reference`). The model's
-``provider`` is the vendor's name for the apis openprogram ships (``openai``, ``anthropic``,
-``echo``) and the api itself otherwise; its ``base_url`` is the one ``[providers.<api>]``
-sets, if any.
+``openai-completions:llama3:8b`` is the model ``llama3:8b`` of the api ``openai-
+completions``; ``--model`` and ``default_model`` share one parser
+(:func:`openprogram.config.models.split_model_reference`). The model's ``provider`` is the
+vendor's name for the apis openprogram ships (``openai``, ``anthropic``, ``echo``) and the
+api itself otherwise; its ``base_url`` is the one ``[providers.<api>]`` sets, if any.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun, run_agent
 from openprogram.config.models import split_model_reference
+from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.api_registry import get_api_provider
 from openprogram.providers.runtime import runtime_configuration
 from openprogram.providers.types import Model
-from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.tape_boundary.deck import TapePlayer, active_tape_deck
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints, overload
 
 import orjson
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ToolDefinitionError
 from openprogram.providers.types import Tool
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -38,15 +38,6 @@ _JSON_TYPES: dict[object, str] = {
     tuple: "array",
     dict: "object",
 }
-
-
-class ToolDefinitionError(OpenProgramError, TypeError):
-    """A tool cannot be built as given: ``tool`` names it, ``problem`` says why."""
-
-    def __init__(self, tool: str, problem: str) -> None:
-        self.tool = tool
-        self.problem = problem
-        super().__init__(f"tool {tool!r}: {problem}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import typer
 
 from openprogram.cli.output import plural, reporting_errors, stderr, visible
+from openprogram.errors import ExecSetupError, RecordingFileError, RecordingNameError
 
 CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 
@@ -42,10 +43,7 @@ def exec_command(
     command's status; 1 if it exited 0 but replay diverged, left calls unrequested or was
     blocked; 2 if the command could not run with record/replay active.
     """
-    from openprogram.activation.exec_errors import ExecSetupError
     from openprogram.activation.exec_run import exec_command as run
-    from openprogram.errors import RecordingFileError
-    from openprogram.store.names import RecordingNameError
 
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
         outcome = run(command, record=record, replay=replay)

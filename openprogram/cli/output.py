@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from openprogram.errors import OpenProgramError
 from openprogram.plural import plural as plural
 
 if TYPE_CHECKING:
@@ -168,7 +169,6 @@ def reporting_errors(
     ``OSError`` is a provider failing, not a bad file argument, and any other exception a
     provider raises is one line and exit 1 as well.
     """
-    from openprogram.errors import OpenProgramError
 
     redact = redacted if session else None
     try:

@@ -17,10 +17,15 @@ from typing import TYPE_CHECKING
 import typer
 
 from openprogram.cli.output import EXIT_USAGE, abort, plural, print_json, redacted, reporting_errors
+from openprogram.errors import (
+    MissingApiKeyError,
+    ModelReferenceError,
+    ReplayMismatch,
+    UnknownApiError,
+)
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
-    from openprogram.errors import MissingApiKeyError, UnknownApiError
     from openprogram.providers.types import ToolCall, ToolResultMessage
 
 
@@ -79,12 +84,6 @@ def run(
     import asyncio
 
     from openprogram.agent.session import first_replay_mismatch, run_session
-    from openprogram.errors import (
-        MissingApiKeyError,
-        ModelReferenceError,
-        ReplayMismatch,
-        UnknownApiError,
-    )
 
     policies = parsed_tool_policies(tool_policy)
     display = None if as_json else LiveDisplay()

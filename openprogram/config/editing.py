@@ -37,7 +37,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from openprogram.config.models import Mode
 from openprogram.config.paths import ConfigLocation, config_location
-from openprogram.config.problems import ConfigError, dotted_key, value_problem
+from openprogram.config.problems import dotted_key, value_problem
 from openprogram.config.settings import (
     check_file_values,
     file_value_error,
@@ -45,6 +45,7 @@ from openprogram.config.settings import (
     parse_config,
     read_config_bytes,
 )
+from openprogram.errors import ConfigError
 from openprogram.private_files import (
     PRIVATE_FILE_MODE,
     make_private_dirs,

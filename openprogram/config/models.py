@@ -21,7 +21,7 @@ from pydantic_settings import (
 )
 
 from openprogram.config.environment import ENV_PREFIX, NESTING, MappingEnvSource
-from openprogram.errors import ModelReferenceError
+from openprogram.errors import ModelReferenceError, UserRedactionError
 
 Mode = Literal["off", "record", "replay"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -102,7 +102,7 @@ class RecordReplaySettings(BaseModel):
     @field_validator("redact_patterns")
     @classmethod
     def _are_redact_patterns(cls, value: list[str]) -> list[str]:
-        from openprogram.recording.user_redaction import UserRedactionError, compile_redact_pattern
+        from openprogram.recording.user_redaction import compile_redact_pattern
 
         for source in value:
             try:

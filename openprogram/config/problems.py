@@ -1,4 +1,5 @@
-"""``ConfigError``, and the one-line wording of what is wrong with a configuration.
+"""The one-line wording of what is wrong with a configuration, for the ``ConfigError`` of
+:mod:`openprogram.errors`.
 
 A problem is said where the user can fix it: a file, line and dotted key
 (``/x/config.toml, line 3: record_replay.mode: …``), or an environment variable
@@ -16,19 +17,10 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from openprogram.errors import OpenProgramError
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
-
-
-REPAIR_ADVICE = "fix it or run `openprogram recordings off` to repair"
-
-
-ENV_ADVICE = "unset it or fix its value"
 
 
 SECRET_KEYS = frozenset({"api_key_env"})
@@ -41,59 +33,6 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 _TOML_POSITION = re.compile(r"\s*\((?:at line (\d+), column (\d+)|at end of document)\)$")
-
-
-class ConfigError(OpenProgramError):
-    """The configuration cannot be read or would be invalid.
-
-    ``path``/``line``/``column`` say where in the file, ``key`` is the dotted key,
-    ``env_var`` the environment variable at fault (then ``path`` is ``None``) and ``env_value``
-    its value, unless it may hold a secret.
-    """
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        path: Path | None = None,
-        line: int | None = None,
-        column: int | None = None,
-        key: str | None = None,
-        env_var: str | None = None,
-        env_value: str | None = None,
-        advice: str | None = None,
-    ) -> None:
-        self.problem = problem
-        self.path = path
-        self.line = line
-        self.column = column
-        self.key = key
-        self.env_var = env_var
-        self.env_value = env_value
-        self.advice = advice if advice is not None else (ENV_ADVICE if env_var else REPAIR_ADVICE)
-        parts = [_where(path, line, column, env_var, env_value)]
-        if key is not None and env_var is None:
-            parts.append(key)
-        message = ": ".join([*(part for part in parts if part), problem])
-        super().__init__(f"{message}; {self.advice}" if self.advice else message)
-
-
-def _where(
-    path: Path | None,
-    line: int | None,
-    column: int | None,
-    env_var: str | None,
-    env_value: str | None,
-) -> str:
-    if env_var is not None:
-        return env_var if env_value is None else f"{env_var}={env_value}"
-    if path is None:
-        return ""
-    if line is None:
-        return str(path)
-    if column is None:
-        return f"{path}, line {line}"
-    return f"{path}, line {line}, column {column}"
 
 
 def dotted_key(location: Sequence[str | int]) -> str:

@@ -36,13 +36,8 @@ from openprogram.config.models import (
     known_keys,
 )
 from openprogram.config.paths import ConfigLocation, config_location
-from openprogram.config.problems import (
-    ConfigError,
-    dotted_key,
-    encoding_problem,
-    syntax_problem,
-    value_problem,
-)
+from openprogram.config.problems import dotted_key, encoding_problem, syntax_problem, value_problem
+from openprogram.errors import ConfigError
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
     TOO_DEEP,

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import run_agent
+from openprogram.errors import ReplayMismatch
 from openprogram.harness.verification import verify_recording
 from openprogram.provider_boundary.recorder import RecordingProvider
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers.api_registry import provider_scope
 from openprogram.providers.builtins.echo import ECHO_MODEL, EchoProvider
-from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.writer import forget_writer
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ class Demo:
     def drift(self) -> str | None:
         """Change the file the tool reads and replay: the report replay gives (None if,
         against expectations, it replayed)."""
+        from openprogram.provider_boundary.replay import ReplayProvider
 
         self.notes.write_text(CHANGED_TEXT)
         try:

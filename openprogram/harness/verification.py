@@ -32,7 +32,7 @@ from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import run_agent
 from openprogram.agent.tools import AgentTool
 from openprogram.config.settings import load_config
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ReplayMismatch, VerifySetupError
 from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.provider_boundary.replay import ReplayProvider
@@ -40,7 +40,6 @@ from openprogram.providers.api_registry import provider_scope
 from openprogram.providers.runtime import remember_key_variables
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, UserMessage
 from openprogram.recording.difference import DEFAULT_MATCHING, join_field_path
-from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.reader import read_recording as read_rows
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.store.hashing import transcript_hash
@@ -50,26 +49,6 @@ if TYPE_CHECKING:
     from openprogram.agent.tools import AgentTool
     from openprogram.config.models import RecordReplaySettings
     from openprogram.providers.types import Model, SimpleStreamOptions, UserMessage
-
-
-class VerifySetupError(OpenProgramError):
-    """The recorded session cannot be re-run as given (a usage problem: exit 2).
-
-    When a recorded field is at fault, ``path``, ``call_index`` and ``field`` say which.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | None = None,
-        call_index: int | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.path = path
-        self.call_index = call_index
-        self.field = field
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -107,6 +86,7 @@ def verify_recording(
     ``tool_policies`` (tool name or ``"*"`` to ``live``, ``replay`` or ``check``) say how the
     tools are re-run, over ``record_replay.tools``: live (the default), from their taped
     results, or live and checked against them."""
+    from openprogram.store.hashing import transcript_hash
 
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:

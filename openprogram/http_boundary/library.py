@@ -15,6 +15,7 @@ import builtins
 from types import ModuleType
 from typing import Any
 
+from openprogram.errors import RecordedProviderError
 from openprogram.http_boundary.recording import RecordingAsyncStream, RecordingSyncStream
 from openprogram.recording.format import RecordedError
 
@@ -102,6 +103,5 @@ class HttpLibrary:
                     return cls(recorded.message)
                 except Exception:  # a built-in whose constructor wants other arguments
                     pass
-        from openprogram.errors import RecordedProviderError
 
         return RecordedProviderError(recorded.type, recorded.message)

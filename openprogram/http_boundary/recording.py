@@ -148,7 +148,8 @@ class HttpCallRecorder:
 
 class RecordingSyncStream:
     """A response body that hands on the transport's chunks and records them (combined with
-    the client library's ``SyncByteStream`` by :class:`~openprogram.http_boundary.library.HttpLibrary`)."""
+    the client library's ``SyncByteStream`` by
+    :class:`~openprogram.http_boundary.library.HttpLibrary`)."""
 
     def __init__(self, source: Any, recorder: HttpCallRecorder) -> None:
         self._source = source

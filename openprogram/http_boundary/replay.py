@@ -21,8 +21,8 @@ its bytes) and then ends as the recorded call did:
 * no ``call_end`` — the recording was cut short: ``RecordingTruncatedError``.
 
 A retryable error response is served with ``retry-after-ms: 1`` (see
-:func:`~openprogram.http_boundary.codec.fast_retry_headers`), so the SDKs retry at once; the back-off
-the SDKs apply after a *connection* error has no hint to shorten and is waited as live.
+:func:`~openprogram.http_boundary.codec.fast_retry_headers`), so the SDKs retry at once; the
+back-off the SDKs apply after a *connection* error has no hint to shorten and is waited as live.
 
 Each call's events are walked once, as the body is read.
 """
@@ -33,14 +33,11 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from openprogram.errors import RecordingTruncatedError, ReplayMismatch
 from openprogram.http_boundary.codec import encode_body_row, encode_sse_row, fast_retry_headers
 from openprogram.plural import plural
 from openprogram.recording.format import RecordedCall
-from openprogram.recording.mismatch import (
-    RecordingTruncatedError,
-    RecordReplayEscape,
-    ReplayMismatch,
-)
+from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import SecretRedactor
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, RecordReplayBlockedError
 from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
 from openprogram.http_boundary.codec import request_sections
 from openprogram.http_boundary.recording import HttpCallRecorder
@@ -127,8 +127,6 @@ class CapturingTransport:
         refuses it under replay)."""
         boundary = self.boundary
         if boundary.mode == "blocked":
-            from openprogram.errors import RecordReplayBlockedError
-
             raise RecordReplayEscape(RecordReplayBlockedError(boundary.blocked_reason or ""))
         if request.headers.get("upgrade", "").lower() != "websocket":
             return False

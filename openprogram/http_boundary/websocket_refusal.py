@@ -28,8 +28,9 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from openprogram.errors import RecordReplayBlockedError, ReplayMismatch
 from openprogram.http_boundary.boundary import ACTIVATIONS, HttpBoundary
-from openprogram.recording.mismatch import RecordReplayEscape, ReplayMismatch
+from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import SecretRedactor
 
 __all__ = ["check_websocket", "patch_async_websockets", "patch_sync_websockets"]
@@ -45,8 +46,6 @@ def check_websocket(boundary: HttpBoundary, url: str) -> None:
     if _is_passthrough(boundary, url):
         return
     if boundary.mode == "blocked":
-        from openprogram.errors import RecordReplayBlockedError
-
         raise RecordReplayEscape(RecordReplayBlockedError(boundary.blocked_reason or ""))
     shown = SecretRedactor().redact_text(url)
     if boundary.mode == "replay" and boundary.session is not None:

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from openprogram.errors import UnrecordableValueError
 from openprogram.provider_boundary.codec import check_recordable, dump_request
 from openprogram.providers.events import (
     AssistantMessageEvent,
@@ -38,7 +39,7 @@ from openprogram.providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from openprogram.recording.format import Outcome, UnrecordableValueError
+from openprogram.recording.format import Outcome
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.writer import CallWriter, recorded_error, writer_for
 

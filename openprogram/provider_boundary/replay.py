@@ -23,28 +23,20 @@ import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import (
+    RecordedProviderError,
+    RecordingTruncatedError,
+    ReplayMismatch,
+)
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.provider_boundary.pending_request import PendingProviderRequest
 from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, RecordedError, Recording
-from openprogram.recording.mismatch import RecordingTruncatedError, ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.user_redaction import UserRedaction
-
-
-class RecordedProviderError(OpenProgramError):
-    """Replay of a recorded provider error whose type is not a Python built-in.
-
-    ``original_type`` is the recorded type name; the message is the recorded message.
-    """
-
-    def __init__(self, original_type: str, message: str) -> None:
-        self.original_type = original_type
-        super().__init__(message)
 
 
 def rebuild_error(recorded: RecordedError) -> BaseException:

@@ -20,11 +20,15 @@ if TYPE_CHECKING:
         MissingApiKeyError,
         OpenProgramError,
         ProviderRuntimeError,
+        RecordedProviderError,
         RecordingFileError,
+        RecordingTruncatedError,
+        ReplayMismatch,
+        UnconsumedCallsError,
         UnknownApiError,
     )
     from openprogram.provider_boundary.recorder import RecordingProvider
-    from openprogram.provider_boundary.replay import RecordedProviderError, ReplayProvider
+    from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.providers.api_registry import (
         ApiProvider,
         get_api_provider,
@@ -77,11 +81,6 @@ if TYPE_CHECKING:
         Usage,
         UserMessage,
     )
-    from openprogram.recording.mismatch import (
-        RecordingTruncatedError,
-        ReplayMismatch,
-        UnconsumedCallsError,
-    )
 
 _EXPORTS: dict[str, str] = {
     "ApiProvider": "openprogram.providers.api_registry",
@@ -99,11 +98,11 @@ _EXPORTS: dict[str, str] = {
     "Model": "openprogram.providers.types",
     "OpenProgramError": "openprogram.errors",
     "ProviderRuntimeError": "openprogram.errors",
-    "RecordedProviderError": "openprogram.provider_boundary.replay",
+    "RecordedProviderError": "openprogram.errors",
     "RecordingFileError": "openprogram.errors",
     "RecordingProvider": "openprogram.provider_boundary.recorder",
-    "RecordingTruncatedError": "openprogram.recording.mismatch",
-    "ReplayMismatch": "openprogram.recording.mismatch",
+    "RecordingTruncatedError": "openprogram.errors",
+    "ReplayMismatch": "openprogram.errors",
     "ReplayProvider": "openprogram.provider_boundary.replay",
     "RuntimeState": "openprogram.providers.runtime",
     "RuntimeStatus": "openprogram.providers.runtime",
@@ -125,7 +124,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCallEndEvent": "openprogram.providers.events",
     "ToolCallStartEvent": "openprogram.providers.events",
     "ToolResultMessage": "openprogram.providers.types",
-    "UnconsumedCallsError": "openprogram.recording.mismatch",
+    "UnconsumedCallsError": "openprogram.errors",
     "UnknownApiError": "openprogram.errors",
     "Usage": "openprogram.providers.types",
     "UserMessage": "openprogram.providers.types",

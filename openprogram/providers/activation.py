@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, RecordReplayBlockedError
 from openprogram.plural import plural
 from openprogram.providers.scopes import ApiProvider, RegistryTransform
 
@@ -50,19 +50,6 @@ if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
 logger = logging.getLogger("openprogram")
-
-RECOVERY_COMMANDS = (
-    "run `openprogram recordings status` to see why, "
-    "or `openprogram recordings off` to turn record/replay off"
-)
-
-
-class RecordReplayBlockedError(OpenProgramError):
-    """Record/replay is configured but could not start; no call may reach a provider."""
-
-    def __init__(self, cause: str) -> None:
-        self.cause = cause
-        super().__init__(f"record/replay is blocked: {cause}; {RECOVERY_COMMANDS}")
 
 
 class BlockedProvider:

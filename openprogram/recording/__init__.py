@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from openprogram.errors import RecordingTruncatedError, ReplayMismatch, UnconsumedCallsError
     from openprogram.recording.format import (
         RECORDING_FORMAT_VERSION,
         RecordedCall,
@@ -58,11 +59,6 @@ if TYPE_CHECKING:
         Recording,
         encode_row,
         new_header,
-    )
-    from openprogram.recording.mismatch import (
-        RecordingTruncatedError,
-        ReplayMismatch,
-        UnconsumedCallsError,
     )
     from openprogram.recording.reader import parse_recording, read_recording
     from openprogram.recording.redaction import SecretRedactor
@@ -75,12 +71,12 @@ _EXPORTS: dict[str, str] = {
     "RecordedCall": "openprogram.recording.format",
     "RecordedError": "openprogram.recording.format",
     "Recording": "openprogram.recording.format",
-    "RecordingTruncatedError": "openprogram.recording.mismatch",
+    "RecordingTruncatedError": "openprogram.errors",
     "RecordingWriter": "openprogram.recording.writer",
-    "ReplayMismatch": "openprogram.recording.mismatch",
+    "ReplayMismatch": "openprogram.errors",
     "ReplaySession": "openprogram.recording.replay_session",
     "SecretRedactor": "openprogram.recording.redaction",
-    "UnconsumedCallsError": "openprogram.recording.mismatch",
+    "UnconsumedCallsError": "openprogram.errors",
     "encode_row": "openprogram.recording.format",
     "new_header": "openprogram.recording.format",
     "parse_recording": "openprogram.recording.reader",

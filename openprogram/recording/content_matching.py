@@ -40,10 +40,15 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import orjson
 
+from openprogram.errors import ReplayMismatch
 from openprogram.recording.call_digest import request_ignore_fields
-from openprogram.recording.difference import IgnoreRules, count_differences, join_field_path
+from openprogram.recording.difference import (
+    IgnoreRules,
+    count_differences,
+    join_field_path,
+)
 from openprogram.recording.format import RecordedCall, request_sections
-from openprogram.recording.mismatch import ReplayMismatch, more_calls_than_recorded
+from openprogram.recording.mismatch import more_calls_than_recorded
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.shared_lists import shared_section
 

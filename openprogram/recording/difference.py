@@ -41,42 +41,20 @@ from operator import is_not
 from typing import Any, Final, Literal, NamedTuple
 
 from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
+from openprogram.recording.report import MISSING
 
 __all__ = [
     "DEFAULT_MATCHING",
     "MATCHINGS",
-    "MISSING",
-    "REPORT_LIMIT",
     "Difference",
     "IgnoreRules",
     "Matching",
     "check_matching",
     "count_differences",
     "find_first_difference",
-    "format_report_path",
-    "format_report_value",
     "ignore_rules",
     "join_field_path",
 ]
-
-
-class _Missing:
-    """The type of :data:`MISSING`: a key or list item that one side does not have."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self) -> str:
-        # pickle and copy look the name up in this module, so they hand back the singleton.
-        return "MISSING"
-
-
-MISSING: Final = _Missing()
 
 
 class Difference(NamedTuple):
@@ -415,47 +393,6 @@ def _ignore_path_source(entry: str) -> str:
             pieces.append(re.escape(_key_segment(key, at_root=at_root)))
         position = token.end()
     return "".join(pieces)
-
-
-# --- the report ----------------------------------------------------------------------------
-
-_ESCAPE_LINE_BREAKS: Final = str.maketrans(
-    {
-        "\n": "\\n",
-        "\r": "\\r",
-        "\t": "\\t",
-        "\v": "\\x0b",
-        "\f": "\\x0c",
-        "\x1c": "\\x1c",
-        "\x1d": "\\x1d",
-        "\x1e": "\\x1e",
-        "\x85": "\\x85",
-        "\u2028": "\\u2028",
-        "\u2029": "\\u2029",
-    }
-)
-
-
-REPORT_LIMIT = 200
-"""Characters of a value or a field path a report line shows before cutting it."""
-
-
-def format_report_value(value: Any, limit: int = REPORT_LIMIT) -> str:
-    """Show a value on one line of a mismatch report: its repr, cut after ``limit`` chars."""
-    text = repr(value).translate(_ESCAPE_LINE_BREAKS)
-    if len(text) > limit:
-        return text[:limit] + "…"
-    return text
-
-
-def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:
-    """Show a field path on one line of a report: whole, or, when longer than ``limit``
-    characters, its start and its end around a ``…`` (the end says which leaf it is)."""
-    if len(field_path) <= limit:
-        return field_path
-    keep = limit - 1
-    head = keep * 2 // 3
-    return field_path[:head] + "…" + field_path[len(field_path) - (keep - head) :]
 
 
 Matching = Literal["content", "order"]

@@ -51,9 +51,9 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import orjson
 
 from openprogram import __version__
-from openprogram.errors import OpenProgramError
+from openprogram.errors import UnrecordableValueError
 from openprogram.json_nesting import MAX_NESTING_DEPTH, json_text_may_exceed_nesting_limit
-from openprogram.recording.difference import format_report_path, join_field_path
+from openprogram.recording.difference import join_field_path
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.request_delta import DELTA_FEATURE
 
@@ -78,7 +78,6 @@ __all__ = [
     "RecordedCall",
     "RecordedError",
     "Recording",
-    "UnrecordableValueError",
     "check_recordable",
     "encode_recordable_row",
     "encode_row",
@@ -271,25 +270,6 @@ is not one to walk into)."""
 
 
 _TOO_DEEP = f"is nested deeper than {MAX_NESTING_DEPTH} levels, which a recording cannot hold"
-
-
-class UnrecordableValueError(OpenProgramError, ValueError):
-    """A request or event holds a value a recording cannot hold faithfully.
-
-    ``field_path`` is the whole path of the value within the row (``options.temperature``,
-    ``event.tool_call.arguments.x``); ``problem`` says what is wrong with it.
-    """
-
-    def __init__(
-        self, path: str, field_path: str, problem: str, advice: str, call_index: int | None
-    ) -> None:
-        self.path = path
-        self.field_path = field_path
-        self.problem = problem
-        self.call_index = call_index
-        call = "" if call_index is None else f" (call {call_index})"
-        where = f"field {format_report_path(field_path)}" if field_path else "the row"
-        super().__init__(f"cannot record into {path}{call}: {where} {problem}; {advice}")
 
 
 def encode_recordable_row(path: str, row: dict[str, Any], *, checked: bool = False) -> bytes:

@@ -1,35 +1,35 @@
-"""What replay raises when the run drifts from the recording.
+"""What replay adds to a mismatch, and the carrier that takes an error out of an HTTP client.
 
-They subclass :class:`AssertionError` as well as :class:`OpenProgramError`, so a test runner
-reports them as failures, not errors. The report is the one message allowed two lines, written
-by :func:`openprogram.recording.report.format_report` from the mismatch's ``difference``::
+The mismatch itself, :class:`~openprogram.errors.ReplayMismatch`, is defined with every other
+error in :mod:`openprogram.errors`; its report (two lines, written by
+:func:`openprogram.recording.report.format_report`) reads::
 
     replay mismatch at call 1, field context.messages[2].content[0].text:
     recorded 'echo:hi', incoming 'echo:bye'
 
-A field path longer than 200 characters is shown cut in the middle (``field_path`` keeps it
-whole). When the incoming conversation holds a tool call that received the redaction
-placeholder in its arguments — the recording removed a secret-shaped value the model
-produced, so replay handed the tool the placeholder — a third line says so (``note``), as it
-does when the replay's user redaction is not the one the recording was made with. A call
-recorded at another boundary than the incoming one is named in a few words on both sides
-(:func:`other_boundary`, :func:`describe_call`), and a run making more calls than the
-recording holds is a mismatch at field ``call_index`` (:func:`more_calls_than_recorded`).
+This module writes what replay tells it beyond the first difference. When the incoming
+conversation holds a tool call that received the redaction placeholder in its arguments —
+the recording removed a secret-shaped value the model produced, so replay handed the tool the
+placeholder — a third line says so (:func:`removed_secret_note`), as it does when the
+replay's user redaction is not the one the recording was made with
+(:func:`other_redaction_note`). A call recorded at another boundary than the incoming one is
+named in a few words on both sides (:func:`other_boundary`, :func:`describe_call`), and a run
+making more calls than the recording holds is a mismatch at field ``call_index``
+(:func:`more_calls_than_recorded`).
 
-At the HTTP boundary these errors travel inside a :class:`RecordReplayEscape`, which derives
-from :class:`BaseException` only: an SDK's retry loop (``except Exception``) would otherwise
-catch the mismatch, retry the request and finally raise its own "Connection error.".
+At the HTTP boundary errors travel inside a :class:`RecordReplayEscape`, which derives from
+:class:`BaseException` only: an SDK's retry loop (``except Exception``) would otherwise catch
+the mismatch, retry the request and finally raise its own "Connection error.".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, ReplayMismatch
 from openprogram.plural import plural
-from openprogram.recording import report
-from openprogram.recording.difference import REPORT_LIMIT
+from openprogram.recording.report import REPORT_LIMIT
 from openprogram.recording.token_shapes import PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -38,58 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RecordReplayEscape",
-    "RecordingTruncatedError",
-    "ReplayMismatch",
-    "UnconsumedCallsError",
     "describe_call",
     "more_calls_than_recorded",
     "other_boundary",
     "other_redaction_note",
     "removed_secret_note",
-    "which_calls",
 ]
-
-
-class ReplayMismatch(OpenProgramError, AssertionError):
-    """An incoming request (or read position) differs from the recording.
-
-    ``difference`` is the :class:`~openprogram.recording.report.FirstDifference` it reports;
-    the message is that difference as :func:`~openprogram.recording.report.format_report`
-    writes it. The other attributes are the difference's own fields.
-    """
-
-    def __init__(
-        self,
-        call_index: int,
-        field_path: str,
-        recorded: Any,
-        incoming: Any,
-        *,
-        event_index: int | None = None,
-        detail: str | None = None,
-        note: str | None = None,
-        tape: str | None = None,
-    ) -> None:
-        self.difference = report.FirstDifference(
-            call_index,
-            field_path,
-            recorded,
-            incoming,
-            event_index=event_index,
-            detail=detail,
-            note=note,
-            tape=tape,
-        )
-        self.tape = tape
-        """The tape whose entry ``call_index`` differs, when the drift is in a tape."""
-        self.call_index = call_index
-        self.field_path = field_path
-        self.recorded = recorded
-        self.incoming = incoming
-        self.event_index = event_index
-        self.note = note
-        # Through the module: the one formatter, wherever a report is written.
-        super().__init__(report.format_report(self.difference))
 
 
 class RecordReplayEscape(BaseException):
@@ -114,86 +68,6 @@ class RecordReplayEscape(BaseException):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.error,))
-
-
-class RecordingTruncatedError(ReplayMismatch):
-    """Replay reached a call the recording cut short (the recording process stopped)."""
-
-    def __init__(self, path: str, call_index: int, event_count: int) -> None:
-        self.path = path
-        super().__init__(
-            call_index,
-            "event_index",
-            event_count,
-            event_count,
-            event_index=event_count,
-            detail=(
-                f"the recording {path} was cut short here: call {call_index} has no "
-                f"call_end after {event_count} events (the recording process stopped); "
-                "re-record the session"
-            ),
-        )
-
-
-class UnconsumedCallsError(OpenProgramError, AssertionError):
-    """Recorded calls were never requested, or recorded tape entries never read: the run
-    ended earlier than the recording.
-
-    ``unconsumed`` are the calls' indexes; ``tapes`` maps each tape with entries never read
-    to their indexes and the number of entries the tape holds.
-    """
-
-    def __init__(
-        self,
-        path: str,
-        unconsumed: list[int],
-        total: int,
-        *,
-        tapes: Mapping[str, tuple[list[int], int]] | None = None,
-    ) -> None:
-        self.path = path
-        self.unconsumed = unconsumed
-        self.total = total
-        self.tapes = dict(tapes or {})
-        parts: list[str] = []
-        if unconsumed:
-            which = which_calls(unconsumed)
-            if total == 1:
-                parts.append(f"the 1 recorded call was never requested ({which})")
-            else:
-                parts.append(
-                    f"{len(unconsumed)} of {total} recorded calls never requested ({which})"
-                )
-        for tape, (entries, length) in self.tapes.items():
-            which = which_calls(entries, unit=("entry", "entries"))
-            if length == 1:
-                parts.append(f"tape {tape}: the 1 recorded entry was never read ({which})")
-            else:
-                parts.append(
-                    f"tape {tape}: {len(entries)} of {length} entries never read ({which})"
-                )
-        super().__init__(
-            f"replay incomplete: {'; '.join(parts)} from {path}; the run stopped before the "
-            "recorded session did"
-        )
-
-
-_SHOWN_RANGES = 5
-"""The runs of consecutive calls an unconsumed-calls report names before ``…``."""
-
-
-def which_calls(indexes: list[int], *, unit: tuple[str, str] = ("call", "calls")) -> str:
-    """``call 3``, ``calls 1..2``, or, when calls were served out of order, the runs of
-    consecutive indexes: ``calls 0, 2..3, 5`` (the first few, then ``…``)."""
-    runs: list[tuple[int, int]] = []
-    for index in indexes:
-        if runs and index == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], index)
-        else:
-            runs.append((index, index))
-    shown = [str(a) if a == b else f"{a}..{b}" for a, b in runs[:_SHOWN_RANGES]]
-    more = ", …" if len(runs) > _SHOWN_RANGES else ""
-    return f"{unit[0] if len(indexes) == 1 else unit[1]} {', '.join(shown)}{more}"
 
 
 def removed_secret_note(

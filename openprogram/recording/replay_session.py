@@ -44,6 +44,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.call_digest import request_ignore_fields
 from openprogram.recording.content_matching import ContentMatching
 from openprogram.recording.difference import (
@@ -55,8 +56,6 @@ from openprogram.recording.difference import (
 )
 from openprogram.recording.format import RecordedCall, Recording, request_sections
 from openprogram.recording.mismatch import (
-    ReplayMismatch,
-    UnconsumedCallsError,
     more_calls_than_recorded,
     other_boundary,
     other_redaction_note,

@@ -22,6 +22,15 @@ The first line says where (the call, the event by its index and type, the field)
 what each side holds there — or, when a value says too little, a sentence (``detail``). A
 third line, ``note: …``, is added when there is one. Changing how a report reads is a change
 to this module only.
+
+A value is shown on a report line as its ``repr`` with line breaks escaped, cut after
+:data:`REPORT_LIMIT` characters (:func:`format_report_value`); a field path whole, or, when
+longer, its start and its end around a ``…`` (:func:`format_report_path`). :data:`MISSING`
+stands for the key or list item one side does not have. :func:`which_calls` names a set of
+calls (or tape entries) in a few words, for the errors and summaries that list them.
+
+The module imports nothing else of openprogram: :mod:`openprogram.errors`, which loads nothing
+when imported, reaches it for the messages it writes this way.
 """
 
 from __future__ import annotations
@@ -31,18 +40,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from openprogram.recording.difference import MISSING, format_report_path, format_report_value
-
 __all__ = [
     "DIFF_SIDES",
     "EVENT_PATH",
+    "MISSING",
     "REPLAY_SIDES",
+    "REPORT_LIMIT",
     "FirstDifference",
     "ReportSides",
     "ReportView",
     "format_report",
+    "format_report_path",
+    "format_report_value",
     "report_view",
     "value_at",
+    "which_calls",
 ]
 
 EVENT_PATH: Final = "event"
@@ -80,7 +92,7 @@ class FirstDifference:
     """The call on the recorded side (replay's recording, ``diff``'s A)."""
     field_path: str
     recorded: Any
-    """The recorded side's value, or :data:`~openprogram.recording.difference.MISSING`."""
+    """The recorded side's value, or :data:`MISSING`."""
     incoming: Any
     """The incoming side's value (the run's request, ``diff``'s B), or ``MISSING``."""
     event_index: int | None = None
@@ -107,7 +119,7 @@ class ReportView:
     position."""
     recorded: Any
     incoming: Any
-    """The values at ``field`` (or :data:`~openprogram.recording.difference.MISSING`)."""
+    """The values at ``field`` (or :data:`MISSING`)."""
 
 
 def format_report(difference: FirstDifference) -> str:
@@ -161,7 +173,7 @@ _SEGMENT: Final = re.compile(r'\.?([A-Za-z0-9_-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*
 
 def value_at(value: Any, path: str) -> Any:
     """The value at ``path`` (``data.choices[0].delta.content``, ``["a b"].c``) inside
-    ``value``; :data:`~openprogram.recording.difference.MISSING` where a key or an index is
+    ``value``; :data:`MISSING` where a key or an index is
     absent."""
     position = 0
     while position < len(path):
@@ -180,3 +192,79 @@ def value_at(value: Any, path: str) -> Any:
             return MISSING
         value = value[name]
     return value
+
+
+class _Missing:
+    """The type of :data:`MISSING`: a key or list item that one side does not have."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        # pickle and copy look the name up in this module, so they hand back the singleton.
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+
+REPORT_LIMIT: Final = 200
+"""Characters of a value or a field path a report line shows before cutting it."""
+
+
+_ESCAPE_LINE_BREAKS: Final = str.maketrans(
+    {
+        "\n": "\\n",
+        "\r": "\\r",
+        "\t": "\\t",
+        "\v": "\\x0b",
+        "\f": "\\x0c",
+        "\x1c": "\\x1c",
+        "\x1d": "\\x1d",
+        "\x1e": "\\x1e",
+        "\x85": "\\x85",
+        "\u2028": "\\u2028",
+        "\u2029": "\\u2029",
+    }
+)
+
+
+def format_report_value(value: Any, limit: int = REPORT_LIMIT) -> str:
+    """Show a value on one line of a mismatch report: its repr, cut after ``limit`` chars."""
+    text = repr(value).translate(_ESCAPE_LINE_BREAKS)
+    if len(text) > limit:
+        return text[:limit] + "…"
+    return text
+
+
+def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:
+    """Show a field path on one line of a report: whole, or, when longer than ``limit``
+    characters, its start and its end around a ``…`` (the end says which leaf it is)."""
+    if len(field_path) <= limit:
+        return field_path
+    keep = limit - 1
+    head = keep * 2 // 3
+    return field_path[:head] + "…" + field_path[len(field_path) - (keep - head) :]
+
+
+_SHOWN_RANGES: Final = 5
+"""The runs of consecutive calls :func:`which_calls` names before ``…``."""
+
+
+def which_calls(indexes: list[int], *, unit: tuple[str, str] = ("call", "calls")) -> str:
+    """``call 3``, ``calls 1..2``, or, when calls were served out of order, the runs of
+    consecutive indexes: ``calls 0, 2..3, 5`` (the first few, then ``…``)."""
+    runs: list[tuple[int, int]] = []
+    for index in indexes:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    shown = [str(a) if a == b else f"{a}..{b}" for a, b in runs[:_SHOWN_RANGES]]
+    more = ", …" if len(runs) > _SHOWN_RANGES else ""
+    return f"{unit[0] if len(indexes) == 1 else unit[1]} {', '.join(shown)}{more}"

@@ -48,10 +48,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal
 
+from openprogram.errors import ReplayMismatch, ToolTapesMissingError
 from openprogram.recording.call_digest import canonical_part
 from openprogram.recording.content_matching import NEAREST_CANDIDATES
 from openprogram.recording.difference import Matching, count_differences, find_first_difference
-from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, is_tool_tape
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
     "TapeReplay",
     "ToolPolicies",
     "ToolPolicy",
-    "ToolTapesMissingError",
     "arguments_digest",
     "check_tool_policies",
     "parse_tool_policies",
@@ -129,27 +128,6 @@ def parse_tool_policies(entries: Iterable[str]) -> dict[str, ToolPolicy]:
 Keep = Callable[[ReplayMismatch], ReplayMismatch]
 """Remembers a mismatch (the session's ``keep``) and returns it, to be raised."""
 _NOTHING_IGNORED: frozenset[str] = frozenset()
-
-
-class ToolTapesMissingError(ReplayMismatch):
-    """A tool's policy is ``replay`` or ``check``, but the recording holds no tool results:
-    it was made before agent tools were taped. Record it again."""
-
-    def __init__(self, path: str, tool: str, policy: str) -> None:
-        self.path = path
-        self.tool = tool
-        self.policy = policy
-        super().__init__(
-            0,
-            "tape",
-            None,
-            tool,
-            tape=f"{TOOL_TAPE_PREFIX}{tool}",
-            detail=(
-                f"tool {tool!r} is to be replayed with policy {policy!r}, but {path} holds no "
-                "tool results (it was recorded before agent tools were taped): record again"
-            ),
-        )
 
 
 def arguments_digest(args: dict[str, Any]) -> bytes:
@@ -250,7 +228,8 @@ class TapeReplay:
         """Raise (and keep) :class:`ToolTapesMissingError` if the recording holds no tool
         tape at all."""
         if not self.has_tool_tapes:
-            raise self.keep(ToolTapesMissingError(self.path, tool, policy))
+            tape = f"{TOOL_TAPE_PREFIX}{tool}"
+            raise self.keep(ToolTapesMissingError(self.path, tool, policy, tape=tape))
 
     def unconsumed(self) -> dict[str, tuple[list[int], int]]:
         """The tapes with entries never read — by tape, their indexes and the tape's length

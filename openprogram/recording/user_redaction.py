@@ -37,14 +37,13 @@ from dataclasses import dataclass
 
 import orjson
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import UserRedactionError
 from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 from openprogram.recording.token_shapes import PLACEHOLDER
 
 __all__ = [
     "Redactor",
     "UserRedaction",
-    "UserRedactionError",
     "compile_redact_pattern",
     "load_redactor",
     "register_redactor",
@@ -57,11 +56,6 @@ Redactor = Callable[[str], str]
 """A user's redaction function: a string in, the same string with secrets replaced out."""
 
 SECRET_GROUP = "secret"
-
-
-class UserRedactionError(OpenProgramError, ValueError):
-    """A redaction pattern that is not a usable regular expression, or a redaction function
-    that failed or returned something other than a string."""
 
 
 def compile_redact_pattern(source: str) -> re.Pattern[str]:

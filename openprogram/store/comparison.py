@@ -58,9 +58,9 @@ from openprogram.recording.content_matching import (
     nearest_request,
     request_differences,
 )
-from openprogram.recording.difference import MISSING, count_differences, find_first_difference
+from openprogram.recording.difference import count_differences, find_first_difference
 from openprogram.recording.format import request_sections
-from openprogram.recording.report import DIFF_SIDES, FirstDifference
+from openprogram.recording.report import DIFF_SIDES, MISSING, FirstDifference
 from openprogram.recording.tape_rows import TapeEntry, comparable_entry
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import CanonicalJSONError
 from openprogram.recording.call_digest import (
     TRANSCRIPT_HASH_VERSION,
     DeterministicParts,
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SHORT_HASH_LENGTH",
-    "CanonicalJSONError",
     "canonical_json",
     "hash_of_digests",
     "recording_digests",
@@ -63,16 +62,6 @@ __all__ = [
 SHORT_HASH_LENGTH = 12
 _NO_NAMES: frozenset[str] = frozenset()
 _INT64 = range(-(2**63), 2**64)
-
-
-class CanonicalJSONError(OpenProgramError, ValueError):
-    """A value that canonical JSON cannot carry faithfully."""
-
-    def __init__(self, field_path: str, problem: str) -> None:
-        self.field_path = field_path
-        self.problem = problem
-        where = f" at {field_path}" if field_path else ""
-        super().__init__(f"cannot write canonical JSON{where}: {problem}")
 
 
 def canonical_json(value: Any) -> bytes:

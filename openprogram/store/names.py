@@ -35,7 +35,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.errors import OpenProgramError, RecordingFileError
+from openprogram.errors import (
+    ActiveRecordingUnknownError,
+    OpenProgramError,
+    RecordingFileError,
+    RecordingNameError,
+)
 
 if TYPE_CHECKING:
     from openprogram.config.settings import LoadedConfig
@@ -43,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_NAME_LENGTH",
     "RECORDING_SUFFIX",
-    "ActiveRecordingUnknownError",
-    "RecordingNameError",
     "RecordingRef",
     "active_recording",
     "configured_recording_path",
@@ -72,15 +75,6 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
 
 _ALLOWED = "use letters, digits, '.', '_' and '-', not starting with '.' or '-'"
-
-
-class RecordingNameError(OpenProgramError):
-    """A recording name that is empty, too long, or holds characters a name may not."""
-
-    def __init__(self, name: str, problem: str) -> None:
-        self.name = name
-        self.problem = problem
-        super().__init__(problem)
 
 
 def validate_name(name: str) -> str:
@@ -197,18 +191,6 @@ def recording_files(store: Path) -> list[tuple[Path, os.stat_result]]:
             found.append((store / entry.name, info))
     found.sort(key=lambda item: item[0].name)
     return found
-
-
-class ActiveRecordingUnknownError(OpenProgramError):
-    """The configuration cannot be read, so which recording is active is unknown."""
-
-    def __init__(self, config_path: Path, cause: str) -> None:
-        self.config_path = config_path
-        self.cause = cause
-        super().__init__(
-            f"the active recording is unknown: the configuration cannot be read ({cause}); "
-            "fix the configuration or run `openprogram recordings off` first; nothing was deleted"
-        )
 
 
 def configured_recording_path(file: str, environ: Mapping[str, str] | None = None) -> Path:

@@ -29,8 +29,7 @@ from typing import Any
 
 import orjson
 
-from openprogram.errors import OpenProgramError
-from openprogram.plural import plural
+from openprogram.errors import RecordingCallNotFoundError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.tape_rows import TapeEntry
@@ -38,7 +37,7 @@ from openprogram.store.call_usage import usage_tokens
 from openprogram.store.http_views import HttpExchange, http_call_parts
 from openprogram.store.summary import call_label
 
-__all__ = ["CallView", "RecordingCallNotFoundError", "TapeView", "call_views", "tape_view"]
+__all__ = ["CallView", "TapeView", "call_views", "tape_view"]
 
 
 @dataclass(frozen=True)
@@ -94,20 +93,6 @@ BLOCK_SEPARATOR = "\n"
 
 
 """Between the content blocks of one message (each block's own deltas join with nothing)."""
-
-
-class RecordingCallNotFoundError(OpenProgramError, IndexError):
-    """``--call N`` names a call the recording does not hold."""
-
-    def __init__(self, path: Path, call_index: int, calls: int) -> None:
-        self.path = path
-        self.call_index = call_index
-        self.calls = calls
-        if calls == 0:
-            advice = "it holds no calls yet"
-        else:
-            advice = f"it holds {plural(calls, 'call')}: choose 0 to {calls - 1}"
-        super().__init__(f"{path} has no call {call_index}; {advice}")
 
 
 @dataclass(frozen=True)

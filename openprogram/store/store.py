@@ -24,12 +24,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from openprogram.errors import OpenProgramError, RecordingFileError
+from openprogram.errors import (
+    PruneCriteriaError,
+    RecordingDeleteError,
+    RecordingExistsError,
+    RecordingFileError,
+    RecordingNameError,
+    RecordingNotFoundError,
+    RecordingRefusedError,
+)
 from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
 from openprogram.recording.format import encode_row, new_header
 from openprogram.store.names import (
     RECORDING_SUFFIX,
-    RecordingNameError,
     is_path_argument,
     is_same_file,
     recording_files,
@@ -41,12 +48,7 @@ from openprogram.store.names import (
 from openprogram.store.summary_cache import summarize_store
 
 __all__ = [
-    "PruneCriteriaError",
     "PruneResult",
-    "RecordingDeleteError",
-    "RecordingExistsError",
-    "RecordingNotFoundError",
-    "RecordingRefusedError",
     "check_deletable",
     "check_prune_criteria",
     "create_recording",
@@ -56,54 +58,6 @@ __all__ = [
 ]
 
 SECONDS_PER_DAY = 86_400
-
-
-class RecordingExistsError(OpenProgramError):
-    """``create_recording`` found a recording (or anything) under that name already."""
-
-    def __init__(self, path: Path, name: str) -> None:
-        self.path = path
-        self.name = name
-        super().__init__(
-            f"recording {name!r} already exists ({path}): choose another name or delete it first"
-        )
-
-
-class RecordingNotFoundError(OpenProgramError):
-    """No recording by that name or path."""
-
-    def __init__(self, path: Path, name: str | None) -> None:
-        self.path = path
-        self.name = name
-        what = f"recording {name!r}" if name is not None else "recording"
-        super().__init__(f"no {what} at {path}: check the name with `openprogram recordings list`")
-
-
-class RecordingRefusedError(OpenProgramError):
-    """A delete that openprogram will not do; ``reason`` says why."""
-
-    def __init__(self, path: Path, name: str | None, reason: str) -> None:
-        self.path = path
-        self.name = name
-        self.reason = reason
-        super().__init__(f"refusing to delete {path}: {reason}")
-
-
-class RecordingDeleteError(OpenProgramError):
-    """The operating system refused to remove a recording."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(f"cannot delete {path} ({reason}): check the store's permissions")
-
-
-class PruneCriteriaError(OpenProgramError, ValueError):
-    """``prune`` was given no criterion, or a negative one."""
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
 
 
 def create_recording(store: Path, name: str) -> Path:

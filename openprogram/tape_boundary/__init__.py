@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from openprogram.errors import RecordedTapeError, TapeValueError
     from openprogram.tape_boundary.taped_functions import now, random, seeded_random, taped
-    from openprogram.tape_boundary.values import RecordedTapeError, TapeValueError
 
 _EXPORTS: dict[str, str] = {
-    "RecordedTapeError": "openprogram.tape_boundary.values",
-    "TapeValueError": "openprogram.tape_boundary.values",
+    "RecordedTapeError": "openprogram.errors",
+    "TapeValueError": "openprogram.errors",
     "now": "openprogram.tape_boundary.taped_functions",
     "random": "openprogram.tape_boundary.taped_functions",
     "seeded_random": "openprogram.tape_boundary.taped_functions",

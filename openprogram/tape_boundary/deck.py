@@ -33,13 +33,14 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from openprogram.errors import RecordReplayBlockedError
 from openprogram.providers.runtime import RuntimeState, initialize_provider_runtime, runtime_state
 from openprogram.providers.scopes import current_scope
 from openprogram.recording.tape_replay import ToolPolicies, ToolPolicy
 from openprogram.recording.tape_rows import TAPES_FEATURE
 
 if TYPE_CHECKING:
-    from openprogram.recording.mismatch import ReplayMismatch
+    from openprogram.errors import ReplayMismatch
     from openprogram.recording.redaction import SecretRedactor
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.tape_rows import TapeEntry
@@ -206,8 +207,6 @@ class BlockedTapes:
         return None  # nothing is written or compared
 
     def refuse(self) -> NoReturn:
-        from openprogram.providers.activation import RecordReplayBlockedError
-
         raise RecordReplayBlockedError(self.reason)
 
 

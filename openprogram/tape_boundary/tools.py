@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.errors import ReplayMismatch
 from openprogram.recording.tape_rows import (
     TOOL_TAPE_PREFIX,
     TapeEntry,

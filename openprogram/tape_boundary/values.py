@@ -33,18 +33,11 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
-from openprogram.errors import OpenProgramError
-from openprogram.recording.difference import format_report_path, join_field_path
+from openprogram.errors import RecordedTapeError, TapeValueError
+from openprogram.recording.difference import join_field_path
 from openprogram.recording.format import RecordedError
 
-__all__ = [
-    "RecordedTapeError",
-    "TapeValueError",
-    "json_arguments",
-    "json_result",
-    "plain_json_problem",
-    "rebuilt_exception",
-]
+__all__ = ["json_arguments", "json_result", "plain_json_problem", "rebuilt_exception"]
 
 
 _INT64: Final = range(-(2**63), 2**64)
@@ -54,20 +47,6 @@ _RESULT_ADVICE: Final = (
     "return JSON values (dict, list, str, int, float, bool, None), or annotate the "
     "function's return type so the result can be rebuilt (a pydantic model, a tuple, a date)"
 )
-
-
-class TapeValueError(OpenProgramError, ValueError):
-    """A value a tape cannot record faithfully, or a recorded result it cannot rebuild.
-
-    ``tape`` names the tape, ``field_path`` the value (``args.city``, ``result.temps[2]``).
-    """
-
-    def __init__(self, tape: str, field_path: str, problem: str, advice: str) -> None:
-        self.tape = tape
-        self.field_path = field_path
-        self.problem = problem
-        where = f"field {format_report_path(field_path)}" if field_path else "the value"
-        super().__init__(f"tape {tape}: {where} {problem}; {advice}")
 
 
 def plain_json_problem(value: Any, path: str) -> tuple[str, str] | None:
@@ -192,15 +171,6 @@ def _name(annotation: Any) -> str:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
-
-
-class RecordedTapeError(OpenProgramError):
-    """Replay of an exception a taped function raised whose type replay cannot raise itself:
-    ``original_type`` is the recorded type name, the message the recorded message."""
-
-    def __init__(self, original_type: str, message: str) -> None:
-        self.original_type = original_type
-        super().__init__(f"{original_type}: {message}")
 
 
 def rebuilt_exception(recorded: RecordedError) -> BaseException:

@@ -28,30 +28,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import NetworkBlockedError
 from openprogram.recording.mismatch import RecordReplayEscape
 
-__all__ = ["NetworkBlock", "NetworkBlockedError", "is_loopback_host"]
+__all__ = ["NetworkBlock", "is_loopback_host"]
 
 _INTERNET = (socket.AF_INET, socket.AF_INET6)
-
-
-class NetworkBlockedError(OpenProgramError):
-    """A test opened a connection to a host that is not this machine, with the network
-    blocked. ``test`` is the test's node id (None during collection)."""
-
-    def __init__(self, test: str | None, host: str, port: object, name: str | None) -> None:
-        self.test = test
-        self.host = host
-        self.port = port
-        self.name = name
-        where = f"{host} port {port}" + (f" ({name})" if name and name != host else "")
-        who = f"from {test}" if test is not None else "during collection"
-        super().__init__(
-            f"blocked a connection to {where} {who}: the network is blocked "
-            "(--openprogram-block-network); replay the test's calls with the "
-            "openprogram_recording fixture, or list the host in openprogram_allowed_hosts"
-        )
 
 
 def is_loopback_host(host: str) -> bool:

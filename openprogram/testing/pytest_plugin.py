@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram.errors import OpenProgramError, RecordingFileError
 from openprogram.testing import recording_settings
 from openprogram.testing.plugin_options import (
     PLUGIN_SETTINGS,
@@ -121,7 +122,6 @@ def openprogram_recording(
     Yields a :class:`~openprogram.testing.session_lifecycle.RecordingSession` (``path``,
     ``mode``, ``replay``). See ``docs/testing.md``.
     """
-    from openprogram.errors import OpenProgramError, RecordingFileError
     from openprogram.recording.user_redaction import user_redaction_in_effect
     from openprogram.testing.recording_session import open_recording_session
 

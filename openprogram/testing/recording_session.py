@@ -30,7 +30,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.errors import OpenProgramError, RecordingFileError
+from openprogram.errors import (
+    RecordingFileError,
+    RecordingMissingError,
+    RecordingOnCiRefusedError,
+)
 from openprogram.private_files import make_private_dirs
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.recording.difference import DEFAULT_MATCHING
@@ -42,40 +46,7 @@ from openprogram.testing.session_lifecycle import RecordingSession
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["RecordingMissingError", "RecordingOnCiRefusedError", "open_recording_session"]
-
-
-class RecordingMissingError(OpenProgramError):
-    """Replay-only mode and the test has no recording yet."""
-
-    def __init__(self, path: str, command: str) -> None:
-        self.path = path
-        self.command = command
-        super().__init__(
-            f"no recording at {path} (record mode 'none' only replays); record it with "
-            f"`{command}`, then commit it"
-        )
-
-
-class RecordingOnCiRefusedError(OpenProgramError):
-    """A test would record (or call live) on CI, where recordings are replayed, not made."""
-
-    def __init__(self, path: str, ci_value: str, *, live: bool = False) -> None:
-        self.path = path
-        self.ci_value = ci_value
-        self.live = live
-        allow = "pass --openprogram-allow-record-on-ci (or set OPENPROGRAM_ALLOW_RECORD_ON_CI=1)"
-        if live:
-            message = (
-                f"refusing to call live providers for {path} on CI (CI={ci_value}): run it "
-                f"live locally, or {allow} to call them here anyway"
-            )
-        else:
-            message = (
-                f"refusing to record {path} on CI (CI={ci_value}): record locally and commit "
-                f"the recording, or {allow} to record here anyway"
-            )
-        super().__init__(message)
+__all__ = ["open_recording_session"]
 
 
 def open_recording_session(

@@ -46,12 +46,12 @@ from openprogram.activation.boundaries import (
     hide_placeholder_keys,
     set_placeholder_keys,
 )
+from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.provider_boundary.replay_or_record import replay_or_record_transform
 from openprogram.providers.activation import record_transform, replay_transform
 from openprogram.providers.api_registry import process_wide_scope
-from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.rewriting import RecordingMerge
 from openprogram.recording.writer import forget_writer, writer_for
 from openprogram.store.call_usage import call_tokens

@@ -23,7 +23,7 @@ from typing import Any, Literal, cast, get_args
 import pytest
 
 from openprogram.plural import plural
-from openprogram.recording.mismatch import which_calls
+from openprogram.recording.report import which_calls
 
 __all__ = ["REPORT_VERSION", "SuiteSummary"]
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.activation.configured import exec_plan
-from openprogram.activation.exec_errors import ExecSetupError
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.errors import RecordingFileError, RecordingNameError
+from openprogram.errors import ExecSetupError, RecordingFileError, RecordingNameError
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from tests.support.config_files import configure, write_config
 from tests.support.recording_rows import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import openprogram
-from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.errors import ReplayMismatch
 from openprogram.recording.reader import read_recording
 from tests.support.gathered_agents import http_agents, provider_agents
 from tests.support.offline import offline

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.activation.exec_environment import check_command, python_of
-from openprogram.activation.exec_errors import ExecSetupError
+from openprogram.errors import ExecSetupError
 
 ENV = {"PATH": os.environ["PATH"]}
 

@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.agent import AgentTool, builtin_tools, run_agent
-from openprogram.agent.file_tools import (
-    LIST_DIRECTORY_MAX_ENTRIES,
-    READ_FILE_LIMIT_BYTES,
-    ToolInputError,
-)
+from openprogram.agent.file_tools import LIST_DIRECTORY_MAX_ENTRIES, READ_FILE_LIMIT_BYTES
+from openprogram.errors import ToolInputError
 from openprogram.providers import ECHO_MODEL, ToolResultMessage
 
 

@@ -85,7 +85,7 @@ def test_a_drift_exits_1_with_the_report_also_when_the_program_swallowed_it(
     agent = offline_agent(tmp_path)
     crashed = run_exec("--replay", "first", "--", sys.executable, str(agent), *args, env=env)
     assert crashed.returncode == 1
-    assert f"openprogram.recording.mismatch.ReplayMismatch: {REPORT}" in crashed.stderr
+    assert f"openprogram.errors.ReplayMismatch: {REPORT}" in crashed.stderr
     assert f"openprogram: {REPORT}" in crashed.stderr
     swallowing = offline_agent(
         tmp_path,

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, ReplayMismatch
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
 from openprogram.recording import report
-from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.report import FirstDifference
 from openprogram.testing.recording_session import open_recording_session
 from tests.support.cli_runner import next_start, openprogram, run

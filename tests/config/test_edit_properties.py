@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from openprogram.config.editing import KEEP, Keep, set_record_replay
 from openprogram.config.paths import ConfigLocation
-from openprogram.config.problems import ConfigError
 from openprogram.config.settings import load_config
+from openprogram.errors import ConfigError
 from openprogram.store.names import file_setting_problem
 
 STARTING_FILES = [

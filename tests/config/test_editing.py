@@ -11,8 +11,8 @@ import pytest
 
 from openprogram.config.editing import KEEP, ConfigEdit, Keep, set_record_replay
 from openprogram.config.paths import ConfigLocation
-from openprogram.config.problems import ConfigError
 from openprogram.config.settings import load_config
+from openprogram.errors import ConfigError
 
 COMMENTED = """\
 # openprogram settings for this laptop.

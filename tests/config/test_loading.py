@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from openprogram.config.models import ProviderSettings, RecordReplaySettings, Settings
-from openprogram.config.problems import ConfigError
 from openprogram.config.settings import LoadedConfig, load_config, read_settings
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ConfigError, OpenProgramError
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.config.editing import set_record_replay, write_backup
-from openprogram.config.problems import ConfigError
 from openprogram.config.settings import load_config
+from openprogram.errors import ConfigError
 
 NOT_TOML = b'# my settings\n[record_replay\nmode = "record"\n\xff stray bytes\n'
 

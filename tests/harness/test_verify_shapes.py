@@ -12,6 +12,7 @@ import pytest
 from typer.testing import Result
 
 from openprogram.agent.file_tools import builtin_tools
+from openprogram.errors import VerifySetupError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.rewriting import call_rows_of
 from tests.support.cli_runner import run
@@ -130,7 +131,7 @@ def test_an_odd_shape_in_call_0_is_one_line_naming_file_call_and_field(
 
 
 def test_the_error_carries_the_facts(recorded: Path) -> None:
-    from openprogram.harness.verification import VerifySetupError, verify_recording
+    from openprogram.harness.verification import verify_recording
 
     path = with_call_0(recorded, metadata_list)
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from openprogram.errors import ReplayMismatch
 from openprogram.http_boundary.codec import MULTIPART_BOUNDARY
-from openprogram.recording.mismatch import RecordReplayEscape, ReplayMismatch
+from openprogram.recording.mismatch import RecordReplayEscape
 from tests.http_boundary.boundaries import (
     LIBRARIES,
     ScriptedNetworkTransport,

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from openprogram.config.paths import recordings_dir
+from openprogram.errors import RecordReplayBlockedError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
@@ -21,7 +22,7 @@ from openprogram.providers import (
     provider_runtime_status,
     register_api_provider,
 )
-from openprogram.providers.activation import BlockedProvider, RecordReplayBlockedError
+from openprogram.providers.activation import BlockedProvider
 from tests.support.config_files import write_config
 from tests.support.tool_sessions import tool_session
 

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from openprogram.errors import ReplayMismatch
 from openprogram.provider_boundary.codec import dump_request, read_recording
 from openprogram.provider_boundary.pending_request import (
     STATE_TYPES,
@@ -37,7 +38,6 @@ from openprogram.providers import (
     register_api_provider,
     scoped_api_providers,
 )
-from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.writer import close_recording_writers

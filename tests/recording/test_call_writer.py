@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from openprogram.errors import UnrecordableValueError
 from openprogram.providers import ECHO_MODEL, Context, EchoProvider, RecordingProvider, UserMessage
-from openprogram.recording.format import RecordedError, UnrecordableValueError
+from openprogram.recording.format import RecordedError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.writer import RecordingWriter, writer_for
 from tests.support.http_call_rows import chat_request, chunk

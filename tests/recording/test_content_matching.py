@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.errors import RecordingTruncatedError, ReplayMismatch, UnconsumedCallsError
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
@@ -19,11 +20,6 @@ from openprogram.providers import (
     UserMessage,
 )
 from openprogram.recording.format import RecordedCall, new_header
-from openprogram.recording.mismatch import (
-    RecordingTruncatedError,
-    ReplayMismatch,
-    UnconsumedCallsError,
-)
 from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor
 from openprogram.recording.replay_session import ReplaySession

@@ -9,16 +9,10 @@ from typing import Any
 
 import pytest
 
+from openprogram.errors import ReplayMismatch
 from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
-from openprogram.recording.difference import (
-    MISSING,
-    Difference,
-    find_first_difference,
-    format_report_path,
-    format_report_value,
-    join_field_path,
-)
-from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.recording.difference import Difference, find_first_difference, join_field_path
+from openprogram.recording.report import MISSING, format_report_path, format_report_value
 
 # --- the rules, one by one -----------------------------------------------------------------
 

@@ -10,10 +10,8 @@ from typing import Any
 
 from hypothesis import given
 
-from openprogram.recording.difference import (
-    MISSING,
-    find_first_difference,
-)
+from openprogram.recording.difference import find_first_difference
+from openprogram.recording.report import MISSING
 from tests.support.json_values import JSON_LIKE, PAIRS, normalize, reordered
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")

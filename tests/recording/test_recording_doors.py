@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from openprogram.errors import RecordingFileError
+from openprogram.errors import RecordingFileError, UnrecordableValueError
 from openprogram.json_nesting import MAX_NESTING_DEPTH
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
@@ -26,7 +26,7 @@ from openprogram.providers import (
     Tool,
     UserMessage,
 )
-from openprogram.recording.format import UnrecordableValueError, encode_row, new_header
+from openprogram.recording.format import encode_row, new_header
 from openprogram.recording.reader import read_recording_bytes, read_recording_file
 from openprogram.recording.writer import RecordingWriter
 from tests.support.recording_rows import write_rows

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.provider_boundary.codec import read_recording as read_with_provider_events
 from openprogram.providers import (
     ECHO_MODEL,
@@ -16,7 +17,6 @@ from openprogram.providers import (
     UserMessage,
 )
 from openprogram.recording.format import RecordedCall
-from openprogram.recording.mismatch import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession

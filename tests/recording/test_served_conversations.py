@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from openprogram.agent.loop import run_agent
+from openprogram.errors import ReplayMismatch
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers import scoped_api_providers
 from openprogram.providers.api_registry import register_api_provider
-from openprogram.recording.mismatch import ReplayMismatch
 from openprogram.recording.reader import read_recording as read_rows_only
 from openprogram.recording.redaction import (
     REDACTION_VERSION,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, UnrecordableValueError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
@@ -30,7 +30,6 @@ from openprogram.providers import (
     ToolCallStartEvent,
     UserMessage,
 )
-from openprogram.recording.format import UnrecordableValueError
 from tests.support.provider_events import collect
 
 HELLO = Context(messages=[UserMessage(content="hello")])
@@ -134,7 +133,7 @@ async def test_a_non_finite_number_in_an_event_ends_the_call_with_that_error(
     assert [row["type"] for row in call.event_rows] == ["start", "toolcall_start"]
     assert call.outcome == "error"
     assert call.error is not None
-    assert call.error.type == "openprogram.recording.format.UnrecordableValueError"
+    assert call.error.type == "openprogram.errors.UnrecordableValueError"
     # Replay ends the call the same way: the two events, then an equivalent error.
     replayed: list[AssistantMessageEvent] = []
     with pytest.raises(RecordedProviderError) as replayed_error:

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openprogram.errors import RecordingFileError
+from openprogram.errors import RecordingCallNotFoundError, RecordingFileError
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
@@ -16,7 +16,7 @@ from openprogram.providers import (
     UserMessage,
     complete_simple,
 )
-from openprogram.store.show import CallView, RecordingCallNotFoundError, call_views
+from openprogram.store.show import CallView, call_views
 from tests.support.recording_rows import Row, call_rows, header, text_events, write_rows
 from tests.support.tool_sessions import record_tool_session, recording_into
 

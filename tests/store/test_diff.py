@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openprogram.provider_boundary.codec import read_recording
-from openprogram.recording.difference import MISSING
+from openprogram.recording.report import MISSING
 from openprogram.store.comparison import compare_recordings, first_difference
 from openprogram.store.hashing import transcript_hash
 from tests.support.cli_runner import run

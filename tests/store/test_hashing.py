@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprogram.errors import CanonicalJSONError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
@@ -22,12 +23,7 @@ from openprogram.providers import (
 )
 from openprogram.recording.call_digest import TRANSCRIPT_HASH_VERSION
 from openprogram.store.comparison import first_difference
-from openprogram.store.hashing import (
-    CanonicalJSONError,
-    canonical_json,
-    short_hash,
-    transcript_hash,
-)
+from openprogram.store.hashing import canonical_json, short_hash, transcript_hash
 from tests.support.tool_sessions import recording_into
 
 

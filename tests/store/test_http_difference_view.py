@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.recording.difference import MISSING, find_first_difference
-from openprogram.recording.report import DIFF_SIDES, FirstDifference, report_view, value_at
+from openprogram.recording.difference import find_first_difference
+from openprogram.recording.report import DIFF_SIDES, MISSING, FirstDifference, report_view, value_at
 
 DATA = {"choices": [{"delta": {"content": "Hel"}}], "odd key.": {"[0]": 1}, "": [None]}
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, RecordingNameError
 from openprogram.store.names import (
-    RecordingNameError,
     RecordingRef,
     default_name,
     is_path_argument,

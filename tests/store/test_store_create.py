@@ -9,11 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openprogram.errors import RecordingFileError
+from openprogram.errors import RecordingExistsError, RecordingFileError, RecordingNameError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.format import RECORDING_FORMAT_VERSION
-from openprogram.store.names import RecordingNameError
-from openprogram.store.store import RecordingExistsError, create_recording
+from openprogram.store.store import create_recording
 
 
 def mode(path: Path) -> int:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.store.names import RecordingNameError
-from openprogram.store.store import (
+from openprogram.errors import (
     RecordingDeleteError,
+    RecordingNameError,
     RecordingNotFoundError,
     RecordingRefusedError,
-    delete_recording,
 )
+from openprogram.store.store import delete_recording
 from tests.support.recording_rows import write_recording
 
 

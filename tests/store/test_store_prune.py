@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.store.store import (
-    PruneCriteriaError,
-    PruneResult,
-    prune_recordings,
-    select_for_prune,
-)
+from openprogram.errors import PruneCriteriaError
+from openprogram.store.store import PruneResult, prune_recordings, select_for_prune
 from tests.support.recording_rows import write_recording
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from openprogram.errors import RecordingRefusedError
 from openprogram.store import store as store_module
 from openprogram.store.names import recording_files, resolve_store
-from openprogram.store.store import (
-    RecordingRefusedError,
-    check_deletable,
-    delete_recording,
-    prune_recordings,
-)
+from openprogram.store.store import check_deletable, delete_recording, prune_recordings
 from openprogram.store.summary_cache import summarize_store
 from tests.support.cli_runner import run
 from tests.support.recording_rows import write_recording

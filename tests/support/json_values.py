@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from openprogram.recording.difference import MISSING
+from openprogram.recording.report import MISSING
 
 NAN = float("nan")
 KEYS = st.sampled_from(["a", "b", "c", "timestamp", "a b", "x.y", 'q"', "é", "", "0"]) | st.text(

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from openprogram.errors import NetworkBlockedError
 from openprogram.recording.mismatch import RecordReplayEscape
-from openprogram.testing.network_block import NetworkBlock, NetworkBlockedError, is_loopback_host
+from openprogram.testing.network_block import NetworkBlock, is_loopback_host
 
 BLOCKED = "192.0.2.1"  # TEST-NET-1: documentation only, never routed
 

@@ -198,7 +198,7 @@ def test_a_mismatch_at_http_fails_the_test_with_the_report_not_the_carrier(
     result = project.run()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["E *openprogram.recording.mismatch.ReplayMismatch: " + report[0][1:], "E " + report[1]],
+        ["E *openprogram.errors.ReplayMismatch: " + report[0][1:], "E " + report[1]],
         consecutive=True,
     )
     result.stdout.fnmatch_lines(["*openprogram: replaying tests/recordings/test_agent/test_http*"])

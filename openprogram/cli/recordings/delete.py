@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from openprogram.cli.output import confirm_or_abort, reporting_errors, say
+from openprogram.errors import RecordingNameError, RecordingNotFoundError
 
 
 def delete(
@@ -13,12 +14,8 @@ def delete(
 ) -> None:
     """Delete a recording. Refuses the active one, symlinks, and anything outside the store."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.store.names import RecordingNameError, protected_recordings
-    from openprogram.store.store import (
-        RecordingNotFoundError,
-        check_deletable,
-        delete_recording,
-    )
+    from openprogram.store.names import protected_recordings
+    from openprogram.store.store import check_deletable, delete_recording
 
     store = recordings_dir()
     usage = (RecordingNameError, RecordingNotFoundError)

@@ -15,6 +15,7 @@ from openprogram.cli.output import (
     stdout,
     visible,
 )
+from openprogram.errors import RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
     from openprogram.store.comparison import RecordingComparison
@@ -39,10 +40,9 @@ def diff(
     equal), 1 when they differ, 2 when one cannot be read.
     """
     from openprogram.config.paths import recordings_dir
-    from openprogram.errors import RecordingFileError
     from openprogram.provider_boundary.codec import read_recording
     from openprogram.store.comparison import compare_recordings
-    from openprogram.store.names import RecordingNameError, resolve_recording
+    from openprogram.store.names import resolve_recording
 
     with reporting_errors(usage_errors=(RecordingNameError, RecordingFileError)):
         store = recordings_dir()

@@ -13,6 +13,7 @@ from openprogram.cli.output import (
     say,
     warn,
 )
+from openprogram.errors import PruneCriteriaError
 
 
 def prune(
@@ -29,12 +30,7 @@ def prune(
     """Delete old recordings (give --older-than, --keep, or both). Never the active one."""
     from openprogram.config.paths import recordings_dir
     from openprogram.store.names import protected_recordings, resolve_store
-    from openprogram.store.store import (
-        PruneCriteriaError,
-        check_prune_criteria,
-        prune_recordings,
-        select_for_prune,
-    )
+    from openprogram.store.store import check_prune_criteria, prune_recordings, select_for_prune
 
     store = resolve_store(recordings_dir())  # a symlinked store: act inside its target only
     with reporting_errors(usage_errors=(PruneCriteriaError,)):

@@ -17,6 +17,7 @@ from openprogram.cli.output import (
     print_json,
     say,
 )
+from openprogram.errors import RecordingNameError, UserRedactionError
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
@@ -55,7 +56,6 @@ def scan(
     --redactor cannot be used.
     """
     from openprogram.config.paths import recordings_dir
-    from openprogram.store.names import RecordingNameError
     from openprogram.store.scan import scan_recordings, scan_targets
 
     user = _user_redaction(redactor)
@@ -82,11 +82,7 @@ def scan(
 def _user_redaction(spec: str | None) -> UserRedaction | None:
     """The configuration's patterns and ``--redactor``; exit 2 when either is unusable."""
     from openprogram.config.settings import load_config
-    from openprogram.recording.user_redaction import (
-        UserRedactionError,
-        load_redactor,
-        user_redaction_in_effect,
-    )
+    from openprogram.recording.user_redaction import load_redactor, user_redaction_in_effect
 
     loaded = load_config()
     if loaded.error is not None:

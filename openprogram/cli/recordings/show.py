@@ -16,6 +16,7 @@ from openprogram.cli.output import (
     visible,
     warn,
 )
+from openprogram.errors import RecordingCallNotFoundError, RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
     from openprogram.store.http_views import HttpExchange
@@ -36,9 +37,8 @@ def show(
     HTTP call also shows its request and what came back (status, SSE events or body). Then
     each tape entry: its tape and index, arguments, and result or exception."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.errors import RecordingFileError
-    from openprogram.store.names import RecordingNameError, resolve_recording
-    from openprogram.store.show import RecordingCallNotFoundError, view_recording
+    from openprogram.store.names import resolve_recording
+    from openprogram.store.show import view_recording
 
     warn(PRIVACY_WARNING)
     with reporting_errors(

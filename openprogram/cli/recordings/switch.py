@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from openprogram.cli.output import plural, print_json, reporting_errors, say, warn
+from openprogram.errors import RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
     from openprogram.store.status import ModeChange
@@ -96,8 +97,6 @@ def describe_change(change: ModeChange) -> dict[str, Any]:
 
 def usage_errors() -> tuple[type[BaseException], ...]:
     """Bad names and unreadable file arguments exit 2."""
-    from openprogram.errors import RecordingFileError, RecordingNameError
-
     return (RecordingNameError, RecordingFileError)
 
 

@@ -15,6 +15,12 @@ from openprogram.cli.output import (
     say,
 )
 from openprogram.cli.run import TOOL_POLICY, parsed_tool_policies
+from openprogram.errors import (
+    ExecSetupError,
+    RecordingFileError,
+    RecordingNameError,
+    VerifySetupError,
+)
 
 COMMAND = typer.Argument(
     None,
@@ -46,15 +52,9 @@ def verify(
     recording, --tools or the command cannot be used. The session's tools run live unless
     --tool-policy (or record_replay.tools) says replay (their taped results) or check.
     """
-    from openprogram.activation.exec_errors import ExecSetupError
     from openprogram.config.paths import recordings_dir
-    from openprogram.errors import RecordingFileError
-    from openprogram.harness.verification import (
-        VerifySetupError,
-        verify_command,
-        verify_recording,
-    )
-    from openprogram.store.names import RecordingNameError, resolve_recording
+    from openprogram.harness.verification import verify_command, verify_recording
+    from openprogram.store.names import resolve_recording
 
     if command and tools is not None:
         abort("--tools applies to sessions rebuilt without a command; drop it", EXIT_USAGE)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from openprogram.recording.mismatch import ReplayMismatch
+from openprogram.errors import ReplayMismatch
 from tests.support.sdk_capture import recording, replaying, sockets_watched
 from tests.support.sdk_clients import API_KEYS, CLIENT_KINDS, ClientKind, Scenario, observe, settle
 from tests.support.sdk_scenarios import WEATHER_TOOL, chat_tool, messages_tool
