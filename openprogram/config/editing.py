@@ -52,6 +52,7 @@ from openprogram.private_files import (
     replace_file,
     sync_folder,
 )
+from openprogram.store.names import file_setting_problem
 
 __all__ = ["ConfigEdit", "set_record_replay"]
 
@@ -298,8 +299,6 @@ def _check_names_recording(document: TOMLDocument, *, mode: Mode, path: Path) ->
 def _without_unusable_file(document: TOMLDocument) -> list[str]:
     """Remove a ``record_replay.file`` that can name no recording (``off`` clears it, since
     ``status`` reports it); what was removed, as repair notes."""
-    from openprogram.store.names import file_setting_problem
-
     table = document.get(TABLE)
     value = table.get("file") if isinstance(table, MutableMapping) else None
     if not isinstance(value, str):

@@ -36,7 +36,13 @@ from openprogram.config.models import (
     known_keys,
 )
 from openprogram.config.paths import ConfigLocation, config_location
-from openprogram.config.problems import dotted_key, encoding_problem, syntax_problem, value_problem
+from openprogram.config.problems import (
+    dotted_key,
+    encoding_problem,
+    find_key_line,
+    syntax_problem,
+    value_problem,
+)
 from openprogram.errors import ConfigError
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
@@ -176,8 +182,6 @@ def parse_config(data: bytes, *, path: Path) -> tuple[str, dict[str, Any]]:
 
 def _too_deep(values: dict[str, Any], *, path: Path, text: str) -> ConfigError:
     """The error for a document nested too deeply, naming its deepest top-level key."""
-    from openprogram.config.problems import find_key_line
-
     location: list[str] = []
     current: Any = values
     while isinstance(current, dict):  # follow the tables down to the value that is too deep
@@ -245,8 +249,6 @@ def file_value_error(
     error: ErrorDetails, *, path: Path, text: str, advice: str | None = None
 ) -> ConfigError:
     """One pydantic error about the file's values, as a :class:`ConfigError`."""
-    from openprogram.config.problems import find_key_line  # only needed when reporting
-
     location = error["loc"]
     return ConfigError(
         value_problem(error, known_keys(location[:-1])),

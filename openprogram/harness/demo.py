@@ -76,8 +76,6 @@ class Demo:
     def drift(self) -> str | None:
         """Change the file the tool reads and replay: the report replay gives (None if,
         against expectations, it replayed)."""
-        from openprogram.provider_boundary.replay import ReplayProvider
-
         self.notes.write_text(CHANGED_TEXT)
         try:
             self._session(ReplayProvider(self.recording))

@@ -86,8 +86,6 @@ def verify_recording(
     ``tool_policies`` (tool name or ``"*"`` to ``live``, ``replay`` or ``check``) say how the
     tools are re-run, over ``record_replay.tools``: live (the default), from their taped
     results, or live and checked against them."""
-    from openprogram.store.hashing import transcript_hash
-
     recording = read_recording(path)  # strict: a damaged file is refused before anything runs
     if not recording.calls:
         raise VerifySetupError(f"{path} holds no calls: there is no session to verify")

@@ -22,8 +22,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openprogram.config.editing import set_record_replay
+from openprogram.config.environment import (
+    MODE_VARIABLE,
+    RECORD_REPLAY_VARIABLE,
+    is_secret_variable,
+    suggest_variable,
+)
+from openprogram.config.paths import recordings_dir
+from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
+from openprogram.provider_boundary.codec import read_recording
+from openprogram.recording.redaction import SecretRedactor
+from openprogram.store import names  # called through the module: one function answers for all
+from openprogram.store.store import create_recording
 
 if TYPE_CHECKING:
     from openprogram.config.editing import ConfigEdit
@@ -104,13 +117,6 @@ def configured_status() -> StatusReport:
     No secret reaches the report: the value of a variable that may hold one is
     :data:`HIDDEN`, and every other text has credentials removed.
     """
-    from openprogram.config.environment import (
-        MODE_VARIABLE,
-        is_secret_variable,
-        suggest_variable,
-    )
-    from openprogram.config.settings import load_config
-    from openprogram.store.names import configured_recording_path, file_not_set_problem
 
     loaded = load_config()
     problems: list[str] = []
@@ -130,11 +136,11 @@ def configured_status() -> StatusReport:
         settings = loaded.settings.record_replay
         mode, file_setting = settings.mode, settings.file
         if mode != "off" and not file_setting:
-            problems.append(file_not_set_problem(mode))
+            problems.append(names.file_not_set_problem(mode))
             advice.append(f"run `openprogram recordings {mode} NAME`, or {REPAIR_ADVICE}")
         elif file_setting:
             try:
-                path = configured_recording_path(file_setting)
+                path = names.configured_recording_path(file_setting)
             except OpenProgramError as error:
                 if mode == "off":  # the file is not used: worth a note, not a failure
                     notes.append(
@@ -179,8 +185,6 @@ def configured_status() -> StatusReport:
 
 
 def _secret_remover() -> Callable[[str], str]:
-    from openprogram.recording.redaction import SecretRedactor
-
     return SecretRedactor().redact_text
 
 
@@ -238,8 +242,6 @@ def _cut_short(recording: FileState) -> str:
 
 def check_recording(path: Path, *, for_replay: bool) -> FileState:
     """Read ``path`` strictly, as replay (or the recorder) will; never raises."""
-    from openprogram.provider_boundary.codec import read_recording
-
     if not path.exists():
         return FileState(path, exists=False, valid=False, problem=f"{path} does not exist")
     try:
@@ -289,12 +291,8 @@ class ModeChange:
 
 def start_recording(name: str | None = None) -> ModeChange:
     """Create recording ``name`` (default ``rec-YYYYMMDD-HHMMSS``) and set mode=record."""
-    from openprogram.config.editing import set_record_replay
-    from openprogram.config.paths import recordings_dir
-    from openprogram.store.names import default_name
-    from openprogram.store.store import create_recording
 
-    name = name if name is not None else default_name()
+    name = name if name is not None else names.default_name()
     path = create_recording(recordings_dir(), name)
     try:
         edit = set_record_replay(mode="record", file=name)
@@ -306,12 +304,8 @@ def start_recording(name: str | None = None) -> ModeChange:
 
 def start_replay(argument: str) -> ModeChange:
     """Check the recording ``argument`` (a name or a path) and set mode=replay."""
-    from openprogram.config.editing import set_record_replay
-    from openprogram.config.paths import recordings_dir
-    from openprogram.provider_boundary.codec import read_recording
-    from openprogram.store.names import resolve_recording
 
-    ref = resolve_recording(argument, recordings_dir())
+    ref = names.resolve_recording(argument, recordings_dir())
     recording = read_recording(ref.path)  # refuses a missing, corrupt or other-version file
     setting = ref.name if ref.name is not None else str(ref.path)
     edit = set_record_replay(mode="replay", file=setting)
@@ -327,8 +321,6 @@ def start_replay(argument: str) -> ModeChange:
 
 def turn_off() -> ModeChange:
     """Set mode=off, whatever state the configuration is in (a broken one is repaired)."""
-    from openprogram.config.editing import set_record_replay
-
     edit = set_record_replay(mode="off")
     return ModeChange("off", edit, **_overrides_of("off"))
 
@@ -336,9 +328,6 @@ def turn_off() -> ModeChange:
 def _overrides_of(mode: str) -> dict[str, Any]:
     """Which environment variables still override the record/replay settings just written
     (values that may hold a secret hidden, as ``status`` shows them)."""
-    from openprogram.config.environment import RECORD_REPLAY_VARIABLE, is_secret_variable
-    from openprogram.config.settings import load_config
-    from openprogram.recording.redaction import SecretRedactor
 
     loaded = load_config()
     forced = loaded.mode_forced_by_env

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from openprogram.errors import RecordReplayBlockedError
 from openprogram.providers.runtime import RuntimeState, initialize_provider_runtime, runtime_state
 from openprogram.providers.scopes import current_scope
+from openprogram.recording import redaction
 from openprogram.recording.tape_replay import ToolPolicies, ToolPolicy
 from openprogram.recording.tape_rows import TAPES_FEATURE
 
@@ -110,7 +111,6 @@ def current_redactor(user: UserRedaction | None = None) -> SecretRedactor:
     then (the environment compared whole, which costs far less than reading it for
     credentials again), else a new one."""
     global _last
-    from openprogram.recording import redaction
 
     data = getattr(os.environ, "_data", None)  # the raw mapping (CPython); else no reuse
     remembered = len(redaction._remembered_variables)
