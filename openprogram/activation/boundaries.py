@@ -74,14 +74,10 @@ __all__ = [
 
 
 PLACEHOLDER_API_KEY = "openprogram-replay-placeholder-key"
-
-
 """The value the key variables get under replay when they are unset."""
 
 
 PLACEHOLDER_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
 """The variables the official SDKs read their keys from."""
 
 
@@ -129,8 +125,6 @@ def hide_placeholder_keys(
 
 
 SessionFactory = Callable[["Recording", RecordReplayPlan, "UserRedaction | None"], "ReplaySession"]
-
-
 """Makes the replay session of a recording, with the plan's fields to ignore, matching and
 tool policies, and the user redaction in effect."""
 

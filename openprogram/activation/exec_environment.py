@@ -69,8 +69,6 @@ EXCHANGE_VARIABLE = "_OPENPROGRAM_EXEC_DIR"
 
 
 CLAIM_FILE = "replay-claim"
-
-
 """In the exchange folder: the pid of the process that replays the recording."""
 
 

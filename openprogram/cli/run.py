@@ -52,8 +52,6 @@ def parsed_tool_policies(values: list[str] | None) -> dict[str, str]:
 
 
 NOTE_WIDTH = 100
-
-
 """Tool notes on stderr are cut to about this many characters."""
 
 

@@ -73,8 +73,6 @@ class Keep(enum.Enum):
 
 
 KEEP = Keep.KEEP
-
-
 """Leave the key as it is."""
 
 
@@ -90,7 +88,7 @@ def new_document() -> TOMLDocument:
 def set_record_replay_keys(
     document: TOMLDocument,
     *,
-    mode: Literal["off", "record", "replay"],
+    mode: Mode,
     file: str | Literal[Keep.KEEP] | None,
 ) -> None:
     """Set ``record_replay.mode`` and, unless ``file`` is :data:`KEEP`, ``record_replay.file``

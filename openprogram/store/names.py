@@ -43,10 +43,12 @@ from openprogram.errors import (
 )
 
 if TYPE_CHECKING:
+    from openprogram.config.models import Mode
     from openprogram.config.settings import LoadedConfig
 
 __all__ = [
     "MAX_NAME_LENGTH",
+    "MAX_TEST_PART_LENGTH",
     "RECORDING_SUFFIX",
     "RecordingRef",
     "active_recording",
@@ -66,6 +68,14 @@ __all__ = [
 
 
 MAX_NAME_LENGTH = 128
+"""Longest recording name the store accepts (``recordings record NAME``, a
+``record_replay.file`` name)."""
+MAX_TEST_PART_LENGTH = 120
+"""Longest ``<module>`` or ``<test>`` part of a test's recording path that the pytest plugin
+keeps whole; a longer part is cut and ends in ``-`` and an 8-hex hash. Shorter than
+:data:`MAX_NAME_LENGTH` on purpose, so that each part is a name the store accepts too, and it
+stays 120: raising it to 128 would move the committed recording of every test whose name is
+121 to 128 characters long."""
 
 
 RECORDING_SUFFIX = ".jsonl"
@@ -201,7 +211,7 @@ def configured_recording_path(file: str, environ: Mapping[str, str] | None = Non
     return resolve_recording(file, recordings_dir(environ)).path
 
 
-def file_not_set_problem(mode: str) -> str:
+def file_not_set_problem(mode: Mode) -> str:
     """What is wrong when ``mode`` (record or replay) has no ``record_replay.file`` to use;
     the runtime blocks with it and ``status`` reports it."""
     return f"record_replay.mode is {mode!r} but record_replay.file is not set"

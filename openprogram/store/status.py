@@ -29,6 +29,7 @@ from openprogram.config.environment import (
     is_secret_variable,
     suggest_variable,
 )
+from openprogram.config.models import Mode
 from openprogram.config.paths import recordings_dir
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
@@ -78,7 +79,7 @@ class StatusReport:
     config_changed_at: str | None
     """When the config file last changed (ISO-8601 UTC): processes started before then run
     with the previous settings until they restart."""
-    mode: str | None
+    mode: Mode | None
     """The mode the next start would use (file and environment), None if the config is broken."""
     file_setting: str | None
     recording: FileState | None
@@ -106,8 +107,6 @@ class StatusReport:
 
 
 HIDDEN = "[value hidden]"
-
-
 """Shown instead of the value of a variable that may hold a secret."""
 
 
@@ -117,12 +116,11 @@ def configured_status() -> StatusReport:
     No secret reaches the report: the value of a variable that may hold one is
     :data:`HIDDEN`, and every other text has credentials removed.
     """
-
     loaded = load_config()
     problems: list[str] = []
     advice: list[str] = []
     notes: list[str] = []
-    mode: str | None = None
+    mode: Mode | None = None
     file_setting: str | None = None
     recording: FileState | None = None
     if loaded.error is not None:
@@ -195,7 +193,7 @@ def _without_secrets(state: FileState, redact: Callable[[str], str]) -> FileStat
 
 
 def _judge_recording(
-    mode: str, recording: FileState, problems: list[str], advice: list[str], notes: list[str]
+    mode: Mode, recording: FileState, problems: list[str], advice: list[str], notes: list[str]
 ) -> None:
     if mode == "replay":
         if not recording.exists:
@@ -278,7 +276,7 @@ def _changed_at(path: Path) -> str | None:
 
 @dataclass(frozen=True)
 class ModeChange:
-    mode: str
+    mode: Mode
     config: ConfigEdit
     recording: Path | None = None
     name: str | None = None
@@ -291,7 +289,6 @@ class ModeChange:
 
 def start_recording(name: str | None = None) -> ModeChange:
     """Create recording ``name`` (default ``rec-YYYYMMDD-HHMMSS``) and set mode=record."""
-
     name = name if name is not None else names.default_name()
     path = create_recording(recordings_dir(), name)
     try:
@@ -304,7 +301,6 @@ def start_recording(name: str | None = None) -> ModeChange:
 
 def start_replay(argument: str) -> ModeChange:
     """Check the recording ``argument`` (a name or a path) and set mode=replay."""
-
     ref = names.resolve_recording(argument, recordings_dir())
     recording = read_recording(ref.path)  # refuses a missing, corrupt or other-version file
     setting = ref.name if ref.name is not None else str(ref.path)
@@ -325,7 +321,7 @@ def turn_off() -> ModeChange:
     return ModeChange("off", edit, **_overrides_of("off"))
 
 
-def _overrides_of(mode: str) -> dict[str, Any]:
+def _overrides_of(mode: Mode) -> dict[str, Any]:
     """Which environment variables still override the record/replay settings just written
     (values that may hold a secret hidden, as ``status`` shows them)."""
 

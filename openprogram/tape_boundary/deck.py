@@ -132,8 +132,6 @@ def current_redactor(user: UserRedaction | None = None) -> SecretRedactor:
 
 
 TAPE_DECK_BINDING: Final = "openprogram.tape_deck"
-
-
 """The scope binding a deck is found under."""
 
 

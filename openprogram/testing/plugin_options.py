@@ -81,8 +81,6 @@ class PluginSettings:
 
 
 PLUGIN_SETTINGS = pytest.StashKey[PluginSettings]()
-
-
 """Where the run's :class:`PluginSettings` are kept, in ``config.stash``."""
 
 

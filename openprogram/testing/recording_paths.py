@@ -39,27 +39,20 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.store.names import RECORDING_SUFFIX
+from openprogram.store.names import MAX_TEST_PART_LENGTH, RECORDING_SUFFIX
 from openprogram.testing.plugin_options import PLUGIN_SETTINGS
 
-MAX_NAME_LENGTH = 120
-
-
-"""Longest ``<module>`` or ``<test>`` name kept whole: below the store's limit on a recording
-name (``openprogram.store.names.MAX_NAME_LENGTH``, 128), so a test's recording name is a
-valid store name too; not raised to 128, which would move the recordings of long-named tests."""
+MAX_NAME_LENGTH = MAX_TEST_PART_LENGTH
+"""Longest ``<module>`` or ``<test>`` name kept whole (120): why it is below the store's 128
+is told beside both, in :mod:`openprogram.store.names`."""
 
 
 TEMPORARY_FOLDER_PREFIX = ".openprogram-recording-"
-
-
 """The name start of the private folder, next to a test's recording, that a new recording is
 written into until the test passes (never a recording of its own)."""
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
 _HASH_LENGTH = 8
 
 

@@ -100,8 +100,6 @@ def record_command(record_mode: RecordMode, test_argument: str) -> str:
 
 
 Layer = dict[str, Any]
-
-
 """The keys one place sets, each value checked."""
 
 
@@ -233,16 +231,12 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
 
 
 ADDITIVE_KEYS = frozenset({"redact_patterns"})
-
-
 """Keys whose lists add up across layers (in layer order, each entry once) instead of a later
 layer replacing an earlier one's: the user's redaction only ever grows, so a pattern set in the
 configuration still applies to a test whose marker adds its own."""
 
 
 PER_TEST_KEYS = frozenset({"name"})
-
-
 """Keys only a test's own marker may set: two tests never share a recording by accident."""
 
 

@@ -18,12 +18,15 @@ pytest-xdist too. This module imports nothing heavy.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import pytest
 
 from openprogram.plural import plural
 from openprogram.recording.report import which_calls
+
+if TYPE_CHECKING:
+    from openprogram.testing.recording_settings import RecordMode
 
 __all__ = ["REPORT_VERSION", "SuiteSummary"]
 
@@ -52,7 +55,7 @@ class TestOutcome:
     nodeid: str
     recording: str
     """The recording's path as shown to the user (relative to rootdir when inside it)."""
-    record_mode: str
+    record_mode: RecordMode
     kind: OutcomeKind
     replayed_calls: list[int] = field(default_factory=list)
     """Indexes, in the recording that was replayed, of the calls served to the test."""
@@ -83,14 +86,10 @@ class TestOutcome:
 
 
 OUTCOME_KEY = pytest.StashKey[TestOutcome]()
-
-
 """Where the fixture leaves a test's outcome on its item."""
 
 
 REPORT_VERSION = 1
-
-
 """The version of the JSON report's shape."""
 
 
