@@ -1,13 +1,34 @@
 """openprogram: record an LLM agent session at the provider boundary, replay it offline.
 
 Importing this package (or :mod:`openprogram.providers`) has no side effects: it registers
-no provider, reads no configuration and opens no file. See ``docs/`` for the guides.
+no provider, reads no configuration and opens no file. See ``docs/`` for the guides, and
+``docs/architecture.md`` for how the packages below depend on each other.
 
 :func:`record_replay` (from :mod:`openprogram.activation`) records or replays a block of
 code at both boundaries: the provider registry and every httpx / httpx2 client, so the
 official ``openai`` and ``anthropic`` SDKs too. :func:`register_redactor` adds the user's own
 redaction function to every recording started after it, and :func:`user_redaction_in_effect`
 says what user redaction a recording started now uses. They are imported on first use.
+
+    errors             every public exception, in one tree; imports nothing of openprogram
+    recording          the core: the format, the strict reader, the writer, redaction, the
+                       first difference and its report, replay by content or order
+    providers          the provider layer: types, events, the registry, the vendor providers
+    provider_boundary  record/replay at the provider registry
+    http_boundary      record/replay at HTTP, one adapter per client library
+    tape_boundary      tapes: taped functions, the clock and randomness, agent tools
+    store              the recordings folder: names, list, show, scan, diff, status, switching
+    config             ``config.toml`` and the ``OPENPROGRAM_…`` variables
+    activation         record/replay turned on for a block, a process, or ``openprogram exec``
+    agent              the built-in agent loop ``openprogram run`` uses
+    harness            sessions re-run under replay (``verify``) and the offline demo
+    testing            the pytest plugin
+    cli                the ``openprogram`` command line
+    json_nesting       the one nesting limit every reader of JSON-like values agrees on
+    private_files      files written ``0600``, folders ``0700``, replaced atomically
+    named_objects      what a ``module:attr`` name on the command line points at
+    lazy_exports       package exports loaded on first use
+    plural             ``1 call``, ``2 calls``
 """
 
 from __future__ import annotations

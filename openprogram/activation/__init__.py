@@ -1,15 +1,16 @@
 """Record/replay above both boundaries: the provider registry and HTTP (httpx, httpx2).
 
-- ``plan``: :class:`RecordReplayPlan`, what to activate (mode, recording, settings), and its
-  JSON form for the processes of ``openprogram exec``.
-- ``boundaries``: one plan made into both boundaries' parts (one writer, or one replay
-  session, shared), installed process-wide for a block.
-- ``context_manager``: :func:`record_replay`, the library's way in for a block of code.
-- ``placeholders``: the placeholder API keys set under replay.
-- ``configured``: the configuration (and ``exec``'s flags) resolved into one plan.
-- ``exec_environment``, ``interpreter_check``, ``exec_run``: ``openprogram exec`` — the child
-  environment with its ``sitecustomize``, the checks made before running, the run itself.
-- ``exec_child``: what the ``sitecustomize`` does in each Python process of the command.
+    plan              ``RecordReplayPlan``: what to activate (mode, recording, settings), and
+                      its JSON form for the processes of ``openprogram exec``
+    boundaries        one plan made into both boundaries' parts (one writer, or one replay
+                      session, shared), installed process-wide for a block; the placeholder
+                      API keys set under replay
+    context_manager   ``record_replay()``, the library's way in for a block of code
+    configured        the configuration (and ``exec``'s flags) resolved into one plan
+    exec_environment  ``openprogram exec``'s child environment with its ``sitecustomize``,
+                      and the checks made before running
+    exec_run          ``openprogram exec``: the run itself
+    exec_child        what the ``sitecustomize`` does in each Python process of the command
 
 The configured mode a plain process starts with (the provider registry only) is
 :mod:`openprogram.providers.activation`. Importing this package imports nothing else.

@@ -5,9 +5,9 @@
     file_tools     ``read_file`` and ``list_directory``, confined to one folder, safe to run
                    while a session is replayed
     loop           ``run_agent``: one session, its events, and the ``AgentRun`` it returns
-    model_choice   ``resolve_model``: ``api:model-id`` (or the configured default) to a ``Model``
-    session        ``run_session``: one session as ``openprogram run`` runs it (model from the
-                   configuration, built-in tools, replay leftovers reported)
+    session        ``resolve_model``: ``api:model-id`` (or the configured default) to a
+                   ``Model``; ``run_session``: one session as ``openprogram run`` runs it
+                   (model from the configuration, built-in tools, replay leftovers reported)
 
 Exports are loaded on first use (PEP 562): importing this package imports nothing else.
 """

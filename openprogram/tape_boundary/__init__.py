@@ -10,12 +10,13 @@ a web API, the clock, a random draw — so that a replay runs with no network an
 
     stamp = openprogram.now()                      # the recorded time under replay
 
-    taped_functions  ``taped``: any function, sync or async, on a tape of its own
-    helpers          ``now()``, ``random()``, ``seeded_random()``: the clock and randomness
+    taped_functions  ``taped``: any function, sync or async, on a tape of its own; ``now()``,
+                     ``random()``, ``seeded_random()``: the clock and randomness
     tools            agent tools on tapes, replayed ``live``, ``replay`` or ``check``
-    values           what arguments and results may be; ``TapeValueError``
-    exceptions       recorded exceptions raised again; ``RecordedTapeError``
-    deck             where taped calls go while record or replay is active
+    values           what arguments and results may be (``TapeValueError``), and recorded
+                     exceptions raised again (``RecordedTapeError``)
+    deck             where taped calls go while record or replay is active, and the
+                     redaction of what they write
 
 The rows are ``tape`` rows of the recording (``openprogram.recording.tape_rows``); replay
 serves them from the session that serves the calls (``openprogram.recording.tape_replay``).

@@ -2,8 +2,18 @@
 
 These commands call file and config functions directly: they never start the provider
 runtime, never import a vendor provider or httpx, and work while the configured recording
-or the config itself is broken. One module per command (``switch`` holds the three that
-switch the configured mode); each is thin over the library.
+or the config itself is broken. Each is thin over the library.
+
+    listing      ``list``: the store's recordings, the active one marked
+    list_layout  the table ``list`` prints, fitted to the terminal
+    show         ``show``: one recording's calls, replies and tapes
+    scan         ``scan``: credentials a recording may still hold
+    diff         ``diff``: the first difference between two recordings
+    verify       ``verify``: re-run a recorded session under replay
+    delete       ``delete``: remove recordings, never the active one
+    prune        ``prune``: remove old recordings
+    status       ``status``: what is configured, and whether the next start would work
+    switch       ``record``, ``replay``, ``off``: switch the configured mode
 """
 
 from __future__ import annotations
