@@ -66,6 +66,7 @@ ways in (``record_replay()``, the pytest fixture, ``exec``) turn it back into ``
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -235,8 +236,6 @@ class UnknownApiError(OpenProgramError, LookupError):
     likely meant (a typo), or None."""
 
     def __init__(self, api: str, registered: list[str]) -> None:
-        import difflib
-
         self.api = api
         self.registered = registered
         close = difflib.get_close_matches(api, registered, n=1)

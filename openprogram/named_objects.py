@@ -9,6 +9,10 @@ imports nothing at import time.
 
 from __future__ import annotations
 
+import importlib
+import sys
+from pathlib import Path
+
 __all__ = ["NotAModuleAttributeName", "load_named_object"]
 
 
@@ -20,9 +24,6 @@ def load_named_object(name: str) -> object:
     """The object ``module:attr`` names. Raises :class:`NotAModuleAttributeName` when
     ``name`` has no module or attribute part, and the ``ImportError`` or ``AttributeError``
     of a module or attribute that is not there."""
-    import importlib
-    import sys
-    from pathlib import Path
 
     module_name, colon, attribute = name.partition(":")
     if not colon or not module_name or not attribute:

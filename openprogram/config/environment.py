@@ -8,6 +8,7 @@ are case-insensitive, list and table values are JSON). ``OPENPROGRAM_HOME``,
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Collection, Mapping
@@ -83,8 +84,6 @@ def suggest_variable(name: str) -> str | None:
     """The variable an ignored ``OPENPROGRAM_…`` name was most likely meant to be:
     ``OPENPROGRAM_RECORD_REPLAY_MODE`` → ``OPENPROGRAM_RECORD_REPLAY__MODE``; ``None`` when
     nothing is close."""
-    import difflib
-
     upper = name.upper()
     squeezed = upper.replace("_", "")
     for known in SETTING_VARIABLES:  # the underscores are the usual mistake

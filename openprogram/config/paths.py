@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import platformdirs
+
 CONFIG_FILE_NAME = "config.toml"
 RECORDINGS_FOLDER_NAME = "recordings"
 APP_NAME = "openprogram"
@@ -38,7 +40,6 @@ def config_location(environ: Mapping[str, str] | None = None) -> ConfigLocation:
     home = env.get("OPENPROGRAM_HOME")
     if home:
         return ConfigLocation(_expand(home, env) / CONFIG_FILE_NAME, "OPENPROGRAM_HOME")
-    import platformdirs
 
     return ConfigLocation(
         Path(platformdirs.user_config_dir(APP_NAME)) / CONFIG_FILE_NAME, "default"
@@ -52,7 +53,6 @@ def recordings_dir(environ: Mapping[str, str] | None = None) -> Path:
     home = env.get("OPENPROGRAM_HOME")
     if home:
         return _expand(home, env) / RECORDINGS_FOLDER_NAME
-    import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME)) / RECORDINGS_FOLDER_NAME
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from openprogram.activation.exec_run import run_with_plan
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.agent.file_tools import builtin_tools
@@ -207,8 +209,6 @@ def _session_start(path: Path, request: dict[str, Any]) -> _SessionStart:
 
 def _validated(path: Path, section: str, model: Any, value: Any) -> Any:
     """``model.model_validate(value)``; the first problem as a :class:`VerifySetupError`."""
-    from pydantic import ValidationError
-
     try:
         return model.model_validate(value)
     except ValidationError as failure:

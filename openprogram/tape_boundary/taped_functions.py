@@ -57,7 +57,7 @@ import random as _random
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, get_type_hints, overload
 
 from openprogram.recording.tape_rows import (
     TOOL_TAPE_PREFIX,
@@ -185,8 +185,6 @@ class TapeSpec:
     def annotation(self) -> Any | None:
         """The function's return annotation, resolved (None: it has none)."""
         if self._annotation is _MISSING:
-            from typing import get_type_hints
-
             try:
                 hints = get_type_hints(self.function)
             except Exception:

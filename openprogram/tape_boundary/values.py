@@ -33,6 +33,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+from pydantic import TypeAdapter
+
 from openprogram.errors import RecordedTapeError, TapeValueError
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.format import RecordedError
@@ -157,7 +159,6 @@ def _adapter(annotation: Any) -> Any:
     cached = _adapters.get(id(annotation))
     if cached is not None and cached[0] is annotation:
         return cached[1]
-    from pydantic import TypeAdapter
 
     adapter = TypeAdapter(annotation)
     _adapters[id(annotation)] = (annotation, adapter)

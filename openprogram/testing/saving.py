@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -142,8 +143,6 @@ def _same_tapes(old: Recording, new: Recording) -> bool:
     entries, as ``recordings diff`` compares them (the values of the clock and random draws
     left out). The run records its tapes afresh, so entries that differ are kept only by
     writing the merged recording."""
-    from collections import Counter
-
     return Counter(map(tape_entry_digest, old.tapes)) == Counter(map(tape_entry_digest, new.tapes))
 
 

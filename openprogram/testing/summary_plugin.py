@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pytest
 
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
@@ -190,8 +191,6 @@ def _args_are_testpaths(config: pytest.Config) -> bool:
 
 def _write_report(path: Path, summary: SuiteSummary) -> None:
     """The JSON report, written privately (it may quote recorded values) and atomically."""
-    import orjson
-
     path.parent.mkdir(parents=True, exist_ok=True)
     data = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
     replace_file(path, data, mode=PRIVATE_FILE_MODE)
