@@ -35,14 +35,11 @@ __all__ = [
     "RegistryTransform",
     "ScopeOrderError",
     "get_api_provider",
-    "isolated_api_providers",
     "process_wide_scope",
     "provider_scope",
     "register_api_provider",
     "registered_apis",
     "scope_binding",
-    "scoped_api_providers",
-    "set_registry_transform",
     "unregister_api_provider",
 ]
 
@@ -77,14 +74,6 @@ def registered_apis() -> list[str]:
     """The apis with a registered provider in the current scope, sorted."""
     _ensure_runtime()
     return current_scope().apis()
-
-
-def set_registry_transform(transform: RegistryTransform | None) -> None:
-    """Wrap every current and future entry of the current scope with ``transform`` (None
-    removes it). Outside any scope this replaces the process's own transform: the one the
-    runtime installed for the configured mode."""
-    _ensure_runtime()
-    current_scope().set_transform(transform)
 
 
 @contextmanager
@@ -128,36 +117,3 @@ def process_wide_scope(
     _ensure_runtime()
     with scopes.process_wide_scope(transform=transform, bindings=bindings) as scope:
         yield scope
-
-
-@contextmanager
-def scoped_api_providers() -> Iterator[None]:
-    """Run a block with a registry it may change freely; the exact previous state returns.
-
-    Registrations, removals and the transform set inside the block are undone on exit,
-    whatever happens in it. They are seen by the block and the tasks it starts, not by other
-    threads (see :mod:`openprogram.providers.scopes`).
-    """
-    with provider_scope():
-        yield
-
-
-@contextmanager
-def isolated_api_providers(resolve: Callable[[str], ApiProvider | None]) -> Iterator[None]:
-    """Answer every lookup in this context (and the tasks it starts) with ``resolve(api)``,
-    without starting the provider runtime or reading the configuration.
-
-    ``openprogram recordings verify`` runs a session this way under replay, whatever mode
-    the configuration sets. Other threads and contexts see the registry as before.
-    """
-    with provider_scope(resolve=resolve):
-        yield
-
-
-def __getattr__(name: str) -> object:
-    # The registry's state under its names from before scopes, as the current scope holds it.
-    if name == "_providers":
-        return current_scope().providers
-    if name == "_transform":
-        return current_scope().transform
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,8 +13,8 @@ from openprogram.providers import (
     RecordingProvider,
     ReplayProvider,
     get_api_provider,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.recording.difference import find_first_difference
 from tests.support.scripted_provider import FAKE_MODEL, ScriptedProvider, call, text
@@ -36,7 +36,7 @@ async def session(root: Path, model: Model, prompt: str) -> AgentRun:
 
 
 async def record(path: Path, root: Path, model: Model, prompt: str) -> AgentRun:
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(model.api, RecordingProvider(get_api_provider(model.api), path))
         return await session(root, model, prompt)
 
@@ -84,7 +84,7 @@ async def test_a_multi_tool_session_records_the_same_requests(tmp_path: Path) ->
             ],
             [text("all done")],
         )
-        with scoped_api_providers():
+        with provider_scope():
             register_api_provider("fake", script)
             run = await record(tmp_path / f"{name}.jsonl", root, FAKE_MODEL, "survey")
         assert run.calls == 2
@@ -108,7 +108,7 @@ async def test_a_recorded_session_replays_with_no_mismatch_and_nothing_left(
     prompt = '/tool read_file {"path": "README.md"}'
     live = await record(tmp_path / "s.jsonl", root, ECHO_MODEL, prompt)
 
-    with scoped_api_providers():
+    with provider_scope():
         replay = ReplayProvider(tmp_path / "s.jsonl")
         register_api_provider("echo", replay)
         replayed = await session(root, ECHO_MODEL, prompt)

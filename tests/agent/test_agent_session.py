@@ -11,8 +11,8 @@ from openprogram.config.paths import config_location
 from openprogram.providers import (
     ECHO_MODEL,
     ReplayProvider,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
 )
 from tests.support.tool_sessions import recording_into
 
@@ -70,7 +70,7 @@ async def test_recorded_calls_never_requested_are_reported_not_raised(
         await run_session(READ_NOTES, root=root)
         await run_session("and then?", root=root)
 
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", ReplayProvider(path))
         first = await run_session(READ_NOTES, root=root)
         assert first.unconsumed is not None

@@ -35,8 +35,8 @@ from openprogram.providers import (
     ToolResultMessage,
     UserMessage,
     complete_simple,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.replay_session import ReplaySession
@@ -151,7 +151,7 @@ async def conversation(change: Callable[[Context], None] | None = None) -> None:
 
 def recorded(path: Path) -> Path:
     replies: list[Any] = [[call(f"t{n}", "lookup", q=str(n))] for n in range(TURNS)]
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("fake", RecordingProvider(ScriptedProvider(*replies), path))
         asyncio.run(conversation())
     close_recording_writers()
@@ -159,7 +159,7 @@ def recorded(path: Path) -> Path:
 
 
 def replayed(provider: ReplayProvider, change: Callable[[Context], None] | None = None) -> None:
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("fake", provider)
         asyncio.run(conversation(change))
 

@@ -30,8 +30,8 @@ from openprogram.providers import (
     TextStartEvent,
     UnconsumedCallsError,
     UserMessage,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
     stream_simple,
 )
 from openprogram.recording.call_digest import call_digest
@@ -112,7 +112,7 @@ async def test_replay_yields_the_same_events_with_sockets_disabled(tmp_path: Pat
     recorded_context, recorded_replies = await record_session(path)
 
     provider = ReplayProvider(path)
-    with offline(), scoped_api_providers():
+    with offline(), provider_scope():
         register_api_provider("echo", provider)
         context, replies = await tool_session()
     provider.assert_consumed()
@@ -146,7 +146,7 @@ async def test_api_key_is_runtime_only(tmp_path: Path) -> None:
     assert StreamOptions(api_key=key).model_dump(mode="json").get("api_key") is None
 
     provider = ReplayProvider(path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", provider)
         await tool_session(options=SimpleStreamOptions(temperature=0.5))  # no key at all
     provider.assert_consumed()
@@ -213,7 +213,7 @@ async def test_changed_tool_result_raises_a_two_line_mismatch(tmp_path: Path) ->
     path = tmp_path / "loop.jsonl"
     await record_session(path, tool_result="echo:hi")
     provider = ReplayProvider(path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", provider)
         with pytest.raises(ReplayMismatch) as caught:
             await tool_session(tool_result="echo:bye")
@@ -240,7 +240,7 @@ async def test_a_mismatch_does_not_consume_the_call(tmp_path: Path) -> None:
         _ = [e async for e in provider.stream_simple(ECHO_MODEL, wrong)]
     assert caught.value.call_index == 0
     assert caught.value.field_path.startswith("context.")
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", provider)
         await tool_session()
     provider.assert_consumed()
@@ -250,7 +250,7 @@ async def test_a_call_past_the_end(tmp_path: Path) -> None:
     path = tmp_path / "loop.jsonl"
     await record_session(path)
     provider = ReplayProvider(path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", provider)
         await tool_session()
         with pytest.raises(ReplayMismatch) as caught:
@@ -279,7 +279,7 @@ def test_timestamps_are_not_compared(tmp_path: Path) -> None:
     path = tmp_path / "loop.jsonl"
     asyncio.run(record_session(path))
     provider = ReplayProvider(path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", provider)
         asyncio.run(tool_session())  # new wall-clock timestamps on every message
     provider.assert_consumed()

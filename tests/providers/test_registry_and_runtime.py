@@ -24,10 +24,9 @@ from openprogram.providers import (
     get_api_provider,
     initialize_provider_runtime,
     provider_runtime_status,
+    provider_scope,
     register_api_provider,
     registered_apis,
-    scoped_api_providers,
-    set_registry_transform,
     unregister_api_provider,
 )
 from openprogram.providers import builtins as builtins_module
@@ -50,10 +49,10 @@ def test_import_has_no_side_effects() -> None:
                 connected.append(repr(args))
         sys.addaudithook(audit)
         import openprogram.providers as providers
-        from openprogram.providers import api_registry, runtime
+        from openprogram.providers import runtime, scopes
         print(json.dumps({
-            "providers": sorted(api_registry._providers),
-            "transform": api_registry._transform is not None,
+            "providers": sorted(scopes.current_scope().providers),
+            "transform": scopes.current_scope().transform is not None,
             "state": runtime.provider_runtime_status().state.value,
             "opened": opened,
             "connected": connected,
@@ -115,15 +114,15 @@ async def test_a_registration_made_before_first_use_is_not_overwritten() -> None
 
 def test_scoped_registry_restores_exactly() -> None:
     before = {api: get_api_provider(api) for api in registered_apis()}
-    with pytest.raises(RuntimeError), scoped_api_providers():
+    with pytest.raises(RuntimeError), provider_scope() as scope:
         register_api_provider("extra", EchoProvider())
         unregister_api_provider("echo")
-        set_registry_transform(lambda api, provider: provider)
+        scope.set_transform(lambda api, provider: provider)
         raise RuntimeError("leave the block abruptly")
     assert {api: get_api_provider(api) for api in registered_apis()} == before
-    from openprogram.providers import api_registry
+    from openprogram.providers import scopes
 
-    assert api_registry._transform is None
+    assert scopes.current_scope().transform is None
 
 
 def test_the_transform_wraps_current_and_future_entries_once() -> None:
@@ -137,8 +136,7 @@ def test_the_transform_wraps_current_and_future_entries_once() -> None:
         made.append(api)
         return Wrapper(provider)
 
-    with scoped_api_providers():
-        set_registry_transform(wrap)
+    with provider_scope(transform=wrap):
         echo = get_api_provider("echo")
         assert isinstance(echo, Wrapper)
         assert get_api_provider("echo") is echo  # one wrapper per entry
@@ -232,7 +230,7 @@ async def test_a_provider_needing_a_key(monkeypatch: pytest.MonkeyPatch) -> None
 
     model = Model(id="k", api="keyed", provider="keyed")
     hello = Context(messages=[UserMessage(content="hi")])
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("keyed", Keyed())
         with pytest.raises(MissingApiKeyError, match="set KEYED_API_KEY"):
             stream(model, hello)
@@ -255,7 +253,7 @@ async def test_a_provider_s_key_variable_is_known_once_it_is_called(
     monkeypatch.setattr(redaction, "_remembered_variables", set())
     monkeypatch.setenv("SERVICE_CREDENTIAL", "service-credential-value")
     model = Model(id="k", api="own-key", provider="own-key")
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("own-key", ReadsItsOwnKey())
         _ = [e async for e in stream(model, Context(messages=[UserMessage(content="hi")]))]
     assert "service-credential-value" in redaction.known_secret_values()

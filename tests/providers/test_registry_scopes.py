@@ -28,14 +28,11 @@ from openprogram.providers import (
     provider_runtime_status,
     register_api_provider,
     registered_apis,
-    set_registry_transform,
 )
 from openprogram.providers.api_registry import (
     ApiProvider,
-    isolated_api_providers,
     provider_scope,
     scope_binding,
-    scoped_api_providers,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,8 +67,8 @@ def test_a_scope_starts_from_the_enclosing_registrations_and_keeps_its_own() -> 
 
 
 def test_a_scope_s_transform_replaces_the_process_transform_for_its_block_only() -> None:
-    with scoped_api_providers():  # the whole test's changes are undone at the end
-        set_registry_transform(lambda api, registered: Marked("configured mode", registered))
+    # the whole test's changes are undone at the end
+    with provider_scope(transform=lambda api, registered: Marked("configured mode", registered)):
         assert mark_of("echo") == "configured mode"
         with provider_scope(transform=lambda api, registered: Marked("fixture", registered)):
             assert mark_of("echo") == "fixture"
@@ -133,7 +130,7 @@ def test_a_scope_in_one_thread_leaves_a_concurrent_thread_alone() -> None:
 
 def test_an_isolated_scope_answers_alone_and_never_starts_the_runtime() -> None:
     answer = Marked("isolated")
-    with isolated_api_providers(lambda api: answer if api == "echo" else None):
+    with provider_scope(resolve=lambda api: answer if api == "echo" else None):
         assert get_api_provider("echo") is answer
         with pytest.raises(UnknownApiError) as caught:
             get_api_provider("openai-completions")
@@ -158,7 +155,7 @@ def test_bindings_travel_with_the_scope_but_not_into_an_isolated_one() -> None:
             assert scope_binding("http") is recorder
         with provider_scope(bindings={"http": replayer}):
             assert scope_binding("http") is replayer
-        with isolated_api_providers(lambda api: None):
+        with provider_scope(resolve=lambda api: None):
             assert scope_binding("http") is None
         assert scope_binding("http") is recorder
     assert scope_binding("http") is None

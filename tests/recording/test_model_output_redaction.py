@@ -22,8 +22,8 @@ from openprogram.providers import (
     ToolResultMessage,
     UserMessage,
     complete_simple,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.token_shapes import PLACEHOLDER
@@ -159,7 +159,7 @@ async def test_replay_hands_the_tool_the_arguments_the_model_produced(tmp_path: 
     with recording_into(path):
         recorded = await run_tool_session({"password": "hunter2hunter2"})
     replay = ReplayProvider(path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", replay)
         replayed = await run_tool_session({"password": "hunter2hunter2"})
     replay.assert_consumed()
@@ -191,7 +191,7 @@ async def test_a_mismatch_after_a_removed_secret_says_so_on_a_third_line(tmp_pat
     with recording_into(path):
         await run_tool_session({"key": SHAPED})
     replay = ReplayProvider(path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", replay)
         with pytest.raises(ReplayMismatch) as info:
             await run_tool_session({"key": SHAPED})
@@ -211,7 +211,7 @@ async def test_an_ordinary_mismatch_has_no_note(tmp_path: Path) -> None:
     with recording_into(path):
         await run_tool_session({"password": "one-password"})
     replay = ReplayProvider(path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("echo", replay)
         with pytest.raises(ReplayMismatch) as info:
             await run_tool_session({"password": "one-password"}, suffix="!")

@@ -14,7 +14,7 @@ import pytest
 from openprogram.agent.loop import run_agent
 from openprogram.errors import RecordingFileError
 from openprogram.provider_boundary.codec import read_recording
-from openprogram.providers import RecordingProvider, scoped_api_providers
+from openprogram.providers import RecordingProvider, provider_scope
 from openprogram.providers.api_registry import register_api_provider
 from openprogram.recording.call_digest import call_digest, deterministic_part
 from openprogram.recording.format import new_header
@@ -34,7 +34,7 @@ def record_session(path: Path, calls: int = Calls) -> None:
     """A tool loop of ``calls`` model calls (``lookup`` each time, then an answer)."""
     replies: list[Any] = [[call(f"t{n}", "lookup", q=str(n))] for n in range(calls - 1)]
     provider = ScriptedProvider(*replies, [text("done")])
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("fake", RecordingProvider(provider, path))
         asyncio.run(run_agent(FAKE_MODEL, "go", tools=[lookup], max_iterations=calls))
     close_recording_writers()

@@ -14,7 +14,7 @@ from openprogram.agent.loop import run_agent
 from openprogram.errors import ReplayMismatch
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.providers import scoped_api_providers
+from openprogram.providers import provider_scope
 from openprogram.providers.api_registry import register_api_provider
 from openprogram.recording.reader import read_recording as read_rows_only
 from openprogram.recording.redaction import (
@@ -31,7 +31,7 @@ from tests.support.tool_sessions import lookup
 
 
 def replay(path: Path, provider: ReplayProvider) -> None:
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider("fake", provider)
         asyncio.run(run_agent(FAKE_MODEL, "go", tools=[lookup], max_iterations=Calls))
     provider.assert_consumed()

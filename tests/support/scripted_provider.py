@@ -32,8 +32,8 @@ from openprogram.providers import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
 )
 
 FAKE_MODEL = Model(id="fake-1", api="fake", provider="fake")
@@ -147,6 +147,6 @@ class RaisingProvider(ScriptedProvider):
 @contextmanager
 def serving(provider: ScriptedProvider, api: str = "fake") -> Iterator[ScriptedProvider]:
     """``provider`` answers for ``api`` inside the block."""
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(api, provider)
         yield provider

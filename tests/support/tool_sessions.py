@@ -26,8 +26,8 @@ from openprogram.providers import (
     ToolResultMessage,
     UserMessage,
     complete_simple,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
 )
 from openprogram.recording.writer import close_recording_writers
 from tests.support.cli_runner import next_start, run
@@ -77,7 +77,7 @@ def recording_into(
     """Inside the block, calls to ``api`` go to ``provider`` (the echo model's unless given)
     and are recorded into ``path``."""
     recorder = RecordingProvider(provider or EchoProvider(), path)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(api, recorder)
         yield recorder
 

@@ -87,22 +87,22 @@ def test_a_plain_failure_is_reported_as_usual():
 
 
 def test_the_registry_is_untouched_before_and_after_a_fixture_test():
-    from openprogram.providers import api_registry, get_api_provider
+    from openprogram.providers import get_api_provider, scopes
 
     get_api_provider("echo")
-    assert api_registry._transform is None
+    assert scopes.current_scope().transform is None
 
 
 def test_using_the_fixture(openprogram_recording):
-    from openprogram.providers import api_registry
+    from openprogram.providers import scopes
 
-    assert api_registry._transform is not None
+    assert scopes.current_scope().transform is not None
 
 
 def test_the_registry_is_restored_after_a_fixture_test():
-    from openprogram.providers import EchoProvider, api_registry, get_api_provider
+    from openprogram.providers import EchoProvider, get_api_provider, scopes
 
-    assert api_registry._transform is None
+    assert scopes.current_scope().transform is None
     assert type(get_api_provider("echo")) is EchoProvider
 """,
     )

@@ -15,8 +15,8 @@ from openprogram.providers import (
     Model,
     SimpleStreamOptions,
     get_api_provider,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
     stream_simple,
 )
 from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
@@ -58,7 +58,7 @@ async def test_key_lookup_order(
     monkeypatch.setenv("MY_KEY", "configured-key")
     server.serve(Script([vendor.wire.text_reply("ok")]))
     settings = {"api_key_env": configured} if configured else {}
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(vendor.api, remote_provider(vendor, **settings))
         options = SimpleStreamOptions(api_key=option)
         last_done(await collect(stream_simple(vendor.model_at(server.base_url), HELLO, options)))
@@ -79,7 +79,7 @@ def test_a_missing_key_names_the_variable(
     vendor: Vendor, configured: str | None, variable: str
 ) -> None:
     settings = {"api_key_env": configured} if configured else {}
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(vendor.api, remote_provider(vendor, **settings))
         with pytest.raises(MissingApiKeyError) as caught:
             stream_simple(vendor.model, HELLO)

@@ -17,8 +17,8 @@ from openprogram.providers import (
     SimpleStreamOptions,
     ToolResultMessage,
     UserMessage,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
     stream_simple,
 )
 from tests.support.offline import offline
@@ -72,7 +72,7 @@ async def test_record_then_replay_offline(
         Script([vendor.wire.text_reply("A ", "drink ☕.")]),
     )
     path = tmp_path / "session.jsonl"
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(vendor.api, RecordingProvider(vendor.provider(server.base_url), path))
         recorded = await tool_session(vendor, SimpleStreamOptions(api_key=KEY, temperature=0))
     server.stop()
@@ -81,7 +81,7 @@ async def test_record_then_replay_offline(
 
     with offline():
         replay = ReplayProvider(path)
-        with scoped_api_providers():
+        with provider_scope():
             register_api_provider(vendor.api, replay)
             replayed = await tool_session(vendor, SimpleStreamOptions(temperature=0))
     replay.assert_consumed()
@@ -97,13 +97,13 @@ async def test_an_http_error_replays_as_the_same_error_event(
     server.serve(
         error_script(429, vendor.wire.error_body("Rate limit reached"), {"Retry-After": "7"})
     )
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(vendor.api, RecordingProvider(vendor.provider(server.base_url), path))
         recorded = await collect(stream_simple(vendor.model, context))
     server.stop()
     assert "retry after 7 s" in (last_error(recorded).error.error_message or "")
 
-    with offline(), scoped_api_providers():
+    with offline(), provider_scope():
         replay = ReplayProvider(path)
         register_api_provider(vendor.api, replay)
         replayed = await collect(stream_simple(vendor.model, context))

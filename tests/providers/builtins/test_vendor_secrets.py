@@ -14,8 +14,8 @@ from openprogram.providers import (
     Model,
     SimpleStreamOptions,
     get_api_provider,
+    provider_scope,
     register_api_provider,
-    scoped_api_providers,
     stream_simple,
 )
 from openprogram.providers.runtime import reset_provider_runtime
@@ -199,7 +199,7 @@ async def test_a_401_names_the_variable_the_key_came_from(
     monkeypatch.setenv("TEAM_KEY", "team-key-value-1234")
     server.serve(error_script(401, vendor.wire.error_body("invalid key")))
     model = vendor.model_at(server.base_url)
-    with scoped_api_providers():
+    with provider_scope():
         register_api_provider(
             vendor.api, vendor.provider("https://api.example.test", api_key_env="TEAM_KEY")
         )
