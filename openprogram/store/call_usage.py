@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from openprogram.store.http_views import http_call_parts
+
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall
 
@@ -34,8 +36,6 @@ def usage_tokens(usage: dict[str, Any] | None) -> tuple[int, int] | None:
 def call_tokens(call: RecordedCall) -> int | None:
     """The tokens (in and out) ``call``'s recorded usage counts; None when it has none."""
     if call.boundary == "http":
-        from openprogram.store.http_views import http_call_parts
-
         tokens = usage_tokens(http_call_parts(call)[1].usage)
     else:
         tokens = usage_tokens(_done_usage(call.event_rows))

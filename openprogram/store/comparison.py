@@ -60,6 +60,7 @@ from openprogram.recording.content_matching import (
 )
 from openprogram.recording.difference import count_differences, find_first_difference
 from openprogram.recording.format import request_sections
+from openprogram.recording.mismatch import describe_call
 from openprogram.recording.report import DIFF_SIDES, MISSING, FirstDifference
 from openprogram.recording.tape_rows import TapeEntry, comparable_entry
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest
@@ -371,8 +372,6 @@ def nearest_call(call: RecordedCall, candidates: Sequence[RecordedCall]) -> int 
 
 
 def _alone(call: RecordedCall, side: str, other: str) -> FirstDifference:
-    from openprogram.recording.mismatch import describe_call
-
     present, absent = call.request, MISSING
     return FirstDifference(
         call.call_index,

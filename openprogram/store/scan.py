@@ -42,10 +42,13 @@ import orjson
 from openprogram.errors import RecordingFileError
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.format import RecordedCall, RecordedError
+from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor, is_secret_field_name
+from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.token_shapes import TOKEN_SHAPES
 from openprogram.recording.user_redaction import substitute_pattern
+from openprogram.store.names import is_path_argument, resolve_recording
 from openprogram.store.streamed_pieces import Piece, respread, streamed_blocks
 
 if TYPE_CHECKING:
@@ -166,8 +169,6 @@ def scan_recording(
     """Scan the recording at ``path`` (see the module's docstring); ``user``: the user
     redaction to apply too. Raises :class:`~openprogram.errors.RecordingFileError` for a
     file that cannot be read as a recording, or (``fix``) rewritten."""
-    from openprogram.recording.reader import read_recording
-
     try:
         before = os.stat(path)  # before reading: a call appended after it stops the fix
     except OSError as error:
@@ -190,8 +191,6 @@ def scan_recording(
     findings.sort(key=lambda finding: finding.line)
     result.findings = findings
     if fix:
-        from openprogram.recording.rewriting import rewrite_recording
-
         header["redaction_version"] = REDACTION_VERSION
         if user is not None:
             header["redaction_fingerprint"] = user.fingerprint
@@ -207,8 +206,6 @@ def scan_targets(arguments: list[str], *, cwd: Path, store: Path) -> list[Path]:
     relative to ``cwd``), else in the store. Files and folders keep the spelling they were
     given, so findings name them as the user (or pre-commit) did. Raises
     ``RecordingNameError`` for an invalid name."""
-    from openprogram.store.names import is_path_argument, resolve_recording
-
     if not arguments:
         folder = cwd / DEFAULT_FOLDER
         if folder.is_dir():

@@ -34,6 +34,7 @@ from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.store.call_usage import usage_tokens
+from openprogram.store.hashing import transcript_hash
 from openprogram.store.http_views import HttpExchange, http_call_parts
 from openprogram.store.summary import call_label
 
@@ -174,8 +175,6 @@ class RecordingView:
 
 def view_recording(path: str | os.PathLike[str], *, call: int | None = None) -> RecordingView:
     """The recording at ``path`` with its hash, and its calls (or only call ``call``)."""
-    from openprogram.store.hashing import transcript_hash
-
     recording = read_recording(path)
     return RecordingView(
         Path(path),
