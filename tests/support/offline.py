@@ -1,15 +1,20 @@
 """No sockets at all, loopback included: what replay must work without.
 
 :func:`offline` refuses every connection in this process for the length of a block;
-:data:`SOCKETS_REFUSED` is the same refusal as Python source, run first in a child process.
+:data:`SOCKETS_REFUSED` is the same refusal as Python source, run first in a child process;
+:func:`sleeps_asked` lists the sleeps asked for, to show a wait was not replayed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import anyio
 import pytest
 
 SOCKETS_REFUSED = """\
@@ -36,3 +41,34 @@ def offline() -> Iterator[None]:
         patch.setattr(socket, "create_connection", _refuse)
         patch.setattr(socket, "getaddrinfo", _refuse)
         yield
+
+
+@contextmanager
+def sleeps_asked() -> Iterator[list[float]]:
+    """The seconds of every sleep asked for inside the block, in order.
+
+    ``time.sleep``, ``asyncio.sleep`` and ``anyio.sleep`` (the SDKs' retry back-off) are
+    counted and still sleep. What a test learns from the list does not depend on how busy
+    the machine is, as a stopwatch would: a back-off replay skipped shows as a sleep not
+    asked for, however long the process waited for a core.
+    """
+    asked: list[float] = []
+    real_sleep, real_async_sleep, real_anyio_sleep = time.sleep, asyncio.sleep, anyio.sleep
+
+    def counted_sleep(seconds: float) -> None:
+        asked.append(seconds)
+        real_sleep(seconds)
+
+    async def counted_async_sleep(seconds: float, *args: Any, **kwargs: Any) -> Any:
+        asked.append(seconds)
+        return await real_async_sleep(seconds, *args, **kwargs)
+
+    async def counted_anyio_sleep(seconds: float) -> None:
+        asked.append(seconds)
+        await real_anyio_sleep(seconds)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(time, "sleep", counted_sleep)
+        patch.setattr(asyncio, "sleep", counted_async_sleep)
+        patch.setattr(anyio, "sleep", counted_anyio_sleep)
+        yield asked

@@ -6,12 +6,12 @@ chunks. Each for the four client classes of the installed generation."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.offline import sleeps_asked
 from tests.support.sdk_capture import recording, replaying, sockets_watched
 from tests.support.sdk_clients import CLIENT_KINDS, ClientKind, Observation, observe
 from tests.support.sdk_scenarios import (
@@ -107,14 +107,14 @@ async def test_a_retried_429_replays_as_the_same_two_calls_without_the_back_off(
     path = tmp_path / "r.jsonl"
     with SdkServer() as server, recording(path):
         server.queue(ErrorReply(429))  # no retry hint: the SDK backs off on its own
-        started = time.perf_counter()
-        live = await observe(kind, server.base_url, whole(kind))
-        live_seconds = time.perf_counter() - started
+        with sleeps_asked() as asked:
+            live = await observe(kind, server.base_url, whole(kind))
+        live_seconds = sum(asked)
         assert [sent.status for sent in server.sent] == [429, 200]
     with sockets_watched(), replaying(path) as session:
-        started = time.perf_counter()
-        replayed = await observe(kind, server.base_url, whole(kind))
-        replay_seconds = time.perf_counter() - started
+        with sleeps_asked() as asked:
+            replayed = await observe(kind, server.base_url, whole(kind))
+        replay_seconds = sum(asked)
         assert session.calls_consumed == 2
 
     assert live.raised is None
