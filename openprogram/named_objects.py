@@ -24,7 +24,6 @@ def load_named_object(name: str) -> object:
     """The object ``module:attr`` names. Raises :class:`NotAModuleAttributeName` when
     ``name`` has no module or attribute part, and the ``ImportError`` or ``AttributeError``
     of a module or attribute that is not there."""
-
     module_name, colon, attribute = name.partition(":")
     if not colon or not module_name or not attribute:
         raise NotAModuleAttributeName(name)

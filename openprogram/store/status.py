@@ -327,7 +327,7 @@ def _overrides_of(mode: Mode) -> dict[str, Any]:
 
     loaded = load_config()
     forced = loaded.mode_forced_by_env
-    redact = SecretRedactor().redact_text
+    redact = _secret_remover()
     variables = {
         name: HIDDEN if is_secret_variable(name, value) else redact(value)
         for name, value in loaded.env_overrides.items()
