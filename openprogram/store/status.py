@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.config.editing import set_record_replay
 from openprogram.config.environment import (
     MODE_VARIABLE,
     RECORD_REPLAY_VARIABLE,
@@ -34,10 +33,8 @@ from openprogram.config.paths import recordings_dir
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
 from openprogram.plural import plural
-from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.store import names  # called through the module: one function answers for all
-from openprogram.store.store import create_recording
 
 if TYPE_CHECKING:
     from openprogram.config.editing import ConfigEdit
@@ -242,6 +239,8 @@ def check_recording(path: Path, *, for_replay: bool) -> FileState:
     """Read ``path`` strictly, as replay (or the recorder) will; never raises."""
     if not path.exists():
         return FileState(path, exists=False, valid=False, problem=f"{path} does not exist")
+    from openprogram.provider_boundary.codec import read_recording  # only once a file is set
+
     try:
         # Replay builds every event, so check them all; recording only appends.
         parsed = read_recording(path, validate_events=for_replay)
@@ -289,6 +288,9 @@ class ModeChange:
 
 def start_recording(name: str | None = None) -> ModeChange:
     """Create recording ``name`` (default ``rec-YYYYMMDD-HHMMSS``) and set mode=record."""
+    from openprogram.config.editing import set_record_replay
+    from openprogram.store.store import create_recording
+
     name = name if name is not None else names.default_name()
     path = create_recording(recordings_dir(), name)
     try:
@@ -301,6 +303,9 @@ def start_recording(name: str | None = None) -> ModeChange:
 
 def start_replay(argument: str) -> ModeChange:
     """Check the recording ``argument`` (a name or a path) and set mode=replay."""
+    from openprogram.config.editing import set_record_replay
+    from openprogram.provider_boundary.codec import read_recording
+
     ref = names.resolve_recording(argument, recordings_dir())
     recording = read_recording(ref.path)  # refuses a missing, corrupt or other-version file
     setting = ref.name if ref.name is not None else str(ref.path)
@@ -317,6 +322,8 @@ def start_replay(argument: str) -> ModeChange:
 
 def turn_off() -> ModeChange:
     """Set mode=off, whatever state the configuration is in (a broken one is repaired)."""
+    from openprogram.config.editing import set_record_replay
+
     edit = set_record_replay(mode="off")
     return ModeChange("off", edit, **_overrides_of("off"))
 
