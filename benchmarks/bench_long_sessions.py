@@ -114,7 +114,7 @@ def notes(folder: Path) -> Path:
 def run_session(provider: Any, calls: int, root: Path) -> None:
     from openprogram.agent.file_tools import builtin_tools
     from openprogram.agent.loop import run_agent
-    from openprogram.providers.api_registry import provider_scope
+    from openprogram.providers.registry import provider_scope
     from openprogram.providers.types import Model
 
     model = Model(id="bench", api="bench", provider="bench")

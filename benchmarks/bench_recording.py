@@ -34,7 +34,6 @@ from machine_reference import machine_reference
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.provider_boundary.recorder import RecordingProvider
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.providers.api_registry import ApiProvider
 from openprogram.providers.events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -43,6 +42,7 @@ from openprogram.providers.events import (
     TextEndEvent,
     TextStartEvent,
 )
+from openprogram.providers.registry import ApiProvider
 from openprogram.providers.types import (
     AssistantMessage,
     Context,

@@ -33,7 +33,7 @@ from typing import Any
 from machine_reference import machine_reference
 
 from openprogram import record_replay, taped
-from openprogram.providers.runtime import initialize_provider_runtime
+from openprogram.providers.registry import initialize_provider_runtime
 
 
 @dataclass(frozen=True, slots=True)

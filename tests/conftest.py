@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.providers.registry import reset_provider_runtime
 from openprogram.recording.writer import close_recording_writers
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}

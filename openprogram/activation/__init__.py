@@ -6,14 +6,14 @@
                       session, shared), installed process-wide for a block; the placeholder
                       API keys set under replay
     context_manager   ``record_replay()``, the library's way in for a block of code
-    configured        the configuration (and ``exec``'s flags) resolved into one plan
+    configured        what the configured mode turns on: the provider runtime's activation,
+                      and the configuration (and ``exec``'s flags) resolved into one plan
     exec_environment  ``openprogram exec``'s child environment with its ``sitecustomize``,
                       and the checks made before running
     exec_run          ``openprogram exec``: the run itself
     exec_child        what the ``sitecustomize`` does in each Python process of the command
 
-The configured mode a plain process starts with (the provider registry only) is
-:mod:`openprogram.providers.activation`. Importing this package imports nothing else.
+Importing this package imports nothing else.
 """
 
 from __future__ import annotations

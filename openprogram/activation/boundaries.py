@@ -38,16 +38,18 @@ import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
-from openprogram.provider_boundary.codec import read_recording as read_with_events
+from openprogram.provider_boundary.codec import read_for_replay
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.providers.activation import blocked_transform, record_transform, replay_transform
-from openprogram.providers.api_registry import process_wide_scope
-from openprogram.recording.reader import read_recording
+from openprogram.provider_boundary.transforms import (
+    blocked_transform,
+    record_transform,
+    replay_transform,
+)
+from openprogram.providers.registry import process_wide_scope
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.recording.writer import writer_for
@@ -55,7 +57,7 @@ from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, Tape
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.boundary import HttpBoundary
-    from openprogram.providers.scopes import ApiProvider, RegistryTransform
+    from openprogram.providers.registry import ApiProvider, RegistryTransform
     from openprogram.recording.format import Recording
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import Redactor, UserRedaction
@@ -198,19 +200,6 @@ def _replay_session(
         tools=dict(plan.tools),
         user_redaction=user,
     )
-
-
-def read_for_replay(path: Path) -> Recording:
-    """The recording read strictly; its provider calls' events decoded into the provider's
-    event models only if it has provider calls (those models cost ~80 ms to import, which a
-    process replaying only SDK calls need not pay at start-up)."""
-
-    recording = read_recording(path)
-    if "provider" not in recording.boundaries:
-        recording.events_decoded = True  # every provider call's events (there are none)
-        return recording
-
-    return read_with_events(path)
 
 
 def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:

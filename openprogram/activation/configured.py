@@ -1,6 +1,34 @@
-"""The plan ``openprogram exec`` runs a command with, from its flags and the configuration.
+"""What the configured mode turns on: for the provider runtime of this process, and for the
+command ``openprogram exec`` runs.
 
-:func:`exec_plan` reads the configuration once and decides:
+**The runtime's activation.** The provider runtime calls :func:`activate_record_replay` at
+its start, after making the built-ins. It reads the configuration once ("next start": a
+change affects the next process) and returns the :class:`Activation` the runtime installs
+on the registry's process scope (the base every scope starts from):
+
+* ``record`` — every current and future api is wrapped in a ``RecordingProvider``; all of
+  them share one writer, so the whole process forms one call sequence in one recording;
+* ``replay`` — every api, registered in this process or not, resolves to one shared
+  ``ReplayProvider``;
+* ``off`` — nothing is installed.
+
+Each activation also binds the tape deck taped functions and agent tools use
+(``openprogram.tape_boundary.deck``): record appends tape rows with the same writer, replay
+serves them from the ``ReplayProvider``'s session (agent tools by ``record_replay.tools``),
+blocked refuses them.
+
+If activation fails — the config cannot be read or validated, the replay file is missing,
+corrupt or of another version, the record target is not writable — the runtime does not
+fail: a fail-closed ``BlockedProvider`` answers for every api, and every stream call raises
+``RecordReplayBlockedError``, naming the cause and the recovery commands. Nothing falls
+through to a live provider.
+
+The configured mode covers the provider registry and tapes. ``openprogram exec`` starts a
+program with both boundaries active from its first line: its ``sitecustomize`` decides the
+activation before anything starts the runtime (:func:`preset_activation`), so the runtime
+installs that one instead of reading the mode from the configuration.
+
+**The plan of ``openprogram exec``.** :func:`exec_plan` reads the configuration once and decides:
 
 * ``--record NAME|PATH`` — record into it: a recording that does not exist yet is created
   (in the store for a name, ``0600``); one that exists but holds no call is recorded into;
@@ -23,18 +51,132 @@ with both boundaries refusing every call, naming the cause and the commands that
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import ExecSetupError, OpenProgramError
 from openprogram.plural import plural
+from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
 
 if TYPE_CHECKING:
     from openprogram.config.models import RecordReplaySettings
     from openprogram.config.settings import LoadedConfig
+    from openprogram.providers.registry import RegistryTransform
+    from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["exec_plan"]
+__all__ = ["Activation", "Mode", "activate_record_replay", "exec_plan", "preset_activation"]
+
+logger = logging.getLogger("openprogram")
+
+Mode = Literal["off", "record", "replay", "blocked"]
+"""What record/replay is in a process: as configured, or ``blocked`` when it could not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """What the configuration turned on: the mode, and the transform that implements it."""
+
+    mode: Mode
+    transform: RegistryTransform | None = None
+    recording: Path | None = None
+    blocked_reason: str | None = None
+    bindings: Mapping[str, object] = field(default_factory=dict)
+    """Values other boundaries look up in the process scope (the registry's
+    ``scope_binding``): the tape deck."""
+
+
+_preset: Callable[[], Activation] | None = None
+
+
+def preset_activation(make: Callable[[], Activation] | None) -> None:
+    """Have the runtime's start install ``make()`` instead of the configured mode (None: back
+    to the configuration). ``openprogram exec``'s ``sitecustomize`` calls it, before the
+    program's first line, with the activation exec decided for the whole process."""
+    global _preset
+    _preset = make
+
+
+def activate_record_replay(loaded: LoadedConfig | None = None) -> Activation:
+    """Build the activation the configuration asks for (read now unless given), or the
+    preset one (:func:`preset_activation`); never raises."""
+    try:
+        return _preset() if _preset is not None else _activate(loaded)
+    except Exception as exc:  # fail closed whatever went wrong
+        cause = str(exc) if isinstance(exc, OpenProgramError) else f"{type(exc).__name__}: {exc}"
+        return blocked(cause)
+
+
+def blocked(cause: str, recording: Path | None = None) -> Activation:
+    """The activation that refuses every model call and every taped call with ``cause``."""
+    # The transforms stand on the record/replay providers and their pydantic models: loaded
+    # only when a process activates record/replay, not when it imports the registry.
+    from openprogram.provider_boundary.transforms import blocked_transform
+
+    bindings = {TAPE_DECK_BINDING: BlockedTapes(cause)}
+    return Activation("blocked", blocked_transform(cause), recording, cause, bindings)
+
+
+def _activate(loaded: LoadedConfig | None) -> Activation:
+    # The configuration's models cost ~100 ms to import: a process pays for them only when it
+    # starts the runtime (and not at all when exec preset the activation).
+    from openprogram.config.settings import load_config
+    from openprogram.recording.user_redaction import user_redaction_in_effect
+    from openprogram.store.names import configured_recording_path, file_not_set_problem
+
+    if loaded is None:
+        loaded = load_config()
+    if loaded.error is not None:
+        return blocked(str(loaded.error))
+    assert loaded.settings is not None
+    settings = loaded.settings.record_replay
+    if settings.mode == "off":
+        return Activation("off")
+    if not settings.file:
+        return blocked(file_not_set_problem(settings.mode))
+    path = configured_recording_path(settings.file)
+    user = user_redaction_in_effect(patterns=settings.redact_patterns)
+    if settings.mode == "record":
+        return _activate_record(path, user)
+    return _activate_replay(path, settings, user)
+
+
+def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
+    from openprogram.provider_boundary.transforms import record_transform
+    from openprogram.recording.writer import writer_for
+
+    writer = writer_for(path)
+    writer.user_redaction = user
+    existing = writer.open()  # creates the file, or checks it can be appended to
+    if existing:
+        logger.warning(
+            "openprogram: recording into %s, which already holds %s; new calls are "
+            "appended after them (replay serves every call in order from call 0)",
+            path,
+            plural(existing, "call"),
+        )
+    bindings = {TAPE_DECK_BINDING: TapeRecorder(writer)}
+    return Activation("record", record_transform(path), path, bindings=bindings)
+
+
+def _activate_replay(
+    path: Path, settings: RecordReplaySettings, user: UserRedaction | None
+) -> Activation:
+    from openprogram.provider_boundary.replay import ReplayProvider
+    from openprogram.provider_boundary.transforms import replay_transform
+
+    provider = ReplayProvider(
+        path,
+        ignore_fields=settings.ignore_fields,
+        match=settings.match,
+        redaction=user,
+        tools=settings.tools,
+    )
+    bindings = {TAPE_DECK_BINDING: TapePlayer(provider.session)}
+    return Activation("replay", replay_transform(provider), path, bindings=bindings)
 
 
 def exec_plan(
@@ -134,6 +276,8 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
 
 def _check_replay_source(path: Path) -> None:
     """Read the recording strictly, as replay will; raises ``RecordingFileError``."""
-    from openprogram.activation.boundaries import read_for_replay
+    # The recording's reader and the provider's event models cost ~100 ms to import: paid by
+    # the processes that check a recording, not by every one that imports the registry.
+    from openprogram.provider_boundary.codec import read_for_replay
 
     read_for_replay(path)

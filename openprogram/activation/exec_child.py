@@ -6,7 +6,7 @@
 * prepares both boundaries from it (:mod:`openprogram.activation.boundaries`): the HTTP
   boundary is activated for the whole life of the process, and the provider runtime will
   install the same mode at its start instead of reading the configuration
-  (:func:`~openprogram.providers.activation.preset_activation`);
+  (:func:`~openprogram.activation.configured.preset_activation`);
 * writes its handshake, ``process-<pid>.json``, so exec knows the activation took.
 
 If the recording cannot be opened any more, or the plan cannot be read, the process is
@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.activation.boundaries import prepare_boundaries
+from openprogram.activation.configured import Activation, preset_activation
 from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError, ReplayMismatch
 from openprogram.http_boundary.boundary import activate_http_boundary
-from openprogram.providers.activation import Activation, preset_activation
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.mismatch import RecordReplayEscape

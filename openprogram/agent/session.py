@@ -25,28 +25,20 @@ from openprogram.agent.loop import DEFAULT_MAX_ITERATIONS, AgentEvent, AgentRun,
 from openprogram.config.models import split_model_reference
 from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.providers.api_registry import get_api_provider
-from openprogram.providers.runtime import runtime_configuration
+from openprogram.providers.builtins import VENDOR_OF_API
+from openprogram.providers.registry import get_api_provider, runtime_configuration
 from openprogram.providers.types import Model
-from openprogram.tape_boundary.deck import TapePlayer, active_tape_deck
+from openprogram.tape_boundary.deck import TapePlayer
+from openprogram.tape_boundary.taped_functions import active_tape_deck
 
 if TYPE_CHECKING:
     from openprogram.config.models import Settings
 
-__all__ = ["ECHO_REFERENCE", "VENDOR_OF_API", "resolve_model"]
+__all__ = ["ECHO_REFERENCE", "resolve_model"]
 
 
 ECHO_REFERENCE = "echo:echo"
-
-
 """What a session runs on when nothing names a model."""
-
-
-VENDOR_OF_API: dict[str, str] = {
-    "echo": "echo",
-    "openai-completions": "openai",
-    "anthropic-messages": "anthropic",
-}
 
 
 def resolve_model(reference: str | None, settings: Settings | None) -> Model:

@@ -24,14 +24,14 @@ from openprogram.errors import ReplayMismatch
 from openprogram.harness.verification import verify_recording
 from openprogram.provider_boundary.recorder import RecordingProvider
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.providers.api_registry import provider_scope
 from openprogram.providers.builtins.echo import ECHO_MODEL, EchoProvider
+from openprogram.providers.registry import provider_scope
 from openprogram.recording.writer import forget_writer
 
 if TYPE_CHECKING:
     from openprogram.agent.loop import AgentEvent, AgentRun
     from openprogram.harness.verification import VerifyResult
-    from openprogram.providers.scopes import ApiProvider
+    from openprogram.providers.registry import ApiProvider
 
 NOTES_FILE = "notes.txt"
 NOTES_TEXT = "hello from a file"

@@ -38,7 +38,7 @@ from openprogram.errors import ReplayMismatch, VerifySetupError
 from openprogram.named_objects import NotAModuleAttributeName, load_named_object
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.providers.api_registry import provider_scope
+from openprogram.providers.registry import provider_scope
 from openprogram.providers.runtime import remember_key_variables
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, UserMessage
 from openprogram.recording.difference import DEFAULT_MATCHING, join_field_path

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
@@ -45,6 +46,7 @@ from openprogram.recording import format as _core
 from openprogram.recording.format import PROVIDER_EVENT_TYPES, PROVIDER_REQUEST_SECTIONS, Recording
 from openprogram.recording.reader import EventFieldError, read_recording_bytes
 from openprogram.recording.reader import parse_recording as parse_any_recording
+from openprogram.recording.reader import read_recording as read_any_recording
 
 if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
@@ -122,6 +124,17 @@ def read_recording(path: str | os.PathLike[str], *, validate_events: bool = True
     (a write cut short) is ignored: the call it belonged to reads as truncated.
     """
     return parse_recording(path, read_recording_bytes(path), validate_events=validate_events)
+
+
+def read_for_replay(path: Path) -> Recording:
+    """The recording read strictly, as replay reads it; its provider calls' events decoded
+    into the provider's event models only if it has provider calls (those models cost ~80 ms
+    to import, which a process replaying only SDK calls need not pay at start-up)."""
+    recording = read_any_recording(path)
+    if "provider" not in recording.boundaries:
+        recording.events_decoded = True  # every provider call's events (there are none)
+        return recording
+    return read_recording(path)
 
 
 def parse_recording(

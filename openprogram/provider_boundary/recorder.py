@@ -44,7 +44,7 @@ from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.writer import CallWriter, recorded_error, writer_for
 
 if TYPE_CHECKING:
-    from openprogram.providers.scopes import ApiProvider
+    from openprogram.providers.registry import ApiProvider
     from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["RecordingProvider"]

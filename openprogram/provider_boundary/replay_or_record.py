@@ -22,7 +22,7 @@ from openprogram.recording.redaction import SecretRedactor
 
 if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
-    from openprogram.providers.scopes import ApiProvider, RegistryTransform
+    from openprogram.providers.registry import ApiProvider, RegistryTransform
     from openprogram.recording.rewriting import RecordingMerge
 
 __all__ = ["ReplayOrRecordProvider", "replay_or_record_transform"]

@@ -1,12 +1,19 @@
-"""The provider layer: types, the registry, ``stream``, and record/replay at the registry.
+"""The provider layer: its types, the registry every model call passes through, and the
+providers openprogram ships. Record and replay at this boundary live in
+:mod:`openprogram.provider_boundary`; they are installed through the registry's scopes.
+
+    types      the models, messages, contexts and options, as pydantic models
+    events     the events a provider streams, and the message they assemble into
+    registry   the lookup, its scopes and bindings, and the one place the runtime is
+               installed
+    runtime    the built-ins made and the configured mode activated, once a process
+    streaming  ``stream``, ``stream_simple``, ``complete`` and ``complete_simple``
+    builtins   the echo, OpenAI Chat Completions and Anthropic Messages providers
 
 Importing this package defines and exports only: it registers no provider, reads no
 configuration, opens no recording and no socket. The first registry lookup initializes the
-provider runtime (see :func:`initialize_provider_runtime`).
-
-Exports are loaded on first use (PEP 562), so ``import openprogram.provider_boundary.codec`` does
-not build every pydantic model. The recording core the record/replay providers stand on
-lives in :mod:`openprogram.recording`; registry scopes in :mod:`openprogram.providers.scopes`.
+provider runtime (see :func:`initialize_provider_runtime`). Exports are loaded on first use
+(PEP 562), so importing one module does not build every pydantic model.
 """
 
 from __future__ import annotations
@@ -29,14 +36,6 @@ if TYPE_CHECKING:
     )
     from openprogram.provider_boundary.recorder import RecordingProvider
     from openprogram.provider_boundary.replay import ReplayProvider
-    from openprogram.providers.api_registry import (
-        ApiProvider,
-        get_api_provider,
-        provider_scope,
-        register_api_provider,
-        registered_apis,
-        unregister_api_provider,
-    )
     from openprogram.providers.builtins.echo import ECHO_MODEL, EchoProvider
     from openprogram.providers.events import (
         AssistantMessageEvent,
@@ -54,12 +53,16 @@ if TYPE_CHECKING:
         ToolCallEndEvent,
         ToolCallStartEvent,
     )
-    from openprogram.providers.runtime import (
-        RuntimeState,
-        RuntimeStatus,
+    from openprogram.providers.registry import (
+        ApiProvider,
+        get_api_provider,
         initialize_provider_runtime,
-        provider_runtime_status,
+        provider_scope,
+        register_api_provider,
+        registered_apis,
+        unregister_api_provider,
     )
+    from openprogram.providers.runtime import RuntimeState, RuntimeStatus, provider_runtime_status
     from openprogram.providers.streaming import complete, complete_simple, stream, stream_simple
     from openprogram.providers.types import (
         AssistantMessage,
@@ -80,7 +83,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
-    "ApiProvider": "openprogram.providers.api_registry",
+    "ApiProvider": "openprogram.providers.registry",
     "AssistantMessage": "openprogram.providers.types",
     "AssistantMessageEvent": "openprogram.providers.events",
     "Context": "openprogram.providers.types",
@@ -127,15 +130,15 @@ _EXPORTS: dict[str, str] = {
     "UserMessage": "openprogram.providers.types",
     "complete": "openprogram.providers.streaming",
     "complete_simple": "openprogram.providers.streaming",
-    "get_api_provider": "openprogram.providers.api_registry",
-    "initialize_provider_runtime": "openprogram.providers.runtime",
+    "get_api_provider": "openprogram.providers.registry",
+    "initialize_provider_runtime": "openprogram.providers.registry",
     "provider_runtime_status": "openprogram.providers.runtime",
-    "provider_scope": "openprogram.providers.api_registry",
-    "register_api_provider": "openprogram.providers.api_registry",
-    "registered_apis": "openprogram.providers.api_registry",
+    "provider_scope": "openprogram.providers.registry",
+    "register_api_provider": "openprogram.providers.registry",
+    "registered_apis": "openprogram.providers.registry",
     "stream": "openprogram.providers.streaming",
     "stream_simple": "openprogram.providers.streaming",
-    "unregister_api_provider": "openprogram.providers.api_registry",
+    "unregister_api_provider": "openprogram.providers.registry",
 }
 
 __all__ = [

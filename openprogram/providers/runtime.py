@@ -1,20 +1,23 @@
-"""The provider runtime: built-ins registered, then record/replay activated, once a process.
+"""The provider runtime: the built-ins made, then record/replay activated, once a process.
 
-Importing ``openprogram.providers`` does none of this. The first registry lookup calls
-:func:`initialize_provider_runtime`, which moves ``NEW → INITIALIZING → READY | FAILED``:
+Importing ``openprogram.providers`` does none of this. The registry
+(:mod:`openprogram.providers.registry`) calls :func:`start` with its process scope before the
+first lookup that needs it; :func:`start` makes the built-in providers (which reads no
+configuration and opens no file), reads the configuration once, builds the configured mode
+(:mod:`openprogram.activation.configured`) and puts all of it into that scope before anyone
+can look up, moving ``NEW → INITIALIZING → READY | FAILED``:
 
 * concurrent first callers (threads) wait for the one initialization and share its result;
 * the initializing thread calling it again (from a built-in's constructor, say) gets a
   clear error instead of a deadlock;
 * a built-in that fails to register leaves the runtime ``FAILED``: every later call raises a
   fresh :class:`ProviderRuntimeError` with the same stage and cause (its message redacted);
-* record/replay is then activated from the configuration (see ``activation.py``) and
-  installed as the transform of the registry's process scope (see ``scopes.py``), the base
-  every scope starts from; if that fails the runtime is still ``READY``, in mode
-  ``blocked``.
+* record/replay is then activated from the configuration and installed as the transform
+  of the process scope, the base every scope starts from; if that fails the runtime is still
+  ``READY``, in mode ``blocked``.
 
-The registry (``api_registry``) starts the runtime before a lookup; the runtime itself
-registers into the process scope directly, so neither waits for the other.
+This module knows the process scope only as the few methods it calls
+(:class:`ProcessScope`): the registry imports it, never the other way round.
 """
 
 from __future__ import annotations
@@ -23,17 +26,29 @@ import threading
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from openprogram.activation.configured import Activation, Mode, activate_record_replay
 from openprogram.errors import ProviderRuntimeError
-from openprogram.providers.activation import Activation, activate_record_replay
-from openprogram.providers.builtins.vendor_provider import DEFAULT_API_KEY_VARIABLES
-from openprogram.providers.scopes import PROCESS_SCOPE
-from openprogram.recording.redaction import remember_secret_variable
+from openprogram.providers.builtins import BUILTIN_PROVIDER_FACTORIES, DEFAULT_API_KEY_VARIABLES
+from openprogram.recording.redaction import SecretRedactor, remember_secret_variable
 
 if TYPE_CHECKING:
     from openprogram.config.models import Settings
     from openprogram.config.settings import LoadedConfig
+    from openprogram.providers.registry import ApiProvider, RegistryTransform
+
+
+class ProcessScope(Protocol):
+    """What the runtime fills: the registry's process scope."""
+
+    bindings: dict[str, object]
+
+    def register(self, api: str, provider: ApiProvider) -> None: ...
+
+    def set_transform(self, transform: RegistryTransform | None) -> None: ...
+
+    def clear(self) -> None: ...
 
 
 def remember_key_variables(settings: Settings | None) -> None:
@@ -56,8 +71,7 @@ class RuntimeState(StrEnum):
 @dataclass(frozen=True, slots=True)
 class RuntimeStatus:
     state: RuntimeState
-    mode: str
-    """``off``, ``record``, ``replay`` or ``blocked``."""
+    mode: Mode
     recording: Path | None = None
     blocked_reason: str | None = None
 
@@ -70,8 +84,9 @@ _failure: tuple[str, str] | None = None
 _initializing_thread: int | None = None
 
 
-def initialize_provider_runtime() -> RuntimeStatus:
-    """Register the built-ins and activate record/replay, once; later calls are cheap."""
+def start(into: ProcessScope) -> RuntimeStatus:
+    """Make the built-ins and activate record/replay into the process scope ``into``, once;
+    later calls are cheap."""
     global _state, _initializing_thread, _configuration
     with _condition:
         while _state is RuntimeState.INITIALIZING:
@@ -93,11 +108,11 @@ def initialize_provider_runtime() -> RuntimeStatus:
     try:
         loaded = _configuration = _load_configuration()
         remember_key_variables(loaded.settings if loaded is not None else None)
-        _register_builtins(loaded)
+        _register_builtins(loaded, into)
         activation = activate_record_replay(loaded)
         if activation.transform is not None:
-            PROCESS_SCOPE.set_transform(activation.transform)
-        PROCESS_SCOPE.bindings.update(activation.bindings)
+            into.set_transform(activation.transform)
+        into.bindings.update(activation.bindings)
     except ProviderRuntimeError as error:
         _finish(RuntimeState.FAILED, failure=(error.stage, error.cause))
         raise
@@ -119,20 +134,16 @@ def _load_configuration() -> LoadedConfig | None:
         return None
 
 
-def _register_builtins(loaded: LoadedConfig | None) -> None:
-    from openprogram.providers.builtins import BUILTIN_PROVIDER_FACTORIES
-
+def _register_builtins(loaded: LoadedConfig | None, into: ProcessScope) -> None:
     providers = loaded.settings.providers if loaded and loaded.settings else {}
     for api, factory in BUILTIN_PROVIDER_FACTORIES.items():
         try:
             provider = factory(providers.get(api))
         except Exception as exc:
-            from openprogram.recording.redaction import SecretRedactor
-
             # A factory's message may quote its settings (a base_url with a password in it).
             cause = SecretRedactor().redact_text(f"{type(exc).__name__}: {exc}")
             raise ProviderRuntimeError(f"built-in registration of {api!r}", cause) from exc
-        PROCESS_SCOPE.register(api, provider)
+        into.register(api, provider)
 
 
 def _finish(
@@ -154,10 +165,9 @@ def _status() -> RuntimeStatus:
     )
 
 
-def runtime_configuration() -> LoadedConfig | None:
-    """The configuration this process's runtime started with (starting it if need be), so
-    that nothing in the process reads the file a second time; None if it could not be read."""
-    initialize_provider_runtime()
+def configuration() -> LoadedConfig | None:
+    """The configuration the runtime started with; None if it could not be read, or before
+    it started (the registry's ``runtime_configuration()`` starts it first)."""
     with _condition:
         return _configuration
 
@@ -174,13 +184,14 @@ def provider_runtime_status() -> RuntimeStatus:
         return _status()
 
 
-def reset_provider_runtime() -> None:
-    """Test-only: forget every registration and start the runtime afresh at ``NEW``."""
+def reset(into: ProcessScope) -> None:
+    """Test-only: forget every registration of ``into`` and start the runtime afresh at
+    ``NEW``."""
     global _state, _activation, _failure, _initializing_thread, _configuration
     with _condition:
         if _state is RuntimeState.INITIALIZING:
             raise ProviderRuntimeError("reset", "cannot reset while initializing")
-        PROCESS_SCOPE.clear()
+        into.clear()
         _configuration = None
         _state, _activation, _failure, _initializing_thread = (
             RuntimeState.NEW,

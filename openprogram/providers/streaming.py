@@ -31,8 +31,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, TypeVar
 
 from openprogram.errors import MissingApiKeyError
-from openprogram.providers.api_registry import ApiProvider, get_api_provider
 from openprogram.providers.events import AssistantMessageEvent, MessageAccumulator
+from openprogram.providers.registry import ApiProvider, get_api_provider
 from openprogram.providers.types import (
     AssistantMessage,
     Context,

@@ -2,7 +2,7 @@
 
 Whoever switches record or replay on binds a deck in the provider registry's scope, beside
 the registry's transform, under :data:`TAPE_DECK_BINDING` (see
-``openprogram.providers.scopes``: bindings), so tapes follow exactly the scope the model
+``openprogram.providers.registry``: bindings), so tapes follow exactly the scope the model
 calls follow — the configured mode, ``record_replay()``, the pytest fixture, ``openprogram
 exec``, ``verify``:
 
@@ -13,10 +13,10 @@ exec``, ``verify``:
 * :class:`BlockedTapes` refuses every taped call, as a blocked registry refuses every model
   call: nothing runs live when record/replay is configured but could not start.
 
-:func:`active_tape_deck` finds the deck of the current scope — starting the provider runtime
-first, as a registry lookup does, so the configured mode applies from the very first taped
-call (an agent often reads the clock before its first model call). None: no record or
-replay is active, and taped functions just run.
+``taped_functions.active_tape_deck`` finds the deck of the current scope — starting the
+provider runtime first, as a registry lookup does, so the configured mode applies from the
+very first taped call (an agent often reads the clock before its first model call). None: no
+record or replay is active, and taped functions just run.
 
 What a tape records is redacted, paying for a redactor only when a value holds text.
 Credentials are text: a call whose arguments and result hold no string (the clock, a random
@@ -34,8 +34,6 @@ import threading
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from openprogram.errors import RecordReplayBlockedError
-from openprogram.providers.runtime import RuntimeState, initialize_provider_runtime, runtime_state
-from openprogram.providers.scopes import current_scope
 from openprogram.recording import redaction
 from openprogram.recording.tape_replay import ToolPolicies, ToolPolicy
 from openprogram.recording.tape_rows import TAPES_FEATURE
@@ -55,7 +53,6 @@ __all__ = [
     "TapePlayer",
     "TapeRecorder",
     "TapeRedaction",
-    "active_tape_deck",
     "holds_text",
 ]
 
@@ -211,15 +208,5 @@ class BlockedTapes:
 TapeDeck = TapeRecorder | TapePlayer | BlockedTapes
 
 
-def active_tape_deck() -> TapeDeck | None:
-    """The deck of the current scope (the runtime started first, unless the scope is
-    isolated), or None when neither record nor replay is active."""
-    scope = current_scope()
-    if runtime_state() is not RuntimeState.READY and scope.starts_runtime:
-        initialize_provider_runtime()
-        scope = current_scope()
-    deck = scope.bindings.get(TAPE_DECK_BINDING)
-    return deck if isinstance(deck, _DECKS) else None
-
-
-_DECKS: Final = (TapeRecorder, TapePlayer, BlockedTapes)
+DECKS: Final = (TapeRecorder, TapePlayer, BlockedTapes)
+"""The deck classes: a binding of another type under the deck's name is no deck."""

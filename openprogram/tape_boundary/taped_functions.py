@@ -59,6 +59,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, get_type_hints, overload
 
+from openprogram.providers.registry import scope_binding
 from openprogram.recording.tape_rows import (
     TOOL_TAPE_PREFIX,
     TapeEntry,
@@ -68,7 +69,7 @@ from openprogram.recording.tape_rows import (
     tape_row,
 )
 from openprogram.recording.writer import recorded_error
-from openprogram.tape_boundary.deck import TapeRedaction, active_tape_deck
+from openprogram.tape_boundary.deck import DECKS, TAPE_DECK_BINDING, TapeDeck, TapeRedaction
 from openprogram.tape_boundary.values import (
     json_arguments,
     json_result,
@@ -79,13 +80,21 @@ from openprogram.tape_boundary.values import (
 if TYPE_CHECKING:
     from openprogram.tape_boundary.deck import BlockedTapes, TapePlayer, TapeRecorder
 
-__all__ = ["TapeSpec", "now", "random", "seeded_random", "taped"]
+__all__ = ["TapeSpec", "active_tape_deck", "now", "random", "seeded_random", "taped"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 _MISSING: Any = object()
+
+
+def active_tape_deck() -> TapeDeck | None:
+    """The deck of the current scope (the provider runtime started first, unless the scope is
+    isolated, so the configured mode applies from the very first taped call), or None when
+    neither record nor replay is active."""
+    deck = scope_binding(TAPE_DECK_BINDING)
+    return deck if isinstance(deck, DECKS) else None
 
 
 class TapeSpec:

@@ -37,9 +37,9 @@ from openprogram.recording.tape_rows import (
 from openprogram.tape_boundary.deck import (
     BlockedTapes,
     TapeRecorder,
-    active_tape_deck,
     current_redactor,
 )
+from openprogram.tape_boundary.taped_functions import active_tape_deck
 
 __all__ = ["run_taped_tool"]
 

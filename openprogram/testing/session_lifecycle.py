@@ -50,8 +50,8 @@ from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.provider_boundary.replay_or_record import replay_or_record_transform
-from openprogram.providers.activation import record_transform, replay_transform
-from openprogram.providers.api_registry import process_wide_scope
+from openprogram.provider_boundary.transforms import record_transform, replay_transform
+from openprogram.providers.registry import process_wide_scope
 from openprogram.recording.rewriting import RecordingMerge
 from openprogram.recording.writer import forget_writer, writer_for
 from openprogram.store.call_usage import call_tokens

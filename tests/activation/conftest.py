@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from openprogram.http_boundary.boundary import active_http_boundary
-from openprogram.providers import scopes
+from openprogram.providers import registry as scopes
 from tests.support.sse_server import ScriptedServer
 
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from openprogram.providers import EchoProvider, get_api_provider, register_api_provider
-from openprogram.providers.api_registry import (
+from openprogram.providers.registry import (
     ApiProvider,
     RegistryTransform,
     ScopeOrderError,

@@ -105,7 +105,7 @@ def test_verify_ignores_the_configured_mode_and_never_starts_the_runtime(workdir
     home = Path(os.environ["OPENPROGRAM_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text('[record_replay]\nmode = "record"\nfile = "elsewhere"\n')
-    from openprogram.providers.runtime import reset_provider_runtime
+    from openprogram.providers.registry import reset_provider_runtime
 
     reset_provider_runtime()
     result = verify(str(path))

@@ -9,6 +9,7 @@ import pytest
 from openprogram.config.paths import recordings_dir
 from openprogram.errors import RecordReplayBlockedError
 from openprogram.provider_boundary.codec import read_recording
+from openprogram.provider_boundary.transforms import BlockedProvider
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
@@ -22,7 +23,6 @@ from openprogram.providers import (
     provider_runtime_status,
     register_api_provider,
 )
-from openprogram.providers.activation import BlockedProvider
 from tests.support.config_files import write_config
 from tests.support.tool_sessions import tool_session
 
@@ -54,7 +54,7 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
 ) -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
-    from openprogram.providers.runtime import reset_provider_runtime
+    from openprogram.providers.registry import reset_provider_runtime
     from openprogram.recording.writer import close_recording_writers
 
     close_recording_writers()
@@ -68,7 +68,7 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
 async def test_replay_mode_answers_for_every_api() -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     _, recorded = await tool_session()
-    from openprogram.providers.runtime import reset_provider_runtime
+    from openprogram.providers.registry import reset_provider_runtime
     from openprogram.recording.writer import close_recording_writers
 
     close_recording_writers()
@@ -85,7 +85,7 @@ async def test_replay_mode_answers_for_every_api() -> None:
 async def test_replay_ignores_the_configured_fields() -> None:
     write_config('[record_replay]\nmode = "record"\nfile = "demo"\n')
     await complete_simple(ECHO_MODEL, HELLO)
-    from openprogram.providers.runtime import reset_provider_runtime
+    from openprogram.providers.registry import reset_provider_runtime
     from openprogram.recording.writer import close_recording_writers
 
     close_recording_writers()
@@ -159,7 +159,7 @@ async def test_an_environment_override_is_honoured(monkeypatch: pytest.MonkeyPat
 
 
 async def test_an_unexpected_activation_failure_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openprogram.providers import activation
+    from openprogram.activation import configured as activation
 
     def explode(loaded: object) -> None:
         raise KeyError("surprise")
@@ -171,7 +171,7 @@ async def test_an_unexpected_activation_failure_blocks(monkeypatch: pytest.Monke
 
 def test_the_runtime_configuration_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from openprogram.config import settings
-    from openprogram.providers.runtime import runtime_configuration
+    from openprogram.providers.registry import runtime_configuration
 
     write_config('default_model = "echo:echo"\n')
     reads: list[int] = []

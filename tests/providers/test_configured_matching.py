@@ -14,7 +14,7 @@ from openprogram.providers import (
     complete_simple,
     get_api_provider,
 )
-from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.providers.registry import reset_provider_runtime
 from openprogram.recording.writer import close_recording_writers
 from tests.support.config_files import write_config
 

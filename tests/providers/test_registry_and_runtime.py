@@ -30,7 +30,7 @@ from openprogram.providers import (
     unregister_api_provider,
 )
 from openprogram.providers import builtins as builtins_module
-from openprogram.providers.api_registry import ApiProvider
+from openprogram.providers.registry import ApiProvider
 
 
 def test_import_has_no_side_effects() -> None:
@@ -49,7 +49,8 @@ def test_import_has_no_side_effects() -> None:
                 connected.append(repr(args))
         sys.addaudithook(audit)
         import openprogram.providers as providers
-        from openprogram.providers import runtime, scopes
+        from openprogram.providers import registry as scopes
+        from openprogram.providers import runtime
         print(json.dumps({
             "providers": sorted(scopes.current_scope().providers),
             "transform": scopes.current_scope().transform is not None,
@@ -120,7 +121,7 @@ def test_scoped_registry_restores_exactly() -> None:
         scope.set_transform(lambda api, provider: provider)
         raise RuntimeError("leave the block abruptly")
     assert {api: get_api_provider(api) for api in registered_apis()} == before
-    from openprogram.providers import scopes
+    from openprogram.providers import registry as scopes
 
     assert scopes.current_scope().transform is None
 

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+import openprogram.activation
 import openprogram.provider_boundary
 import openprogram.providers
 import openprogram.recording
+import openprogram.tape_boundary
 from openprogram.errors import UnknownApiError
 from openprogram.providers import (
     EchoProvider,
@@ -29,7 +31,7 @@ from openprogram.providers import (
     register_api_provider,
     registered_apis,
 )
-from openprogram.providers.api_registry import (
+from openprogram.providers.registry import (
     ApiProvider,
     provider_scope,
     scope_binding,
@@ -162,8 +164,8 @@ def test_bindings_travel_with_the_scope_but_not_into_an_isolated_one() -> None:
 
 
 def test_the_runtime_sets_up_the_process_scope_and_activation_may_bind() -> None:
-    from openprogram.providers.activation import Activation
-    from openprogram.providers.scopes import PROCESS_SCOPE
+    from openprogram.activation.configured import Activation
+    from openprogram.providers.registry import PROCESS_SCOPE
 
     assert "bindings" in Activation.__dataclass_fields__
     get_api_provider("echo")  # starts the runtime: it registers into the process scope
@@ -176,7 +178,13 @@ def test_the_public_package_exports_the_scope() -> None:
 
 # --- no import loop --------------------------------------------------------------------------
 
-PACKAGES = [openprogram.providers, openprogram.provider_boundary, openprogram.recording]
+PACKAGES = [
+    openprogram.activation,
+    openprogram.providers,
+    openprogram.provider_boundary,
+    openprogram.recording,
+    openprogram.tape_boundary,
+]
 
 
 def module_name(path: Path) -> str:
@@ -259,9 +267,9 @@ def test_the_providers_and_the_core_have_no_import_loop_at_import_time() -> None
 
 
 LOOP = (
-    "openprogram.providers.api_registry",
+    "openprogram.providers.registry",
     "openprogram.providers.runtime",
-    "openprogram.providers.activation",
+    "openprogram.activation.configured",
     "openprogram.provider_boundary.recorder",
 )
 
@@ -271,20 +279,22 @@ def test_the_registry_runtime_activation_recorder_loop_is_gone() -> None:
     graph = import_graph(import_time_only=False)
     below_the_registry = [
         "openprogram.providers.runtime",
-        "openprogram.providers.activation",
+        "openprogram.activation.configured",
         "openprogram.provider_boundary.recorder",
         "openprogram.provider_boundary.replay",
-        "openprogram.providers.scopes",
+        "openprogram.provider_boundary.transforms",
+        "openprogram.tape_boundary.deck",
     ]
     for module in below_the_registry:
-        assert "openprogram.providers.api_registry" not in graph[module], module
+        assert "openprogram.providers.registry" not in graph[module], module
     for module in [
         "openprogram.provider_boundary.recorder",
         "openprogram.provider_boundary.replay",
+        "openprogram.provider_boundary.transforms",
     ]:
         assert "openprogram.providers.runtime" not in graph[module], module
-        assert "openprogram.providers.activation" not in graph[module], module
-    assert "openprogram.providers.scopes" in graph["openprogram.providers.api_registry"]
+        assert "openprogram.activation.configured" not in graph[module], module
+    assert "openprogram.providers.runtime" in graph["openprogram.providers.registry"]
 
 
 IMPORT_ALONE = """
@@ -297,28 +307,23 @@ print(json.dumps(sorted(m for m in sys.modules if m in json.loads(sys.argv[2]) o
 @pytest.mark.parametrize(
     ("module", "loaded"),
     [
-        ("openprogram.providers.scopes", ["openprogram.providers.scopes"]),
-        (
-            "openprogram.providers.activation",
-            ["openprogram.providers.activation", "openprogram.providers.scopes"],
-        ),
+        ("openprogram.activation.configured", ["openprogram.activation.configured"]),
         (
             "openprogram.providers.runtime",
-            [
-                "openprogram.providers.activation",
-                "openprogram.providers.runtime",
-                "openprogram.providers.scopes",
-            ],
+            ["openprogram.activation.configured", "openprogram.providers.runtime"],
         ),
         ("openprogram.provider_boundary.recorder", ["openprogram.provider_boundary.recorder"]),
         ("openprogram.provider_boundary.replay", ["openprogram.provider_boundary.replay"]),
         (
-            "openprogram.providers.api_registry",
+            "openprogram.provider_boundary.transforms",
+            ["openprogram.provider_boundary.recorder", "openprogram.provider_boundary.transforms"],
+        ),
+        (
+            "openprogram.providers.registry",
             [
-                "openprogram.providers.activation",
-                "openprogram.providers.api_registry",
+                "openprogram.activation.configured",
+                "openprogram.providers.registry",
                 "openprogram.providers.runtime",
-                "openprogram.providers.scopes",
             ],
         ),
     ],
@@ -326,7 +331,11 @@ print(json.dumps(sorted(m for m in sys.modules if m in json.loads(sys.argv[2]) o
 def test_each_module_imports_alone_and_only_what_is_below_it(
     module: str, loaded: list[str]
 ) -> None:
-    watched = [*LOOP, "openprogram.provider_boundary.replay", "openprogram.providers.scopes"]
+    watched = [
+        *LOOP,
+        "openprogram.provider_boundary.replay",
+        "openprogram.provider_boundary.transforms",
+    ]
     result = subprocess.run(
         [sys.executable, "-c", IMPORT_ALONE, module, json.dumps(watched)],
         capture_output=True,
@@ -357,9 +366,9 @@ def test_the_registry_and_the_runtime_never_reach_back_to_themselves() -> None:
         return False
 
     for module in (
-        "openprogram.providers.api_registry",
+        "openprogram.providers.registry",
         "openprogram.providers.runtime",
-        "openprogram.providers.scopes",
+        "openprogram.activation.configured",
         "openprogram.recording.writer",
     ):
         assert not reaches(module, module), module

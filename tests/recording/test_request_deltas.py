@@ -15,7 +15,7 @@ from openprogram.agent.loop import run_agent
 from openprogram.errors import RecordingFileError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import RecordingProvider, provider_scope
-from openprogram.providers.api_registry import register_api_provider
+from openprogram.providers.registry import register_api_provider
 from openprogram.recording.call_digest import call_digest, deterministic_part
 from openprogram.recording.format import new_header
 from openprogram.recording.reader import read_recording as read_rows_only

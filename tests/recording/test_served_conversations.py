@@ -15,7 +15,7 @@ from openprogram.errors import ReplayMismatch
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers import provider_scope
-from openprogram.providers.api_registry import register_api_provider
+from openprogram.providers.registry import register_api_provider
 from openprogram.recording.reader import read_recording as read_rows_only
 from openprogram.recording.redaction import (
     REDACTION_VERSION,

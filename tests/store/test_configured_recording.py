@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.providers.activation import activate_record_replay
+from openprogram.activation.configured import activate_record_replay
 from openprogram.store import names
 from openprogram.store.names import active_recording, configured_recording_path
 from openprogram.store.status import configured_status

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typer.testing import CliRunner, Result
 
 from openprogram.cli.app import app
-from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.providers.registry import reset_provider_runtime
 from openprogram.recording.writer import close_recording_writers
 
 

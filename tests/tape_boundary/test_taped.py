@@ -21,7 +21,7 @@ from openprogram.errors import (
     TapeValueError,
     UnconsumedCallsError,
 )
-from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.providers.registry import reset_provider_runtime
 from openprogram.recording.reader import read_recording
 from tests.support.config_files import configure, write_config
 

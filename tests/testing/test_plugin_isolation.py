@@ -77,7 +77,7 @@ import pytest
 
 def test_nothing_of_openprogram_is_loaded():
     assert "openprogram.testing.pytest_plugin" in sys.modules  # loaded, yet idle
-    assert "openprogram.providers.api_registry" not in sys.modules
+    assert "openprogram.providers.registry" not in sys.modules
     assert "openprogram.testing.recording_session" not in sys.modules
     assert "openprogram.testing.session_lifecycle" not in sys.modules
 
@@ -87,20 +87,22 @@ def test_a_plain_failure_is_reported_as_usual():
 
 
 def test_the_registry_is_untouched_before_and_after_a_fixture_test():
-    from openprogram.providers import get_api_provider, scopes
+    from openprogram.providers import get_api_provider
+    from openprogram.providers import registry as scopes
 
     get_api_provider("echo")
     assert scopes.current_scope().transform is None
 
 
 def test_using_the_fixture(openprogram_recording):
-    from openprogram.providers import scopes
+    from openprogram.providers import registry as scopes
 
     assert scopes.current_scope().transform is not None
 
 
 def test_the_registry_is_restored_after_a_fixture_test():
-    from openprogram.providers import EchoProvider, get_api_provider, scopes
+    from openprogram.providers import EchoProvider, get_api_provider
+    from openprogram.providers import registry as scopes
 
     assert scopes.current_scope().transform is None
     assert type(get_api_provider("echo")) is EchoProvider
@@ -121,7 +123,7 @@ def test_the_users_configured_mode_does_not_reach_a_test_using_the_fixture(
     )
     project.write_tests(
         """
-        from openprogram.providers.activation import RecordReplayBlockedError
+        from openprogram.errors import RecordReplayBlockedError
 
 
         def test_the_configuration_blocks_the_runtime():

@@ -1,4 +1,12 @@
-"""The providers openprogram ships, and how the runtime makes each one.
+"""The providers openprogram ships: how the runtime makes each one, the vendor each api
+belongs to, and the environment variable each vendor api reads its key from.
+
+    echo                the offline ``echo`` provider, the default model
+    vendor_provider     what the vendor providers share (settings, key, request, errors)
+    http_streaming      sending a vendor request and reading its server-sent events
+    reply_assembly      a streamed reply assembled into provider events
+    openai_completions  OpenAI Chat Completions
+    anthropic_messages  Anthropic Messages
 
 Each factory receives the ``[providers.<api>]`` settings of the configuration (None when
 there are none, or when the configuration is broken — record/replay is then blocked anyway).
@@ -13,7 +21,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from openprogram.config.models import ProviderSettings
-    from openprogram.providers.api_registry import ApiProvider
+    from openprogram.providers.registry import ApiProvider
 
 BuiltinFactory = Callable[["ProviderSettings | None"], "ApiProvider"]
 
@@ -42,3 +50,16 @@ BUILTIN_PROVIDER_FACTORIES: dict[str, BuiltinFactory] = {
     "anthropic-messages": _anthropic_messages,
 }
 """The built-in apis and how to make each provider; read at runtime initialization."""
+
+VENDOR_OF_API: dict[str, str] = {
+    "echo": "echo",
+    "openai-completions": "openai",
+    "anthropic-messages": "anthropic",
+}
+"""The vendor (``Model.provider``) of each built-in api; another api is its own vendor."""
+
+DEFAULT_API_KEY_VARIABLES: dict[str, str] = {
+    "openai-completions": "OPENAI_API_KEY",
+    "anthropic-messages": "ANTHROPIC_API_KEY",
+}
+"""Where each built-in vendor api reads its key unless ``api_key_env`` names another."""

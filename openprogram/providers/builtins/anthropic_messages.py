@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openprogram.providers.builtins import DEFAULT_API_KEY_VARIABLES
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
     STREAM_ENDED_EARLY,
@@ -56,7 +57,6 @@ from openprogram.providers.builtins.reply_assembly import (
     vendor_error_text,
 )
 from openprogram.providers.builtins.vendor_provider import (
-    DEFAULT_API_KEY_VARIABLES,
     HttpVendorProvider,
     VendorRequest,
 )

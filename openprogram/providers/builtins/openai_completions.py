@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from openprogram.providers.builtins import DEFAULT_API_KEY_VARIABLES
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
     STREAM_ENDED_EARLY,
@@ -64,7 +65,6 @@ from openprogram.providers.builtins.reply_assembly import (
     vendor_error_text,
 )
 from openprogram.providers.builtins.vendor_provider import (
-    DEFAULT_API_KEY_VARIABLES,
     HttpVendorProvider,
     VendorRequest,
 )

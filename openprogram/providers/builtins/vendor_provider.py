@@ -38,15 +38,6 @@ if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
 
 
-DEFAULT_API_KEY_VARIABLES: dict[str, str] = {
-    "openai-completions": "OPENAI_API_KEY",
-    "anthropic-messages": "ANTHROPIC_API_KEY",
-}
-
-
-"""Where each built-in vendor api reads its key unless ``api_key_env`` names another."""
-
-
 DEFAULT_TIMEOUT = 600.0
 """Seconds a request may wait for the next bytes of the reply, unless configured."""
 CONNECT_TIMEOUT = 10.0

@@ -22,7 +22,7 @@ from openprogram.providers import (
 from openprogram.providers.builtins.anthropic_messages import AnthropicMessagesProvider
 from openprogram.providers.builtins.openai_completions import OpenAICompletionsProvider
 from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, is_loopback_url
-from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.providers.registry import reset_provider_runtime
 from tests.support.provider_events import collect, last_done
 from tests.support.sse_server import Script, ScriptedServer
 from tests.support.vendors import ANTHROPIC, HELLO, OPENAI, VENDORS, Vendor, vendor_id

@@ -18,7 +18,7 @@ from openprogram.providers import (
     register_api_provider,
     stream_simple,
 )
-from openprogram.providers.runtime import reset_provider_runtime
+from openprogram.providers.registry import reset_provider_runtime
 from openprogram.providers.streaming import with_api_key
 from openprogram.recording import redaction
 from openprogram.recording.writer import close_recording_writers

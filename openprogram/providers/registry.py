@@ -1,23 +1,29 @@
-"""The provider registry's lookup, and its one scoping mechanism.
+"""The provider registry: the one boundary every model call passes through.
 
-What ``get_api_provider(api)`` answers is decided by the innermost active **scope**. A scope
-holds the providers registered in it and a *transform* ``(api, registered | None) ->
-provider | None`` that wraps each of them (and may answer for an api with no registration):
+``stream()`` looks up ``model.api`` here. What :func:`get_api_provider` answers is decided by
+the innermost active **scope**. A scope holds the providers registered in it and a
+*transform* ``(api, registered | None) -> provider | None`` that wraps each of them (and may
+answer for an api with no registration):
 
-* the **process scope** is the base: the providers registered outside any scope, and the
-  transform the provider runtime installed at its start from the configured mode (record
-  wraps every api in a ``RecordingProvider``, replay answers every api with one
-  ``ReplayProvider``, blocked refuses every call); every thread and task sees it;
+* the **process scope** is the base: the built-in providers, the providers registered outside
+  any scope, and the transform of the configured mode (record wraps every api in a
+  ``RecordingProvider``, replay answers every api with one ``ReplayProvider``, blocked
+  refuses every call); every thread and task sees it. The provider runtime
+  (:mod:`openprogram.providers.runtime`) builds them; this module installs them into the
+  process scope, in one place, before the first lookup, registration or binding read that
+  needs them (:func:`initialize_provider_runtime`), so a lookup never returns a provider the
+  configured mode would have wrapped, and a user's registration is never overwritten by a
+  later built-in one;
 * :func:`provider_scope` enters a scope **in the current context** (a ``ContextVar``): the
   block, the asyncio tasks it starts and whatever runs in a copy of its context
   (``asyncio.to_thread``, ``contextvars.copy_context().run``) see it; other threads and
   contexts do not. It starts as a copy of the enclosing scope's registrations; its transform
   is the enclosing one unless it names its own (so a block can answer in place of the
-  configured mode). Registrations, removals and transforms made
-  inside it stay in it, and the enclosing state returns exactly when the block ends.
+  configured mode). Registrations, removals and transforms made inside it stay in it, and the
+  enclosing state returns exactly when the block ends;
 * an **isolated** scope (``provider_scope(resolve=...)``) answers every lookup with
   ``resolve(api)`` alone, and never starts the provider runtime (``recordings verify`` and the
-  demo run this way).
+  demo run this way);
 * :func:`process_wide_scope` enters a scope **for the whole process**: every thread and every
   task sees it for the length of the block, including threads started before it and worker
   threads of an executor (the pytest fixture and ``record_replay()`` install record or replay
@@ -28,13 +34,12 @@ provider | None`` that wraps each of them (and may answer for an api with no reg
   per-context scope entered in any thread while one is active starts from it.
 
 A scope also carries *bindings*: values other boundaries look up by name in the same context
-(:func:`scope_binding`), so that one scope can switch record or replay on for the provider
-registry and for HTTP at once. A scope inherits its enclosing scope's bindings, except an
-isolated one, and may add or replace some.
+(:func:`scope_binding`; the tape deck is one), so that one scope can switch record or replay
+on for the provider registry, for tapes and for HTTP at once. A scope inherits its enclosing
+scope's bindings, except an isolated one, and may add or replace some.
 
 The transform's result is cached per scope and api, so each registered provider is wrapped
-once. This module only looks up: it imports neither the runtime nor record/replay
-(``api_registry`` starts the runtime before a lookup).
+once. Importing this module registers nothing and reads no configuration.
 """
 
 from __future__ import annotations
@@ -46,12 +51,35 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from openprogram.errors import UnknownApiError
+from openprogram.providers import runtime
+from openprogram.providers.runtime import RuntimeState, RuntimeStatus
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from openprogram.config.settings import LoadedConfig
     from openprogram.providers.events import AssistantMessageEvent
     from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+
+__all__ = [
+    "INHERIT",
+    "PROCESS_SCOPE",
+    "ApiProvider",
+    "ProviderScope",
+    "RegistryTransform",
+    "ScopeOrderError",
+    "current_scope",
+    "get_api_provider",
+    "initialize_provider_runtime",
+    "process_wide_scope",
+    "provider_scope",
+    "register_api_provider",
+    "registered_apis",
+    "reset_provider_runtime",
+    "runtime_configuration",
+    "scope_binding",
+    "unregister_api_provider",
+]
 
 
 @runtime_checkable
@@ -214,11 +242,88 @@ def current_scope() -> ProviderScope:
     return _current.get() or _PROCESS_WIDE.top
 
 
+def _leave_process_wide(scope: ProviderScope) -> None:
+    with _PROCESS_WIDE.lock:
+        stack = _PROCESS_WIDE.stack
+        position = next((i for i, entered in enumerate(stack) if entered is scope), None)
+        if position is None:
+            return
+        later = len(stack) - 1 - position
+        del stack[position]
+        _PROCESS_WIDE.top = stack[-1] if stack else PROCESS_SCOPE
+    if later:
+        raise ScopeOrderError(
+            "process-wide provider scopes must be left in the reverse order they were "
+            f"entered: {later} entered after this one {'is' if later == 1 else 'are'} still "
+            "active (leave the inner record/replay block first)"
+        )
+
+
+# --- the runtime, installed in one place -----------------------------------------------------
+
+
+def initialize_provider_runtime() -> RuntimeStatus:
+    """Build the built-in providers and the configured mode, once a process, and install
+    them into the process scope; later calls are cheap (see
+    :mod:`openprogram.providers.runtime` for its states)."""
+    return runtime.start(PROCESS_SCOPE)
+
+
+def reset_provider_runtime() -> None:
+    """Test-only: forget every registration of the process scope and start the runtime
+    afresh at ``NEW``."""
+    runtime.reset(PROCESS_SCOPE)
+
+
+def runtime_configuration() -> LoadedConfig | None:
+    """The configuration this process's runtime started with (starting it if need be), so
+    that nothing in the process reads the file a second time; None if it could not be read."""
+    initialize_provider_runtime()
+    return runtime.configuration()
+
+
+def _ensure_runtime(scope: ProviderScope) -> None:
+    if runtime.runtime_state() is not RuntimeState.READY and scope.starts_runtime:
+        initialize_provider_runtime()
+
+
+# --- the public registry ---------------------------------------------------------------------
+
+
+def register_api_provider(api: str, provider: ApiProvider) -> None:
+    """Make ``provider`` answer for ``api`` in the current scope, replacing any earlier
+    registration there."""
+    _ensure_runtime(current_scope())
+    current_scope().register(api, provider)
+
+
+def unregister_api_provider(api: str) -> ApiProvider | None:
+    """Remove the provider registered for ``api`` in the current scope; returns it, or None
+    if there was none."""
+    _ensure_runtime(current_scope())
+    return current_scope().unregister(api)
+
+
+def get_api_provider(api: str) -> ApiProvider:
+    """The provider that answers for ``api`` in the current scope, after its transform;
+    raises :class:`~openprogram.errors.UnknownApiError`."""
+    _ensure_runtime(current_scope())
+    return current_scope().lookup(api)
+
+
+def registered_apis() -> list[str]:
+    """The apis with a registered provider in the current scope, sorted."""
+    _ensure_runtime(current_scope())
+    return current_scope().apis()
+
+
 def scope_binding(name: str) -> object | None:
     """The value bound to ``name`` by the innermost scope of this context (or the process
-    scope), or None. One ``ContextVar`` read and one dict lookup: cheap enough for every
-    request a boundary sees."""
-    return (_current.get() or _PROCESS_WIDE.top).bindings.get(name)
+    scope), or None; the runtime is started first unless the scope is isolated, so the
+    configured mode's bindings are there from the first read. Once the runtime is ready, one
+    ``ContextVar`` read and one dict lookup: cheap enough for every call a boundary sees."""
+    _ensure_runtime(current_scope())
+    return current_scope().bindings.get(name)
 
 
 @contextmanager
@@ -228,14 +333,15 @@ def provider_scope(
     resolve: Callable[[str], ApiProvider | None] | None = None,
     bindings: Mapping[str, object] | None = None,
 ) -> Iterator[ProviderScope]:
-    """Run a block in a scope of its own (see the module's docstring); yields the scope.
+    """Run a block in a registry scope of its own, in the current context; yields the scope.
 
-    ``transform`` replaces the enclosing scope's transform inside the block (None: no
-    transform). ``resolve`` makes the scope isolated: every lookup is ``resolve(api)`` (None
-    raises ``UnknownApiError``), nothing is inherited, the runtime is never started.
-    ``bindings`` adds or replaces values other boundaries look up (:func:`scope_binding`).
+    ``transform`` replaces the enclosing scope's transform inside the block, over whatever
+    mode the configuration set (None: no transform). ``resolve`` makes the scope isolated:
+    every lookup is ``resolve(api)`` (None raises ``UnknownApiError``), nothing is inherited,
+    the runtime is never started. ``bindings`` adds or replaces values other boundaries look
+    up (:func:`scope_binding`). Otherwise the runtime is started first, so the scope starts
+    from the built-ins and the configured mode.
     """
-    enclosing = current_scope()
     if resolve is not None:
         if not isinstance(transform, Inherit):
             raise TypeError("an isolated scope answers with resolve(); it takes no transform")
@@ -243,9 +349,12 @@ def provider_scope(
         def answer(api: str, registered: ApiProvider | None) -> ApiProvider | None:
             return resolve(api)
 
-        scope = ProviderScope({}, answer, bindings=bindings, starts_runtime=False, parent=enclosing)
+        scope = ProviderScope(
+            {}, answer, bindings=bindings, starts_runtime=False, parent=current_scope()
+        )
     else:
-        scope = enclosing.child(transform, bindings)
+        _ensure_runtime(current_scope())
+        scope = current_scope().child(transform, bindings)
     token = _current.set(scope)
     try:
         yield scope
@@ -262,14 +371,16 @@ def process_wide_scope(
     transform: RegistryTransform | Inherit | None = INHERIT,
     bindings: Mapping[str, object] | None = None,
 ) -> Iterator[ProviderScope]:
-    """Run a block in a scope that every thread and task of the process sees (see the
-    module's docstring); yields the scope.
+    """Run a block in a registry scope that every thread and task of the process sees;
+    yields the scope.
 
-    It starts from the scope of the context entering it. ``transform`` and ``bindings`` are
-    as for :func:`provider_scope`. Leaving it while a process-wide scope entered after it is
-    still active raises :class:`ScopeOrderError` (the scope is removed all the same, so the
-    registry does not keep answering from it).
+    What the pytest fixture and ``record_replay()`` install record or replay with. It starts
+    from the scope of the context entering it (the runtime started first); ``transform`` and
+    ``bindings`` are as for :func:`provider_scope`. Leaving it while a process-wide scope
+    entered after it is still active raises :class:`ScopeOrderError` (the scope is removed
+    all the same, so the registry does not keep answering from it).
     """
+    _ensure_runtime(current_scope())
     previous = _current.get()
     with _PROCESS_WIDE.lock:
         scope = current_scope().child(transform, bindings)
@@ -286,20 +397,3 @@ def process_wide_scope(
             except ValueError:  # left in another context than it was entered in
                 _current.set(previous)
         _leave_process_wide(scope)
-
-
-def _leave_process_wide(scope: ProviderScope) -> None:
-    with _PROCESS_WIDE.lock:
-        stack = _PROCESS_WIDE.stack
-        position = next((i for i, entered in enumerate(stack) if entered is scope), None)
-        if position is None:
-            return
-        later = len(stack) - 1 - position
-        del stack[position]
-        _PROCESS_WIDE.top = stack[-1] if stack else PROCESS_SCOPE
-    if later:
-        raise ScopeOrderError(
-            "process-wide provider scopes must be left in the reverse order they were "
-            f"entered: {later} entered after this one {'is' if later == 1 else 'are'} still "
-            "active (leave the inner record/replay block first)"
-        )
