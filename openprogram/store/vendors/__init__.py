@@ -216,7 +216,9 @@ def http_call_parts(call: RecordedCall) -> tuple[HttpExchange, HttpReply]:
     response = _response(call.event_rows)
     api = vendor_api(request, _first(response))
     datas = [data for _, data in response.events]
-    reply = api.reply(request.get("body"), datas, response.whole) if api else HttpReply()
+    reply = (
+        api.reply(request.get("body"), datas, response.whole) if api is not None else HttpReply()
+    )
     status = response.status
     if status is not None and status >= 400:
         detail = (
