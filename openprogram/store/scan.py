@@ -6,7 +6,7 @@ configuration and conversation, events as model output, an HTTP response's heade
 configuration, an error's message as text; by the built-in rules, the credentials this
 process knows (its environment's keys) and the user redaction given — and reports every
 value that would change: ``file:line: call N, field PATH: kind``. It then joins the pieces
-of each streamed block (:mod:`~openprogram.store.streamed_pieces`) and redacts the
+of each streamed block (:func:`~openprogram.store.vendors.streamed_blocks`) and redacts the
 text they make together, which finds a credential a model streamed cut across deltas
 (``field event[3..5].delta``). Tape entries (what taped functions and agent tools took and
 gave) are redacted as the tapes write them — arguments as configuration, results and error
@@ -17,10 +17,11 @@ With ``fix=True`` the recording is rewritten through
 writer appended meanwhile) with every finding replaced: each row as the recorder would write
 it now, and each streamed block's pieces holding the block's redacted text (a credential cut
 across deltas: the placeholder in the piece where it started, the rest of it gone from the
-pieces after). The header then says ``redaction_version`` of today and, when a user
-redaction was used, its ``redaction_fingerprint``. Only rules replay applies are used — it
-redacts both sides of every comparison with them — so a fixed recording still replays
-(with the same user redaction).
+pieces after; :func:`respread`: what did not change stays in the piece it was in, so the
+pieces still make exactly the redacted text). The header then says ``redaction_version`` of
+today and, when a user redaction was used, its ``redaction_fingerprint``. Only rules replay
+applies are used — it redacts both sides of every comparison with them — so a fixed
+recording still replays (with the same user redaction).
 
 A finding names a field by the path of its *redacted* form, so nothing printed holds the
 secret. Kinds: the token shapes' (``github-token``, ``jwt``, … see
@@ -34,6 +35,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +51,9 @@ from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.token_shapes import TOKEN_SHAPES
 from openprogram.recording.user_redaction import substitute_pattern
 from openprogram.store.names import is_path_argument, resolve_recording
-from openprogram.store.streamed_pieces import Piece, respread, streamed_blocks
+from openprogram.store.vendors import streamed_blocks
+from openprogram.store.vendors.openprogram_events import DELTA_EVENTS
+from openprogram.store.vendors.reply import Piece
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
@@ -59,7 +63,9 @@ __all__ = [
     "Finding",
     "RecordingScan",
     "ScanReport",
+    "Stretch",
     "redacted_call",
+    "respread",
     "scan_recording",
     "scan_recordings",
     "scan_targets",
@@ -69,7 +75,9 @@ DEFAULT_FOLDER = Path("tests") / "recordings"
 """What is scanned without a path, when it exists under the current folder (else the
 store): where the pytest fixture keeps its recordings."""
 
-_DELTAS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
+# A stretch of unchanged text shorter than this between two changed ones joins them: the
+# placeholder's letters can line up with single letters of what it replaced.
+_JOIN_GAP = 4
 _HEADER_STRUCTURE = frozenset({"type", "format_version", "features", "redaction_version"})
 
 
@@ -302,7 +310,7 @@ def _redacted_event(row: dict[str, Any], redactor: SecretRedactor) -> dict[str, 
     """An event row as the recorder writes it now: an HTTP response's headers as
     configuration, a binary body as it is, anything else as model output."""
     kind = row.get("type")
-    if kind in _DELTAS and isinstance(row.get("delta"), str) and len(row) == 3:
+    if kind in DELTA_EVENTS and isinstance(row.get("delta"), str) and len(row) == 3:
         return {**row, "delta": redactor.redact_text(row["delta"])}  # the recorder's short path
     if kind == "http_response":
         return {**row, "headers": redactor.redact(row.get("headers"))}
@@ -471,3 +479,95 @@ def _row_lines(path: Path) -> dict[tuple[str, int | None, int], int]:
             elif kind == "call_end":
                 lines[("end", call, 0)] = number
     return lines
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """A changed stretch of a block's text: the pieces it spans (positions in the block)."""
+
+    first: int
+    last: int
+    start: int
+    """Where it starts in the block's text."""
+    end: int
+
+
+def respread(texts: list[str], redacted: str) -> tuple[list[str], list[Stretch]]:
+    """``texts`` (a block's pieces) made to hold ``redacted`` (the redaction of their
+    joined text) instead, and the changed stretches; the new pieces join to ``redacted``."""
+    whole = "".join(texts)
+    starts: list[int] = []
+    offset = 0
+    for text in texts:
+        starts.append(offset)
+        offset += len(text)
+    out: list[list[str]] = [[] for _ in texts]
+    stretches: list[Stretch] = []
+    for tag, i1, i2, j1, j2 in _joined_opcodes(whole, redacted):
+        if tag == "equal":
+            for index in range(_piece_at(starts, i1), len(texts)):
+                start = max(i1, starts[index])
+                end = min(i2, starts[index] + len(texts[index]))
+                if start >= i2:
+                    break
+                if end > start:
+                    out[index].append(redacted[j1 + start - i1 : j1 + end - i1])
+            continue
+        first = _piece_at(starts, i1 if i1 < i2 or i1 == 0 else i1 - 1)
+        last = _piece_at(starts, max(i1, i2 - 1))
+        out[first].append(redacted[j1:j2])
+        stretches.append(Stretch(first, last, i1, i2))
+    return ["".join(parts) for parts in out], stretches
+
+
+def _piece_at(starts: list[int], position: int) -> int:
+    """The piece holding ``position`` of the joined text (the last piece for its end)."""
+    low, high = 0, len(starts) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if starts[middle] <= position:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _joined_opcodes(whole: str, redacted: str) -> list[tuple[str, int, int, int, int]]:
+    """The opcodes turning ``whole`` into ``redacted``, changed ones separated by fewer than
+    a few unchanged characters joined into one."""
+    # Only the middle, between what both share at the start and the end, is compared.
+    limit = min(len(whole), len(redacted))
+    prefix = 0
+    while prefix < limit and whole[prefix] == redacted[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and whole[-1 - suffix] == redacted[-1 - suffix]:
+        suffix += 1
+    middle = SequenceMatcher(
+        None, whole[prefix : len(whole) - suffix], redacted[prefix : len(redacted) - suffix]
+    ).get_opcodes()
+    opcodes = [("equal", 0, prefix, 0, prefix)] if prefix else []
+    opcodes += [
+        (t, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix) for t, i1, i2, j1, j2 in middle
+    ]
+    if suffix:
+        end_a, end_b = len(whole), len(redacted)
+        opcodes.append(("equal", end_a - suffix, end_a, end_b - suffix, end_b))
+    joined: list[tuple[str, int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag != "equal" and joined and joined[-1][0] != "equal":
+            previous = joined.pop()
+            joined.append(("replace", previous[1], i2, previous[3], j2))
+            continue
+        if (
+            tag == "equal"
+            and i2 - i1 < _JOIN_GAP
+            and joined
+            and joined[-1][0] != "equal"
+            and (i2, j2) != (len(whole), len(redacted))
+        ):
+            previous = joined.pop()
+            joined.append(("replace", previous[1], i2, previous[3], j2))
+            continue
+        joined.append((tag, i1, i2, j1, j2))
+    return joined

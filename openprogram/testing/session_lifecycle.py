@@ -54,7 +54,7 @@ from openprogram.provider_boundary.transforms import record_transform, replay_tr
 from openprogram.providers.registry import process_wide_scope
 from openprogram.recording.rewriting import RecordingMerge
 from openprogram.recording.writer import forget_writer, writer_for
-from openprogram.store.call_usage import call_tokens
+from openprogram.store.vendors import call_tokens
 from openprogram.tape_boundary.deck import TapePlayer, TapeRecorder
 from openprogram.testing.recording_settings import RecordMode, record_command
 from openprogram.testing.saving import SavedRecording, merge_recording, save_recording

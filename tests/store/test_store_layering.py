@@ -29,7 +29,7 @@ FORBIDDEN = (
     "openprogram.providers.streaming",
 )
 
-MODULES = sorted(Path(openprogram.store.__file__).parent.glob("*.py"))
+MODULES = sorted(Path(openprogram.store.__file__).parent.rglob("*.py"))
 
 
 def forbidden_imports(source: Path) -> list[str]:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.token_shapes import PLACEHOLDER
-from openprogram.store.streamed_pieces import respread
+from openprogram.store.scan import respread
 from tests.support.secret_samples import GITHUB_TOKEN
 
 _pieces = st.lists(st.text(max_size=12), min_size=1, max_size=8)

@@ -19,8 +19,8 @@ from openprogram.cli.output import (
 from openprogram.errors import RecordingCallNotFoundError, RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
-    from openprogram.store.http_views import HttpExchange
     from openprogram.store.show import CallView, TapeView
+    from openprogram.store.vendors import HttpExchange
 
 PRIVACY_WARNING = (
     "recordings may hold personal data: prompts, replies and tool results are stored as "

@@ -1,5 +1,10 @@
 """Anthropic's Messages API (``…/messages``), read from a recorded HTTP call.
 
+A call is one of it when its path ends in ``/messages`` and it sends an
+``anthropic-version`` header or goes to an Anthropic host, or, on a path no vendor claims,
+when its first SSE event's data is ``message_start`` or its whole body an assistant
+``message``.
+
 The new input is the last of the request's ``messages`` — its text, ``[image]`` or
 ``[document]`` for other blocks, a ``tool_result`` block shown with the name of the
 ``tool_use`` it answers (found by its id among the earlier messages) — or the ``system``
@@ -9,17 +14,23 @@ usage so far), ``content_block_start`` and ``content_block_delta`` by block ``in
 call's input; a ``tool_use`` block that gets no piece keeps the ``input`` it started with),
 ``message_delta`` (the stop reason, and usage counts that replace the earlier ones) and
 ``error`` (the server's own error in the stream). A whole message is read from its
-``content`` blocks, ``stop_reason`` and ``usage``.
+``content`` blocks, ``stop_reason`` and ``usage`` (``input_tokens`` / ``output_tokens``).
+
+The streamed pieces of text are the ``content_block_delta`` events' ``text``, ``thinking``
+and ``partial_json``, by block ``index``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
-from openprogram.store.http_reply import (
+from openprogram.store.vendors.reply import (
+    BlockKey,
     HttpReply,
+    Piece,
     as_dict,
     as_list,
     as_str,
@@ -28,9 +39,60 @@ from openprogram.store.http_reply import (
     joined_texts,
 )
 
-__all__ = ["messages_reply"]
+__all__ = ["ANTHROPIC_MESSAGES", "AnthropicMessages"]
 
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
+_DELTA_FIELDS = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "input_json_delta": "partial_json",
+}
+"""Each streamed delta's type, and the field holding its piece of text."""
+
+
+class AnthropicMessages:
+    """Messages, as :class:`~openprogram.store.vendors.VendorApi` reads it."""
+
+    name = "anthropic-messages"
+    input_tokens = "input_tokens"
+    output_tokens = "output_tokens"
+
+    def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
+        return path.endswith("/messages") and (
+            "anthropic-version" in headers or "anthropic" in host
+        )
+
+    def claims_shape(self, first: object) -> bool:
+        shape = as_dict(first)
+        kind = as_str(shape.get("type")) or ""
+        return kind == "message_start" or (kind == "message" and shape.get("role") == "assistant")
+
+    def reply(self, body: object, datas: list[object], whole: object) -> HttpReply:
+        reply = HttpReply()
+        _input(as_dict(body), reply)
+        for data in datas:
+            _stream_event(as_dict(data), reply)
+        if whole is not None:
+            message = as_dict(whole)
+            reply.error = error_text(message)
+            for number, block in enumerate(as_list(message.get("content"))):
+                _whole_block(number, as_dict(block), reply)
+            reply.stop_reason = as_str(message.get("stop_reason"))
+            reply.add_usage(message.get("usage"))
+        return reply
+
+    def streamed_pieces(
+        self, position: int, data: dict[str, Any]
+    ) -> Iterator[tuple[BlockKey, Piece]]:
+        delta = data.get("delta")
+        if data.get("type") != "content_block_delta" or not isinstance(delta, dict):
+            return
+        field = _DELTA_FIELDS.get(str(delta.get("type")))
+        if field is not None and isinstance(delta.get(field), str):
+            yield data.get("index"), Piece(position, ("data", "delta", field), delta[field])
+
+
+ANTHROPIC_MESSAGES = AnthropicMessages()
 
 
 def _blocks_text(content: Any, messages: list[Any]) -> str:
@@ -72,23 +134,6 @@ def _input(body: dict[str, Any], reply: HttpReply) -> None:
     elif "system" in body:
         reply.input_role = "system"
         reply.input_text = _blocks_text(body["system"], [])
-
-
-def messages_reply(body: Any, datas: list[Any], whole: Any) -> HttpReply:
-    """The reply of a Messages call: ``datas`` are its SSE events' data, ``whole`` its whole
-    JSON body (None for a stream)."""
-    reply = HttpReply()
-    _input(as_dict(body), reply)
-    for data in datas:
-        _stream_event(as_dict(data), reply)
-    if whole is not None:
-        message = as_dict(whole)
-        reply.error = error_text(message)
-        for number, block in enumerate(as_list(message.get("content"))):
-            _whole_block(number, as_dict(block), reply)
-        reply.stop_reason = as_str(message.get("stop_reason"))
-        reply.add_usage(message.get("usage"))
-    return reply
 
 
 def _stream_event(event: dict[str, Any], reply: HttpReply) -> None:

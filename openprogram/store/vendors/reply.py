@@ -1,16 +1,19 @@
-"""What an HTTP call to a model API said, gathered from its request body and its response.
+"""What a vendor reads out of a recorded call: the reply put back together, and the pieces of
+text it streamed.
 
 :class:`HttpReply` collects the pieces of a reply as a vendor streams them — text, thinking,
 tool calls whose arguments arrive in pieces, the stop reason, the usage — each block under
 the key the vendor gives it, and puts them back together: the pieces of a block joined with
 nothing, blocks joined with a newline. A recorded body is whatever the server sent, so every
 reader here takes any JSON value: a field of an unexpected type is treated as absent, never
-as an error. The vendors' formats are read in :mod:`openprogram.store.http_openai_views`
-and :mod:`openprogram.store.http_anthropic_views`.
+as an error. A :class:`Piece` is one streamed piece of text where it stands in the call's
+events, so that a block's pieces can be joined, redacted and put back. Each vendor's format is
+read in its own module of :mod:`openprogram.store.vendors`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +21,10 @@ import orjson
 
 __all__ = [
     "BLOCK_SEPARATOR",
+    "BlockKey",
     "HttpReply",
+    "PathPart",
+    "Piece",
     "ToolCallParts",
     "as_dict",
     "as_int",
@@ -32,26 +38,30 @@ __all__ = [
 BLOCK_SEPARATOR = "\n"
 """Between the blocks of one reply or one message (a block's own pieces join with nothing)."""
 
+BlockKey = Hashable
+"""What tells one streamed block from the others of its call (the vendor's index, or ids)."""
+PathPart = str | int
 
-def as_dict(value: Any) -> dict[str, Any]:
+
+def as_dict(value: object) -> dict[str, Any]:
     """``value`` if it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
 
 
-def as_list(value: Any) -> list[Any]:
+def as_list(value: object) -> list[Any]:
     """``value`` if it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
 
 
-def as_str(value: Any) -> str | None:
+def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def as_int(value: Any) -> int | None:
+def as_int(value: object) -> int | None:
     return value if type(value) is int else None
 
 
-def block_key(*values: Any) -> Any:
+def block_key(*values: object) -> BlockKey:
     """A key for a block from the vendor's index (or ids): whole numbers and strings as they
     are, any other value by its JSON text, so that any recorded value can be a key."""
     key = tuple(
@@ -65,7 +75,7 @@ def joined_texts(texts: list[str]) -> str:
     return BLOCK_SEPARATOR.join(texts)
 
 
-def error_text(value: Any) -> str | None:
+def error_text(value: object) -> str | None:
     """The error an API reports in a body or an event: ``type: message`` from
     ``{"error": {"code"|"type", "message"}}`` (OpenAI, Anthropic), or from an object that is
     itself the error; None when ``value`` reports none."""
@@ -146,3 +156,13 @@ class HttpReply:
     def empty(self) -> bool:
         """Nothing of a reply was found (no text, thinking or tool call)."""
         return not (self.text or self.thinking or self.tools)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One streamed piece: the event (its position in the call's events), the path to the
+    string in that event row, and the string."""
+
+    event: int
+    path: tuple[PathPart, ...]
+    text: str
