@@ -28,7 +28,6 @@ says what user redaction a recording started now uses. They are imported on firs
     private_files      files written ``0600``, folders ``0700``, replaced atomically
     named_objects      what a ``module:attr`` name on the command line points at
     lazy_exports       package exports loaded on first use
-    plural             ``1 call``, ``2 calls``
 """
 
 from __future__ import annotations

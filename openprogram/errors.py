@@ -130,7 +130,7 @@ def _rebuild_error(
 
 
 def _plural(count: int, noun: str) -> str:
-    """``1 call``, ``2 calls`` (as ``openprogram.plural`` writes it)."""
+    """``1 call``, ``2 calls`` (as ``openprogram.recording.report.plural`` writes it)."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 

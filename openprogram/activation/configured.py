@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Literal
 
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import ExecSetupError, OpenProgramError
-from openprogram.plural import plural
+from openprogram.recording.report import plural
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
 
 if TYPE_CHECKING:

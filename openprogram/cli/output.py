@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from openprogram.errors import OpenProgramError
-from openprogram.plural import plural as plural
+from openprogram.recording.report import plural as plural
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import RecordingTruncatedError, ReplayMismatch
 from openprogram.http_boundary.codec import encode_body_row, encode_sse_row, fast_retry_headers
-from openprogram.plural import plural
 from openprogram.recording.format import RecordedCall
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.report import plural
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.library import HttpLibrary

@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import OpenProgramError, ReplayMismatch
-from openprogram.plural import plural
-from openprogram.recording.report import REPORT_LIMIT
+from openprogram.recording.report import REPORT_LIMIT, plural
 from openprogram.recording.token_shapes import PLACEHOLDER
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ stands for the key or list item one side does not have. :func:`which_calls` name
 calls (or tape entries) in a few words, for the errors and summaries that list them.
 
 The module imports nothing else of openprogram: :mod:`openprogram.errors`, which loads nothing
-when imported, reaches it for the messages it writes this way.
+when imported, reaches it for the messages it writes this way. :func:`plural` writes a count
+in any message (``1 call``, ``2 calls``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ __all__ = [
     "format_report",
     "format_report_path",
     "format_report_value",
+    "plural",
     "report_view",
     "value_at",
     "which_calls",
@@ -268,3 +270,9 @@ def which_calls(indexes: list[int], *, unit: tuple[str, str] = ("call", "calls")
     shown = [str(a) if a == b else f"{a}..{b}" for a, b in runs[:_SHOWN_RANGES]]
     more = ", …" if len(runs) > _SHOWN_RANGES else ""
     return f"{unit[0] if len(indexes) == 1 else unit[1]} {', '.join(shown)}{more}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``count`` and ``noun``, with an ``s`` unless the count is one: ``1 call``, ``2 calls``,
+    ``0 calls``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

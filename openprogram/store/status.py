@@ -32,8 +32,8 @@ from openprogram.config.models import Mode
 from openprogram.config.paths import recordings_dir
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
-from openprogram.plural import plural
 from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.report import plural
 from openprogram.store import names  # called through the module: one function answers for all
 
 if TYPE_CHECKING:

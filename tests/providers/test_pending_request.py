@@ -16,13 +16,13 @@ import pytest
 
 from openprogram.errors import ReplayMismatch
 from openprogram.provider_boundary.codec import dump_request, read_recording
-from openprogram.provider_boundary.pending_request import (
+from openprogram.provider_boundary.recorder import RecordingProvider
+from openprogram.provider_boundary.replay import (
     STATE_TYPES,
     PendingProviderRequest,
+    ReplayProvider,
     state_text,
 )
-from openprogram.provider_boundary.recorder import RecordingProvider
-from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.providers import (
     AssistantMessage,
     Context,
