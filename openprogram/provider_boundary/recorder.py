@@ -21,7 +21,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from openprogram.errors import UnrecordableValueError
 from openprogram.provider_boundary.codec import check_recordable, dump_request
@@ -36,7 +36,8 @@ from openprogram.providers.events import (
 from openprogram.providers.types import (
     Context,
     Model,
-    SimpleStreamOptions,
+    StreamingProvider,
+    StreamMethod,
     StreamOptions,
 )
 from openprogram.recording.format import Outcome
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["RecordingProvider"]
 
 
-class RecordingProvider:
+class RecordingProvider(StreamingProvider):
     """Records every call to ``real_provider`` into the recording at ``path``.
 
     Every value is redacted by the built-in rules and by the user redaction of the path's
@@ -100,22 +101,8 @@ class RecordingProvider:
         env = getattr(self.real_provider, "api_key_env", None)
         return env if isinstance(env, str) else None
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._record("stream", model, context, options or StreamOptions())
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._record("stream_simple", model, context, options or SimpleStreamOptions())
-
-    async def _record(
-        self,
-        method: Literal["stream", "stream_simple"],
-        model: Model,
-        context: Context,
-        options: StreamOptions,
+    async def respond(
+        self, method: StreamMethod, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
         # Before the dump, which would turn a NaN in a free-form field into None unseen.
         self._check(model, context, options)

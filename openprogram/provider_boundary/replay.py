@@ -52,7 +52,8 @@ from openprogram.providers.types import (
     Context,
     ImageContent,
     Model,
-    SimpleStreamOptions,
+    StreamingProvider,
+    StreamMethod,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -81,7 +82,7 @@ def rebuild_error(recorded: RecordedError) -> BaseException:
     return RecordedProviderError(recorded.type, recorded.message)
 
 
-class ReplayProvider:
+class ReplayProvider(StreamingProvider):
     """Serves the provider calls of the recording at ``path``.
 
     ``ignore_fields`` adds field names (skipped at any depth) or dotted paths (``[*]`` for
@@ -163,18 +164,8 @@ class ReplayProvider:
         """Raise :class:`UnconsumedCallsError` if recorded calls were never requested."""
         self.session.assert_consumed()
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._replay(model, context, options or StreamOptions())
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._replay(model, context, options or SimpleStreamOptions())
-
-    async def _replay(
-        self, model: Model, context: Context, options: StreamOptions
+    async def respond(
+        self, method: StreamMethod, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
         __tracebackhide__ = True  # pytest: show the test's line, not replay's internals
         redactor = SecretRedactor.for_request(options.api_key, user=self.session.user_redaction)

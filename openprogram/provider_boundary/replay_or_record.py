@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from openprogram.provider_boundary.codec import dump_request
 from openprogram.provider_boundary.recorder import RecordingProvider
 from openprogram.provider_boundary.replay import ReplayProvider
-from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+from openprogram.providers.types import (
+    Context,
+    Model,
+    StreamingProvider,
+    StreamMethod,
+    StreamOptions,
+)
 from openprogram.recording.redaction import SecretRedactor
 
 if TYPE_CHECKING:
@@ -28,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["ReplayOrRecordProvider", "replay_or_record_transform"]
 
 
-class ReplayOrRecordProvider:
+class ReplayOrRecordProvider(StreamingProvider):
     """Replays from ``merge``'s recording what it holds; records the rest of the calls to
     ``real_provider`` into ``merge``'s writer."""
 
@@ -47,22 +53,8 @@ class ReplayOrRecordProvider:
     def api_key_env(self) -> str | None:
         return self.recorder.api_key_env
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._serve("stream", model, context, options or StreamOptions())
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._serve("stream_simple", model, context, options or SimpleStreamOptions())
-
-    async def _serve(
-        self,
-        method: Literal["stream", "stream_simple"],
-        model: Model,
-        context: Context,
-        options: StreamOptions,
+    async def respond(
+        self, method: StreamMethod, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
         __tracebackhide__ = True
         # Both sides are compared redacted as replay redacts them, the user's own rules

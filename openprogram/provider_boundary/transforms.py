@@ -19,17 +19,18 @@ from typing import TYPE_CHECKING
 
 from openprogram.errors import RecordReplayBlockedError
 from openprogram.provider_boundary.recorder import RecordingProvider
+from openprogram.providers.types import StreamingProvider, StreamMethod
 
 if TYPE_CHECKING:
     from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.providers.events import AssistantMessageEvent
     from openprogram.providers.registry import ApiProvider, RegistryTransform
-    from openprogram.providers.types import Context, Model, SimpleStreamOptions, StreamOptions
+    from openprogram.providers.types import Context, Model, StreamOptions
 
 __all__ = ["BlockedProvider", "blocked_transform", "record_transform", "replay_transform"]
 
 
-class BlockedProvider:
+class BlockedProvider(StreamingProvider):
     """Answers every stream call with the same :class:`RecordReplayBlockedError`."""
 
     requires_credentials = False
@@ -38,17 +39,9 @@ class BlockedProvider:
     def __init__(self, cause: str) -> None:
         self.cause = cause
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
+    async def respond(
+        self, method: StreamMethod, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._refuse()
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._refuse()
-
-    async def _refuse(self) -> AsyncIterator[AssistantMessageEvent]:
         raise RecordReplayBlockedError(self.cause)
         yield  # pragma: no cover - makes this an async generator
 

@@ -5,6 +5,9 @@ that dump (redacted) is what a recording stores. Field names are snake_case in P
 in JSON alike, so a mismatch path such as ``context.messages[2].content[0].text`` reads the
 same in code and in the file.
 
+:class:`StreamingProvider` is the base a provider written as one method stands on: it
+derives ``stream`` and ``stream_simple`` from :meth:`~StreamingProvider.respond`.
+
 Runtime-only option fields (``api_key``, ``signal``, ``on_payload``) are excluded from every
 dump: they are never written to a recording and never compared on replay, so a keyless
 replay in CI matches a recording made with a key.
@@ -15,14 +18,19 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import time
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+if TYPE_CHECKING:
+    from openprogram.providers.events import AssistantMessageEvent
+
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 ReasoningLevel = Literal["minimal", "low", "medium", "high"]
+StreamMethod = Literal["stream", "stream_simple"]
+"""Which of a provider's two methods a call came through."""
 
 
 def now_ms() -> int:
@@ -192,3 +200,26 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class StreamingProvider:
+    """A provider written as one method, :meth:`respond`: ``stream`` and ``stream_simple``
+    hand it the call with its options (a fresh ``StreamOptions`` or ``SimpleStreamOptions``
+    when none were given) and the method the call came through."""
+
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self.respond("stream", model, context, options or StreamOptions())
+
+    def stream_simple(
+        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self.respond("stream_simple", model, context, options or SimpleStreamOptions())
+
+    def respond(
+        self, method: StreamMethod, model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """The events of one call; ``options`` is a ``SimpleStreamOptions`` when ``method``
+        is ``stream_simple``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement respond()")

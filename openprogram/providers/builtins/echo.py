@@ -32,7 +32,8 @@ from openprogram.providers.types import (
     AssistantMessage,
     Context,
     Model,
-    SimpleStreamOptions,
+    StreamingProvider,
+    StreamMethod,
     StreamOptions,
     TextContent,
     ToolCall,
@@ -57,24 +58,14 @@ def _tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-class EchoProvider:
+class EchoProvider(StreamingProvider):
     """The ``echo`` api. Needs no credentials and opens no socket."""
 
     requires_credentials = False
     api_key_env: str | None = None
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._reply(model, context, options or StreamOptions())
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._reply(model, context, options or SimpleStreamOptions())
-
-    async def _reply(
-        self, model: Model, context: Context, options: StreamOptions
+    async def respond(
+        self, method: StreamMethod, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
         yield StartEvent(api=model.api, provider=model.provider, model=model.id)
         prompt = "".join(_message_text(message) for message in context.messages)

@@ -68,9 +68,10 @@ async def stream_reply(
     *,
     signal: asyncio.Event | None = None,
     on_payload: Callable[[dict[str, Any]], None] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[AssistantMessageEvent]:
-    """Send the request ``prepare()`` builds and yield the reply's events: ``start``, the
-    content, then ``done`` or ``error``. Never raises for a network, HTTP or stream problem;
+    """Send the request ``prepare()`` builds (through ``transport`` if given, else the
+    network) and yield the reply's events: ``start``, the content, then ``done`` or ``error``. Never raises for a network, HTTP or stream problem;
     what ``prepare`` raises (a missing key) is raised by the first ``__anext__``, before any
     event, so that a recorder wrapping this stream records it as the call's error."""
     request = prepare()
@@ -85,6 +86,7 @@ async def stream_reply(
             on_payload(request.body)
         content = orjson.dumps(request.body)
         async with httpx.AsyncClient(
+            transport=transport,
             timeout=_timeouts(request.timeout),
             verify=_tls_context(),
             # A server on this machine is never reached through an HTTP(S)_PROXY.

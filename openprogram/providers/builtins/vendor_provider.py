@@ -28,12 +28,16 @@ from openprogram.providers.types import (
     Model,
     ReasoningLevel,
     SimpleStreamOptions,
+    StreamingProvider,
+    StreamMethod,
     StreamOptions,
 )
 from openprogram.providers.types import is_loopback_url as is_loopback_url
 from openprogram.recording.redaction import SecretRedactor, remember_secret_variable
 
 if TYPE_CHECKING:
+    import httpx
+
     from openprogram.config.models import ProviderSettings
     from openprogram.providers.events import AssistantMessageEvent
 
@@ -96,7 +100,7 @@ def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
     return merged
 
 
-class HttpVendorProvider:
+class HttpVendorProvider(StreamingProvider):
     """A provider that POSTs a JSON request and reads a server-sent event stream back."""
 
     api: ClassVar[str]
@@ -109,11 +113,15 @@ class HttpVendorProvider:
         base_url: str | None = None,
         api_key_env: str | None = None,
         timeout: float | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.api_key_env: str = api_key_env or self.default_api_key_env
         """The environment variable the key is read from (``stream()`` reads it too)."""
         self.timeout = timeout or DEFAULT_TIMEOUT
+        self.transport = transport
+        """The httpx transport requests go through (None: the network); a test hands it an
+        ``httpx.MockTransport`` to answer in-process."""
         remember_secret_variable(self.api_key_env)
 
     @classmethod
@@ -137,16 +145,14 @@ class HttpVendorProvider:
             f"api_key_env={self.api_key_env!r}, timeout={self.timeout!r})"
         )
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
+    def respond(
+        self, method: StreamMethod, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._open(model, context, options or StreamOptions(), reasoning=None)
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        options = options or SimpleStreamOptions()
-        return self._open(model, context, options, reasoning=options.reasoning)
+        # The portable reasoning level applies to stream_simple calls only.
+        reasoning = None
+        if method == "stream_simple" and isinstance(options, SimpleStreamOptions):
+            reasoning = options.reasoning
+        return self._open(model, context, options, reasoning=reasoning)
 
     # -- what a vendor supplies -------------------------------------------------------------
 
@@ -199,6 +205,7 @@ class HttpVendorProvider:
             self.new_parser(ReplyAssembler(model)),
             signal=options.signal,
             on_payload=on_payload,
+            transport=self.transport,
         )
 
     def _api_key(
