@@ -236,9 +236,11 @@ def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
     return _plan(settings.mode, path, settings)
 
 
-def _plan(mode: str, path: Path, settings: RecordReplaySettings) -> RecordReplayPlan:
+def _plan(
+    mode: Literal["record", "replay"], path: Path, settings: RecordReplaySettings
+) -> RecordReplayPlan:
     return RecordReplayPlan(
-        "record" if mode == "record" else "replay",
+        mode,
         path,
         ignore_fields=tuple(settings.ignore_fields),
         match=settings.match,

@@ -118,8 +118,6 @@ except ImportError as _error:
     if _this is not None:
         _sys.modules["sitecustomize"] = _this
 '''
-
-
 """The ``sitecustomize.py`` exec puts first on the command's ``PYTHONPATH``."""
 
 

@@ -66,14 +66,10 @@ __all__ = [
 
 
 REQUEST_SECTIONS = PROVIDER_REQUEST_SECTIONS
-
-
 """A provider call's request sections, in the order replay compares them."""
 
 
 EVENT_TYPES = PROVIDER_EVENT_TYPES
-
-
 """The event types a provider call may hold; ``events.AssistantMessageEvent`` is their union."""
 
 

@@ -167,8 +167,6 @@ def _entry_alone(entry: TapeEntry, side: str) -> FirstDifference:
 
 
 DifferenceKind = Literal["request", "only_in_a", "only_in_b", "reply", "tape"]
-
-
 """``request``: a call only in A against the nearest call only in B; ``only_in_a`` /
 ``only_in_b``: an unpaired call with no counterpart left; ``reply``: a paired call whose
 events or ending differ; ``tape``: a tape entry of one side equal to none of the other's

@@ -90,8 +90,6 @@ def tape_view(entry: TapeEntry) -> TapeView:
 
 
 BLOCK_SEPARATOR = "\n"
-
-
 """Between the content blocks of one message (each block's own deltas join with nothing)."""
 
 

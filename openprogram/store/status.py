@@ -49,8 +49,6 @@ HTTP_CAPTURE_NOTE = (
     "`openprogram exec -- COMMAND`, the pytest fixture or `openprogram.record_replay()`: a "
     "plain `python agent.py` {verb} only its provider calls"
 )
-
-
 """What the configured mode does not cover, said whenever it records or replays."""
 
 

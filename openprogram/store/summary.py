@@ -279,8 +279,6 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "http_calls": (int,),
     "tape_entries": (int,),
 }
-
-
 """The exact JSON types of the fields :meth:`RecordingSummary.from_json` reads back."""
 
 

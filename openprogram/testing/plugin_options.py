@@ -64,8 +64,6 @@ MARKERS = (
     "openprogram_match(match): how replay pairs this test's requests with its recorded "
     "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
 )
-
-
 """The plugin's markers, as the ``markers`` ini lines that declare them."""
 
 

@@ -224,8 +224,6 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
     "redact_patterns": _redact_patterns,
     "redact": _redact,
 }
-
-
 """Each setting's key and the check that turns a given value into the setting's value
 (raising ``ValueError`` saying what is wrong)."""
 
@@ -293,8 +291,6 @@ INI_SETTINGS = {
     "tools": "openprogram_tools",
     "redact_patterns": "openprogram_redact_patterns",
 }
-
-
 """The settings the ini file carries: key -> ini option."""
 
 
@@ -306,8 +302,6 @@ CONFIGURED_SETTINGS = (
     "tools",
     "redact_patterns",
 )
-
-
 """The settings openprogram's configuration carries (``record_replay.<key>``)."""
 
 

@@ -79,8 +79,6 @@ from openprogram.providers.types import (
 )
 
 THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
-
-
 """Thinking tokens allowed per ``reasoning`` level (the API's minimum is 1024)."""
 
 

@@ -71,9 +71,10 @@ async def stream_reply(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[AssistantMessageEvent]:
     """Send the request ``prepare()`` builds (through ``transport`` if given, else the
-    network) and yield the reply's events: ``start``, the content, then ``done`` or ``error``. Never raises for a network, HTTP or stream problem;
-    what ``prepare`` raises (a missing key) is raised by the first ``__anext__``, before any
-    event, so that a recorder wrapping this stream records it as the call's error."""
+    network) and yield the reply's events: ``start``, the content, then ``done`` or
+    ``error``. Never raises for a network, HTTP or stream problem; what ``prepare`` raises
+    (a missing key) is raised by the first ``__anext__``, before any event, so that a
+    recorder wrapping this stream records it as the call's error."""
     request = prepare()
     reply = parser.reply
     yield reply.start()
