@@ -123,9 +123,10 @@ def blocked(cause: str, recording: Path | None = None) -> Activation:
 def _activate(loaded: LoadedConfig | None) -> Activation:
     # The configuration's models cost ~100 ms to import: a process pays for them only when it
     # starts the runtime (and not at all when exec preset the activation).
+    from openprogram.config.paths import configured_recording_path
+    from openprogram.config.problems import file_not_set_problem
     from openprogram.config.settings import load_config
     from openprogram.recording.user_redaction import user_redaction_in_effect
-    from openprogram.store.names import configured_recording_path, file_not_set_problem
 
     if loaded is None:
         loaded = load_config()
@@ -219,7 +220,8 @@ def exec_plan(
 
 
 def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
-    from openprogram.store.names import configured_recording_path, file_not_set_problem
+    from openprogram.config.paths import configured_recording_path
+    from openprogram.config.problems import file_not_set_problem
 
     if settings.mode == "off":
         return None

@@ -3,6 +3,12 @@
 ``OPENPROGRAM_CONFIG`` names the configuration file; ``OPENPROGRAM_HOME`` puts the file and
 the recordings store under one folder; otherwise the platform's user folders are used
 (``platformdirs``). An empty variable counts as unset.
+
+:func:`configured_recording_path` is the one place the recording ``record_replay.file``
+names is worked out (a name in the store, ``<store>/<name>.jsonl``, or a path): the provider
+runtime (at its next start), ``status``, ``list`` (which marks the active recording),
+``delete`` and ``prune`` (which never touch it) all ask it, so they always agree on which
+file it is.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
+
+from openprogram.store.names import resolve_recording
 
 CONFIG_FILE_NAME = "config.toml"
 RECORDINGS_FOLDER_NAME = "recordings"
@@ -65,3 +73,9 @@ def _expand(value: str, env: Mapping[str, str]) -> Path:
     else:
         path = Path(value).expanduser()
     return path.absolute()
+
+
+def configured_recording_path(file: str, environ: Mapping[str, str] | None = None) -> Path:
+    """The recording ``record_replay.file = file`` names: ``<store>/<file>.jsonl`` for a name,
+    the absolute path for a path. Raises ``RecordingNameError`` for an invalid name."""
+    return resolve_recording(file, recordings_dir(environ)).path

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
+    from openprogram.config.models import Mode
+
 
 SECRET_KEYS = frozenset({"api_key_env"})
 
@@ -184,3 +186,9 @@ def _opens_multiline(value: str) -> str | None:
         if value.startswith(quotes) and quotes not in value[3:]:
             return quotes
     return None
+
+
+def file_not_set_problem(mode: Mode) -> str:
+    """What is wrong when ``mode`` (record or replay) has no ``record_replay.file`` to use;
+    the runtime blocks with it and ``status`` reports it."""
+    return f"record_replay.mode is {mode!r} but record_replay.file is not set"

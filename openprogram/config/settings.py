@@ -5,6 +5,12 @@ environment variables over it (pydantic-settings).
 for a bad environment variable: the problem comes back as a :class:`ConfigError` in
 :attr:`LoadedConfig.error`, naming the file, line and key, or the variable. The file is read
 with ``tomllib``; editing it is :mod:`openprogram.config.editing`'s job.
+
+:func:`active_recording` is the recording the configuration records into or replays from.
+When the configuration cannot be read, ``delete`` and ``prune`` still protect what it names:
+:func:`protected_recordings` reads ``record_replay.file`` from the raw TOML (and the
+``OPENPROGRAM_RECORD_REPLAY…`` variables), and raises ``ActiveRecordingUnknownError`` when
+even that cannot be read, so nothing is deleted blindly.
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from openprogram.config import paths
 from openprogram.config.environment import (
+    FILE_VARIABLE,
+    RECORD_REPLAY_VARIABLE,
     forced_mode,
     ignored_variables,
     is_secret_variable,
@@ -43,7 +52,7 @@ from openprogram.config.problems import (
     syntax_problem,
     value_problem,
 )
-from openprogram.errors import ConfigError
+from openprogram.errors import ActiveRecordingUnknownError, ConfigError, OpenProgramError
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
     TOO_DEEP,
@@ -54,7 +63,13 @@ from openprogram.json_nesting import (
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
-__all__ = ["LoadedConfig", "load_config", "read_settings"]
+__all__ = [
+    "LoadedConfig",
+    "active_recording",
+    "load_config",
+    "protected_recordings",
+    "read_settings",
+]
 
 
 @dataclass(frozen=True)
@@ -301,3 +316,67 @@ def _json_too_deep(name: str, value: str) -> bool:
 def _variable_error(name: str, value: str, problem: str, *, key: str | None) -> ConfigError:
     shown = None if is_secret_variable(name, value) else value
     return ConfigError(problem, key=key, env_var=name, env_value=shown)
+
+
+def active_recording(loaded: LoadedConfig | None = None) -> Path | None:
+    """The recording the configuration records into or replays from; ``None`` when the mode
+    is off, no file is set, or the configuration cannot be read."""
+    if loaded is None:
+        loaded = load_config()
+    if loaded.settings is None:
+        return None
+    settings = loaded.settings.record_replay
+    if settings.mode == "off" or not settings.file:
+        return None
+    try:
+        return paths.configured_recording_path(settings.file)
+    except OpenProgramError:
+        return None
+
+
+def protected_recordings(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """The recordings ``delete`` and ``prune`` must leave alone.
+
+    With a readable configuration, the active recording (if any). With a broken one, every
+    recording ``record_replay.file`` names in the raw file or in the environment, whatever
+    the mode; raises :class:`ActiveRecordingUnknownError` when that cannot be read either.
+    """
+    env = os.environ if environ is None else environ
+    loaded = load_config(env)
+    if loaded.error is None:
+        active = active_recording(loaded)
+        return [] if active is None else [active]
+    files = _raw_file_settings(loaded, env)
+    protected = []
+    for file in files:
+        try:
+            protected.append(paths.configured_recording_path(file, env))
+        except OpenProgramError:
+            continue  # an invalid name names no recording
+    return protected
+
+
+def _raw_file_settings(loaded: LoadedConfig, environ: Mapping[str, str]) -> list[str]:
+    """Every ``record_replay.file`` the raw file and the variables hold."""
+    path = loaded.location.path
+    files: list[str] = []
+    try:
+        data = read_config_bytes(path)
+        values: dict[str, Any] = parse_config(data, path=path)[1] if data is not None else {}
+    except OpenProgramError as error:
+        raise ActiveRecordingUnknownError(path, getattr(error, "problem", str(error))) from None
+    table = values.get("record_replay")
+    if isinstance(table, dict) and isinstance(table.get("file"), str):
+        files.append(table["file"])
+    for name, value in environ.items():
+        upper = name.upper()
+        if upper == FILE_VARIABLE:
+            files.append(value)
+        elif upper == RECORD_REPLAY_VARIABLE:
+            try:
+                whole = json.loads(value)
+            except (ValueError, RecursionError):
+                raise ActiveRecordingUnknownError(path, f"{name} is not JSON") from None
+            if isinstance(whole, dict) and isinstance(whole.get("file"), str):
+                files.append(whole["file"])
+    return files

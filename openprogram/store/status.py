@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openprogram.config import paths  # called through the module: one function answers for all
 from openprogram.config.environment import (
     MODE_VARIABLE,
     RECORD_REPLAY_VARIABLE,
@@ -30,11 +31,12 @@ from openprogram.config.environment import (
 )
 from openprogram.config.models import Mode
 from openprogram.config.paths import recordings_dir
+from openprogram.config.problems import file_not_set_problem
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.report import plural
-from openprogram.store import names  # called through the module: one function answers for all
+from openprogram.store import names
 
 if TYPE_CHECKING:
     from openprogram.config.editing import ConfigEdit
@@ -129,11 +131,11 @@ def configured_status() -> StatusReport:
         settings = loaded.settings.record_replay
         mode, file_setting = settings.mode, settings.file
         if mode != "off" and not file_setting:
-            problems.append(names.file_not_set_problem(mode))
+            problems.append(file_not_set_problem(mode))
             advice.append(f"run `openprogram recordings {mode} NAME`, or {REPAIR_ADVICE}")
         elif file_setting:
             try:
-                path = names.configured_recording_path(file_setting)
+                path = paths.configured_recording_path(file_setting)
             except OpenProgramError as error:
                 if mode == "off":  # the file is not used: worth a note, not a failure
                     notes.append(

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from openprogram.activation.configured import activate_record_replay
-from openprogram.store import names
-from openprogram.store.names import active_recording, configured_recording_path
+from openprogram.config import paths
+from openprogram.config.paths import configured_recording_path
+from openprogram.config.settings import active_recording
 from openprogram.store.status import configured_status
 
 
@@ -76,7 +77,7 @@ def test_all_three_ask_the_one_function(
         asked.append(file)
         return elsewhere
 
-    monkeypatch.setattr(names, "configured_recording_path", answer)
+    monkeypatch.setattr(paths, "configured_recording_path", answer)
     configure(home, "record", "demo")
 
     activation = activate_record_replay()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.activation.configured import activate_record_replay
-from openprogram.store.names import active_recording
+from openprogram.config.settings import active_recording
 from openprogram.store.status import configured_status
 
 

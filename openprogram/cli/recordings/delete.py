@@ -14,7 +14,7 @@ def delete(
 ) -> None:
     """Delete a recording. Refuses the active one, symlinks, and anything outside the store."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.store.names import protected_recordings
+    from openprogram.config.settings import protected_recordings
     from openprogram.store.store import check_deletable, delete_recording
 
     store = recordings_dir()

@@ -13,7 +13,8 @@ def list_recordings(
     """List recordings: name, created, calls, size, models, state, hash; `*` marks the active
     one. A table when it fits the width, else two lines per recording."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.store.names import active_recording, is_same_file
+    from openprogram.config.settings import active_recording
+    from openprogram.store.names import is_same_file
     from openprogram.store.summary_cache import summarize_store
 
     with reporting_errors():

@@ -29,7 +29,8 @@ def prune(
 ) -> None:
     """Delete old recordings (give --older-than, --keep, or both). Never the active one."""
     from openprogram.config.paths import recordings_dir
-    from openprogram.store.names import protected_recordings, resolve_store
+    from openprogram.config.settings import protected_recordings
+    from openprogram.store.names import resolve_store
     from openprogram.store.store import check_prune_criteria, prune_recordings, select_for_prune
 
     store = resolve_store(recordings_dir())  # a symlinked store: act inside its target only
