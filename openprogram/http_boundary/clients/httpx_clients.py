@@ -147,11 +147,25 @@ class HttpxLibrary:
     def record_body(
         self, response: HttpResponse, recorder: BodyRecorder, *, asynchronous: bool
     ) -> None:
-        if asynchronous:
+        content = self._read_content(response)
+        if content is not None:
+            recorder.complete(content)
+        elif asynchronous:
             source = cast(AsyncByteStream, response.stream)
             response.stream = self._recording_async(source, recorder)
         else:
             response.stream = self._recording_sync(cast(SyncByteStream, response.stream), recorder)
+
+    def _read_content(self, response: HttpResponse) -> bytes | None:
+        """The decoded body of a response the transport has already read (one built with
+        ``content=`` or ``json=`` is read at once), or None: its client never iterates the
+        stream, so the body is recorded from what the library has decoded."""
+        if not response.is_stream_consumed:
+            return None
+        try:
+            return response.content
+        except self.module.ResponseNotRead:
+            return None
 
     def content_decoder(self, content_encoding: str) -> JoinedDecoder:
         probe = self.module.Response(200, headers=[("content-encoding", content_encoding)])
