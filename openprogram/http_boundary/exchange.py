@@ -40,7 +40,7 @@ import asyncio
 import codecs
 import enum
 from collections.abc import Generator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from openprogram.errors import (
     OpenProgramError,
@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         HttpHeaders,
         HttpRequest,
         HttpResponse,
+        HttpTransport,
         HttpURL,
         SyncTransport,
     )
@@ -106,18 +107,17 @@ class Step(enum.Enum):
     CLOSE = "close"
 
 
-Transport: TypeAlias = "SyncTransport | AsyncTransport"
 Flow = Generator[Step, "HttpResponse | None", "HttpResponse"]
 """One exchange's decisions; what a step raises is thrown in where it was yielded."""
 
 
 def capture_transport(
     client: object,
-    transport: Transport,
+    transport: HttpTransport,
     url: HttpURL,
     boundary: HttpBoundary,
     library: ClientLibrary,
-) -> Transport:
+) -> HttpTransport:
     """The transport ``client`` sends a request for ``url`` through while ``boundary`` is
     active: ``transport`` itself when the request is left alone, else a capturing one."""
     if getattr(client, PROVIDER_CLIENT_MARK, False) or (
@@ -198,7 +198,7 @@ class CapturingTransport:
     __slots__ = ("boundary", "library", "transport")
 
     def __init__(
-        self, transport: Transport, boundary: HttpBoundary, library: ClientLibrary
+        self, transport: HttpTransport, boundary: HttpBoundary, library: ClientLibrary
     ) -> None:
         self.transport = transport
         self.boundary = boundary

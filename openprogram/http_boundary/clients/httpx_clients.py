@@ -25,23 +25,24 @@ import builtins
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from types import ModuleType
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from openprogram.errors import RecordedProviderError
 from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
-    AsyncTransport,
     BodyRecorder,
     CapturedRequest,
     Destination,
     HttpRequest,
     HttpResponse,
+    HttpTransport,
     HttpURL,
     SyncByteStream,
-    SyncTransport,
 )
-from openprogram.recording.format import RecordedError
+
+if TYPE_CHECKING:
+    from openprogram.recording.format import RecordedError
 
 __all__ = ["HttpxLibrary"]
 
@@ -51,8 +52,6 @@ recorded with an httpx client replays with an httpx2 client as the httpx2 class 
 name."""
 _PATCH_MARK = "_openprogram_http_capture"
 _CLIENT_CLASSES = ("Client", "AsyncClient")
-
-Transport = SyncTransport | AsyncTransport
 
 
 class HttpxLibrary:
@@ -196,13 +195,13 @@ class HttpxLibrary:
 
 
 def _capturing(
-    original: Callable[[object, HttpURL], Transport], library: HttpxLibrary
-) -> Callable[[object, HttpURL], Transport]:
+    original: Callable[[object, HttpURL], HttpTransport], library: HttpxLibrary
+) -> Callable[[object, HttpURL], HttpTransport]:
     # the exchange (and what it imports, asyncio among them) loads once a library is hooked
     from openprogram.http_boundary.exchange import capture_transport
 
     @functools.wraps(original)
-    def _transport_for_url(self: object, url: HttpURL) -> Transport:
+    def _transport_for_url(self: object, url: HttpURL) -> HttpTransport:
         transport = original(self, url)
         boundary = ACTIVATIONS.current
         if boundary is None or isinstance(transport, library.in_process_transports):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedError
@@ -29,6 +29,7 @@ __all__ = [
     "HttpHeaders",
     "HttpRequest",
     "HttpResponse",
+    "HttpTransport",
     "HttpURL",
     "SyncByteStream",
     "SyncTransport",
@@ -134,6 +135,11 @@ class AsyncTransport(Protocol):
     """A library's transport, sending asynchronously."""
 
     async def handle_async_request(self, request: HttpRequest) -> HttpResponse: ...
+
+
+HttpTransport: TypeAlias = SyncTransport | AsyncTransport
+"""The transport a client sends through: sync for a ``Client``, async for an
+``AsyncClient``."""
 
 
 class ContentDecoder(Protocol):
