@@ -2,14 +2,18 @@
 ``anthropic`` SDKs and whatever stands on them) recorded into, and replayed from, the same
 recordings as the provider boundary.
 
-- ``boundary``: :class:`HttpBoundary` and :func:`activate_http_boundary`, the process-wide
-  switch the ways in (``exec``, the pytest fixture, ``record_replay()``) build on.
-- ``patching``: the lazy patch of the clients' ``_transport_for_url`` in httpx and httpx2.
-- ``transport``: which requests are captured, and the transport that captures them.
-- ``recording`` and ``replay``: one exchange recorded as it happens, or answered from the
-  recording.
-- ``codec``: an exchange as rows and rows as response bytes; ``sse``: the server-sent event
-  parser and encoder; ``library``: what the boundary uses of httpx or httpx2.
+    boundary            ``HttpBoundary`` and ``activate_http_boundary``, the process-wide
+                        switch the ways in (``exec``, the pytest fixture,
+                        ``record_replay()``) build on
+    patching            the lazy hook of the client libraries, once each is imported
+    clients             the client libraries captured (httpx and httpx2), each behind the
+                        typed ``ClientLibrary`` seam, and the list they are registered in
+    exchange            which requests are captured, and one captured exchange recorded as
+                        it happens, answered from the recording, or refused
+    codec               an exchange as rows, and rows as response bytes
+    sse                 the server-sent event parser and encoder
+    websocket_refusal   WebSocket connections: sent uncaptured when recording, refused
+                        under replay
 
 Importing this package, or any module of it, imports neither httpx nor httpx2.
 """

@@ -110,6 +110,12 @@ class HttpBoundary:
         )
         object.__setattr__(self, "extra_headers", frozenset(h.lower() for h in self.extra_headers))
 
+    def passes_through(self, host: str, port: int | None) -> bool:
+        """Whether a request to ``host`` (lower-case) on ``port`` (as its URL names it, None
+        for the scheme's default) is sent as it is."""
+        hosts = self.passthrough_hosts
+        return bool(hosts) and (host in hosts or f"{host}:{port}" in hosts)
+
     @property
     def user_redaction(self) -> UserRedaction | None:
         """The user redaction of its recording: the writer's, or the replay session's."""

@@ -96,8 +96,8 @@ def test_the_patched_library_keeps_its_own_loader_and_nothing_is_imported_early(
     script = (
         "import sys\n"
         "from openprogram.http_boundary.patching import install_http_capture\n"
-        "import openprogram.http_boundary, openprogram.http_boundary.transport\n"
-        "import openprogram.http_boundary.replay\n"
+        "import openprogram.http_boundary, openprogram.http_boundary.exchange\n"
+        "import openprogram.http_boundary.clients.httpx_clients\n"
         "install_http_capture()\n"
         "early = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'httpx2'))\n"
         "import httpx2\n"

@@ -342,3 +342,40 @@ def test_a_stream_closed_early_is_abandoned_and_replay_refuses_to_read_further(
     assert caught.value.error.event_index == 2
     assert session.mismatches == [caught.value.error]
     assert "stopped reading the response after 2 events" in str(caught.value)
+
+
+def test_a_response_the_transport_already_read_is_recorded_whole_and_complete(
+    lib: str, mode: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    module = library(lib)
+    answer = {"id": "chatcmpl-1", "choices": []}
+
+    class InMemoryNetwork(module.BaseTransport, module.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+        """A network-like transport whose response is built in memory, already read."""
+
+        def handle_request(self, request: Any) -> Any:
+            return module.Response(200, json=answer)
+
+        async def handle_async_request(self, request: Any) -> Any:
+            return module.Response(200, json=answer)
+
+    def get() -> Any:
+        if mode == "async":
+
+            async def go() -> Any:
+                async with module.AsyncClient(transport=InMemoryNetwork()) as client:
+                    return (await client.get("http://model.test/v1/models")).json()
+
+            return asyncio.run(go())
+        with module.Client(transport=InMemoryNetwork()) as client:
+            return client.get("http://model.test/v1/models").json()
+
+    with recording_into(path):
+        assert get() == answer
+
+    assert [event["type"] for event in events(path)] == ["http_response", "http_body"]
+    assert events(path)[1] == {"type": "http_body", "body": answer}
+    assert call_end(path)["outcome"] == "complete"
+    with replaying(path), offline():
+        assert get() == answer

@@ -1,0 +1,53 @@
+"""The client libraries the HTTP boundary captures, each behind one typed seam.
+
+    interface       ``ClientLibrary``, what the boundary needs of a client library (the
+                    modules it hooks, a captured request as a ``CapturedRequest``, where it
+                    connects, a response and a recorded error built in that library, its
+                    body teed), and the protocols of the library objects it touches
+    httpx_clients   httpx and httpx2, captured at their clients' ``_transport_for_url``
+
+:data:`CLIENT_LIBRARIES` is the list the capture walks: another library is one module here
+and one entry in it. Importing this package imports no client library: each is hooked once
+the program has imported it.
+"""
+
+from __future__ import annotations
+
+from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
+from openprogram.http_boundary.clients.interface import (
+    AsyncByteStream,
+    AsyncTransport,
+    BodyRecorder,
+    CapturedRequest,
+    ClientLibrary,
+    ContentDecoder,
+    Destination,
+    HttpHeaders,
+    HttpRequest,
+    HttpResponse,
+    HttpTransport,
+    HttpURL,
+    SyncByteStream,
+    SyncTransport,
+)
+
+__all__ = [
+    "CLIENT_LIBRARIES",
+    "AsyncByteStream",
+    "AsyncTransport",
+    "BodyRecorder",
+    "CapturedRequest",
+    "ClientLibrary",
+    "ContentDecoder",
+    "Destination",
+    "HttpHeaders",
+    "HttpRequest",
+    "HttpResponse",
+    "HttpTransport",
+    "HttpURL",
+    "SyncByteStream",
+    "SyncTransport",
+]
+
+CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (HttpxLibrary("httpx"), HttpxLibrary("httpx2"))
+"""The client libraries captured, each hooked once one of its modules is imported."""

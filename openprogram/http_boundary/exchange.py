@@ -1,0 +1,489 @@
+"""One captured HTTP exchange: which requests are captured, and each captured one recorded
+as it happens, answered from the recording, or refused, by the boundary's mode.
+
+:func:`capture_transport` wraps the client's transport in a :class:`CapturingTransport`,
+except for a client of openprogram's own vendor providers (recorded at the provider
+registry), a passthrough host, and, under record, a request a taped function sends while it
+runs (its tape covers it); a client library also leaves alone its transports that never
+touch the network. :func:`exchange_flow` holds the decisions for one captured request,
+written once: it yields each :class:`Step` (read the request's body, send it through the
+client's transport, close the response) to its sync or async driver, the two methods of
+:class:`CapturingTransport`, and returns the response the client gets. A WebSocket handshake
+(``Upgrade: websocket``) is sent uncaptured when recording, and refused under replay
+(:mod:`~openprogram.http_boundary.websocket_refusal`).
+
+Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent
+(a refused connection is a call that ended ``error`` with no events), the ``http_response``
+event once the response's head arrives, then the body is *teed*: before a chunk is handed on,
+each server-sent event it completes is written as one ``sse`` row (no fsync); another body
+is one ``http_body`` event at its end, stored decoded by the library's own content decoder
+(a body the transport had already read, as the library decoded it). The call ends
+``complete`` when the body is exhausted, ``abandoned`` when it is closed before that,
+``error`` when the transport raises (the type is the library's: ``httpx.ReadTimeout``), and
+``cancelled`` when the task is cancelled while waiting.
+
+Replaying (:func:`response_of_call`): the request's sections are taken by the shared
+:class:`~openprogram.recording.replay_session.ReplaySession` (a difference raises its
+``ReplayMismatch``, carried by :class:`~openprogram.recording.mismatch.RecordReplayEscape`).
+The matched call becomes a response of the client's library: the recorded status and headers
+(a retryable error with ``retry-after-ms: 1``:
+:func:`~openprogram.http_boundary.codec.fast_retry_headers`), and a body of the recorded events
+as one chunk, which ends as the recorded call did: ``complete`` — it ends; ``error`` — the
+library's class of the recorded error's name is raised (before the response when there was
+none); ``abandoned`` — reading further is a mismatch; ``cancelled`` — before a response,
+``asyncio.CancelledError``, else the body ends; no ``call_end`` — ``RecordingTruncatedError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import enum
+from collections.abc import Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, cast
+
+from openprogram.errors import (
+    OpenProgramError,
+    RecordingTruncatedError,
+    RecordReplayBlockedError,
+    ReplayMismatch,
+)
+from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
+from openprogram.http_boundary.codec import (
+    body_event,
+    encode_body_row,
+    encode_sse_row,
+    fast_retry_headers,
+    is_event_stream,
+    request_sections,
+    response_event,
+    sse_event_row,
+)
+from openprogram.http_boundary.sse import SseParser
+from openprogram.http_boundary.websocket_refusal import check_websocket
+from openprogram.recording.format import Outcome, RecordedCall
+from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.recording.redaction import (
+    SecretRedactor,
+    is_secret_field_name,
+    known_secret_values,
+)
+from openprogram.recording.report import plural
+from openprogram.recording.tape_rows import taped_function_running
+from openprogram.recording.writer import CallWriter, recorded_error
+
+if TYPE_CHECKING:
+    from openprogram.http_boundary.clients import (
+        AsyncTransport,
+        ClientLibrary,
+        ContentDecoder,
+        HttpHeaders,
+        HttpRequest,
+        HttpResponse,
+        HttpTransport,
+        HttpURL,
+        SyncTransport,
+    )
+    from openprogram.recording.replay_session import ReplaySession
+    from openprogram.recording.user_redaction import UserRedaction
+
+__all__ = [
+    "CapturingTransport",
+    "HttpCallRecorder",
+    "Step",
+    "call_redactor",
+    "capture_transport",
+    "exchange_flow",
+    "response_of_call",
+]
+
+
+class Step(enum.Enum):
+    """What :func:`exchange_flow` has its driver do next: read the request's body, send the
+    request (and send back the response), or close that response."""
+
+    READ = "read"
+    SEND = "send"
+    CLOSE = "close"
+
+
+Flow = Generator[Step, "HttpResponse | None", "HttpResponse"]
+"""One exchange's decisions; what a step raises is thrown in where it was yielded."""
+
+
+def capture_transport(
+    client: object,
+    transport: HttpTransport,
+    url: HttpURL,
+    boundary: HttpBoundary,
+    library: ClientLibrary,
+) -> HttpTransport:
+    """The transport ``client`` sends a request for ``url`` through while ``boundary`` is
+    active: ``transport`` itself when the request is left alone, else a capturing one."""
+    if getattr(client, PROVIDER_CLIENT_MARK, False) or (
+        boundary.mode == "record" and taped_function_running() is not None
+    ):
+        return transport
+    if boundary.passthrough_hosts:
+        host, port, _ = library.destination(url)
+        if boundary.passes_through(host, port):
+            return transport
+    return CapturingTransport(transport, boundary, library)
+
+
+def exchange_flow(
+    boundary: HttpBoundary, library: ClientLibrary, request: HttpRequest, *, asynchronous: bool
+) -> Flow:
+    """Record, replay or refuse ``request`` by ``boundary``'s mode (``asynchronous``: the
+    client sends it asynchronously)."""
+    __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
+    if boundary.mode == "blocked":
+        raise RecordReplayEscape(RecordReplayBlockedError(boundary.blocked_reason or ""))
+    headers = request.headers
+    if (headers.get("upgrade") or "").lower() == "websocket":
+        redactor = call_redactor(headers.multi_items(), boundary.user_redaction)
+        check_websocket(boundary, redactor.redact_text(str(request.url)))
+        return _sent((yield Step.SEND))
+    yield Step.READ
+    captured = library.captured_request(request)
+    sections = request_sections(
+        captured.method, captured.url, captured.headers, captured.body, boundary.extra_headers
+    )
+    redactor = call_redactor(captured.headers, boundary.user_redaction)
+    if boundary.mode == "replay":
+        session = boundary.session
+        assert session is not None  # HttpBoundary checks a replay boundary has one
+        try:
+            call = session.take(
+                "http", sections, redactor=redactor.redact_http_request, redaction=redactor.rules
+            )
+        except ReplayMismatch as mismatch:
+            raise RecordReplayEscape(mismatch) from None
+        return response_of_call(call, session, library, request, asynchronous=asynchronous)
+    if boundary.mode == "replay_or_record":
+        # the recorded response when the merge's recording holds an equal unconsumed call,
+        # else the request is sent and recorded
+        merge = boundary.merge
+        assert merge is not None  # HttpBoundary checks a replay_or_record boundary has one
+        recorded = merge.take_recorded("http", sections, redactor=redactor.redact_http_request)
+        if recorded is not None:
+            return response_of_call(
+                recorded, merge.session, library, request, asynchronous=asynchronous
+            )
+    recorder = _start(boundary, sections, redactor, library)
+    try:
+        response = _sent((yield Step.SEND))
+    except BaseException as exc:
+        recorder.stop(exc)
+        raise
+    try:
+        recorder.respond(response.status_code, response.headers)
+    except BaseException:
+        yield Step.CLOSE
+        raise
+    library.record_body(response, recorder, asynchronous=asynchronous)
+    return response
+
+
+def _sent(response: HttpResponse | None) -> HttpResponse:
+    assert response is not None  # what the driver sends back after Step.SEND
+    return response
+
+
+class CapturingTransport:
+    """A transport of an httpx-shaped library that records, replays or refuses each request
+    by ``boundary``'s mode; ``transport`` is the one the client would have used. Its sync
+    and async methods are the two thin drivers of :func:`exchange_flow`."""
+
+    __slots__ = ("boundary", "library", "transport")
+
+    def __init__(
+        self, transport: HttpTransport, boundary: HttpBoundary, library: ClientLibrary
+    ) -> None:
+        self.transport = transport
+        self.boundary = boundary
+        self.library = library
+
+    def handle_request(self, request: HttpRequest) -> HttpResponse:
+        __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
+        transport = cast("SyncTransport", self.transport)
+        flow = exchange_flow(self.boundary, self.library, request, asynchronous=False)
+        response: HttpResponse | None = None
+        try:
+            step = next(flow)
+            while True:
+                try:
+                    if step is Step.SEND:
+                        response = transport.handle_request(request)
+                    elif step is Step.READ:
+                        request.read()
+                    elif response is not None:
+                        response.close()
+                except BaseException as exc:
+                    step = flow.throw(exc)
+                else:
+                    step = flow.send(response if step is Step.SEND else None)
+        except StopIteration as done:
+            answer: HttpResponse = done.value
+            return answer
+
+    async def handle_async_request(self, request: HttpRequest) -> HttpResponse:
+        __tracebackhide__ = True
+        transport = cast("AsyncTransport", self.transport)
+        flow = exchange_flow(self.boundary, self.library, request, asynchronous=True)
+        response: HttpResponse | None = None
+        try:
+            step = next(flow)
+            while True:
+                try:
+                    if step is Step.SEND:
+                        response = await transport.handle_async_request(request)
+                    elif step is Step.READ:
+                        await request.aread()
+                    elif response is not None:
+                        await response.aclose()
+                except BaseException as exc:
+                    step = flow.throw(exc)
+                else:
+                    step = flow.send(response if step is Step.SEND else None)
+        except StopIteration as done:
+            answer: HttpResponse = done.value
+            return answer
+
+
+def _start(
+    boundary: HttpBoundary,
+    sections: dict[str, Any],
+    redactor: SecretRedactor,
+    library: ClientLibrary,
+) -> HttpCallRecorder:
+    writer = boundary.writer
+    assert writer is not None  # HttpBoundary checks a record boundary has one
+    row = {"boundary": "http", **sections}
+    try:
+        call = writer.open_call(  # JSON parsed by orjson (the codec)
+            row, checked=True, redact=redactor.redact_http_request, redaction=redactor.rules
+        )
+    except OpenProgramError as exc:
+        raise RecordReplayEscape(exc) from None
+    return HttpCallRecorder(call, redactor, library)
+
+
+def call_redactor(
+    headers: Iterable[tuple[str, str]], user: UserRedaction | None = None
+) -> SecretRedactor:
+    """The redactor of one call: the known credentials of the process, and the values of
+    the request's own credential headers (``Authorization``, ``x-api-key``, …), so a key the
+    program passed to its SDK is removed wherever it appears; then ``user``'s redaction."""
+    known = known_secret_values()
+    sent: set[str] = set()
+    for name, value in headers:
+        if is_secret_field_name(name):
+            sent.add(value)
+            _, _, credential = value.partition(" ")  # "Bearer <token>"
+            if credential:
+                sent.add(credential.strip())
+    return SecretRedactor(known | sent if sent else known, user=user)
+
+
+class HttpCallRecorder:
+    """The rows of one HTTP call after its request row: its response, its body, its end."""
+
+    def __init__(self, call: CallWriter, redactor: SecretRedactor, library: ClientLibrary) -> None:
+        self.call = call
+        self.redactor = redactor
+        self.library = library
+        self._decoder: ContentDecoder | None = None
+        """The client library's content decoder, for an encoded body."""
+        self._text: codecs.IncrementalDecoder | None = None
+        self._parser: SseParser | None = None
+        self._content_type: str | None = None
+        self._body: list[bytes] = []
+
+    def respond(self, status: int, headers: HttpHeaders) -> None:
+        """Write the ``http_response`` event of a response's head (before its body is
+        read)."""
+        self._content_type = headers.get("content-type")
+        self._write(response_event(status, headers.multi_items(), self.redactor))
+        encoding = headers.get("content-encoding")
+        self._decoder = self.library.content_decoder(encoding) if encoding else None
+        if is_event_stream(self._content_type):
+            self._parser = SseParser()
+            self._text = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, chunk: bytes) -> None:
+        """Take the next chunk of the body as it came off the wire; write the events it
+        completes."""
+        if self.call.ended:
+            return
+        try:
+            data = chunk if self._decoder is None else self._decoder.decode(chunk)
+        except Exception as exc:  # the client library fails on these bytes too
+            self.stop(exc)
+            return
+        if self._parser is None or self._text is None:
+            self._body.append(data)
+            return
+        for event in self._parser.feed(self._text.decode(data)):
+            self._write(sse_event_row(event, self.redactor))
+
+    def ended_by(self, error: BaseException) -> bool:
+        """The body's source raised ``error``: the end of the body (True, the call is
+        finished) or a failure (False, it is stopped)."""
+        if isinstance(error, StopIteration | StopAsyncIteration):
+            self.finish()
+            return True
+        self.stop(error)
+        return False
+
+    def complete(self, content: bytes) -> None:
+        """The whole body, already read and decoded when the transport returned it: write
+        it, and end the call ``complete``."""
+        self._decoder = None
+        self.feed(content)
+        self.finish()
+
+    def finish(self) -> None:
+        """The body has ended: write what it held last, and end the call ``complete``."""
+        if self.call.ended:
+            return
+        try:
+            tail = b"" if self._decoder is None else self._decoder.flush()
+        except Exception as exc:
+            self.stop(exc)
+            return
+        if self._parser is None or self._text is None:
+            self._body.append(tail)
+            self._write_body()
+        else:
+            events = self._parser.feed(self._text.decode(tail, final=True))
+            events.extend(self._parser.finish())
+            for event in events:
+                self._write(sse_event_row(event, self.redactor))
+        self._end("complete")
+
+    def stop(self, error: BaseException) -> None:
+        """The exchange stopped on ``error``: ``error`` for a failure, ``cancelled`` for a
+        cancelled task, ``abandoned`` for anything else (an interrupt)."""
+        if self.call.ended:
+            return
+        self._write_body()
+        if isinstance(error, asyncio.CancelledError):
+            self._end("cancelled")
+        elif isinstance(error, Exception):
+            self._end("error", error)
+        else:
+            self._end("abandoned")
+
+    def abandon(self) -> None:
+        """The body was closed before its end."""
+        if self.call.ended:
+            return
+        self._write_body()
+        self._end("abandoned")
+
+    def _write_body(self) -> None:
+        if self._parser is not None or not self._body:
+            return
+        body, self._body = b"".join(self._body), []
+        event = body_event(self._content_type, body, self.redactor)
+        if event is not None:
+            self._write(event)
+
+    def _write(self, event: dict[str, Any]) -> None:
+        try:
+            self.call.write_event(event, checked=True)  # JSON parsed by orjson: finite, and
+        except OpenProgramError as exc:  # no deeper than a row may hold (codec)
+            raise RecordReplayEscape(exc) from None
+
+    def _end(self, outcome: Outcome, error: BaseException | None = None) -> None:
+        recorded = None if error is None else recorded_error(error, self.redactor)
+        try:
+            self.call.end_call(outcome, error=recorded)
+        except OpenProgramError as exc:
+            raise RecordReplayEscape(exc) from None
+
+
+def response_of_call(
+    call: RecordedCall,
+    session: ReplaySession,
+    library: ClientLibrary,
+    request: HttpRequest,
+    *,
+    asynchronous: bool,
+) -> HttpResponse:
+    """The response to ``request`` of ``call``, a recorded HTTP call of ``session`` already
+    taken."""
+    events = call.event_rows
+    if not events:
+        _end(call, session, library, request, responded=False)
+        raise RecordReplayEscape(
+            session.keep(
+                ReplayMismatch(
+                    call.call_index,
+                    "event_index",
+                    0,
+                    1,
+                    event_index=0,
+                    detail="the recorded call holds no response; re-record the session",
+                )
+            )
+        )
+    head = events[0]
+    status: int = head["status"]
+    headers = fast_retry_headers(status, head["headers"])
+    body = _body(call, session, library, request)
+    return library.response(request, status, list(headers.items()), body, asynchronous=asynchronous)
+
+
+def _body(
+    call: RecordedCall, session: ReplaySession, library: ClientLibrary, request: HttpRequest
+) -> Iterator[bytes]:
+    events = call.event_rows
+    if len(events) > 1:
+        # One chunk: a client parses the same events from it as from the recorded pieces,
+        # and a chunk per event would cost more in the client than the events themselves.
+        yield b"".join(
+            [
+                encode_sse_row(row) if row["type"] == "sse" else encode_body_row(row)
+                for row in events[1:]
+            ]
+        )
+    _end(call, session, library, request, responded=True)
+
+
+def _end(
+    call: RecordedCall,
+    session: ReplaySession,
+    library: ClientLibrary,
+    request: HttpRequest,
+    *,
+    responded: bool,
+) -> None:
+    """End the replayed exchange as the recorded one ended (returns for a body that
+    simply ends)."""
+    count = len(call.event_rows)
+    if call.outcome is None:
+        raise RecordReplayEscape(
+            session.keep(RecordingTruncatedError(str(session.path), call.call_index, count))
+        )
+    if call.outcome == "error" and call.error is not None:
+        raise library.rebuild_error(call.error, request)
+    if call.outcome == "cancelled" and not responded:
+        raise asyncio.CancelledError()
+    if call.outcome == "abandoned":
+        raise RecordReplayEscape(
+            session.keep(
+                ReplayMismatch(
+                    call.call_index,
+                    "event_index",
+                    count,
+                    count + 1,
+                    event_index=count,
+                    detail=(
+                        "the recorded client stopped reading the response after "
+                        f"{plural(count, 'event')}; this run reads further"
+                    ),
+                )
+            )
+        )
