@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from openprogram.errors import UnknownApiError
 from openprogram.providers import runtime
-from openprogram.providers.runtime import RuntimeState, RuntimeStatus
+from openprogram.providers.runtime import RuntimeStatus
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -262,16 +262,26 @@ def _leave_process_wide(scope: ProviderScope) -> None:
 # --- the runtime, installed in one place -----------------------------------------------------
 
 
+_installed = False
+"""True once the runtime started and filled the process scope: read without a lock on every
+lookup (a hint that only :func:`reset_provider_runtime` turns back)."""
+
+
 def initialize_provider_runtime() -> RuntimeStatus:
     """Build the built-in providers and the configured mode, once a process, and install
     them into the process scope; later calls are cheap (see
     :mod:`openprogram.providers.runtime` for its states)."""
-    return runtime.start(PROCESS_SCOPE)
+    global _installed
+    status = runtime.start(PROCESS_SCOPE)  # raises unless the runtime is ready
+    _installed = True
+    return status
 
 
 def reset_provider_runtime() -> None:
     """Test-only: forget every registration of the process scope and start the runtime
     afresh at ``NEW``."""
+    global _installed
+    _installed = False
     runtime.reset(PROCESS_SCOPE)
 
 
@@ -283,7 +293,7 @@ def runtime_configuration() -> LoadedConfig | None:
 
 
 def _ensure_runtime(scope: ProviderScope) -> None:
-    if runtime.runtime_state() is not RuntimeState.READY and scope.starts_runtime:
+    if not _installed and scope.starts_runtime:
         initialize_provider_runtime()
 
 

@@ -172,12 +172,6 @@ def configuration() -> LoadedConfig | None:
         return _configuration
 
 
-def runtime_state() -> RuntimeState:
-    """Where the runtime stands, read without a lock (a hint: ``READY`` never changes back
-    but by :func:`reset_provider_runtime`)."""
-    return _state
-
-
 def provider_runtime_status() -> RuntimeStatus:
     """Where the runtime stands, without initializing it."""
     with _condition:
