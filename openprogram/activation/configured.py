@@ -58,8 +58,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.config import paths  # called through the module: one function answers for all
+from openprogram.config.problems import file_not_set_problem
 from openprogram.errors import ExecSetupError, OpenProgramError
 from openprogram.recording.report import plural
+from openprogram.recording.user_redaction import user_redaction_in_effect
+from openprogram.recording.writer import forget_writer, writer_for
+from openprogram.store.names import resolve_recording
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
 
 if TYPE_CHECKING:
@@ -123,10 +128,7 @@ def blocked(cause: str, recording: Path | None = None) -> Activation:
 def _activate(loaded: LoadedConfig | None) -> Activation:
     # The configuration's models cost ~100 ms to import: a process pays for them only when it
     # starts the runtime (and not at all when exec preset the activation).
-    from openprogram.config.paths import configured_recording_path
-    from openprogram.config.problems import file_not_set_problem
     from openprogram.config.settings import load_config
-    from openprogram.recording.user_redaction import user_redaction_in_effect
 
     if loaded is None:
         loaded = load_config()
@@ -138,7 +140,7 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
         return Activation("off")
     if not settings.file:
         return blocked(file_not_set_problem(settings.mode))
-    path = configured_recording_path(settings.file)
+    path = paths.configured_recording_path(settings.file)
     user = user_redaction_in_effect(patterns=settings.redact_patterns)
     if settings.mode == "record":
         return _activate_record(path, user)
@@ -147,7 +149,6 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
 
 def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
     from openprogram.provider_boundary.transforms import record_transform
-    from openprogram.recording.writer import writer_for
 
     writer = writer_for(path)
     writer.user_redaction = user
@@ -190,16 +191,14 @@ def exec_plan(
     :class:`~openprogram.errors.RecordingFileError` for a ``--replay`` recording that cannot
     be read or a ``--record`` one that cannot be written.
     """
-    from openprogram.config.paths import recordings_dir
     from openprogram.config.settings import load_config
-    from openprogram.store.names import resolve_recording
 
     if record is not None and replay is not None:
         raise ExecSetupError("--record and --replay exclude each other: give one of them")
     if record is not None or replay is not None:
         argument = record if record is not None else replay
         assert argument is not None
-        path = resolve_recording(argument, recordings_dir()).path
+        path = resolve_recording(argument, paths.recordings_dir()).path
         if replay is not None:
             _check_replay_source(path)
     if loaded is None:
@@ -220,15 +219,13 @@ def exec_plan(
 
 
 def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
-    from openprogram.config.paths import configured_recording_path
-    from openprogram.config.problems import file_not_set_problem
 
     if settings.mode == "off":
         return None
     if not settings.file:
         return RecordReplayPlan.blocked(file_not_set_problem(settings.mode))
     try:
-        path = configured_recording_path(settings.file)
+        path = paths.configured_recording_path(settings.file)
         if settings.mode == "record":
             _open_for_recording(path, settings)
         else:
@@ -266,8 +263,6 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
     """Create the recording (with its header, naming the user redaction in effect: the
     settings' patterns and the registered function), or check it can be appended to;
     returns the calls it already holds. Raises ``RecordingFileError``."""
-    from openprogram.recording.user_redaction import user_redaction_in_effect
-    from openprogram.recording.writer import forget_writer, writer_for
 
     patterns = () if settings is None else settings.redact_patterns
     try:
