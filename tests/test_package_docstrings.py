@@ -1,4 +1,5 @@
-"""Each package's docstring lists its modules, and only its modules.
+"""Each package's docstring lists its modules, and only its modules; docs/architecture.md names
+every package.
 
 A package docstring that lists modules does so as an indented table, one module per line
 (``    reader   the strict reader …``). The table drifts silently when a module is merged,
@@ -17,8 +18,6 @@ import openprogram
 
 PACKAGE_ROOT = Path(openprogram.__file__).parent
 TABLE_LINE = re.compile(r"^ {4}([a-z_][a-z0-9_]*)(?: {2,}|$)")
-
-
 
 
 def _packages() -> list[Path]:
@@ -43,8 +42,7 @@ def test_the_packages_that_must_list_their_modules_do() -> None:
     unlisted = [
         str(package.relative_to(PACKAGE_ROOT.parent))
         for package in _packages()
-        if len(_modules(package)) > 1
-        and _listed_modules(package) is None
+        if len(_modules(package)) > 1 and _listed_modules(package) is None
     ]
     assert unlisted == []
 
@@ -57,3 +55,13 @@ def test_a_package_docstring_lists_exactly_its_modules(package: Path) -> None:
     if listed is None:
         pytest.skip("lists no modules")
     assert listed == _modules(package)
+
+
+def test_the_architecture_page_names_every_package() -> None:
+    page = (PACKAGE_ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    unnamed = [
+        str(package.relative_to(PACKAGE_ROOT))
+        for package in _packages()
+        if package != PACKAGE_ROOT and f"{package.relative_to(PACKAGE_ROOT)}/" not in page
+    ]
+    assert unnamed == []
