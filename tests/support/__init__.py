@@ -17,8 +17,12 @@
 - ``offline`` and ``child_processes``: no sockets, in this process or in a child process
   that runs ``openprogram`` as a user would.
 - ``import_rules``: what a module imports, read from its source.
+- ``loopback_server``: the plumbing of a test HTTP server on 127.0.0.1 (serving, stopping,
+  the request log, writing, cutting and holding an answer), which ``sse_server`` and
+  ``sdk_server`` stand on.
 - ``sse_server``, ``vendor_wire`` and ``vendors``: the loopback server the vendor providers
   talk to, the bytes each vendor sends, and the one table of vendors.
+- ``sdk_server``: the loopback server that answers the official SDKs as the vendors do.
 - ``recording_mutations``, ``http_fuzz_session`` and ``read_commands``: damaged recordings
   (of provider calls, and of SDK traffic), and what each read command must do with one.
 - ``inner_project``: an inner pytest project for the pytest plugin's tests.

@@ -20,7 +20,8 @@ A test makes the next requests fail by queueing faults, each taken by one reques
 * :class:`StallAfter`: the server goes silent — before the status line, or after N events —
   until the client gives up (a read timeout) or the server stops.
 
-A connection refused is a port nobody listens on: :func:`refused_base_url`.
+A connection refused is a port nobody listens on: :func:`refused_base_url`. The server, the
+request log and the ways of writing an answer are :mod:`tests.support.loopback_server`'s.
 
     with SdkServer() as server:
         client = openai.OpenAI(api_key="sk-test", base_url=server.openai_url)
@@ -31,24 +32,24 @@ A connection refused is a port nobody listens on: :func:`refused_base_url`.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import random
-import select
-import socket
-import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.support import sdk_replies as replies
-from tests.support.sse_server import unused_port
+from tests.support.loopback_server import (
+    LoopbackHandler,
+    LoopbackServer,
+    Received,
+    sse_event,
+    unused_port,
+)
 
 __all__ = [
     "CutAfter",
@@ -60,9 +61,6 @@ __all__ = [
     "StallAfter",
     "refused_base_url",
 ]
-
-HOLD_LIMIT = 10.0
-"""The longest the server stays silent on a stalled request (seconds)."""
 
 ROUTES = {
     "/v1/chat/completions": ("openai", "chat"),
@@ -101,19 +99,6 @@ Fault = ErrorReply | CutAfter | StallAfter
 
 
 @dataclass
-class Received:
-    """One request as the server read it (header names in lower case)."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-@dataclass
 class Sent:
     """What the server answered one request with: status, headers and how the body went."""
 
@@ -129,34 +114,23 @@ def refused_base_url() -> str:
     return f"http://127.0.0.1:{unused_port()}"
 
 
-class SdkServer:
+class SdkServer(LoopbackServer):
     """The vendors' APIs on ``127.0.0.1``; a context manager (started on creation)."""
+
+    path_with_query = False
 
     def __init__(self, port: int = 0) -> None:
         """``port``: 0 for any free one, or a given one — that of an earlier server, so that
         a second run of a session sends its requests to the same URLs."""
-        self.received: list[Received] = []
         self.sent: list[Sent] = []
         self.faults: deque[Fault] = deque()
         self.run = replies.PerRun()
-        self.stopping = threading.Event()
-        self.connections: set[socket.socket] = set()
-        self.lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", port), _Handler)
-        self._httpd.owner = self
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        super().__init__(port)
 
     @property
     def base_url(self) -> str:
         """The ``base_url`` of an Anthropic client (the SDK adds ``/v1/messages``)."""
-        return f"http://127.0.0.1:{self.port}"
+        return super().base_url
 
     @property
     def openai_url(self) -> str:
@@ -172,96 +146,36 @@ class SdkServer:
         with self.lock:
             return self.faults.popleft() if self.faults else None
 
-    def stop(self) -> None:
-        """Stop listening and close every open connection (also idle keep-alive ones)."""
-        self.stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        with self.lock:
-            open_connections = list(self.connections)
-        for connection in open_connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> SdkServer:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    owner: SdkServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], OSError):
-            return  # a client or the stop closing a connection
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output clean
-
-    def setup(self) -> None:
-        super().setup()
-        owner = self.server.owner
-        with owner.lock:
-            owner.connections.add(self.connection)
-
-    def finish(self) -> None:
-        owner = self.server.owner
-        with owner.lock:
-            owner.connections.discard(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
-
-    def do_POST(self) -> None:
-        owner = self.server.owner
-        length = int(self.headers.get("Content-Length") or 0)
-        received = Received(
-            method=self.command,
-            path=self.path.partition("?")[0],
-            headers={name.lower(): value for name, value in self.headers.items()},
-            body=self.rfile.read(length) if length else b"",
-        )
-        owner.received.append(received)
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        fault = owner.next_fault()
+    def answer(self, http: LoopbackHandler, received: Received) -> None:
+        fault = self.next_fault()
         if isinstance(fault, StallAfter) and fault.events is None:
-            self.close_connection = True
-            self._hold()
+            http.hold()
             return
         vendor, api = ROUTES.get(received.path, ("openai", None))
         body = received.json() if received.body else {}
         if api is None:
-            self._send_json(vendor, 404, _not_found(received.path), received, {})
+            self._send_json(http, vendor, 404, _not_found(received.path), received, {})
         elif isinstance(fault, ErrorReply):
             error = replies.error_body(
                 vendor,
                 fault.status,
                 model=str(body.get("model")),
                 key=_key_sent(received.headers),
-                run=owner.run,
+                run=self.run,
                 echo_key=fault.echo_key,
             )
             extra = {**_should_retry(vendor, fault.status), **fault.headers}
-            self._send_json(vendor, fault.status, error, received, extra)
+            self._send_json(http, vendor, fault.status, error, received, extra)
         else:
             plan = replies.plan_reply(api, body)
             if body.get("stream"):
-                self._send_events(vendor, _events(api, plan, body, owner.run), fault)
+                self._send_events(http, vendor, _events(api, plan, body, self.run), fault)
             else:
-                self._send_json(vendor, 200, _whole(api, plan, owner.run), received, {})
+                self._send_json(http, vendor, 200, _whole(api, plan, self.run), received, {})
 
     def _send_json(
         self,
+        http: LoopbackHandler,
         vendor: str,
         status: int,
         value: Any,
@@ -269,59 +183,37 @@ class _Handler(BaseHTTPRequestHandler):
         extra: Mapping[str, str],
     ) -> None:
         raw = json.dumps(value).encode()
-        headers = {**_vendor_headers(vendor, self.server.owner), **extra}
+        headers = {**_vendor_headers(vendor, self), **extra}
         headers["content-type"] = "application/json"
         gzipped = "gzip" in received.headers.get("accept-encoding", "")
         if gzipped:
             raw = gzip.compress(raw)
             headers["content-encoding"] = "gzip"
         headers["content-length"] = str(len(raw))
-        self._head(status, headers)
-        self.server.owner.sent.append(Sent(status, headers, gzipped=gzipped))
-        self.wfile.write(raw)
-        self.wfile.flush()
+        http.send_head(status, headers)  # adds Date and Server
+        self.sent.append(Sent(status, headers, gzipped=gzipped))
+        http.send_body(raw)
 
-    def _send_events(self, vendor: str, events: list[bytes], fault: Fault | None) -> None:
-        headers = _vendor_headers(vendor, self.server.owner)
+    def _send_events(
+        self, http: LoopbackHandler, vendor: str, events: list[bytes], fault: Fault | None
+    ) -> None:
+        headers = _vendor_headers(vendor, self)
         headers["content-type"] = "text/event-stream; charset=utf-8"
         headers["transfer-encoding"] = "chunked"
-        self._head(200, headers)
+        http.send_head(200, headers)
         sent = Sent(200, headers)
-        self.server.owner.sent.append(sent)
+        self.sent.append(sent)
         limit = fault.events if isinstance(fault, CutAfter | StallAfter) else None
         for event in events[:limit]:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
+            http.send_chunk(event)
             sent.events += 1
             time.sleep(0.0005)
-        self.close_connection = limit is not None
         if isinstance(fault, CutAfter):
-            self.connection.shutdown(socket.SHUT_RDWR)
+            http.cut()
         elif isinstance(fault, StallAfter):
-            self._hold()
+            http.hold()
         else:
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-
-    def _head(self, status: int, headers: Mapping[str, str]) -> None:
-        self.send_response(status)  # adds Date and Server
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.flush()
-
-    def _hold(self) -> None:
-        """Stay silent until the client goes away or the server stops."""
-        owner = self.server.owner
-        deadline = time.monotonic() + HOLD_LIMIT
-        while not owner.stopping.is_set() and time.monotonic() < deadline:
-            readable, _, _ = select.select([self.connection], [], [], 0.02)
-            if readable:
-                try:
-                    if not self.connection.recv(4096):
-                        return
-                except OSError:
-                    return
+            http.end_chunks()
 
 
 def _events(api: str, plan: replies.Plan, body: dict[str, Any], run: replies.PerRun) -> list[bytes]:
@@ -345,9 +237,7 @@ def _whole(api: str, plan: replies.Plan, run: replies.PerRun) -> dict[str, Any]:
 
 
 def _sse(data: Any, event: str | None = None) -> bytes:
-    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {text}\n\n".encode()
+    return sse_event(data, event, ensure_ascii=True, separators=(",", ":"))
 
 
 def _key_sent(headers: Mapping[str, str]) -> str:
