@@ -44,6 +44,7 @@
     │                                     record/replay active, or that ran without it
     ├── RecordingMissingError             pytest: replay-only, and the test has no recording
     ├── RecordingOnCiRefusedError         pytest: a test would record (or call live) on CI
+    ├── ReplayConnectionRefusedError      a connection under replay that no recording serves
     └── NetworkBlockedError               pytest: a test connected to another machine with
                                           the network blocked
 
@@ -97,6 +98,7 @@ __all__ = [
     "RecordingOnCiRefusedError",
     "RecordingRefusedError",
     "RecordingTruncatedError",
+    "ReplayConnectionRefusedError",
     "ReplayInAnotherProcessError",
     "ReplayMismatch",
     "TapeValueError",
@@ -692,6 +694,26 @@ class RecordingOnCiRefusedError(OpenProgramError):
                 f"the recording, or {allow} to record here anyway"
             )
         super().__init__(message)
+
+
+class ReplayConnectionRefusedError(OpenProgramError):
+    """Under replay, a program opened a network connection that no recording boundary
+    serves: refused before it was made. ``library`` is the client library that opened it
+    (``urllib3``, ``aiohttp``, …), or ``raw socket`` when none is known."""
+
+    def __init__(self, host: str, port: object, library: str, name: str | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.library = library
+        self.name = name
+        where = f"{host}:{port}" + (f" ({name})" if name and name != host else "")
+        super().__init__(
+            f"replay refused a connection to {where} ({library}) that no recording serves: "
+            "openprogram records and replays requests of httpx and httpx2 (the openai and "
+            "anthropic SDKs); a host the replay may reach live (a test database, a local "
+            "tool server, a telemetry collector) goes in record_replay.allowed_hosts "
+            "(record_replay(allowed_hosts=...), pytest --openprogram-allowed-hosts)"
+        )
 
 
 class NetworkBlockedError(OpenProgramError):

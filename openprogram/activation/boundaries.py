@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 from openprogram.provider_boundary.codec import read_for_replay
@@ -220,17 +221,34 @@ def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:
 
 @contextmanager
 def both_boundaries_active(
-    transform: RegistryTransform, http: HttpBoundary, tapes: TapeDeck | None = None
+    transform: RegistryTransform,
+    http: HttpBoundary,
+    tapes: TapeDeck | None = None,
+    *,
+    allowed_hosts: Iterable[str] = (),
 ) -> Iterator[None]:
     """The registry answers with ``transform``, HTTP requests go through ``http`` and taped
-    calls to ``tapes``, in every thread and task of the process, for the block. Blocks nest,
-    and must be left in the reverse order they were entered (``ScopeOrderError`` /
-    ``RuntimeError`` otherwise)."""
+    calls to ``tapes``, in every thread and task of the process, for the block; under replay
+    every other connection is refused but to ``http``'s passthrough hosts and
+    ``allowed_hosts`` (:func:`guard_replay`). Blocks nest, and must be left in the reverse
+    order they were entered (``ScopeOrderError`` / ``RuntimeError`` otherwise)."""
 
     bindings = None if tapes is None else {TAPE_DECK_BINDING: tapes}
     with process_wide_scope(transform=transform, bindings=bindings):
         deactivate = activate_http_boundary(http)
+        unguard = guard_replay(http, allowed_hosts)
         try:
             yield
         finally:
+            unguard()
             deactivate()
+
+
+def guard_replay(http: HttpBoundary, allowed_hosts: Iterable[str] = ()) -> Callable[[], None]:
+    """Under a replaying ``http`` boundary, refuse every connection from now on but to its
+    passthrough hosts and ``allowed_hosts`` (see
+    :mod:`~openprogram.activation.connection_guard`); returns what lifts it (nothing to lift
+    for another mode)."""
+    if http.mode != "replay":
+        return lambda: None
+    return REPLAY_GUARD.enter((*http.passthrough_hosts, *allowed_hosts))

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths  # called through the module: one function answers for all
 from openprogram.config.problems import file_not_set_problem
@@ -92,6 +93,10 @@ class Activation:
     bindings: Mapping[str, object] = field(default_factory=dict)
     """Values other boundaries look up in the process scope (the registry's
     ``scope_binding``): the tape deck."""
+    release: Callable[[], None] | None = None
+    """What undoes what the activation holds for the process beyond the registry: under
+    replay, the refusal of every connection no recording serves (the runtime's reset calls
+    it)."""
 
 
 _preset: Callable[[], Activation] | None = None
@@ -178,7 +183,12 @@ def _activate_replay(
         tools=settings.tools,
     )
     bindings = {TAPE_DECK_BINDING: TapePlayer(provider.session)}
-    return Activation("replay", replay_transform(provider), path, bindings=bindings)
+    # Under replay no connection may reach a live server but the ones the settings allow,
+    # whatever client library opens it, for the life of the process.
+    release = REPLAY_GUARD.enter((*settings.http_passthrough_hosts, *settings.allowed_hosts))
+    return Activation(
+        "replay", replay_transform(provider), path, bindings=bindings, release=release
+    )
 
 
 def exec_plan(
@@ -244,6 +254,7 @@ def _plan(
         ignore_fields=tuple(settings.ignore_fields),
         match=settings.match,
         passthrough_hosts=frozenset(settings.http_passthrough_hosts),
+        allowed_hosts=frozenset(settings.allowed_hosts),
         http_headers=frozenset(settings.http_headers),
         redact_patterns=tuple(settings.redact_patterns),
         tools=tuple(settings.tools.items()),

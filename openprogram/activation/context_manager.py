@@ -39,12 +39,13 @@ from openprogram.activation.boundaries import (
     prepare_boundaries,
     set_placeholder_keys,
 )
+from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.activation.plan import RecordReplayPlan, check_match
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.writer import forget_writer
 
 if TYPE_CHECKING:
-    from openprogram.errors import ReplayMismatch
+    from openprogram.errors import ReplayConnectionRefusedError, ReplayMismatch
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import Redactor
 
@@ -76,6 +77,7 @@ def record_replay(
     ignore_fields: Iterable[str] = (),
     match: str | None = None,
     passthrough_hosts: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
     http_headers: Iterable[str] = (),
     redact: Redactor | None = None,
     redact_name: str | None = None,
@@ -89,13 +91,18 @@ def record_replay(
     paths with ``[*]`` and ``*``). ``match``: how requests are paired with recorded calls:
     ``"content"`` (the default: the earliest unconsumed call of the boundary whose request
     equals it, whatever order calls arrive in) or ``"order"`` (the next recorded call).
-    ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent live
-    and never recorded (telemetry). ``http_headers``: request headers to store and compare
-    besides ``content-type``, ``anthropic-version``, ``anthropic-beta`` and ``openai-beta``.
-    ``tools``: how replay treats each agent tool, by name or ``"*"``: ``"live"`` (the
-    default: run it), ``"replay"`` (serve its taped result) or ``"check"`` (run it, and
-    fail when its result differs from the taped one). Taped functions (``openprogram.taped``)
-    record into and replay from the same recording.
+    ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent
+    live and never recorded (telemetry). ``allowed_hosts``: hosts (``host`` or
+    ``host:port``) a replay may connect to live besides the passthrough hosts (a test
+    database, a local tool server); under replay every other connection — loopback included,
+    whatever the client library — is refused before it is made, with
+    :class:`~openprogram.errors.ReplayConnectionRefusedError`, and leaving the block raises
+    the first refusal even if the code swallowed it. ``http_headers``: request headers to
+    store and compare besides ``content-type``, ``anthropic-version``, ``anthropic-beta``
+    and ``openai-beta``. ``tools``: how replay treats each agent tool, by name or ``"*"``:
+    ``"live"`` (the default: run it), ``"replay"`` (serve its taped result) or ``"check"``
+    (run it, and fail when its result differs from the taped one). Taped functions
+    (``openprogram.taped``) record into and replay from the same recording.
 
     ``redact``: a function ``str -> str`` replacing the user's own secrets in every string
     (named ``redact_name`` in the recording's fingerprint, default ``module:qualname``);
@@ -120,6 +127,7 @@ def record_replay(
         ignore_fields=tuple(ignore_fields),
         match=check_match(match),
         passthrough_hosts=frozenset(passthrough_hosts),
+        allowed_hosts=frozenset(allowed_hosts),
         http_headers=frozenset(http_headers),
         redact_patterns=tuple(redact_patterns),
         tools=tuple((tools or {}).items()),
@@ -128,8 +136,11 @@ def record_replay(
     session = prepared.session
     active = RecordReplay(recording, mode, session)
     restore_keys = set_placeholder_keys() if mode == "replay" else None
+    refused_before = len(REPLAY_GUARD.refusals)
     try:
-        with both_boundaries_active(prepared.transform, prepared.http, prepared.tapes):
+        with both_boundaries_active(
+            prepared.transform, prepared.http, prepared.tapes, allowed_hosts=plan.allowed_hosts
+        ):
             try:
                 yield active
             except RecordReplayEscape as escape:
@@ -137,10 +148,12 @@ def record_replay(
             except BaseException as error:
                 if session is not None and session.mismatches:
                     _raise_first_mismatch(session, error)
+                _raise_first_refusal(REPLAY_GUARD.refusals_since(refused_before), error)
                 raise
         if session is not None:
             if session.mismatches:
                 _raise_first_mismatch(session, None)
+            _raise_first_refusal(REPLAY_GUARD.refusals_since(refused_before), None)
             session.assert_consumed()
     finally:
         if restore_keys is not None:
@@ -152,7 +165,19 @@ def record_replay(
 def _raise_first_mismatch(session: ReplaySession, error: BaseException | None) -> None:
     """Raise the session's first mismatch, unless ``error`` (what the block raised) is that
     mismatch or was caused by it; a ``KeyboardInterrupt`` or ``SystemExit`` passes."""
-    first = session.mismatches[0]
+    _raise_first(session.mismatches[0], error)
+
+
+def _raise_first_refusal(
+    refusals: list[ReplayConnectionRefusedError], error: BaseException | None
+) -> None:
+    """Raise the first connection the block's replay refused, if it refused one, unless
+    ``error`` is that refusal or was caused by it."""
+    if refusals:
+        _raise_first(refusals[0], error)
+
+
+def _raise_first(first: BaseException, error: BaseException | None) -> None:
     if error is not None:
         if not isinstance(error, Exception):
             return

@@ -22,8 +22,10 @@ other process — a second interpreter, or a child forked after the claim — is
 of turn. A process that makes no call (a wrapper such as ``poetry run``) claims nothing. A
 replaying process writes ``report-<pid>.json`` when it meets a mismatch (at once, so a
 process that ends without its exit handlers has reported it) and at exit: how many calls
-it consumed, and its first mismatch or, for the claiming process, the recorded calls it
-never requested.
+it consumed, and its first mismatch, else the first connection the replay refused
+(:mod:`~openprogram.activation.connection_guard`: under replay every connection no recording
+serves is refused, for the life of the process), else, for the claiming process, the
+recorded calls it never requested.
 
 Importing this module is cheap; what a mode needs is imported when it is activated.
 """
@@ -38,8 +40,9 @@ from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from openprogram.activation.boundaries import prepare_boundaries
+from openprogram.activation.boundaries import guard_replay, prepare_boundaries
 from openprogram.activation.configured import Activation, preset_activation
+from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError, ReplayMismatch
@@ -121,6 +124,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     )
     preset_activation(lambda: activation)
     activate_http_boundary(prepared.http)
+    guard_replay(prepared.http, plan.allowed_hosts)  # for the life of the process
     session = prepared.session
     return session if isinstance(session, ClaimingReplaySession) else None
 
@@ -151,6 +155,8 @@ class ClaimingReplaySession(ReplaySession):
         """The process (this one, or the one it was forked from) holding the claim."""
         self.inherited_mismatches = 0
         """Mismatches raised before this process was forked from the one that raised them."""
+        self.inherited_refusals = 0
+        """Connections refused before this process was forked (the parent reports them)."""
         self.pid = os.getpid()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
@@ -158,6 +164,7 @@ class ClaimingReplaySession(ReplaySession):
     def _forked(self) -> None:
         self.pid = os.getpid()
         self.inherited_mismatches = len(self.mismatches)
+        self.inherited_refusals = len(REPLAY_GUARD.refusals)
 
     @property
     def claimed_here(self) -> bool:
@@ -241,8 +248,11 @@ def _report(session: ClaimingReplaySession, exchange: Path) -> None:
     kind: str | None = None
     mismatches = session.mismatches[session.inherited_mismatches :]
     unconsumed = session.unconsumed_error() if session.claimed_here else None
+    refusals = REPLAY_GUARD.refusals[session.inherited_refusals :]
     if mismatches:
         problem, kind = str(mismatches[0]), "mismatch"
+    elif refusals:
+        problem, kind = str(refusals[0]), "refused"
     elif unconsumed is not None:
         problem, kind = str(unconsumed), "unconsumed"
     report = {

@@ -172,8 +172,9 @@ def _outcome(
 def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[str]) -> int:
     """Collect the processes' replay problems; the calls the claiming process consumed."""
     reports = _read_all(exchange.folder, "report-")
-    # A mismatch (or a refused process) first: calls left unrequested are often its result.
-    for kind in ("mismatch", "unconsumed"):
+    # A mismatch, a refused connection (or a refused process) first: calls left unrequested
+    # are often their result.
+    for kind in ("mismatch", "refused", "unconsumed"):
         for report in reports.values():
             if report.get("kind") == kind and isinstance(report.get("problem"), str):
                 problems.append(report["problem"])

@@ -45,6 +45,9 @@ class RecordReplayPlan:
     ignore_fields: tuple[str, ...] = ()
     match: str = DEFAULT_MATCHING
     passthrough_hosts: frozenset[str] = field(default_factory=frozenset)
+    allowed_hosts: frozenset[str] = field(default_factory=frozenset)
+    """replay: hosts (``host`` or ``host:port``) the program may connect to live, besides the
+    passthrough hosts; every other connection is refused."""
     http_headers: frozenset[str] = field(default_factory=frozenset)
     redact_patterns: tuple[str, ...] = ()
     """The user's redaction patterns (regular expressions), applied with the built-in rules."""
@@ -77,6 +80,7 @@ class RecordReplayPlan:
                 "ignore_fields": list(self.ignore_fields),
                 "match": self.match,
                 "passthrough_hosts": sorted(self.passthrough_hosts),
+                "allowed_hosts": sorted(self.allowed_hosts),
                 "http_headers": sorted(self.http_headers),
                 "redact_patterns": list(self.redact_patterns),
                 "tools": dict(self.tools),
@@ -102,6 +106,7 @@ class RecordReplayPlan:
                 ignore_fields=tuple(_texts(data["ignore_fields"])),
                 match=_text(data["match"]),
                 passthrough_hosts=frozenset(_texts(data["passthrough_hosts"])),
+                allowed_hosts=frozenset(_texts(data.get("allowed_hosts", []))),
                 http_headers=frozenset(_texts(data["http_headers"])),
                 redact_patterns=tuple(_texts(data["redact_patterns"])),
                 tools=_policies(data.get("tools", {})),

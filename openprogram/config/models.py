@@ -71,6 +71,11 @@ class RecordReplaySettings(BaseModel):
     http_headers: list[str] = Field(
         [], description="HTTP request headers stored and compared besides the semantic ones"
     )
+    allowed_hosts: list[str] = Field(
+        [],
+        description="hosts a replay may connect to live (a test database, a local tool "
+        "server); every other connection is refused under replay",
+    )
     redact_patterns: list[str] = Field(
         [], description="regular expressions whose matches are removed from recordings"
     )
@@ -86,7 +91,7 @@ class RecordReplaySettings(BaseModel):
             raise ValueError("must not be empty")
         return value
 
-    @field_validator("http_passthrough_hosts")
+    @field_validator("http_passthrough_hosts", "allowed_hosts")
     @classmethod
     def _are_hosts(cls, value: list[str]) -> list[str]:
         for host in value:

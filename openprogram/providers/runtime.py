@@ -185,6 +185,8 @@ def reset(into: ProcessScope) -> None:
     with _condition:
         if _state is RuntimeState.INITIALIZING:
             raise ProviderRuntimeError("reset", "cannot reset while initializing")
+        if _activation.release is not None:
+            _activation.release()
         into.clear()
         _configuration = None
         _state, _activation, _failure, _initializing_thread = (

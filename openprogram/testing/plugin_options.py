@@ -205,15 +205,20 @@ def read_plugin_settings(config: pytest.Config) -> PluginSettings:
     )
 
 
-def network_block_allowed_hosts(config: pytest.Config) -> list[str] | None:
-    """The hosts a blocked network still reaches (the ini lines, then the command line's
-    comma-separated list), or None when the network is not blocked: the command-line flag
-    when given, else the ini option."""
-    option = config.getoption("openprogram_block_network")
-    if not (option or (option is None and config.getini("openprogram_block_network"))):
-        return None
+def allowed_hosts(config: pytest.Config) -> list[str]:
+    """The hosts a test may reach live while the network is blocked, and while it replays
+    (the ini lines, then the command line's comma-separated list)."""
     allowed = list(config.getini("openprogram_allowed_hosts"))
     listed = config.getoption("openprogram_allowed_hosts")
     if listed:
         allowed.extend(host.strip() for host in str(listed).split(","))
-    return allowed
+    return [host for host in allowed if host]
+
+
+def network_block_allowed_hosts(config: pytest.Config) -> list[str] | None:
+    """The hosts a blocked network still reaches (:func:`allowed_hosts`), or None when the
+    network is not blocked: the command-line flag when given, else the ini option."""
+    option = config.getoption("openprogram_block_network")
+    if not (option or (option is None and config.getini("openprogram_block_network"))):
+        return None
+    return allowed_hosts(config)

@@ -42,6 +42,7 @@ from openprogram.testing.plugin_options import (
     PLUGIN_SETTINGS,
     add_markers,
     add_options,
+    allowed_hosts,
     network_block_allowed_hosts,
     read_plugin_settings,
 )
@@ -154,6 +155,7 @@ def openprogram_recording(
             ignore_fields=settings.ignore_fields,
             match=settings.match,
             passthrough_hosts=settings.http_passthrough_hosts,
+            allowed_hosts=allowed_hosts(config),
             http_headers=settings.http_headers,
             tools=dict(settings.tools),
             user_redaction=user_redaction_in_effect(

@@ -59,6 +59,7 @@ def open_recording_session(
     ignore_fields: Iterable[str] = (),
     match: str = DEFAULT_MATCHING,
     passthrough_hosts: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
     http_headers: Iterable[str] = (),
     tools: Mapping[str, str] | None = None,
     user_redaction: UserRedaction | None = None,
@@ -84,6 +85,7 @@ def open_recording_session(
             display_path=display_path,
             test_argument=test_argument,
             passthrough_hosts=passthrough_hosts,
+            allowed_hosts=allowed_hosts,
             http_headers=http_headers,
             **kind,
         )

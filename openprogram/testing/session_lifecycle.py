@@ -46,6 +46,7 @@ from openprogram.activation.boundaries import (
     hide_placeholder_keys,
     set_placeholder_keys,
 )
+from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
@@ -91,6 +92,7 @@ class RecordingSession:
         live: bool = False,
         existed: bool = False,
         passthrough_hosts: Iterable[str] = (),
+        allowed_hosts: Iterable[str] = (),
         http_headers: Iterable[str] = (),
     ) -> None:
         self.path = path
@@ -117,6 +119,10 @@ class RecordingSession:
         )
         self.passthrough_hosts = frozenset(passthrough_hosts)
         """Hosts whose HTTP requests are sent live and never recorded."""
+        self.allowed_hosts = frozenset(allowed_hosts)
+        """Hosts a replaying test may connect to live besides the passthrough hosts; every
+        other connection is refused under replay."""
+        self._refusals_reported = len(REPLAY_GUARD.refusals)
         self.http_headers = frozenset(http_headers)
         """Request headers stored and compared besides the semantic ones."""
         self.settings: RecordingSettings | None = None
@@ -155,7 +161,10 @@ class RecordingSession:
             restore_keys = set_placeholder_keys()
             tapes = TapePlayer(self.replay.session)
             try:
-                with both_boundaries_active(replay_transform(self.replay), http, tapes):
+                self._refusals_reported = len(REPLAY_GUARD.refusals)
+                with both_boundaries_active(
+                    replay_transform(self.replay), http, tapes, allowed_hosts=self.allowed_hosts
+                ):
                     yield
             finally:
                 restore_keys()
@@ -194,7 +203,7 @@ class RecordingSession:
         drops them). None if there is nothing wrong."""
         if self.replay is None:
             return None
-        problem = self._new_mismatch_problem()
+        problem = self._new_mismatch_problem() or self._new_refusal_problem()
         if problem is not None or self.merge is not None:
             return problem
         try:
@@ -206,7 +215,21 @@ class RecordingSession:
 
     def problem_at_teardown(self) -> str | None:
         """A mismatch caught and swallowed after the test body (in a fixture's teardown)."""
-        return None if self.replay is None else self._new_mismatch_problem()
+        if self.replay is None:
+            return None
+        return self._new_mismatch_problem() or self._new_refusal_problem()
+
+    def _new_refusal_problem(self) -> str | None:
+        new = REPLAY_GUARD.refusals_since(self._refusals_reported)
+        self._refusals_reported += len(new)
+        if not new:
+            return None
+        caught = "connection" if len(new) == 1 else f"{len(new)} connections; the first"
+        return (
+            f"{new[0]}\n(the code under test carried on after the refused {caught}; "
+            "list the host in --openprogram-allowed-hosts or openprogram_allowed_hosts if the "
+            "test may reach it live)"
+        )
 
     def _new_mismatch_problem(self) -> str | None:
         assert self.replay is not None

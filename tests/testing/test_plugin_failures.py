@@ -208,3 +208,36 @@ def test_a_test_expecting_a_mismatch_clears_it(project: InnerProject) -> None:
         """
     )
     project.run().assert_outcomes(passed=1)
+
+
+CONNECTS = """
+import socket
+
+
+async def test_session(openprogram_recording):
+    await ask("hello")
+    with socket.socket() as client:
+        try:
+            client.connect(("127.0.0.1", 9))  # (this project's sockets refuse before it)
+        except BaseException:
+            pass  # a client that logs connection errors and carries on
+"""
+
+
+def test_a_replayed_test_that_opened_a_connection_fails_even_if_it_swallowed_the_refusal(
+    project: InnerProject,
+) -> None:
+    project.write_tests(CONNECTS)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)  # live: allowed
+    result = project.run()  # replays
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*replay refused a connection to 127.0.0.1:* (raw socket) that no recording serves*",
+            "*(the code under test carried on after the refused connection; list the host in "
+            "--openprogram-allowed-hosts or openprogram_allowed_hosts if the test may reach it "
+            "live)",
+        ]
+    )
+    allowed = project.run("--openprogram-allowed-hosts=127.0.0.1")
+    allowed.assert_outcomes(passed=1)

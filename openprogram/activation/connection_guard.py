@@ -1,0 +1,298 @@
+"""The backstop beneath every boundary: connections a replay may not make are refused at the
+socket, before they are made.
+
+The boundaries capture what they know (the provider registry, httpx and httpx2); a program
+may also open connections through anything else — ``urllib.request``, ``requests``,
+``aiohttp``, botocore, a database driver, a raw socket. Under replay none of those may reach
+a live server, loopback included (a local model server, a proxy, is loopback), or a replay
+that passes proves nothing. So every connection made through Python's ``socket`` module goes
+through one hook:
+
+* :data:`SOCKET_HOOK` patches ``socket.socket.connect`` and ``connect_ex`` once for the
+  process (every thread, every library, asyncio's ``sock_connect`` too) and runs the checks
+  registered on it before the real ``connect``; it also watches ``socket.getaddrinfo``, so a
+  check knows which host name an address was resolved from. Only internet sockets
+  (``AF_INET``, ``AF_INET6``) are checked: ``AF_UNIX`` is not network (asyncio's self-pipe
+  is a ``socketpair``), and a lookup is never refused — a connection is.
+* :data:`REPLAY_GUARD` is the replay's check. While at least one replay is active (entered
+  with :meth:`ReplayGuard.enter` by every way in: ``record_replay(mode="replay")``, the
+  pytest fixture, ``openprogram exec --replay``, the configured replay mode), a connection to
+  a host that is not allowed raises :class:`~openprogram.errors.ReplayConnectionRefusedError`
+  — one line naming the host, the port and the client library — inside a
+  :class:`~openprogram.recording.mismatch.RecordReplayEscape`, so no retry loop catches it,
+  and the refusal is remembered (:attr:`ReplayGuard.refusals`) so the command or the test
+  fails even when the program swallowed the error.
+
+Allowed hosts are written ``host`` (any port) or ``host:port`` (``[::1]:8080`` for an IPv6
+address), compared case-insensitively with the host given to ``connect`` and with the name
+it was resolved from: the ``allowed_hosts`` setting and the ``http_passthrough_hosts`` (live
+in record and replay alike).
+
+What the hook cannot see: sockets that C or Rust extensions open themselves (uvloop's own
+transports, grpc's core, a driver written in C), and processes that are not Python.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from openprogram.errors import ReplayConnectionRefusedError
+from openprogram.recording.mismatch import RecordReplayEscape
+
+__all__ = [
+    "REPLAY_GUARD",
+    "SOCKET_HOOK",
+    "ReplayGuard",
+    "SocketCheck",
+    "SocketHook",
+    "is_allowed",
+    "is_loopback_host",
+]
+
+INTERNET_FAMILIES = (socket.AF_INET, socket.AF_INET6)
+
+SocketCheck = Callable[[str, int | None, str | None], None]
+"""``(host as given to connect, port, the name it was resolved from or None)``: raises to
+refuse the connection."""
+
+_LIBRARIES = (
+    "urllib3",
+    "aiohttp",
+    "httpcore",
+    "httpcore2",
+    "httpx",
+    "httpx2",
+    "botocore",
+    "requests",
+    "websockets",
+    "http.client",
+)
+"""Client libraries a refusal names, looked for from the innermost frame out."""
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (as given to ``connect``) is this machine."""
+    name = host.lower().strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name.partition("%")[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def is_allowed(
+    allowed: frozenset[str], host: str, port: int | None, name: str | None = None
+) -> bool:
+    """Whether ``allowed`` (``host`` or ``host:port`` entries, lower-case) lets a connection
+    to ``host`` on ``port`` through, ``host`` having been resolved from ``name``."""
+    for candidate in (host, name):
+        if not candidate:
+            continue
+        lowered = candidate.lower()
+        bare = lowered.strip("[]")
+        if lowered in allowed or bare in allowed:
+            return True
+        if port is not None and (f"{bare}:{port}" in allowed or f"[{bare}]:{port}" in allowed):
+            return True
+    return False
+
+
+def normalized_hosts(hosts: Iterable[str]) -> frozenset[str]:
+    """Allowed-host entries as :func:`is_allowed` compares them."""
+    return frozenset(host.strip().lower() for host in hosts if host and host.strip())
+
+
+class SocketHook:
+    """One patch of ``socket`` for the process, running every registered check before an
+    internet socket connects (see the module's docstring). It is in place while a check is
+    registered, and ``socket`` is put back as it found it when the last one goes; a patch
+    that something else replaced meanwhile (a test harness restoring ``socket``) is put back
+    when the next check is added."""
+
+    def __init__(self) -> None:
+        self._checks: tuple[SocketCheck, ...] = ()
+        self._resolved: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._patched: tuple[Any, Any, Any] | None = None
+        self._found: tuple[Any, Any, Any] | None = None
+
+    def add(self, check: SocketCheck) -> Callable[[], None]:
+        """Run ``check`` before every connection from now on; returns what removes it."""
+        with self._lock:
+            self._checks = (*self._checks, check)
+            self._install()
+
+        def remove() -> None:
+            with self._lock:
+                checks = list(self._checks)
+                if check in checks:
+                    checks.remove(check)
+                self._checks = tuple(checks)
+                if not checks:
+                    self._uninstall()
+
+        return remove
+
+    def resolved_name(self, address: str) -> str | None:
+        """The host name ``address`` was resolved from in this process, if it was."""
+        with self._lock:
+            return self._resolved.get(address.lower())
+
+    def check(self, sock: socket.socket, address: Any) -> None:
+        """Run the checks for ``sock`` connecting to ``address``; ``sock`` is closed when one
+        refuses (the refusal is no ``OSError``, so ``socket.create_connection`` and its like
+        would leave it open)."""
+        checks = self._checks
+        if not checks or sock.family not in INTERNET_FAMILIES:
+            return
+        if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
+            return  # not an address connect() would take for an internet socket
+        host = address[0]
+        port = address[1] if len(address) > 1 and isinstance(address[1], int) else None
+        name = self.resolved_name(host)
+        try:
+            for check in checks:
+                check(host, port, name)
+        except BaseException:
+            sock.close()
+            raise
+
+    def learn(self, host: Any, found: Any) -> None:
+        """Remember the host name each address in ``found`` (``getaddrinfo``'s answer for
+        ``host``) was resolved from."""
+        if isinstance(host, bytes):
+            host = host.decode("ascii", "replace")
+        if not isinstance(host, str) or not isinstance(found, list):
+            return
+        with self._lock:
+            for entry in found:
+                try:
+                    address = str(entry[4][0]).lower()
+                except (IndexError, TypeError):
+                    continue
+                if address != host.lower():
+                    self._resolved.setdefault(address, host)
+
+    def _current(self) -> tuple[Any, Any, Any]:
+        return (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo)
+
+    def _install(self) -> None:
+        if self._patched is not None and self._current() == self._patched:
+            return
+        hook = self
+        real_connect, real_connect_ex, real_getaddrinfo = found = self._current()
+
+        def connect(self: socket.socket, address: Any) -> None:
+            hook.check(self, address)
+            real_connect(self, address)
+
+        def connect_ex(self: socket.socket, address: Any) -> int:
+            hook.check(self, address)
+            code: int = real_connect_ex(self, address)
+            return code
+
+        def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+            answer = real_getaddrinfo(host, *args, **kwargs)
+            hook.learn(host, answer)
+            return answer
+
+        socket.socket.connect = connect  # type: ignore[method-assign, assignment]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign, assignment]
+        socket.getaddrinfo = getaddrinfo
+        self._found, self._patched = found, (connect, connect_ex, getaddrinfo)
+
+    def _uninstall(self) -> None:
+        if (
+            self._patched is not None
+            and self._found is not None
+            and self._current() == self._patched
+        ):
+            connect, connect_ex, getaddrinfo = self._found
+            socket.socket.connect = connect  # type: ignore[method-assign]
+            socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+            socket.getaddrinfo = getaddrinfo
+        self._patched = self._found = None
+        self._resolved.clear()  # names are learned while a check is registered
+
+
+SOCKET_HOOK = SocketHook()
+
+
+class ReplayGuard:
+    """Refuses every connection not allowed while a replay is active (see the module's
+    docstring)."""
+
+    def __init__(self, hook: SocketHook = SOCKET_HOOK) -> None:
+        self._hook = hook
+        self._active: list[frozenset[str]] = []
+        self._lock = threading.Lock()
+        self._remove: Callable[[], None] | None = None
+        self.refusals: list[ReplayConnectionRefusedError] = []
+        """Every connection refused since the process started (or :meth:`forget`)."""
+
+    @property
+    def active(self) -> bool:
+        return bool(self._active)
+
+    def enter(self, allowed_hosts: Iterable[str] = ()) -> Callable[[], None]:
+        """Refuse connections from now on, except to ``allowed_hosts``, until the returned
+        function is called (replays nest: a connection is allowed when every active replay
+        allows it)."""
+        allowed = normalized_hosts(allowed_hosts)
+        with self._lock:
+            self._active.append(allowed)
+            if self._remove is None:
+                self._remove = self._hook.add(self._check)
+        left = False
+
+        def leave() -> None:
+            nonlocal left
+            with self._lock:
+                if left:
+                    return
+                left = True
+                self._active.remove(allowed)
+                if not self._active and self._remove is not None:
+                    self._remove()
+                    self._remove = None
+
+        return leave
+
+    def refusals_since(self, count: int) -> list[ReplayConnectionRefusedError]:
+        with self._lock:
+            return self.refusals[count:]
+
+    def _check(self, host: str, port: int | None, name: str | None) -> None:
+        with self._lock:
+            active = list(self._active)
+        if not active or all(is_allowed(allowed, host, port, name) for allowed in active):
+            return
+        error = ReplayConnectionRefusedError(host, port, _library(), name)
+        with self._lock:
+            self.refusals.append(error)
+        raise RecordReplayEscape(error)
+
+
+REPLAY_GUARD = ReplayGuard()
+
+
+def _library() -> str:
+    """The client library whose code is connecting, from the innermost frame out."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if not module.startswith(("openprogram.", "socket")):
+            for library in _LIBRARIES:
+                if module == library or module.startswith(library + "."):
+                    return library
+        frame = frame.f_back  # type: ignore[assignment]
+    return "raw socket"

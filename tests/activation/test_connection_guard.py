@@ -1,0 +1,243 @@
+"""Under replay every connection that no recording serves is refused before it is made —
+loopback included, whatever the client library — except to the allowed and passthrough
+hosts; the refusal names the host, the port and the library, and fails the block even when
+the code swallowed it. Under record nothing is refused, and ``AF_UNIX`` is never network.
+
+Every server here listens on 127.0.0.1: a guard that let a connection through reaches this
+machine only, and the test sees it (the server counts what it accepted)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import openprogram
+from openprogram.activation.connection_guard import REPLAY_GUARD, SOCKET_HOOK, is_allowed
+from openprogram.errors import ReplayConnectionRefusedError
+from openprogram.providers import get_api_provider
+from openprogram.providers.registry import reset_provider_runtime
+from openprogram.recording.mismatch import RecordReplayEscape
+from tests.support.child_processes import openprogram_process, user_environment
+from tests.support.config_files import configure
+
+
+class Counting(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.server.hits += 1  # type: ignore[attr-defined]
+        body = b"live"
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def live() -> Iterator[ThreadingHTTPServer]:
+    """A live HTTP server on loopback, counting the requests it answered."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    server.hits = 0  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def empty(tmp_path: Path) -> Path:
+    """A recording that holds no call (replaying it asks for none)."""
+    path = tmp_path / "empty.jsonl"
+    with openprogram.record_replay(path, mode="record"):
+        pass
+    return path
+
+
+def url(server: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_port}/"
+
+
+def fetch(server: ThreadingHTTPServer) -> bytes:
+    with urllib.request.urlopen(url(server), timeout=10) as response:
+        body: bytes = response.read()
+        return body
+
+
+def test_a_loopback_connection_is_refused_under_replay_naming_host_port_and_library(
+    live: ThreadingHTTPServer, empty: Path
+) -> None:
+    port = live.server_port
+    with (
+        pytest.raises(ReplayConnectionRefusedError) as refused,
+        openprogram.record_replay(empty, mode="replay"),
+    ):
+        fetch(live)
+    assert str(refused.value).startswith(
+        f"replay refused a connection to 127.0.0.1:{port} (http.client) that no recording serves: "
+    )
+    assert "record_replay.allowed_hosts" in str(refused.value)
+    assert (refused.value.host, refused.value.port) == ("127.0.0.1", port)
+    assert live.hits == 0  # type: ignore[attr-defined]
+
+
+def test_a_raw_socket_is_refused_before_connect_and_closed(empty: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        with openprogram.record_replay(empty, mode="replay"):
+            sock = socket.socket()
+            with pytest.raises(RecordReplayEscape) as escape:
+                sock.connect(listener.getsockname())
+            assert sock.fileno() == -1  # closed: the refusal is no OSError
+            REPLAY_GUARD.refusals.clear()  # checked here: the block need not raise it
+        assert isinstance(escape.value.error, ReplayConnectionRefusedError)
+        assert "(raw socket)" in str(escape.value.error)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing ever connected
+
+
+def test_a_refusal_the_code_swallowed_still_fails_the_block(
+    live: ThreadingHTTPServer, empty: Path
+) -> None:
+    with (
+        pytest.raises(ReplayConnectionRefusedError, match=r"127\.0\.0\.1"),
+        openprogram.record_replay(empty, mode="replay"),
+    ):
+        with contextlib.suppress(BaseException):
+            fetch(live)
+        print("carried on")
+    assert live.hits == 0  # type: ignore[attr-defined]
+
+
+def test_allowed_and_passthrough_hosts_connect_live(live: ThreadingHTTPServer, empty: Path) -> None:
+    port = live.server_port
+    with openprogram.record_replay(empty, mode="replay", allowed_hosts=["127.0.0.1"]):
+        assert fetch(live) == b"live"
+    with openprogram.record_replay(empty, mode="replay", passthrough_hosts=[f"127.0.0.1:{port}"]):
+        assert fetch(live) == b"live"
+    assert live.hits == 2  # type: ignore[attr-defined]
+    with (
+        pytest.raises(ReplayConnectionRefusedError),
+        openprogram.record_replay(
+            empty, mode="replay", allowed_hosts=[f"127.0.0.1:{port + 1 if port < 65535 else 1}"]
+        ),
+    ):
+        fetch(live)  # the host on another port only
+    assert live.hits == 2  # type: ignore[attr-defined]
+
+
+def test_record_refuses_nothing_and_the_guard_is_lifted_when_the_block_ends(
+    live: ThreadingHTTPServer, tmp_path: Path, empty: Path
+) -> None:
+    with openprogram.record_replay(tmp_path / "new.jsonl", mode="record"):
+        assert fetch(live) == b"live"
+    with (
+        contextlib.suppress(ReplayConnectionRefusedError),
+        openprogram.record_replay(empty, mode="replay"),
+    ):
+        fetch(live)
+    assert not REPLAY_GUARD.active
+    assert fetch(live) == b"live"
+    assert live.hits == 2  # type: ignore[attr-defined]
+
+
+def test_unix_sockets_are_not_network(empty: Path, tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sock")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen()
+        with openprogram.record_replay(empty, mode="replay"):
+            left, right = socket.socketpair()
+            left.close()
+            right.close()
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect(path)
+    assert REPLAY_GUARD.refusals_since(0) == [] or all(
+        refusal.host != path for refusal in REPLAY_GUARD.refusals
+    )
+
+
+def test_the_configured_replay_mode_refuses_from_the_runtime_start_until_its_reset(
+    live: ThreadingHTTPServer, empty: Path, tmp_path: Path
+) -> None:
+    configure("replay", str(empty))
+    reset_provider_runtime()  # recording the empty file started it, with the mode off
+    get_api_provider("echo")  # starts the runtime in replay mode
+    with pytest.raises(RecordReplayEscape) as escape:
+        fetch(live)
+    assert isinstance(escape.value.error, ReplayConnectionRefusedError)
+    REPLAY_GUARD.refusals.clear()
+    reset_provider_runtime()
+    assert fetch(live) == b"live"
+
+
+@pytest.mark.parametrize(
+    ("allowed", "host", "port", "name", "expected"),
+    [
+        ({"db.internal"}, "DB.internal", 5432, None, True),
+        ({"db.internal"}, "10.1.2.3", 5432, "db.internal", True),
+        ({"localhost:4318"}, "localhost", 4318, None, True),
+        ({"localhost:4318"}, "localhost", 4317, None, False),
+        ({"::1"}, "::1", 80, None, True),
+        ({"::1:8080"}, "::1", 8080, None, True),
+        ({"[::1]:8080"}, "::1", 8080, None, True),
+        (set(), "127.0.0.1", 80, None, False),
+    ],
+)
+def test_allowed_host_syntax(
+    allowed: set[str], host: str, port: int, name: str | None, expected: bool
+) -> None:
+    assert is_allowed(frozenset(allowed), host, port, name) is expected
+
+
+def test_the_socket_hook_goes_when_its_last_check_does() -> None:
+    before = (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo)
+    leave = REPLAY_GUARD.enter()
+    assert socket.socket.connect is not before[0]
+    leave()
+    leave()  # twice is harmless
+    assert (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo) == before
+    assert SOCKET_HOOK.resolved_name("203.0.113.9") is None
+
+
+SWALLOWING = """
+import sys, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=10)
+except BaseException as error:
+    print("swallowed", type(error).__name__)
+"""
+
+
+def test_exec_replay_exits_non_zero_when_the_program_swallowed_a_refusal(
+    live: ThreadingHTTPServer, tmp_path: Path
+) -> None:
+    env = user_environment(tmp_path / "exec-home")
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PYTHONPATH"):
+        env.pop(name, None)
+    program = tmp_path / "swallow.py"
+    program.write_text(SWALLOWING)
+    recorded = openprogram_process(
+        "exec", "--record", "quiet", "--", sys.executable, "-c", "pass", env=env
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    result = openprogram_process(
+        "exec", "--replay", "quiet", "--", sys.executable, str(program), url(live), env=env
+    )
+    assert result.stdout == "swallowed RecordReplayEscape\n"
+    assert result.returncode != 0, result.stderr
+    assert f"replay refused a connection to 127.0.0.1:{live.server_port} (http.client)" in (
+        result.stderr
+    )
+    assert live.hits == 0  # type: ignore[attr-defined]
