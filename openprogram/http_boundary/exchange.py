@@ -18,9 +18,14 @@ event once the response's head arrives, then the body is *teed*: before a chunk 
 each server-sent event it completes is written as one ``sse`` row (no fsync); another body
 is one ``http_body`` event at its end, stored decoded by the library's own content decoder
 (a body the transport had already read, as the library decoded it). The call ends
-``complete`` when the body is exhausted, ``abandoned`` when it is closed before that,
-``error`` when the transport raises (the type is the library's: ``httpx.ReadTimeout``), and
-``cancelled`` when the task is cancelled while waiting.
+``complete`` when the body is read to its end: its source is exhausted, or the client closes
+it once the whole body has arrived — all of its ``content-length``, or an event stream up to
+its terminal event (:func:`~openprogram.http_boundary.sse.is_terminal_event`) with nothing of
+another event after it: the ``openai`` SDK closes the response right after ``data: [DONE]``,
+before the transport reads the end of the chunked body (reading further at close could block
+on a live socket, so it is not tried). It ends ``abandoned`` when the body is closed before
+that, ``error`` when the transport raises (the type is the library's:
+``httpx.ReadTimeout``), and ``cancelled`` when the task is cancelled while waiting.
 
 Replaying (:func:`response_of_call`): the request's sections are taken by the shared
 :class:`~openprogram.recording.replay_session.ReplaySession` (a difference raises its
@@ -59,7 +64,7 @@ from openprogram.http_boundary.codec import (
     response_event,
     sse_event_row,
 )
-from openprogram.http_boundary.sse import SseParser
+from openprogram.http_boundary.sse import SseParser, is_terminal_event
 from openprogram.http_boundary.websocket_refusal import check_websocket
 from openprogram.recording.format import Outcome, RecordedCall
 from openprogram.recording.mismatch import RecordReplayEscape
@@ -299,11 +304,18 @@ class HttpCallRecorder:
         self._parser: SseParser | None = None
         self._content_type: str | None = None
         self._body: list[bytes] = []
+        self._length: int | None = None
+        """The body's ``content-length``, when the response gave a valid one."""
+        self._received = 0
+        """The bytes of the body that came off the wire (before the content decoder)."""
+        self._terminal = False
+        """The last event dispatched was the stream's terminal one."""
 
     def respond(self, status: int, headers: HttpHeaders) -> None:
         """Write the ``http_response`` event of a response's head (before its body is
         read)."""
         self._content_type = headers.get("content-type")
+        self._length = _content_length(headers.get("content-length"))
         self._write(response_event(status, headers.multi_items(), self.redactor))
         encoding = headers.get("content-encoding")
         self._decoder = self.library.content_decoder(encoding) if encoding else None
@@ -316,6 +328,7 @@ class HttpCallRecorder:
         completes."""
         if self.call.ended:
             return
+        self._received += len(chunk)
         try:
             data = chunk if self._decoder is None else self._decoder.decode(chunk)
         except Exception as exc:  # the client library fails on these bytes too
@@ -324,8 +337,11 @@ class HttpCallRecorder:
         if self._parser is None or self._text is None:
             self._body.append(data)
             return
-        for event in self._parser.feed(self._text.decode(data)):
+        events = self._parser.feed(self._text.decode(data))
+        for event in events:
             self._write(sse_event_row(event, self.redactor))
+        if events:
+            self._terminal = is_terminal_event(events[-1])
 
     def ended_by(self, error: BaseException) -> bool:
         """The body's source raised ``error``: the end of the body (True, the call is
@@ -343,12 +359,14 @@ class HttpCallRecorder:
         self.feed(content)
         self.finish()
 
-    def finish(self) -> None:
-        """The body has ended: write what it held last, and end the call ``complete``."""
+    def finish(self, *, flush: bool = True) -> None:
+        """The body has ended: write what it held last, and end the call ``complete``
+        (``flush``: the content decoder is flushed — not when the client closed the body
+        after its terminal event, before the encoding's own end may have arrived)."""
         if self.call.ended:
             return
         try:
-            tail = b"" if self._decoder is None else self._decoder.flush()
+            tail = b"" if self._decoder is None or not flush else self._decoder.flush()
         except Exception as exc:
             self.stop(exc)
             return
@@ -375,12 +393,30 @@ class HttpCallRecorder:
         else:
             self._end("abandoned")
 
-    def abandon(self) -> None:
-        """The body was closed before its end."""
+    def closed(self) -> None:
+        """The client closed the body: ``complete`` when the whole body had arrived, else
+        ``abandoned`` (whatever arrived is written first)."""
         if self.call.ended:
             return
-        self._write_body()
-        self._end("abandoned")
+        if self._length is not None and self._received >= self._length:
+            self.finish()
+        elif self._after_terminal_event():
+            self.finish(flush=False)
+        else:
+            self._write_body()
+            self._end("abandoned")
+
+    def _after_terminal_event(self) -> bool:
+        """Whether the body is an event stream whose last event was its terminal one, and
+        nothing of a further event (nor half a character) has arrived since."""
+        parser, text = self._parser, self._text
+        return (
+            parser is not None
+            and text is not None
+            and self._terminal
+            and parser.between_events
+            and not text.getstate()[0]
+        )
 
     def _write_body(self) -> None:
         if self._parser is not None or not self._body:
@@ -402,6 +438,13 @@ class HttpCallRecorder:
             self.call.end_call(outcome, error=recorded)
         except OpenProgramError as exc:
             raise RecordReplayEscape(exc) from None
+
+
+def _content_length(value: str | None) -> int | None:
+    """A ``content-length`` header's value as a number of bytes (None when absent or not
+    one number)."""
+    digits = (value or "").strip()
+    return int(digits) if digits.isascii() and digits.isdigit() else None
 
 
 def response_of_call(

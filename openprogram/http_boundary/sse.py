@@ -20,6 +20,12 @@ event (an ``id`` is the stream's "last event id": a client keeps it for later ev
 it is carried by the event it first reaches). :func:`encode_sse_event` writes such an event
 back so that parsing it gives the same event again: its fields, one ``data`` line for each
 line of its data, then a blank line.
+
+:func:`is_terminal_event` tells the event a vendor's server sends last in a stream: the
+OpenAI ``data: [DONE]`` sentinel, Anthropic's ``message_stop``, and the OpenAI Responses
+``response.completed`` / ``response.incomplete`` / ``response.failed``. A client that stops
+there (the ``openai`` SDK stops reading at ``[DONE]``) has read every event of the stream,
+though the transport never saw the body end.
 """
 
 from __future__ import annotations
@@ -27,10 +33,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["SseParser", "encode_sse_event", "encode_sse_fields"]
+__all__ = ["SseParser", "encode_sse_event", "encode_sse_fields", "is_terminal_event"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _BOM = "\ufeff"
+_TERMINAL_DATA = "[DONE]"
+_TERMINAL_TYPES = frozenset(
+    {"message_stop", "response.completed", "response.incomplete", "response.failed"}
+)
 
 
 class SseParser:
@@ -73,6 +83,18 @@ class SseParser:
             start = match.end()
         self._pending = [buffer[start:]] if start < end else []
         return events
+
+    @property
+    def between_events(self) -> bool:
+        """Whether nothing has arrived since the last dispatch but whole comment lines and
+        blocks that dispatched nothing: no part of a line, no field of a next event."""
+        return (
+            not self._pending
+            and not self._data
+            and not self._event
+            and self._id is None
+            and self._retry is None
+        )
 
     def finish(self) -> list[dict[str, Any]]:
         """The events dispatched at the end of the stream: only by a blank line that ended in
@@ -119,6 +141,12 @@ class SseParser:
             event["retry"] = self._retry
             self._retry = None
         events.append(event)
+
+
+def is_terminal_event(event: dict[str, Any]) -> bool:
+    """Whether ``event`` (as :class:`SseParser` dispatches it) is one a vendor's server ends
+    its stream with."""
+    return event.get("event") in _TERMINAL_TYPES or event["data"] == _TERMINAL_DATA
 
 
 def encode_sse_event(event: str | None, data: str, id: str | None, retry: int | None) -> bytes:

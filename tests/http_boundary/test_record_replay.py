@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from openprogram.errors import ReplayMismatch
 from openprogram.http_boundary.codec import MULTIPART_BOUNDARY
+from openprogram.http_boundary.sse import SseParser
 from openprogram.recording.mismatch import RecordReplayEscape
 from tests.http_boundary.boundaries import (
     LIBRARIES,
@@ -342,6 +344,131 @@ def test_a_stream_closed_early_is_abandoned_and_replay_refuses_to_read_further(
     assert caught.value.error.event_index == 2
     assert session.mismatches == [caught.value.error]
     assert "stopped reading the response after 2 events" in str(caught.value)
+
+
+def read_until(module: Any, mode: str, transport: Any, enough: Callable[[bytes], bool]) -> bytes:
+    """The raw chunks of one streamed GET, read until ``enough`` of what came, then closed
+    (the source may hold more)."""
+    if mode == "async":
+
+        async def go() -> bytes:
+            async with (
+                module.AsyncClient(transport=transport) as client,
+                client.stream("GET", "http://model.test/s") as response,
+            ):
+                got = b""
+                async for chunk in response.aiter_raw():
+                    got += chunk
+                    if enough(got):
+                        break
+                return got
+
+        return asyncio.run(go())
+    with (
+        module.Client(transport=transport) as client,
+        client.stream("GET", "http://model.test/s") as response,
+    ):
+        got = b""
+        for chunk in response.iter_raw():
+            got += chunk
+            if enough(got):
+                break
+        return got
+
+
+@pytest.mark.parametrize(
+    ("terminal", "event"),
+    [
+        pytest.param(sse_event("[DONE]"), {"data": "[DONE]"}, id="done"),
+        pytest.param(
+            sse_event({"type": "message_stop"}, "message_stop"),
+            {"event": "message_stop", "data": {"type": "message_stop"}},
+            id="message_stop",
+        ),
+        pytest.param(
+            sse_event({"type": "response.completed"}, "response.completed"),
+            {"event": "response.completed", "data": {"type": "response.completed"}},
+            id="response_completed",
+        ),
+    ],
+)
+def test_a_stream_closed_right_after_its_terminal_event_is_complete(
+    lib: str, mode: str, terminal: bytes, event: dict[str, Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    module = library(lib)
+    # the source is not exhausted when the client closes: the body's end is never read
+    network = ScriptedNetworkTransport(module, [b"data: 1\n\n", b": ping\n\n" + terminal])
+
+    with recording_into(path):
+        got = read_until(module, mode, network.transport, lambda got: got.endswith(terminal))
+
+    assert got == b"data: 1\n\n: ping\n\n" + terminal
+    assert network.closed
+    assert [row.get("data") for row in events(path)][1:] == ["1", event["data"]]
+    assert events(path)[-1] == {"type": "sse", **event}
+    assert call_end(path)["outcome"] == "complete"
+    with offline(), replaying(path) as session:
+        replayed = read_until(module, mode, network.transport, lambda got: False)
+    assert session.mismatches == []
+    parser = SseParser()
+    assert [*parser.feed(replayed.decode()), *parser.finish()][-1] == {
+        **event,
+        "data": json.dumps(event["data"], separators=(",", ":"))
+        if isinstance(event["data"], dict)
+        else event["data"],
+    }
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(b"data: 1\n\n", id="before"),
+        pytest.param(b"data: 1\n\n" + sse_event("[DONE]") + b"data: 2", id="part-after"),
+        pytest.param(b"data: 1\n\n" + sse_event("[DONE]") + b"event: x\n", id="field-after"),
+        pytest.param(b"data: [DONE]\n", id="undispatched"),
+        pytest.param(b"data: 1\n\n" + sse_event("[DONE]") + "é".encode()[:1], id="half-char"),
+    ],
+)
+def test_a_stream_closed_before_or_past_its_terminal_event_is_abandoned(
+    lib: str, mode: str, read: bytes, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    module = library(lib)
+    network = ScriptedNetworkTransport(module, [read, sse_event("[DONE]")])
+
+    with recording_into(path):
+        assert read_until(module, mode, network.transport, lambda got: True) == read
+
+    assert network.closed
+    assert call_end(path)["outcome"] == "abandoned"
+
+
+@pytest.mark.parametrize(("chunks", "outcome"), [(2, "complete"), (1, "abandoned")])
+def test_a_body_closed_once_its_content_length_arrived_is_complete(
+    lib: str, mode: str, chunks: int, outcome: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    module = library(lib)
+    body = json.dumps({"id": "chatcmpl-1", "choices": []}).encode()
+    pieces = [body[:10], body[10:]]
+    headers = {"content-type": "application/json", "content-length": str(len(body))}
+    network = ScriptedNetworkTransport(module, [*pieces, b"never read"], headers=headers)
+
+    with recording_into(path):
+        got = read_until(
+            module, mode, network.transport, lambda got: got == b"".join(pieces[:chunks])
+        )
+
+    assert got == b"".join(pieces[:chunks])
+    assert network.closed
+    assert call_end(path)["outcome"] == outcome
+    if outcome == "complete":
+        assert events(path)[1] == {"type": "http_body", "body": json.loads(body)}
+        with offline(), replaying(path) as session:
+            replayed = read_until(module, mode, network.transport, lambda got: False)
+        assert json.loads(replayed) == json.loads(body)
+        assert session.mismatches == []
 
 
 def test_a_response_the_transport_already_read_is_recorded_whole_and_complete(

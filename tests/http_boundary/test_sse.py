@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.http_boundary.sse import SseParser, encode_sse_event
+from openprogram.http_boundary.sse import SseParser, encode_sse_event, is_terminal_event
 
 
 def parse(*pieces: str) -> list[dict[str, Any]]:
@@ -71,6 +71,34 @@ def test_fields_follow_the_rules_one_space_dropped_unknown_and_invalid_ignored()
         {"data": " two spaces\n"},
         {"event": "e", "data": "x", "id": "9", "retry": 3000},
     ]
+
+
+def test_the_parser_is_between_events_only_when_nothing_of_a_next_one_has_come() -> None:
+    parser = SseParser()
+    assert parser.between_events
+    for piece, between in [
+        ("data: 1", False),
+        ("\n", False),
+        ("\n", True),
+        (": ping\n\n", True),
+        ("event: x\n\n", True),  # a block without data forgets its type
+        ("id: 7\n", False),
+        ("data: 2\n\n", True),
+        ("retry: 5\n", False),
+        ("data: 3\n\r", False),
+        ("\n", True),
+    ]:
+        parser.feed(piece)
+        assert parser.between_events is between, piece
+
+
+def test_terminal_events_are_the_vendors_last_ones() -> None:
+    assert is_terminal_event({"data": "[DONE]"})
+    for kind in ("message_stop", "response.completed", "response.incomplete", "response.failed"):
+        assert is_terminal_event({"event": kind, "data": "{}"})
+    assert not is_terminal_event({"data": "[DONE] later"})
+    assert not is_terminal_event({"event": "message_delta", "data": "[DONE]!"})
+    assert not is_terminal_event({"data": '{"type": "message_stop"}'})
 
 
 def test_a_long_line_in_many_pieces_is_one_line() -> None:

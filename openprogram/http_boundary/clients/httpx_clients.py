@@ -266,7 +266,7 @@ class RecordingSyncStream:
         try:
             self._source.close()
         finally:
-            self._recorder.abandon()
+            self._recorder.closed()
 
 
 class RecordingAsyncStream:
@@ -296,7 +296,7 @@ class RecordingAsyncStream:
         try:
             await self._source.aclose()
         finally:
-            self._recorder.abandon()
+            self._recorder.closed()
 
 
 class ReplaySyncStream:

@@ -152,12 +152,13 @@ class ContentDecoder(Protocol):
 class BodyRecorder(Protocol):
     """What a teed response body reports to the recording: each chunk as it came off the
     wire (``feed``), what ended the source (``ended_by``: True for the end of the body),
-    a close before the end (``abandon``), or a body read before it was teed, whole and
-    decoded (``complete``)."""
+    the client's close of the body (``closed``: the end of the body when all of it had
+    arrived, else an abandoned one), or a body read before it was teed, whole and decoded
+    (``complete``)."""
 
     def feed(self, chunk: bytes) -> None: ...
     def ended_by(self, error: BaseException) -> bool: ...
-    def abandon(self) -> None: ...
+    def closed(self) -> None: ...
     def complete(self, content: bytes) -> None: ...
 
 
