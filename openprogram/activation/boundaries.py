@@ -37,10 +37,10 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from openprogram.activation.connection_guard import REPLAY_GUARD
+from openprogram.activation.connection_guard import REPLAY_GUARD, Connection, ConnectionWatch
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 from openprogram.provider_boundary.codec import read_for_replay
@@ -226,22 +226,38 @@ def both_boundaries_active(
     tapes: TapeDeck | None = None,
     *,
     allowed_hosts: Iterable[str] = (),
-) -> Iterator[None]:
+) -> Iterator[BoundariesReport]:
     """The registry answers with ``transform``, HTTP requests go through ``http`` and taped
     calls to ``tapes``, in every thread and task of the process, for the block; under replay
     every other connection is refused but to ``http``'s passthrough hosts and
-    ``allowed_hosts`` (:func:`guard_replay`). Blocks nest, and must be left in the reverse
-    order they were entered (``ScopeOrderError`` / ``RuntimeError`` otherwise)."""
+    ``allowed_hosts`` (:func:`guard_replay`); under record, the connections no boundary
+    captured are in the yielded report when the block ends. Blocks nest, and must be left in
+    the reverse order they were entered (``ScopeOrderError`` / ``RuntimeError`` otherwise)."""
 
     bindings = None if tapes is None else {TAPE_DECK_BINDING: tapes}
     with process_wide_scope(transform=transform, bindings=bindings):
         deactivate = activate_http_boundary(http)
         unguard = guard_replay(http, allowed_hosts)
+        watch = ConnectionWatch() if http.mode in ("record", "replay_or_record") else None
+        if watch is not None:
+            watch.start()
+        report = BoundariesReport()
         try:
-            yield
+            yield report
         finally:
+            if watch is not None:
+                watch.stop()
+                report.not_recorded = watch.not_among(http.destinations, http.passthrough_hosts)
             unguard()
             deactivate()
+
+
+@dataclass
+class BoundariesReport:
+    """What :func:`both_boundaries_active` saw of the block, once it ended."""
+
+    not_recorded: list[Connection] = field(default_factory=list)
+    """record: the connections (one per host and port) that no boundary captured."""
 
 
 def guard_replay(http: HttpBoundary, allowed_hosts: Iterable[str] = ()) -> Callable[[], None]:

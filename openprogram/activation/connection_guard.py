@@ -28,6 +28,10 @@ address), compared case-insensitively with the host given to ``connect`` and wit
 it was resolved from: the ``allowed_hosts`` setting and the ``http_passthrough_hosts`` (live
 in record and replay alike).
 
+Under record nothing is refused; a :class:`ConnectionWatch` notes every connection instead,
+so that the ones no boundary captured — a ``requests`` call, a raw socket — are reported at
+the end rather than missed in silence.
+
 What the hook cannot see: sockets that C or Rust extensions open themselves (uvloop's own
 transports, grpc's core, a driver written in C), and processes that are not Python.
 """
@@ -39,6 +43,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from openprogram.errors import ReplayConnectionRefusedError
@@ -47,6 +52,8 @@ from openprogram.recording.mismatch import RecordReplayEscape
 __all__ = [
     "REPLAY_GUARD",
     "SOCKET_HOOK",
+    "Connection",
+    "ConnectionWatch",
     "ReplayGuard",
     "SocketCheck",
     "SocketHook",
@@ -283,6 +290,75 @@ class ReplayGuard:
 
 
 REPLAY_GUARD = ReplayGuard()
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One connection a process opened: where, resolved from which name, by which library."""
+
+    host: str
+    port: int | None
+    name: str | None
+    library: str
+
+    def __str__(self) -> str:
+        named = f"{self.name} ({self.host})" if self.name and self.name != self.host else self.host
+        return f"{named}:{self.port} ({self.library})"
+
+
+class ConnectionWatch:
+    """Notes every internet connection the process opens between :meth:`start` and
+    :meth:`stop` (threads and tasks included); refuses none."""
+
+    def __init__(self, hook: SocketHook = SOCKET_HOOK) -> None:
+        self._hook = hook
+        self._lock = threading.Lock()
+        self._remove: Callable[[], None] | None = None
+        self.connections: list[Connection] = []
+
+    def start(self) -> None:
+        if self._remove is None:
+            self._remove = self._hook.add(self._note)
+
+    def stop(self) -> None:
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+
+    def not_among(
+        self, destinations: set[tuple[str, int]], allowed: Iterable[str] = ()
+    ) -> list[Connection]:
+        """The connections (one per host and port) to none of ``destinations`` (``(host,
+        port)`` of the requests a boundary saw; a host name or its address) and not
+        ``allowed``."""
+        hosts = normalized_hosts(allowed)
+        found: dict[tuple[str, int | None], Connection] = {}
+        with self._lock:
+            connections = list(self.connections)
+        for connection in connections:
+            names = {connection.host.lower(), (connection.name or "").lower()}
+            if any((name, connection.port) in destinations for name in names if name):
+                continue
+            if is_allowed(hosts, connection.host, connection.port, connection.name):
+                continue
+            found.setdefault((connection.host, connection.port), connection)
+        return list(found.values())
+
+    def _note(self, host: str, port: int | None, name: str | None) -> None:
+        connection = Connection(host, port, name, _library())
+        with self._lock:
+            self.connections.append(connection)
+
+
+def not_recorded_message(connections: Iterable[Connection | str]) -> str:
+    """``2 connections were not recorded: …`` for ``connections``."""
+    listed = [str(connection) for connection in connections]
+    were = "1 connection was" if len(listed) == 1 else f"{len(listed)} connections were"
+    return (
+        f"{were} not recorded: {', '.join(listed)} — no boundary captures that client "
+        "library, so a replay of this recording will refuse it (list the host in "
+        "record_replay.allowed_hosts if it may stay live)"
+    )
 
 
 def _library() -> str:

@@ -27,10 +27,11 @@ runs, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are set to a placeholder when
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -39,7 +40,11 @@ from openprogram.activation.boundaries import (
     prepare_boundaries,
     set_placeholder_keys,
 )
-from openprogram.activation.connection_guard import REPLAY_GUARD
+from openprogram.activation.connection_guard import (
+    REPLAY_GUARD,
+    Connection,
+    not_recorded_message,
+)
 from openprogram.activation.plan import RecordReplayPlan, check_match
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.writer import forget_writer
@@ -51,6 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordReplay", "record_replay"]
 
+logger = logging.getLogger("openprogram")
+
 
 @dataclass(frozen=True)
 class RecordReplay:
@@ -61,6 +68,10 @@ class RecordReplay:
     mode: Literal["record", "replay"]
     session: ReplaySession | None = None
     """replay: ``calls_consumed``, ``unconsumed_calls``, ``mismatches``."""
+    not_recorded: list[Connection] = field(default_factory=list)
+    """record, once the block ended: the connections (one per host and port) that no
+    boundary captured — a client library openprogram does not record, a raw socket. They
+    are logged too (the ``openprogram`` logger, a warning); a replay will refuse them."""
 
     @property
     def mismatches(self) -> list[ReplayMismatch]:
@@ -140,7 +151,7 @@ def record_replay(
     try:
         with both_boundaries_active(
             prepared.transform, prepared.http, prepared.tapes, allowed_hosts=plan.allowed_hosts
-        ):
+        ) as report:
             try:
                 yield active
             except RecordReplayEscape as escape:
@@ -150,6 +161,9 @@ def record_replay(
                     _raise_first_mismatch(session, error)
                 _raise_first_refusal(REPLAY_GUARD.refusals_since(refused_before), error)
                 raise
+        if report.not_recorded:
+            active.not_recorded.extend(report.not_recorded)
+            logger.warning("openprogram: %s", not_recorded_message(report.not_recorded))
         if session is not None:
             if session.mismatches:
                 _raise_first_mismatch(session, None)

@@ -42,7 +42,7 @@ from typing import Any
 
 from openprogram.activation.boundaries import guard_replay, prepare_boundaries
 from openprogram.activation.configured import Activation, preset_activation
-from openprogram.activation.connection_guard import REPLAY_GUARD
+from openprogram.activation.connection_guard import REPLAY_GUARD, ConnectionWatch
 from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError, ReplayMismatch
@@ -125,6 +125,11 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     preset_activation(lambda: activation)
     activate_http_boundary(prepared.http)
     guard_replay(prepared.http, plan.allowed_hosts)  # for the life of the process
+    if plan.mode == "record":
+        watch = ConnectionWatch()
+        watch.start()
+        allowed = (*prepared.http.passthrough_hosts, *plan.allowed_hosts)
+        atexit.register(_report_not_recorded, watch, prepared.http.destinations, allowed, exchange)
     session = prepared.session
     return session if isinstance(session, ClaimingReplaySession) else None
 
@@ -263,6 +268,21 @@ def _report(session: ClaimingReplaySession, exchange: Path) -> None:
         "kind": kind,
     }
     _write(exchange / f"report-{os.getpid()}.json", report)
+
+
+def _report_not_recorded(
+    watch: ConnectionWatch,
+    destinations: set[tuple[str, int]],
+    allowed: Iterable[str],
+    exchange: Path,
+) -> None:
+    """At exit, under record: the connections this process opened that no boundary
+    captured, for exec to report (``unrecorded-<pid>.json``)."""
+    watch.stop()
+    missed = watch.not_among(destinations, allowed)
+    if missed:
+        connections = [str(connection) for connection in missed]
+        _write(exchange / f"unrecorded-{os.getpid()}.json", {"connections": connections})
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:

@@ -73,6 +73,8 @@ class ExecOutcome:
     """record: the calls the command added to the recording; replay: the calls served."""
     problems: tuple[str, ...] = ()
     """Replay's mismatch or unconsumed report, refusals, or why it was blocked."""
+    not_recorded: tuple[str, ...] = ()
+    """record: the connections (``host:port (library)``) no boundary captured."""
 
     @property
     def exit_status(self) -> int:
@@ -159,14 +161,21 @@ def _outcome(
                 f"{handshake.get('reason')}; run it with an interpreter that has openprogram"
             )
     problems: list[str] = []
+    not_recorded: list[str] = []
     calls = 0
     if plan.mode == "blocked":
         problems.append(str(RecordReplayBlockedError(plan.blocked_reason or "")))
     elif plan.mode == "record":
         calls = _recorded_calls(plan) - before
+        for report in _read_all(exchange.folder, "unrecorded-").values():
+            listed = report.get("connections")
+            if isinstance(listed, list):
+                not_recorded.extend(str(item) for item in listed if str(item) not in not_recorded)
     else:
         calls = _replay_problems(plan, exchange, problems)
-    return ExecOutcome(command, status, plan, len(handshakes), calls, tuple(problems))
+    return ExecOutcome(
+        command, status, plan, len(handshakes), calls, tuple(problems), tuple(not_recorded)
+    )
 
 
 def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[str]) -> int:

@@ -54,6 +54,7 @@ def exec_command(
 def _report(outcome: object) -> None:
     from rich.text import Text
 
+    from openprogram.activation.connection_guard import not_recorded_message
     from openprogram.activation.exec_run import ExecOutcome
 
     assert isinstance(outcome, ExecOutcome)
@@ -70,6 +71,8 @@ def _report(outcome: object) -> None:
         line(problem, "bold red")
     if plan.mode == "record":
         line(f"recorded {plural(outcome.calls, 'call')} into {plan.path}")
+        if outcome.not_recorded:
+            line(not_recorded_message(outcome.not_recorded), "bold yellow")
     elif plan.mode == "replay" and not outcome.problems:
         line(f"{plural(outcome.calls, 'call')} replayed from {plan.path} and matched")
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -90,6 +90,10 @@ class HttpBoundary:
     """Hosts (``host`` or ``host:port``) whose requests are sent as they are, uncaptured."""
     extra_headers: frozenset[str] = frozenset()
     """Request headers stored and compared besides the semantic ones (never credentials)."""
+    destinations: set[tuple[str, int]] = field(default_factory=set, compare=False, repr=False)
+    """record: the ``(host, port)`` every request the boundary saw went to — captured, or
+    left to another boundary (a vendor provider's, a taped function's) or passed through —
+    so that a connection to any other is reported as not recorded."""
 
     def __post_init__(self) -> None:
         if self.mode == "replay_or_record":
@@ -109,6 +113,12 @@ class HttpBoundary:
             self, "passthrough_hosts", frozenset(h.lower() for h in self.passthrough_hosts)
         )
         object.__setattr__(self, "extra_headers", frozenset(h.lower() for h in self.extra_headers))
+
+    def saw(self, host: str, port: int | None, scheme: str) -> None:
+        """Note that a request went to ``host`` on ``port`` (None: ``scheme``'s default)."""
+        if self.mode != "replay":
+            default = 443 if scheme in ("https", "wss") else 80
+            self.destinations.add((host.lower(), port if port is not None else default))
 
     def passes_through(self, host: str, port: int | None) -> bool:
         """Whether a request to ``host`` (lower-case) on ``port`` (as its URL names it, None

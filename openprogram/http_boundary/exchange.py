@@ -125,6 +125,7 @@ def capture_transport(
 ) -> HttpTransport:
     """The transport ``client`` sends a request for ``url`` through while ``boundary`` is
     active: ``transport`` itself when the request is left alone, else a capturing one."""
+    boundary.saw(*library.destination(url))
     if getattr(client, PROVIDER_CLIENT_MARK, False) or (
         boundary.mode == "record" and taped_function_running() is not None
     ):

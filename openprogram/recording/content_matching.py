@@ -45,6 +45,7 @@ from openprogram.recording.call_digest import request_ignore_fields
 from openprogram.recording.difference import (
     IgnoreRules,
     count_differences,
+    ignore_rules,
     join_field_path,
 )
 from openprogram.recording.format import RecordedCall, request_sections
@@ -236,8 +237,9 @@ _RECENT_LISTS = 16
 
 def request_digest(request: dict[str, Any], boundary: str, rules: IgnoreRules) -> bytes:
     """The digest of ``request`` (the sections of a call at ``boundary``, redacted)."""
+    compared = rules.compared_sections(request_sections(boundary))
     forms = [
-        None if rules.skips(section) else _comparable_form(request.get(section), rules, section)
+        _comparable_form(request.get(section), rules, section) if section in compared else None
         for section in request_sections(boundary)
     ]
     return _digest_of_forms(forms)
@@ -257,12 +259,13 @@ class RequestDigester:
     form depends on its place, and each request is digested by :func:`request_digest`.
     """
 
-    __slots__ = ("_kept", "_lists", "boundary", "rules", "sections", "shared")
+    __slots__ = ("_kept", "_lists", "boundary", "compared", "rules", "sections", "shared")
 
     def __init__(self, boundary: str, rules: IgnoreRules) -> None:
         self.boundary = boundary
         self.rules = rules
         self.sections = request_sections(boundary)
+        self.compared = rules.compared_sections(self.sections)
         self.shared = shared_section(boundary)
         self._lists: deque[tuple[list[Any], list[int], list[bytes]]] = deque(maxlen=_RECENT_LISTS)
         self._kept: dict[int, tuple[list[Any], list[bytes]]] = {}
@@ -287,7 +290,11 @@ class RequestDigester:
         shared = self.shared
         forms: list[Any] = []
         lists: list[bytes] = []
+        compared = self.compared
         for section in self.sections:
+            if section not in compared:
+                forms.append(None)  # left out whole, as request_digest leaves it
+                continue
             value = request.get(section)
             if section != shared or type(value) is not dict:
                 forms.append(_without_names(value, names))
@@ -447,7 +454,7 @@ def request_differences(
     passes ``limit`` (the result is then above it)."""
     ignored = request_ignore_fields(boundary) if ignore_fields is None else frozenset(ignore_fields)
     total = 0
-    for section in request_sections(boundary):
+    for section in ignore_rules(ignored).compared_sections(request_sections(boundary)):
         remaining = None if limit is None else limit - total
         total += count_differences(
             recorded.get(section),

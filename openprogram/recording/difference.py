@@ -352,6 +352,13 @@ class IgnoreRules(NamedTuple):
         the key itself)."""
         return self.paths is not None and self.paths.fullmatch(field_path) is not None
 
+    def compared_sections(self, sections: Iterable[str]) -> tuple[str, ...]:
+        """The request ``sections`` compared: a section is a key like any other, so a name
+        (``url``, ``headers``) or a path naming it leaves it out whole."""
+        return tuple(
+            section for section in sections if section not in self.names and not self.skips(section)
+        )
+
 
 def ignore_rules(ignore_fields: Iterable[str]) -> IgnoreRules:
     """``ignore_fields`` compiled (cached); ValueError for a path that cannot be read."""

@@ -285,7 +285,7 @@ class ReplaySession:
                     difference.field_path,
                     difference.recorded,
                     difference.incoming,
-                    note=self._note(incoming, call.call_index),
+                    note=url_note(difference.field_path) or self._note(incoming, call.call_index),
                 )
         return None
 
@@ -302,6 +302,19 @@ class ReplaySession:
         return mismatch
 
 
+URL_NOTE = (
+    "the request went to another URL than the recorded one; if only the server's "
+    'address changed (another host or port), replay with ignore_fields=["url"] '
+    "(record_replay.ignore_fields), or send it to the recorded address"
+)
+"""The third line of a mismatch in an HTTP call's URL: re-recording is rarely the fix."""
+
+
+def url_note(field_path: str) -> str | None:
+    """The note a mismatch at ``field_path`` gets for being in the URL, else None."""
+    return URL_NOTE if field_path == "url" else None
+
+
 class ComparisonRules:
     """How the requests of ``boundary`` are compared, leaving out the fields ``ignored``:
     the sections in comparison order, the compiled ignore rules, and the conversations
@@ -314,7 +327,7 @@ class ComparisonRules:
         self.boundary = boundary
         self.ignored = ignored
         self.ignore_rules = ignore_rules(ignored)
-        self.sections = request_sections(boundary)
+        self.sections = self.ignore_rules.compared_sections(request_sections(boundary))
         self.conversations = ServedConversations() if self.ignore_rules.paths is None else None
 
 

@@ -259,7 +259,13 @@ class RecordingSession:
             return
         assert self.replay is not None
         mismatches = self.replay.mismatches
-        if isinstance(error, ReplayMismatch | UnconsumedCallsError):
+        if isinstance(error, ReplayMismatch) and error.field_path == "url":
+            error.add_note(
+                f"openprogram: replaying {self.display_path}; if only the server's address "
+                'changed, ignore the URL (@pytest.mark.openprogram(ignore_fields=["url"])); '
+                f"if the change is intended, re-record: {self.rerecord_command}"
+            )
+        elif isinstance(error, ReplayMismatch | UnconsumedCallsError):
             error.add_note(
                 f"openprogram: replaying {self.display_path}; if the change is intended, "
                 f"re-record: {self.rerecord_command}"

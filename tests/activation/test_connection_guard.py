@@ -241,3 +241,50 @@ def test_exec_replay_exits_non_zero_when_the_program_swallowed_a_refusal(
         result.stderr
     )
     assert live.hits == 0  # type: ignore[attr-defined]
+
+
+def test_record_reports_the_connections_no_boundary_captured(
+    live: ThreadingHTTPServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import httpx
+
+    port = live.server_port
+    with openprogram.record_replay(tmp_path / "rec.jsonl", mode="record") as active:
+        with httpx.Client() as client:
+            assert client.get(url(live)).content == b"live"  # captured: recorded
+        assert fetch(live) == b"live"  # the same host and port: a captured request went there
+    assert active.not_recorded == []
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        other_port = other.getsockname()[1]
+        with openprogram.record_replay(tmp_path / "missed.jsonl", mode="record") as active:
+            assert fetch(live) == b"live"
+            assert fetch(live) == b"live"  # the same connection is reported once
+            socket.create_connection(("127.0.0.1", other_port)).close()
+    assert [str(missed) for missed in active.not_recorded] == [
+        f"127.0.0.1:{port} (http.client)",
+        f"127.0.0.1:{other_port} (raw socket)",
+    ]
+    assert (
+        f"openprogram: 2 connections were not recorded: 127.0.0.1:{port} (http.client), "
+        f"127.0.0.1:{other_port} (raw socket) — no boundary captures that client library"
+    ) in caplog.text
+
+
+def test_exec_record_says_which_connections_it_did_not_record(
+    live: ThreadingHTTPServer, tmp_path: Path
+) -> None:
+    env = user_environment(tmp_path / "exec-home")
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PYTHONPATH"):
+        env.pop(name, None)
+    program = tmp_path / "fetch.py"
+    program.write_text("import sys, urllib.request\nurllib.request.urlopen(sys.argv[1]).read()\n")
+    result = openprogram_process(
+        "exec", "--record", "missed", "--", sys.executable, str(program), url(live), env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"openprogram: 1 connection was not recorded: 127.0.0.1:{live.server_port} (http.client)"
+        in " ".join(result.stderr.split())
+    )
