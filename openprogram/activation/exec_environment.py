@@ -186,12 +186,26 @@ class PythonCommand:
     where: str
 
 
-def check_command(command: Sequence[str], environ: Mapping[str, str]) -> None:
+NOT_PYTHON = frozenset(
+    {"node", "nodejs", "deno", "bun", "ruby", "perl", "php", "java", "curl", "wget"}
+)
+"""Programs that are not Python and do not start Python: under replay their connections
+would go live, and exec can activate record/replay in Python processes only."""
+
+
+def check_command(
+    command: Sequence[str], environ: Mapping[str, str], *, replay: bool = False
+) -> None:
     """Raise :class:`ExecSetupError` when ``command`` cannot be found, or its Python would
-    skip exec's ``sitecustomize``."""
+    skip exec's ``sitecustomize``; under ``replay``, when it is a program known not to be
+    Python (``node``, ``curl``, …, or a script whose ``#!`` line names one). A command exec
+    cannot classify (a shell script, ``make``, ``npx``) runs: if no Python process of it
+    activated, exec says so afterwards."""
     program = _find(command[0], environ)
     python = python_of(program, command[1:], environ)
     if python is None:
+        if replay:
+            _check_replayable(program)
         return
     flags = _interpreter_flags(python.options)
     if flags:
@@ -202,6 +216,20 @@ def check_command(command: Sequence[str], environ: Mapping[str, str]) -> None:
             f"without -{flag}"
         )
     _check_imports_openprogram(python, environ)
+
+
+def _check_replayable(program: str) -> None:
+    shebang = _shebang(program) or ""
+    words = [word for word in shebang.split() if not word.startswith("-")]
+    if words and os.path.basename(words[0]) == "env":
+        words = words[1:]
+    named = os.path.basename(words[0]) if words and shebang else os.path.basename(program)
+    if named in NOT_PYTHON:
+        raise ExecSetupError(
+            f"{os.path.basename(program)} is not a Python program ({named}), so exec cannot "
+            "replay it: its connections would reach the live servers. exec records and "
+            "replays Python processes only; run it without --replay (nothing was run)"
+        )
 
 
 def _find(program: str, environ: Mapping[str, str]) -> str:

@@ -113,7 +113,7 @@ def run_with_plan(
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
     if plan is None:
         return ExecOutcome(argv, _run(argv, base), None)
-    check_command(argv, base)
+    check_command(argv, base, replay=plan.mode == "replay")
     before = _recorded_calls(plan) if plan.mode == "record" else 0
     exchange = open_exchange()
     try:

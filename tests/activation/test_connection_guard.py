@@ -288,3 +288,26 @@ def test_exec_record_says_which_connections_it_did_not_record(
         f"openprogram: 1 connection was not recorded: 127.0.0.1:{live.server_port} (http.client)"
         in " ".join(result.stderr.split())
     )
+
+
+@pytest.mark.parametrize("script", ["#!/usr/bin/env node\nconsole.log('live')\n", None])
+def test_exec_replay_refuses_a_command_known_not_to_be_python_before_it_runs(
+    tmp_path: Path, script: str | None
+) -> None:
+    env = user_environment(tmp_path / "exec-home")
+    env.pop("PYTHONPATH", None)
+    recorded = openprogram_process(
+        "exec", "--record", "quiet", "--", sys.executable, "-c", "pass", env=env
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / ("tool.js" if script is not None else "node")
+    program.write_text(script if script is not None else "not run\n")
+    program.chmod(0o755)
+    result = openprogram_process("exec", "--replay", "quiet", "--", str(program), env=env)
+    assert result.returncode == 2, result.stderr
+    assert "is not a Python program (node), so exec cannot replay it" in " ".join(
+        result.stderr.split()
+    )
+    assert result.stdout == ""
