@@ -46,7 +46,7 @@ from openprogram.activation.boundaries import (
     hide_placeholder_keys,
     set_placeholder_keys,
 )
-from openprogram.activation.connection_guard import REPLAY_GUARD
+from openprogram.activation.connection_guard import REPLAY_GUARD, Connection
 from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
@@ -129,6 +129,9 @@ class RecordingSession:
         """The settings the fixture opened the session with (None outside the fixture)."""
         self.saved: SavedRecording | None = None
         """What :meth:`finish` made of the recording (None: it was left as it was)."""
+        self.not_recorded: list[Connection] = []
+        """While recording: the connections no boundary captured (a client library
+        openprogram does not record, a raw socket); a replay would refuse them."""
         self.left_calls_unconsumed = False
         """Whether the test's body returned with recorded calls never requested (replay)."""
         self._mismatches_reported = 0
@@ -188,14 +191,18 @@ class RecordingSession:
                 "replay_or_record", merge=self.merge, passthrough_hosts=hosts, extra_headers=headers
             )
             transform = replay_or_record_transform(self.merge)
-            with both_boundaries_active(transform, http, TapeRecorder(self.merge.writer)):
+            with both_boundaries_active(transform, http, TapeRecorder(self.merge.writer)) as report:
                 yield
+            self.not_recorded = report.not_recorded
             return
         assert self._write_path is not None
         writer = writer_for(self._write_path)
         http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
-        with both_boundaries_active(record_transform(self._write_path), http, TapeRecorder(writer)):
+        with both_boundaries_active(
+            record_transform(self._write_path), http, TapeRecorder(writer)
+        ) as report:
             yield
+        self.not_recorded = report.not_recorded
 
     def problem_after_call(self) -> str | None:
         """Why a test whose body passed fails after all: a replay mismatch the code under
@@ -305,6 +312,7 @@ class RecordingSession:
             record_mode=self.record_mode,
             kind=self._outcome_kind(passed),
         )
+        outcome.not_recorded = [str(connection) for connection in self.not_recorded]
         saved = self.saved
         if saved is not None:
             outcome.recorded_calls = saved.live_calls

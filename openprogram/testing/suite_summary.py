@@ -70,6 +70,8 @@ class TestOutcome:
     tokens_replayed: int | None = None
     """Tokens the replayed calls' recorded usage counts (input and output), filled in by the
     summary; None when no replayed call recorded its usage."""
+    not_recorded: list[str] = field(default_factory=list)
+    """While recording: the connections (``host:port (library)``) no boundary captured."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -195,4 +197,7 @@ def _detail(outcome: TestOutcome) -> str:
         parts.append("the same calls as before")
     if outcome.tokens_replayed:
         parts.append(f"{outcome.tokens_replayed:,} tokens")
+    if outcome.not_recorded:
+        listed = ", ".join(outcome.not_recorded)
+        parts.append(f"{plural(len(outcome.not_recorded), 'connection')} not recorded: {listed}")
     return ", ".join(parts)

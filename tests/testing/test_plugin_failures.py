@@ -241,3 +241,17 @@ def test_a_replayed_test_that_opened_a_connection_fails_even_if_it_swallowed_the
     )
     allowed = project.run("--openprogram-allowed-hosts=127.0.0.1")
     allowed.assert_outcomes(passed=1)
+
+
+def test_the_summary_names_a_connection_the_recording_did_not_capture(
+    project: InnerProject,
+) -> None:
+    project.write_tests(CONNECTS)
+    result = project.run("--openprogram-record-mode=once")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "recorded*tests/test_agent.py::test_session  (1 call recorded, 1 connection not "
+            "recorded: 127.0.0.1:9 (raw socket))"
+        ]
+    )
