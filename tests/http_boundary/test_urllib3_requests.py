@@ -349,3 +349,30 @@ def test_urllib3_is_hooked_once_imported_after_activation_and_never_early(
     assert [row["url"] for row in rows(path) if row["type"] == "request"] == [
         f"{server.base_url}/late"
     ]
+
+
+def test_a_stream_cut_mid_way_replays_as_the_same_error_at_the_same_point(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    server.serve(Script([sse_event({"n": 1}), b'data: {"n"'], ending="drop"))
+
+    def run() -> tuple[list[bytes], str]:
+        lines: list[bytes] = []
+        with requests.get(f"{server.base_url}/s", stream=True, timeout=10) as response:
+            try:
+                for line in response.iter_lines():
+                    lines.append(line)
+            except requests.exceptions.ChunkedEncodingError as error:
+                return lines, type(error.args[0]).__name__
+        return lines, "no error"
+
+    with openprogram.record_replay(path, mode="record"):
+        live = run()
+
+    assert live == ([b'data: {"n": 1}', b""], "ProtocolError")
+    assert events(path)[1:] == [{"type": "sse", "data": {"n": 1}}]
+    assert without_digest(call_end(path))["error"]["type"] == "urllib3.exceptions.ProtocolError"
+    server.stop()
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        assert run() == ([b'data: {"n":1}', b""], "ProtocolError")

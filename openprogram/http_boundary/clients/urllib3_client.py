@@ -31,8 +31,10 @@ from __future__ import annotations
 import builtins
 import functools
 import http
+import http.client
 import inspect
 import io
+import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
@@ -173,15 +175,25 @@ class Urllib3Library:
         sent.pool.num_requests += 1  # as the original counts every request it sends
         module = self.response_module
         options = sent.options
+        reason = _reason(status)
+        # http.client reads the replayed body as it reads a live chunked one, and urllib3
+        # reads it with read_chunked: every chunk reaches the client before the ending does
+        head = f"HTTP/1.1 {status} {reason}\r\ntransfer-encoding: chunked\r\n\r\n"
+        source = io.BufferedReader(ReplayBody(head.encode("latin-1", "replace"), body))
+        original = http.client.HTTPResponse(
+            cast(socket.socket, _ReplaySocket(source)), method=sent.method
+        )
+        original.begin()
         raw: Urllib3HTTPResponse = module.HTTPResponse(
-            body=io.BufferedReader(ReplayBody(body)),
-            headers=module.HTTPHeaderDict(headers),
+            body=original,
+            headers=module.HTTPHeaderDict([*headers, ("transfer-encoding", "chunked")]),
             status=status,
             version=11,
             version_string="HTTP/1.1",
-            reason=_reason(status),
+            reason=reason,
             preload_content=False,
             decode_content=options.get("decode_content", True),
+            original_response=original,
             pool=sent.pool,
             connection=options.get("response_conn"),
             retries=options.get("retries"),
@@ -488,14 +500,34 @@ def tee(raw: Urllib3HTTPResponse, recorder: BodyRecorder) -> None:
     """Have ``raw`` report to ``recorder`` each piece of its body as it is read off the
     connection (urllib3's ``_raw_read`` and ``_handle_chunk``, before it decodes them),
     the end of the body once its connection's response is read to the end (``read``,
-    ``read1``, ``read_chunked``), an error one of them raises, and the client's close."""
+    ``read1``, ``read_chunked``), an error one of them raises, and the client's close (a
+    close urllib3 makes itself while a read fails is that failure)."""
+    body = _BodyTee(raw, recorder)
     methods = vars(raw)
+    for name in ("_raw_read", "_handle_chunk"):
+        methods[name] = body.feeding(getattr(raw, name))
+    for name in ("read", "read1"):
+        methods[name] = body.ending(getattr(raw, name))
+    methods["read_chunked"] = body.chunks(getattr(raw, "read_chunked"))  # noqa: B009
+    methods["close"] = body.closing(raw.close)
 
-    def ended() -> bool:
-        source = getattr(raw, "_fp", None)
-        return source is None or raw.isclosed()
 
-    def feeding(read: Callable[..., bytes]) -> Callable[..., bytes]:
+class _BodyTee:
+    """The wrappers :func:`tee` puts on one response's methods."""
+
+    def __init__(self, raw: Urllib3HTTPResponse, recorder: BodyRecorder) -> None:
+        self._raw = raw
+        self._recorder = recorder
+        self._reading = 0
+        """How many reads are under way (a read calls another, urllib3 closes inside one)."""
+
+    def _ended(self) -> bool:
+        """Whether the connection's response has been read to its end."""
+        return getattr(self._raw, "_fp", None) is None or self._raw.isclosed()
+
+    def feeding(self, read: Callable[..., bytes]) -> Callable[..., bytes]:
+        recorder = self._recorder
+
         @functools.wraps(read)
         def read_off(*args: object, **kwargs: object) -> bytes:
             data = read(*args, **kwargs)
@@ -505,61 +537,65 @@ def tee(raw: Urllib3HTTPResponse, recorder: BodyRecorder) -> None:
 
         return read_off
 
-    def ending(read: Callable[..., bytes]) -> Callable[..., bytes]:
+    def ending(self, read: Callable[..., bytes]) -> Callable[..., bytes]:
         @functools.wraps(read)
         def read_body(*args: object, **kwargs: object) -> bytes:
+            self._reading += 1
             try:
                 data = read(*args, **kwargs)
             except BaseException as exc:
-                recorder.ended_by(exc)
+                self._recorder.ended_by(exc)
                 raise
-            if ended():
-                recorder.ended_by(StopIteration())
+            finally:
+                self._reading -= 1
+            if self._ended():
+                self._recorder.ended_by(StopIteration())
             return data
 
         return read_body
 
-    def chunks(read_chunked: Callable[..., Iterator[bytes]]) -> Callable[..., Iterator[bytes]]:
+    def chunks(
+        self, read_chunked: Callable[..., Iterator[bytes]]
+    ) -> Callable[..., Iterator[bytes]]:
         @functools.wraps(read_chunked)
         def read_chunks(*args: object, **kwargs: object) -> Iterator[bytes]:
             pieces = read_chunked(*args, **kwargs)
             while True:
+                self._reading += 1
                 try:
                     piece = next(pieces)
                 except BaseException as exc:
-                    recorder.ended_by(exc)
+                    self._recorder.ended_by(exc)
                     if isinstance(exc, StopIteration):
                         return
                     raise
+                finally:
+                    self._reading -= 1
                 yield piece
 
         return read_chunks
 
-    def closing(close: Callable[[], None]) -> Callable[[], None]:
+    def closing(self, close: Callable[[], None]) -> Callable[[], None]:
         @functools.wraps(close)
         def close_body() -> None:
             try:
                 close()
             finally:
-                recorder.closed()
+                if not self._reading:
+                    self._recorder.closed()
 
         return close_body
 
-    for name in ("_raw_read", "_handle_chunk"):
-        methods[name] = feeding(getattr(raw, name))
-    for name in ("read", "read1"):
-        methods[name] = ending(getattr(raw, name))
-    methods["read_chunked"] = chunks(getattr(raw, "read_chunked"))  # noqa: B009
-    methods["close"] = closing(raw.close)
-
 
 class ReplayBody(io.RawIOBase):
-    """A replayed body as the file an ``HTTPResponse`` reads (under an
-    ``io.BufferedReader``): the recorded chunks, then whatever ending the walk raises."""
+    """A replayed response as the bytes ``http.client`` reads (under an
+    ``io.BufferedReader``): ``head``, then each recorded chunk in chunked transfer encoding,
+    then the end of the body — or whatever ending the walk of the recording raises, once the
+    chunks before it have been read."""
 
-    def __init__(self, chunks: Iterator[bytes]) -> None:
+    def __init__(self, head: bytes, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
-        self._pending = b""
+        self._pending = head
         self._done = False
 
     def readable(self) -> bool:
@@ -570,9 +606,20 @@ class ReplayBody(io.RawIOBase):
             piece = next(self._chunks, None)
             if piece is None:
                 self._done = True
-            else:
-                self._pending = piece
+                self._pending = b"0\r\n\r\n"
+            elif piece:
+                self._pending = b"%x\r\n%s\r\n" % (len(piece), piece)
         count = min(len(buffer), len(self._pending))
         buffer[:count] = self._pending[:count]
         self._pending = self._pending[count:]
         return count
+
+
+class _ReplaySocket:
+    """What ``http.client.HTTPResponse`` reads a replayed response from."""
+
+    def __init__(self, source: io.BufferedReader[ReplayBody]) -> None:
+        self._source = source
+
+    def makefile(self, mode: str) -> io.BufferedReader[ReplayBody]:
+        return self._source
