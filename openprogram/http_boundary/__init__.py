@@ -1,13 +1,14 @@
 """The HTTP boundary: requests sent with httpx or httpx2 (the official ``openai`` and
-``anthropic`` SDKs and whatever stands on them) recorded into, and replayed from, the same
-recordings as the provider boundary.
+``anthropic`` SDKs and whatever stands on them) or urllib3 (``requests``, botocore) recorded
+into, and replayed from, the same recordings as the provider boundary.
 
     boundary            ``HttpBoundary`` and ``activate_http_boundary``, the process-wide
                         switch the ways in (``exec``, the pytest fixture,
                         ``record_replay()``) build on
     patching            the lazy hook of the client libraries, once each is imported
-    clients             the client libraries captured (httpx and httpx2), each behind the
-                        typed ``ClientLibrary`` seam, and the list they are registered in
+    clients             the client libraries captured (httpx, httpx2 and urllib3), each
+                        behind the typed ``ClientLibrary`` seam, and the list they are
+                        registered in
     exchange            which requests are captured, and one captured exchange recorded as
                         it happens, answered from the recording, or refused
     codec               an exchange as rows, and rows as response bytes
@@ -15,7 +16,7 @@ recordings as the provider boundary.
     websocket_refusal   WebSocket connections: sent uncaptured when recording, refused
                         under replay
 
-Importing this package, or any module of it, imports neither httpx nor httpx2.
+Importing this package, or any module of it, imports none of httpx, httpx2 and urllib3.
 """
 
 from __future__ import annotations

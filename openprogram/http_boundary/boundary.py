@@ -7,13 +7,14 @@ build on::
 
     deactivate = activate_http_boundary(HttpBoundary("record", writer=writer_for(path)))
     try:
-        ...  # every request sent through an httpx or httpx2 client is recorded
+        ...  # every request sent through httpx, httpx2 or urllib3 is recorded
     finally:
         deactivate()
 
 * :class:`HttpBoundary` says what happens to each request sent through an httpx or httpx2
   ``Client`` / ``AsyncClient`` (or anything built on them: the ``openai`` and ``anthropic``
-  SDKs): ``record`` sends it and writes the exchange with ``writer`` (the one
+  SDKs) or a urllib3 connection pool (``requests``, botocore): ``record`` sends it and
+  writes the exchange with ``writer`` (the one
   :func:`~openprogram.recording.writer.writer_for` the path, shared with the provider
   boundary, so both form one call sequence); ``replay`` answers it from ``session`` (a
   :class:`~openprogram.recording.replay_session.ReplaySession`, shared with the
@@ -158,7 +159,7 @@ def active_http_boundary() -> HttpBoundary | None:
 
 def activate_http_boundary(boundary: HttpBoundary) -> Callable[[], None]:
     """Make ``boundary`` the active one for the whole process (every thread and task),
-    installing the capture of httpx and httpx2 if needed; returns the function that
+    installing the capture of the client libraries if needed; returns the function that
     deactivates it (activations are undone last first: undoing another one raises
     ``RuntimeError``, undoing one twice does nothing)."""
     from openprogram.http_boundary.patching import install_http_capture

@@ -98,6 +98,7 @@ __all__ = [
     "Step",
     "call_redactor",
     "capture_transport",
+    "captures",
     "exchange_flow",
     "response_of_call",
 ]
@@ -125,16 +126,26 @@ def capture_transport(
 ) -> HttpTransport:
     """The transport ``client`` sends a request for ``url`` through while ``boundary`` is
     active: ``transport`` itself when the request is left alone, else a capturing one."""
+    if not captures(client, url, boundary, library):
+        return transport
+    return CapturingTransport(transport, boundary, library)
+
+
+def captures(client: object, url: HttpURL, boundary: HttpBoundary, library: ClientLibrary) -> bool:
+    """Whether a request ``client`` sends for ``url`` while ``boundary`` is active is
+    captured: not for a client of openprogram's own vendor providers, a passthrough host,
+    nor, under record, while a taped function runs (its tape covers it). Every request asked
+    about is noted as one the boundary saw (so its connection is not reported as missed)."""
     boundary.saw(*library.destination(url))
     if getattr(client, PROVIDER_CLIENT_MARK, False) or (
         boundary.mode == "record" and taped_function_running() is not None
     ):
-        return transport
+        return False
     if boundary.passthrough_hosts:
         host, port, _ = library.destination(url)
         if boundary.passes_through(host, port):
-            return transport
-    return CapturingTransport(transport, boundary, library)
+            return False
+    return True
 
 
 def exchange_flow(

@@ -5,6 +5,8 @@
                     connects, a response and a recorded error built in that library, its
                     body teed), and the protocols of the library objects it touches
     httpx_clients   httpx and httpx2, captured at their clients' ``_transport_for_url``
+    urllib3_client  urllib3 (and so ``requests`` and botocore), captured at its connection
+                    pools' ``_make_request``
 
 :data:`CLIENT_LIBRARIES` is the list the capture walks: another library is one module here
 and one entry in it. Importing this package imports no client library: each is hooked once
@@ -30,6 +32,7 @@ from openprogram.http_boundary.clients.interface import (
     SyncByteStream,
     SyncTransport,
 )
+from openprogram.http_boundary.clients.urllib3_client import Urllib3Library
 
 __all__ = [
     "CLIENT_LIBRARIES",
@@ -49,5 +52,9 @@ __all__ = [
     "SyncTransport",
 ]
 
-CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (HttpxLibrary("httpx"), HttpxLibrary("httpx2"))
+CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (
+    HttpxLibrary("httpx"),
+    HttpxLibrary("httpx2"),
+    Urllib3Library(),
+)
 """The client libraries captured, each hooked once one of its modules is imported."""
