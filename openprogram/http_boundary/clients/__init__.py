@@ -5,6 +5,8 @@
                     connects, a response and a recorded error built in that library, its
                     body teed), and the protocols of the library objects it touches
     httpx_clients   httpx and httpx2, captured at their clients' ``_transport_for_url``
+    aiohttp_client  aiohttp, captured by an innermost client middleware that
+                    ``ClientSession._request`` adds while a boundary is active
 
 :data:`CLIENT_LIBRARIES` is the list the capture walks: another library is one module here
 and one entry in it. Importing this package imports no client library: each is hooked once
@@ -13,6 +15,7 @@ the program has imported it.
 
 from __future__ import annotations
 
+from openprogram.http_boundary.clients.aiohttp_client import AiohttpLibrary
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
@@ -49,5 +52,9 @@ __all__ = [
     "SyncTransport",
 ]
 
-CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (HttpxLibrary("httpx"), HttpxLibrary("httpx2"))
+CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (
+    HttpxLibrary("httpx"),
+    HttpxLibrary("httpx2"),
+    AiohttpLibrary(),
+)
 """The client libraries captured, each hooked once one of its modules is imported."""
