@@ -3,14 +3,17 @@ and replayed from the recording with no socket at all (aiohttp's client middlewa
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 import openprogram
 from openprogram.errors import ReplayMismatch
 from openprogram.http_boundary.sse import SseParser
+from openprogram.recording.mismatch import RecordReplayEscape
 from tests.http_boundary.boundaries import call_end, events, rows
 from tests.support.offline import offline
 from tests.support.sse_server import (
@@ -21,8 +24,6 @@ from tests.support.sse_server import (
     sse_event,
     unused_port,
 )
-
-aiohttp = pytest.importorskip("aiohttp")
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 REPLY = {"id": "chatcmpl-1", "choices": [{"message": {"content": "héllo"}}]}
@@ -190,6 +191,7 @@ async def test_a_changed_request_body_is_a_two_line_mismatch(
         offline(),
         pytest.raises(ReplayMismatch) as caught,
         openprogram.record_replay(path, mode="replay"),
+        pytest.raises(RecordReplayEscape),  # no handler of aiohttp's errors catches it
     ):
         await post_json(url, changed)
     message = str(caught.value)
@@ -254,4 +256,44 @@ async def test_a_redirect_is_one_exchange_per_hop(server: ScriptedServer, tmp_pa
 
     with offline(), openprogram.record_replay(path, mode="replay"):
         assert await post_json(url, BODY) == live
+    assert len(server.received) == 2
+
+
+async def test_a_gzip_body_is_stored_decoded_and_a_cut_stream_replays_its_error(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    packed = gzip.compress(json.dumps(REPLY).encode())
+    server.serve(
+        Script(
+            [packed[:5], packed[5:]],
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        ),
+        Script([sse_event(CHUNK), b"data: par"], ending="drop"),
+    )
+    url = f"{server.base_url}/v1/chat/completions"
+
+    async def run() -> tuple[object, list[bytes], str]:
+        lines: list[bytes] = []
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url) as response:
+                text = await response.text()
+            async with session.get(url) as response:
+                with pytest.raises(aiohttp.ClientPayloadError) as cut_off:
+                    async for line in response.content:
+                        lines.append(line)
+        return json.loads(text), lines, str(cut_off.value)
+
+    with openprogram.record_replay(path, mode="record"):
+        live = await run()
+    assert live[0] == REPLY
+    assert events(path, 0)[1] == {"type": "http_body", "body": REPLY}
+    assert events(path, 1)[1:] == [{"type": "sse", "data": CHUNK}]
+    assert call_end(path, 1)["outcome"] == "error"
+
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        replayed = await run()
+    assert replayed[0] == live[0]
+    assert parsed(b"".join(replayed[1])) == parsed(b"".join(live[1]))
+    assert replayed[2] == live[2]
     assert len(server.received) == 2

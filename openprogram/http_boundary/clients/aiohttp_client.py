@@ -20,7 +20,8 @@ aiohttp already decodes a ``content-encoding`` before its stream reader holds th
 what the recorder is fed is the decoded body. A recorded error replays as the aiohttp class
 of its name (``ClientConnectorError`` built from the request's connection key and an
 ``OSError`` holding the recorded reason, so its message is the recorded one). This module
-imports no aiohttp: what it needs of it is taken from the module once that is hooked.
+imports no aiohttp (nor asyncio): what it needs of them is taken from ``sys.modules`` once
+aiohttp is hooked, having imported them.
 """
 
 from __future__ import annotations
