@@ -7,6 +7,8 @@
     httpx_clients   httpx and httpx2, captured at their clients' ``_transport_for_url``
     urllib3_client  urllib3 (and so ``requests`` and botocore), captured at its connection
                     pools' ``_make_request``
+    aiohttp_client  aiohttp, captured by an innermost client middleware that
+                    ``ClientSession._request`` adds while a boundary is active
 
 :data:`CLIENT_LIBRARIES` is the list the capture walks: another library is one module here
 and one entry in it. Importing this package imports no client library: each is hooked once
@@ -15,6 +17,7 @@ the program has imported it.
 
 from __future__ import annotations
 
+from openprogram.http_boundary.clients.aiohttp_client import AiohttpLibrary
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
@@ -56,5 +59,6 @@ CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (
     HttpxLibrary("httpx"),
     HttpxLibrary("httpx2"),
     Urllib3Library(),
+    AiohttpLibrary(),
 )
 """The client libraries captured, each hooked once one of its modules is imported."""
