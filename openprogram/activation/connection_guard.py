@@ -1,9 +1,9 @@
 """The backstop beneath every boundary: connections a replay may not make are refused at the
 socket, before they are made.
 
-The boundaries capture what they know (the provider registry, httpx, httpx2 and urllib3 —
-so ``requests`` and botocore); a program may also open connections through anything else —
-``urllib.request``, ``aiohttp``, a database driver, a raw socket. Under replay none of those
+The boundaries capture what they know (the provider registry, httpx, httpx2, urllib3 — so
+``requests`` and botocore — and aiohttp); a program may also open connections through
+anything else — ``urllib.request``, a database driver, a raw socket. Under replay none of those
 may reach a live server, loopback included (a local model server, a proxy, is loopback), or
 a replay that passes proves nothing. So every connection made through Python's ``socket``
 module goes through one hook:

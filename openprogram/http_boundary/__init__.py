@@ -6,7 +6,7 @@ into, and replayed from, the same recordings as the provider boundary.
                         switch the ways in (``exec``, the pytest fixture,
                         ``record_replay()``) build on
     patching            the lazy hook of the client libraries, once each is imported
-    clients             the client libraries captured (httpx, httpx2 and urllib3), each
+    clients             the client libraries captured (httpx, httpx2, urllib3, aiohttp), each
                         behind the typed ``ClientLibrary`` seam, and the list they are
                         registered in
     exchange            which requests are captured, and one captured exchange recorded as
@@ -16,7 +16,7 @@ into, and replayed from, the same recordings as the provider boundary.
     websocket_refusal   WebSocket connections: sent uncaptured when recording, refused
                         under replay
 
-Importing this package, or any module of it, imports none of httpx, httpx2 and urllib3.
+Importing this package, or any module of it, imports none of httpx, httpx2, urllib3 and aiohttp.
 """
 
 from __future__ import annotations

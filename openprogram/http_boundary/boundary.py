@@ -7,7 +7,7 @@ build on::
 
     deactivate = activate_http_boundary(HttpBoundary("record", writer=writer_for(path)))
     try:
-        ...  # every request sent through httpx, httpx2 or urllib3 is recorded
+        ...  # every request sent through httpx, httpx2, urllib3 or aiohttp is recorded
     finally:
         deactivate()
 

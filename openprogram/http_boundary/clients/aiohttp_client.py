@@ -385,7 +385,7 @@ class _HeadersView:
     def __init__(self, headers: _MultiDict) -> None:
         self._headers = headers
 
-    def get(self, key: str, default: str = "") -> str:
+    def get(self, key: str, default: str | None = None) -> str | None:
         value = self._headers.get(key)
         return default if value is None else value
 
