@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
@@ -43,9 +44,19 @@ from typing import Any
 from openprogram.activation.boundaries import guard_replay, prepare_boundaries
 from openprogram.activation.configured import Activation, preset_activation
 from openprogram.activation.connection_guard import REPLAY_GUARD, ConnectionWatch
-from openprogram.activation.exec_environment import CLAIM_FILE, EXCHANGE_VARIABLE, PLAN_VARIABLE
+from openprogram.activation.exec_environment import (
+    CLAIM_FILE,
+    EXCHANGE_VARIABLE,
+    PLAN_VARIABLE,
+    skipping_activation,
+)
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError, ReplayMismatch
+from openprogram.errors import (
+    ExecSetupError,
+    OpenProgramError,
+    ReplayInAnotherProcessError,
+    ReplayMismatch,
+)
 from openprogram.http_boundary.boundary import activate_http_boundary
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
@@ -125,6 +136,8 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     preset_activation(lambda: activation)
     activate_http_boundary(prepared.http)
     guard_replay(prepared.http, plan.allowed_hosts)  # for the life of the process
+    if plan.mode == "replay":
+        _refuse_unactivated_children()
     if plan.mode == "record":
         watch = ConnectionWatch()
         watch.start()
@@ -253,11 +266,12 @@ def _report(session: ClaimingReplaySession, exchange: Path) -> None:
     kind: str | None = None
     mismatches = session.mismatches[session.inherited_mismatches :]
     unconsumed = session.unconsumed_error() if session.claimed_here else None
-    refusals = REPLAY_GUARD.refusals[session.inherited_refusals :]
+    refusals = [str(refusal) for refusal in REPLAY_GUARD.refusals[session.inherited_refusals :]]
+    refusals += _REFUSED_CHILDREN
     if mismatches:
         problem, kind = str(mismatches[0]), "mismatch"
     elif refusals:
-        problem, kind = str(refusals[0]), "refused"
+        problem, kind = refusals[0], "refused"
     elif unconsumed is not None:
         problem, kind = str(unconsumed), "unconsumed"
     report = {
@@ -268,6 +282,31 @@ def _report(session: ClaimingReplaySession, exchange: Path) -> None:
         "kind": kind,
     }
     _write(exchange / f"report-{os.getpid()}.json", report)
+
+
+_REFUSED_CHILDREN: list[str] = []
+"""Why each child process this replaying process tried to start was refused."""
+
+
+def _refuse_unactivated_children() -> None:
+    """Under replay, refuse to start a Python child that would skip the activation (``python
+    -I``, ``-E``, ``-S``): it would run live. ``subprocess`` only; a refusal is reported to
+    exec, which then fails, even if the program swallowed the error."""
+    real_init = subprocess.Popen.__init__
+
+    def __init__(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
+        if not options.get("shell") and not (rest and rest[7:8] == (True,)):
+            command = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+            words = [os.fsdecode(word) for word in command]
+            environ = options.get("env") or os.environ
+            skipped = skipping_activation(words, environ)
+            if skipped is not None:
+                reason = f"replay refused to start {' '.join(words)}: {skipped}"
+                _REFUSED_CHILDREN.append(reason)
+                raise RecordReplayEscape(ExecSetupError(reason))
+        real_init(self, args, *rest, **options)
+
+    subprocess.Popen.__init__ = __init__  # type: ignore[method-assign]
 
 
 def _report_not_recorded(

@@ -59,6 +59,7 @@ __all__ = [
     "child_environment",
     "open_exchange",
     "python_of",
+    "skipping_activation",
 ]
 
 
@@ -207,15 +208,37 @@ def check_command(
         if replay:
             _check_replayable(program)
         return
-    flags = _interpreter_flags(python.options)
-    if flags:
-        flag = flags[0]
-        raise ExecSetupError(
-            f"{_SKIPPING_FLAGS[flag]} ({python.where}), so Python would skip openprogram's "
-            "sitecustomize and the program would run without record/replay: run it "
-            f"without -{flag}"
-        )
+    skipped = _skipping(python)
+    if skipped is not None:
+        raise ExecSetupError(skipped)
     _check_imports_openprogram(python, environ)
+
+
+def skipping_activation(command: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """Why ``command`` would run a Python that skips exec's ``sitecustomize`` (``-I``, ``-E``,
+    ``-S``), or None (not Python, not found, or a Python that activates)."""
+    if not command:
+        return None
+    if os.sep in command[0]:
+        program: str | None = command[0]
+    else:
+        program = shutil.which(command[0], path=environ.get("PATH", os.defpath))
+    if program is None:
+        return None
+    python = python_of(program, command[1:], environ)
+    return None if python is None else _skipping(python)
+
+
+def _skipping(python: PythonCommand) -> str | None:
+    flags = _interpreter_flags(python.options)
+    if not flags:
+        return None
+    flag = flags[0]
+    return (
+        f"{_SKIPPING_FLAGS[flag]} ({python.where}), so Python would skip openprogram's "
+        "sitecustomize and the program would run without record/replay: run it "
+        f"without -{flag}"
+    )
 
 
 def _check_replayable(program: str) -> None:

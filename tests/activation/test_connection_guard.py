@@ -311,3 +311,34 @@ def test_exec_replay_refuses_a_command_known_not_to_be_python_before_it_runs(
         result.stderr.split()
     )
     assert result.stdout == ""
+
+
+STARTS_ISOLATED = """
+import subprocess, sys
+try:
+    subprocess.run([sys.executable, "-I", "-c", "print('ran live')"], check=True)
+except BaseException as error:
+    print("refused", type(error).__name__)
+print(subprocess.run([sys.executable, "-c", "print('activated')"], capture_output=True,
+                     text=True).stdout.strip())
+"""
+
+
+def test_exec_replay_refuses_to_start_a_python_child_that_would_skip_the_activation(
+    tmp_path: Path,
+) -> None:
+    env = user_environment(tmp_path / "exec-home")
+    env.pop("PYTHONPATH", None)
+    recorded = openprogram_process(
+        "exec", "--record", "quiet", "--", sys.executable, "-c", "pass", env=env
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    program = tmp_path / "starts.py"
+    program.write_text(STARTS_ISOLATED)
+    result = openprogram_process(
+        "exec", "--replay", "quiet", "--", sys.executable, str(program), env=env
+    )
+    assert result.stdout == "refused RecordReplayEscape\nactivated\n"
+    assert result.returncode != 0
+    assert "replay refused to start" in result.stderr
+    assert "-I (isolated mode) ignores PYTHONPATH" in " ".join(result.stderr.split())
