@@ -39,7 +39,7 @@ import subprocess
 import sys
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from openprogram.activation.boundaries import guard_replay, prepare_boundaries
 from openprogram.activation.configured import Activation, preset_activation
@@ -290,23 +290,39 @@ _REFUSED_CHILDREN: list[str] = []
 
 def _refuse_unactivated_children() -> None:
     """Under replay, refuse to start a Python child that would skip the activation (``python
-    -I``, ``-E``, ``-S``): it would run live. ``subprocess`` only; a refusal is reported to
-    exec, which then fails, even if the program swallowed the error."""
+    -I``, ``-E``, ``-S``): it would run live. Through ``subprocess``, and a process replacing
+    itself with ``os.exec*`` (``execv`` and ``execve``, which the others end in); a refusal is
+    reported to exec, which then fails, even if the program swallowed the error."""
     real_init = subprocess.Popen.__init__
+
+    def refuse_skipping(command: list[str], environ: Mapping[str, str]) -> None:
+        skipped = skipping_activation(command, environ)
+        if skipped is not None:
+            reason = f"replay refused to start {' '.join(command)}: {skipped}"
+            _REFUSED_CHILDREN.append(reason)
+            raise RecordReplayEscape(ExecSetupError(reason))
 
     def __init__(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
         if not options.get("shell") and not (rest and rest[7:8] == (True,)):
             command = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
-            words = [os.fsdecode(word) for word in command]
-            environ = options.get("env") or os.environ
-            skipped = skipping_activation(words, environ)
-            if skipped is not None:
-                reason = f"replay refused to start {' '.join(words)}: {skipped}"
-                _REFUSED_CHILDREN.append(reason)
-                raise RecordReplayEscape(ExecSetupError(reason))
+            refuse_skipping(
+                [os.fsdecode(word) for word in command], options.get("env") or os.environ
+            )
         real_init(self, args, *rest, **options)
 
+    real_execv, real_execve = os.execv, os.execve
+
+    def execv(path: Any, argv: Any) -> NoReturn:
+        refuse_skipping([os.fsdecode(path), *map(os.fsdecode, list(argv)[1:])], os.environ)
+        real_execv(path, argv)
+
+    def execve(path: Any, argv: Any, env: Any) -> NoReturn:
+        if not isinstance(path, int):  # a file descriptor names no command to check
+            refuse_skipping([os.fsdecode(path), *map(os.fsdecode, list(argv)[1:])], env)
+        real_execve(path, argv, env)
+
     subprocess.Popen.__init__ = __init__  # type: ignore[method-assign]
+    os.execv, os.execve = execv, execve
 
 
 def _report_not_recorded(

@@ -314,9 +314,13 @@ def test_exec_replay_refuses_a_command_known_not_to_be_python_before_it_runs(
 
 
 STARTS_ISOLATED = """
-import subprocess, sys
+import os, subprocess, sys
 try:
     subprocess.run([sys.executable, "-I", "-c", "print('ran live')"], check=True)
+except BaseException as error:
+    print("refused", type(error).__name__)
+try:
+    os.execv(sys.executable, [sys.executable, "-E", "-c", "print('ran live')"])
 except BaseException as error:
     print("refused", type(error).__name__)
 print(subprocess.run([sys.executable, "-c", "print('activated')"], capture_output=True,
@@ -338,7 +342,7 @@ def test_exec_replay_refuses_to_start_a_python_child_that_would_skip_the_activat
     result = openprogram_process(
         "exec", "--replay", "quiet", "--", sys.executable, str(program), env=env
     )
-    assert result.stdout == "refused RecordReplayEscape\nactivated\n"
+    assert result.stdout == "refused RecordReplayEscape\nrefused RecordReplayEscape\nactivated\n"
     assert result.returncode != 0
     assert "replay refused to start" in result.stderr
     assert "-I (isolated mode) ignores PYTHONPATH" in " ".join(result.stderr.split())
