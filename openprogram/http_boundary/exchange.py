@@ -44,8 +44,8 @@ from __future__ import annotations
 import asyncio
 import codecs
 import enum
-from collections.abc import Generator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from openprogram.errors import (
     OpenProgramError,
@@ -114,6 +114,8 @@ class Step(enum.Enum):
 
 
 Flow = Generator[Step, "HttpResponse | None", "HttpResponse"]
+R = TypeVar("R", bound="HttpResponse")
+"""The response type of a driver: the library's own, or the view a library adapter wraps it in."""
 """One exchange's decisions; what a step raises is thrown in where it was yielded."""
 
 
@@ -247,25 +249,45 @@ class CapturingTransport:
     async def handle_async_request(self, request: HttpRequest) -> HttpResponse:
         __tracebackhide__ = True
         transport = cast("AsyncTransport", self.transport)
+
+        async def send() -> HttpResponse:
+            return await transport.handle_async_request(request)
+
+        async def close(response: HttpResponse) -> None:
+            await response.aclose()
+
         flow = exchange_flow(self.boundary, self.library, request, asynchronous=True)
-        response: HttpResponse | None = None
-        try:
-            step = next(flow)
-            while True:
-                try:
-                    if step is Step.SEND:
-                        response = await transport.handle_async_request(request)
-                    elif step is Step.READ:
-                        await request.aread()
-                    elif response is not None:
-                        await response.aclose()
-                except BaseException as exc:
-                    step = flow.throw(exc)
-                else:
-                    step = flow.send(response if step is Step.SEND else None)
-        except StopIteration as done:
-            answer: HttpResponse = done.value
-            return answer
+        return await drive_async(flow, send, request.aread, close)
+
+
+async def drive_async(
+    flow: Flow,
+    send: Callable[[], Awaitable[R]],
+    read: Callable[[], Awaitable[object]],
+    close: Callable[[R], Awaitable[None]],
+) -> R:
+    """Run ``flow`` for an asynchronous client: ``send`` the request, ``read`` its body,
+    ``close`` the response, as it asks; what a step raises is thrown back into it. Returns
+    the response it ends with."""
+    __tracebackhide__ = True
+    response: R | None = None
+    try:
+        step = next(flow)
+        while True:
+            try:
+                if step is Step.SEND:
+                    response = await send()
+                elif step is Step.READ:
+                    await read()
+                elif response is not None:
+                    await close(response)
+            except BaseException as exc:
+                step = flow.throw(exc)
+            else:
+                step = flow.send(response if step is Step.SEND else None)
+    except StopIteration as done:
+        answer: R = done.value
+        return answer
 
 
 def _start(

@@ -41,11 +41,9 @@ from openprogram.http_boundary.boundary import ACTIVATIONS, HttpBoundary
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
     BodyRecorder,
-    CapturedRequest,
-    Destination,
     HttpRequest,
     HttpResponse,
-    HttpURL,
+    ReadsThroughProtocols,
     SyncByteStream,
 )
 from openprogram.recording.tape_rows import taped_function_running
@@ -134,7 +132,7 @@ _Middleware = Callable[[_ClientRequest, _Handler], Awaitable[_ClientResponse]]
 _RequestMethod = Callable[..., Awaitable[_ClientResponse]]
 
 
-class AiohttpLibrary:
+class AiohttpLibrary(ReadsThroughProtocols):
     """aiohttp, as the HTTP boundary captures it; bound to ``aiohttp.client`` when that is
     hooked."""
 
@@ -184,14 +182,6 @@ class AiohttpLibrary:
         module = self._module
         assert module is not None, "aiohttp is used before it was hooked"
         return module
-
-    def captured_request(self, request: HttpRequest) -> CapturedRequest:
-        return CapturedRequest(
-            request.method, str(request.url), tuple(request.headers.multi_items()), request.content
-        )
-
-    def destination(self, url: HttpURL) -> Destination:
-        return Destination(url.host.lower(), url.port, url.scheme)
 
     def response(
         self,
@@ -311,7 +301,7 @@ def _captured(boundary: HttpBoundary, url: _YarlURL) -> bool:
 
 def _capturing(original: _RequestMethod, library: AiohttpLibrary) -> _RequestMethod:
     # the exchange (and what it imports) loads once a library is hooked
-    from openprogram.http_boundary.exchange import Step, exchange_flow
+    from openprogram.http_boundary.exchange import drive_async, exchange_flow
 
     def capture(session: object) -> _Middleware:
         async def middleware(request: _ClientRequest, handler: _Handler) -> _ClientResponse:
@@ -321,23 +311,15 @@ def _capturing(original: _RequestMethod, library: AiohttpLibrary) -> _RequestMet
                 return await handler(request)
             view = _RequestView(request, session)
             flow = exchange_flow(boundary, library, view, asynchronous=True)
-            response: _ResponseView | None = None
-            try:
-                step = next(flow)
-                while True:
-                    try:
-                        if step is Step.SEND:
-                            response = _ResponseView(await handler(request), view)
-                        elif step is Step.READ:
-                            await view.aread()
-                        elif response is not None:
-                            response.close()
-                    except BaseException as exc:
-                        step = flow.throw(exc)
-                    else:
-                        step = flow.send(response if step is Step.SEND else None)
-            except StopIteration as done:
-                return cast(_ResponseView, done.value).response
+
+            async def send() -> _ResponseView:
+                return _ResponseView(await handler(request), view)
+
+            async def close(response: _ResponseView) -> None:
+                response.close()
+
+            answer = await drive_async(flow, send, view.aread, close)
+            return answer.response
 
         return middleware
 

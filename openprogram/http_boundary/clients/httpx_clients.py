@@ -32,12 +32,11 @@ from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
     BodyRecorder,
-    CapturedRequest,
-    Destination,
     HttpRequest,
     HttpResponse,
     HttpTransport,
     HttpURL,
+    ReadsThroughProtocols,
     SyncByteStream,
 )
 
@@ -54,7 +53,7 @@ _PATCH_MARK = "_openprogram_http_capture"
 _CLIENT_CLASSES = ("Client", "AsyncClient")
 
 
-class HttpxLibrary:
+class HttpxLibrary(ReadsThroughProtocols):
     """httpx or httpx2 (``name``), as the HTTP boundary captures it; bound to the module
     when that is hooked (a module imported afresh gets an instance of its own)."""
 
@@ -120,14 +119,6 @@ class HttpxLibrary:
         module = self._module
         assert module is not None, f"{self._name} is used before it was hooked"
         return module
-
-    def captured_request(self, request: HttpRequest) -> CapturedRequest:
-        return CapturedRequest(
-            request.method, str(request.url), tuple(request.headers.multi_items()), request.content
-        )
-
-    def destination(self, url: HttpURL) -> Destination:
-        return Destination(url.host.lower(), url.port, url.scheme)
 
     def response(
         self,

@@ -31,6 +31,7 @@ __all__ = [
     "HttpResponse",
     "HttpTransport",
     "HttpURL",
+    "ReadsThroughProtocols",
     "SyncByteStream",
     "SyncTransport",
 ]
@@ -160,6 +161,22 @@ class BodyRecorder(Protocol):
     def ended_by(self, error: BaseException) -> bool: ...
     def closed(self) -> None: ...
     def complete(self, content: bytes) -> None: ...
+
+
+class ReadsThroughProtocols:
+    """The part of a :class:`ClientLibrary` that is the same for every library once its
+    request and URL are seen as :class:`HttpRequest` and :class:`HttpURL` (an adapter wraps
+    them in views that are): how a captured request reads, and where it connects."""
+
+    def captured_request(self, request: HttpRequest) -> CapturedRequest:
+        """``request`` (its body read) as the boundary stores it."""
+        return CapturedRequest(
+            request.method, str(request.url), tuple(request.headers.multi_items()), request.content
+        )
+
+    def destination(self, url: HttpURL) -> Destination:
+        """Where a request for ``url`` connects."""
+        return Destination(url.host.lower(), url.port, url.scheme)
 
 
 class ClientLibrary(Protocol):

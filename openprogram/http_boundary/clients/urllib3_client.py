@@ -47,12 +47,10 @@ from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
     BodyRecorder,
-    CapturedRequest,
-    Destination,
     HttpHeaders,
     HttpRequest,
     HttpResponse,
-    HttpURL,
+    ReadsThroughProtocols,
     SyncByteStream,
 )
 
@@ -104,7 +102,7 @@ class _Decoder(Protocol):
     def flush(self) -> bytes: ...
 
 
-class Urllib3Library:
+class Urllib3Library(ReadsThroughProtocols):
     """urllib3, as the HTTP boundary captures it; bound to ``urllib3.connectionpool`` when
     that is hooked (a module imported afresh gets an instance of its own)."""
 
@@ -152,17 +150,6 @@ class Urllib3Library:
         module = self._response_module
         assert module is not None, "urllib3 is used before it was hooked"
         return module
-
-    def captured_request(self, request: HttpRequest) -> CapturedRequest:
-        return CapturedRequest(
-            request.method,
-            str(request.url),
-            tuple(request.headers.multi_items()),
-            request.content,
-        )
-
-    def destination(self, url: HttpURL) -> Destination:
-        return Destination(url.host.lower(), url.port, url.scheme)
 
     def response(
         self,
