@@ -709,8 +709,9 @@ class ReplayConnectionRefusedError(OpenProgramError):
         where = f"{host}:{port}" + (f" ({name})" if name and name != host else "")
         super().__init__(
             f"replay refused a connection to {where} ({library}) that no recording serves: "
-            "openprogram records and replays requests of httpx and httpx2 (the openai and "
-            "anthropic SDKs); a host the replay may reach live (a test database, a local "
+            "openprogram records and replays requests of httpx, httpx2 (the openai and "
+            "anthropic SDKs), urllib3 (requests, botocore) and aiohttp; a host the replay may "
+            "reach live (a test database, a local "
             "tool server, a telemetry collector) goes in record_replay.allowed_hosts "
             "(record_replay(allowed_hosts=...), pytest --openprogram-allowed-hosts)"
         )
