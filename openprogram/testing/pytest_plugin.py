@@ -155,7 +155,7 @@ def openprogram_recording(
             ignore_fields=settings.ignore_fields,
             match=settings.match,
             passthrough_hosts=settings.http_passthrough_hosts,
-            allowed_hosts=allowed_hosts(config),
+            allowed_hosts=(*settings.allowed_hosts, *allowed_hosts(config)),
             http_headers=settings.http_headers,
             tools=dict(settings.tools),
             user_redaction=user_redaction_in_effect(

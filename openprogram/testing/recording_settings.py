@@ -118,6 +118,9 @@ class RecordingSettings:
     ignore_fields: tuple[str, ...] = ()
     match: str = "content"
     http_passthrough_hosts: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    """Hosts (``host`` or ``host:port``) a replay may connect to live, besides the
+    passthrough hosts and the run's ``--openprogram-allowed-hosts``."""
     http_headers: tuple[str, ...] = ()
     tools: tuple[tuple[str, str], ...] = ()
     """How replay treats each agent tool: (tool name or ``"*"``, policy) pairs."""
@@ -219,6 +222,7 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
     "ignore_fields": _ignore_fields,
     "match": _match,
     "http_passthrough_hosts": _by_configuration_rules("http_passthrough_hosts"),
+    "allowed_hosts": _by_configuration_rules("allowed_hosts"),
     "http_headers": _by_configuration_rules("http_headers"),
     "tools": _tools,
     "redact_patterns": _redact_patterns,
@@ -228,10 +232,11 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
 (raising ``ValueError`` saying what is wrong)."""
 
 
-ADDITIVE_KEYS = frozenset({"redact_patterns"})
+ADDITIVE_KEYS = frozenset({"redact_patterns", "allowed_hosts"})
 """Keys whose lists add up across layers (in layer order, each entry once) instead of a later
 layer replacing an earlier one's: the user's redaction only ever grows, so a pattern set in the
-configuration still applies to a test whose marker adds its own."""
+configuration still applies to a test whose marker adds its own; and a host the configuration
+lets every replay reach (a telemetry collector) stays allowed for a test that allows one more."""
 
 
 PER_TEST_KEYS = frozenset({"name"})
@@ -298,6 +303,7 @@ CONFIGURED_SETTINGS = (
     "ignore_fields",
     "match",
     "http_passthrough_hosts",
+    "allowed_hosts",
     "http_headers",
     "tools",
     "redact_patterns",

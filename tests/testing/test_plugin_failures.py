@@ -255,3 +255,22 @@ def test_the_summary_names_a_connection_the_recording_did_not_capture(
             "recorded: 127.0.0.1:9 (raw socket))"
         ]
     )
+
+
+def test_a_host_the_configuration_or_a_marker_allows_stays_live_under_replay(
+    project: InnerProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.write_tests(CONNECTS)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    project.run().assert_outcomes(failed=1)
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__ALLOWED_HOSTS", '["127.0.0.1"]')
+    project.run().assert_outcomes(passed=1)
+    monkeypatch.delenv("OPENPROGRAM_RECORD_REPLAY__ALLOWED_HOSTS")
+    marked = CONNECTS.replace(
+        "async def test_session",
+        "@pytest.mark.openprogram(allowed_hosts=['127.0.0.1:9'])\nasync def test_session",
+    )
+    project.write_tests("import pytest\n" + marked)
+    project.run().assert_outcomes(passed=1)
+    project.write_tests("import pytest\n" + marked.replace("127.0.0.1:9", "127.0.0.1:10"))
+    project.run().assert_outcomes(failed=1)  # another port of the host is not allowed
