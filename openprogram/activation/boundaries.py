@@ -40,7 +40,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from openprogram.activation.connection_guard import REPLAY_GUARD, Connection, ConnectionWatch
+from openprogram.activation.connection_guard import (
+    REPLAY_GUARD,
+    Connection,
+    ConnectionWatch,
+    note_not_recorded,
+)
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 from openprogram.provider_boundary.codec import read_for_replay
@@ -248,6 +253,8 @@ def both_boundaries_active(
             if watch is not None:
                 watch.stop()
                 report.not_recorded = watch.not_among(http.destinations, http.passthrough_hosts)
+                if report.not_recorded and http.writer is not None:
+                    note_not_recorded(http.writer, report.not_recorded)
             unguard()
             deactivate()
 

@@ -46,8 +46,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram.errors import ReplayConnectionRefusedError
+from openprogram.errors import RecordingFileError, ReplayConnectionRefusedError
 from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.recording.not_recorded import (
+    NOT_RECORDED_FEATURE,
+    connection_text,
+    not_recorded_row,
+)
+from openprogram.recording.writer import RecordingWriter
 
 __all__ = [
     "REPLAY_GUARD",
@@ -59,6 +65,8 @@ __all__ = [
     "SocketHook",
     "is_allowed",
     "is_loopback_host",
+    "not_recorded_message",
+    "note_not_recorded",
 ]
 
 INTERNET_FAMILIES = (socket.AF_INET, socket.AF_INET6)
@@ -302,8 +310,14 @@ class Connection:
     library: str
 
     def __str__(self) -> str:
-        named = f"{self.name} ({self.host})" if self.name and self.name != self.host else self.host
-        return f"{named}:{self.port} ({self.library})"
+        return connection_text(self.as_json())
+
+    def as_json(self) -> dict[str, Any]:
+        """The connection as a ``not_recorded`` row lists it."""
+        entry: dict[str, Any] = {"host": self.host, "port": self.port, "library": self.library}
+        if self.name and self.name != self.host:
+            entry["name"] = self.name
+        return entry
 
 
 class ConnectionWatch:
@@ -348,6 +362,19 @@ class ConnectionWatch:
         connection = Connection(host, port, name, _library())
         with self._lock:
             self.connections.append(connection)
+
+
+def note_not_recorded(writer: RecordingWriter, connections: Iterable[Connection]) -> None:
+    """Append a ``not_recorded`` row listing ``connections`` to ``writer``'s recording, so
+    that ``status`` and ``show`` can name them; a recording whose header does not announce
+    the row (an older openprogram created it) is left as it is."""
+    row = not_recorded_row(connection.as_json() for connection in connections)
+    if not row["connections"]:
+        return
+    try:
+        writer.write_feature_row(row, NOT_RECORDED_FEATURE)
+    except RecordingFileError:
+        return  # the run's own report (stderr, the log, the pytest summary) still names them
 
 
 def not_recorded_message(connections: Iterable[Connection | str]) -> str:

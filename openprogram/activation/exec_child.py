@@ -43,7 +43,7 @@ from typing import Any, NoReturn
 
 from openprogram.activation.boundaries import guard_replay, prepare_boundaries
 from openprogram.activation.configured import Activation, preset_activation
-from openprogram.activation.connection_guard import REPLAY_GUARD, ConnectionWatch
+from openprogram.activation.connection_guard import REPLAY_GUARD, ConnectionWatch, note_not_recorded
 from openprogram.activation.exec_environment import (
     CLAIM_FILE,
     EXCHANGE_VARIABLE,
@@ -57,7 +57,7 @@ from openprogram.errors import (
     ReplayInAnotherProcessError,
     ReplayMismatch,
 )
-from openprogram.http_boundary.boundary import activate_http_boundary
+from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.mismatch import RecordReplayEscape
@@ -142,7 +142,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
         watch = ConnectionWatch()
         watch.start()
         allowed = (*prepared.http.passthrough_hosts, *plan.allowed_hosts)
-        atexit.register(_report_not_recorded, watch, prepared.http.destinations, allowed, exchange)
+        atexit.register(_report_not_recorded, watch, prepared.http, allowed, exchange)
     session = prepared.session
     return session if isinstance(session, ClaimingReplaySession) else None
 
@@ -326,16 +326,15 @@ def _refuse_unactivated_children() -> None:
 
 
 def _report_not_recorded(
-    watch: ConnectionWatch,
-    destinations: set[tuple[str, int]],
-    allowed: Iterable[str],
-    exchange: Path,
+    watch: ConnectionWatch, http: HttpBoundary, allowed: Iterable[str], exchange: Path
 ) -> None:
     """At exit, under record: the connections this process opened that no boundary
-    captured, for exec to report (``unrecorded-<pid>.json``)."""
+    captured, in the recording and for exec to report (``unrecorded-<pid>.json``)."""
     watch.stop()
-    missed = watch.not_among(destinations, allowed)
+    missed = watch.not_among(http.destinations, allowed)
     if missed:
+        if http.writer is not None:
+            note_not_recorded(http.writer, missed)
         connections = [str(connection) for connection in missed]
         _write(exchange / f"unrecorded-{os.getpid()}.json", {"connections": connections})
 

@@ -7,6 +7,8 @@ type and no HTTP client.
     http_rows         the HTTP boundary's rows, checked field by field for the reader
     tape_rows         the tape rows (``TapeEntry``), and which tape covers the code running
                       now (the ``within`` of a row)
+    not_recorded      the ``not_recorded`` row: connections a recorded session opened that no
+                      boundary captured
     request_delta     requests stored against an earlier one: the reader's rebuild, the
                       writer's bases
     shared_lists      the lists a request shares with the ones before it, told apart by

@@ -54,6 +54,7 @@ from openprogram import __version__
 from openprogram.errors import UnrecordableValueError
 from openprogram.json_nesting import MAX_NESTING_DEPTH, json_text_may_exceed_nesting_limit
 from openprogram.recording.difference import join_field_path
+from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.request_delta import DELTA_FEATURE
 
@@ -93,7 +94,7 @@ Bumped when the meaning of a row or field changes, or a field becomes required. 
 types and optional fields are additive: they are announced as header ``features`` instead.
 """
 
-KNOWN_FEATURES: frozenset[str] = frozenset({"http", "tapes", DELTA_FEATURE})
+KNOWN_FEATURES: frozenset[str] = frozenset({"http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE})
 """The header ``features`` this openprogram reads: the row types and optional fields added
 since its format version, each by name. A recording announcing any other was written by a
 newer openprogram and is refused, with the advice to upgrade.
@@ -102,9 +103,11 @@ newer openprogram and is refused, with the advice to upgrade.
 ``tapes``: ``tape`` rows, the entries of taped functions and agent tools
 (:mod:`openprogram.recording.tape_rows`).
 ``request_deltas``: request rows that store only what they add to an earlier request, named
-by their ``base`` field (:mod:`openprogram.recording.request_delta`)."""
+by their ``base`` field (:mod:`openprogram.recording.request_delta`).
+``not_recorded``: ``not_recorded`` rows, the connections a recorded session opened that no
+boundary captured (:mod:`openprogram.recording.not_recorded`)."""
 
-WRITTEN_FEATURES: tuple[str, ...] = ("http", "tapes", DELTA_FEATURE)
+WRITTEN_FEATURES: tuple[str, ...] = ("http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE)
 """The features a file created by this openprogram announces (it may write them)."""
 
 UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"
@@ -245,6 +248,9 @@ class Recording:
     """Whether the provider calls' ``events`` were decoded as the file was read."""
     tapes: list[TapeEntry] = field(default_factory=list)
     """Every tape entry, in file order (each knows its tape and its index on it)."""
+    not_recorded: list[dict[str, Any]] = field(default_factory=list)
+    """The connections the recorded session opened that no boundary captured (each host
+    and port once; see :mod:`openprogram.recording.not_recorded`)."""
 
     @property
     def format_version(self) -> int:

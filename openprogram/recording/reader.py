@@ -58,6 +58,7 @@ from openprogram.recording.http_rows import (
     http_request_problem,
     http_request_sections,
 )
+from openprogram.recording.not_recorded import gathered_connections, not_recorded_problem
 from openprogram.recording.request_delta import BASE_FIELD, BaseProblem, rebuild_request
 from openprogram.recording.tape_rows import TapeEntry, tape_entry_from_row, tape_row_problem
 
@@ -125,6 +126,7 @@ class RecordingParser:
         self.ended: set[int] = set()
         self.tapes: list[TapeEntry] = []
         self.tape_lengths: dict[str, int] = {}
+        self.not_recorded: list[dict[str, Any]] = []
 
     def fail(self, line: int, problem: str, call_index: int | None = None) -> RecordingFileError:
         return RecordingFileError(str(self.path), problem, line=line, call_index=call_index)
@@ -173,6 +175,7 @@ class RecordingParser:
             self.calls,
             events_decoded=self.provider_events is not None,
             tapes=self.tapes,
+            not_recorded=self.not_recorded,
         )
 
     def add_row(self, number: int, row: dict[str, Any]) -> None:
@@ -194,6 +197,11 @@ class RecordingParser:
             self.add_call_end(number, row)
         elif kind == "tape":
             self.add_tape(number, row)
+        elif kind == "not_recorded":
+            problem = not_recorded_problem(row)
+            if problem is not None:
+                raise self.fail(number, problem)
+            gathered_connections(self.not_recorded, row)
         else:
             raise RecordingFileError(
                 str(self.path), f"unknown row type {kind!r}", line=number, advice=UPGRADE

@@ -52,6 +52,7 @@ from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.recording.call_digest import CallDigest, DeterministicParts, request_ignore_fields
 from openprogram.recording.format import RecordedCall, encode_row
+from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE, not_recorded_row
 from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases
 from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
 
@@ -75,16 +76,18 @@ def rewrite_recording(
     calls: Iterable[RecordedCall],
     *,
     tapes: Iterable[TapeEntry] = (),
+    not_recorded: list[dict[str, Any]] | None = None,
     expected: os.stat_result | None = None,
 ) -> None:
-    """Make the recording at ``path`` hold exactly ``header``, ``calls`` and the tape
-    entries ``tapes`` (pass ``recording.tapes`` to keep them), atomically.
+    """Make the recording at ``path`` hold exactly ``header``, ``calls``, the tape
+    entries ``tapes`` (pass ``recording.tapes`` to keep them) and one ``not_recorded`` row
+    listing ``not_recorded`` (pass ``recording.not_recorded`` to keep them), atomically.
 
     ``expected`` is the ``stat`` of the file as it was read: if the file changed since
     (another writer appended a call), nothing is written and :class:`RecordingFileError`
     says so. Raises :class:`RecordingFileError` when the folder cannot be written.
     """
-    data = b"".join(recording_lines(header, calls, tapes))
+    data = b"".join(recording_lines(header, calls, tapes, not_recorded or []))
     with _locked_original(path) as original:
         if expected is not None and (
             original is None
@@ -134,29 +137,42 @@ def _write_error(path: Path, exc: OSError) -> RecordingFileError:
 
 
 def recording_lines(
-    header: dict[str, Any], calls: Iterable[RecordedCall], tapes: Iterable[TapeEntry] = ()
+    header: dict[str, Any],
+    calls: Iterable[RecordedCall],
+    tapes: Iterable[TapeEntry] = (),
+    not_recorded: list[dict[str, Any]] | None = None,
 ) -> Iterator[bytes]:
-    """Every line of a recording holding ``header``, ``calls`` and ``tapes``, the calls
-    renumbered from 0, encoded as a writer encodes them: each request against the earlier one
-    it extends (the header announces
+    """Every line of a recording holding ``header``, ``calls``, ``tapes`` and the
+    connections ``not_recorded``, the calls renumbered from 0, encoded as a writer encodes
+    them: each request against the earlier one it extends (the header announces
     :data:`~openprogram.recording.request_delta.DELTA_FEATURE`), each ``call_end`` with the
-    call's digest; then the tape entries' rows, in the order given."""
+    call's digest; then the tape entries' rows, in the order given; then one ``not_recorded``
+    row, when there are connections to list."""
     entries = list(tapes)
-    yield encode_row(_announcing_deltas(header, tapes=bool(entries)))
+    header = _announcing_deltas(header, tapes=bool(entries))
+    if not_recorded:
+        header = _announcing(header, [NOT_RECORDED_FEATURE])
+    yield encode_row(header)
     bases = RequestBases()
     parts = DeterministicParts()
     for call_index, call in enumerate(calls):
         yield from _call_lines(call, call_index, bases, parts)
     for entry in entries:
         yield encode_row(row_of_entry(entry))
+    if not_recorded:
+        yield encode_row(not_recorded_row(not_recorded))
 
 
 def _announcing_deltas(header: dict[str, Any], *, tapes: bool = False) -> dict[str, Any]:
     """``header``, its ``features`` announcing the request deltas a rewrite writes (and the
     tape rows, when it writes any)."""
+    return _announcing(header, [DELTA_FEATURE, TAPES_FEATURE] if tapes else [DELTA_FEATURE])
+
+
+def _announcing(header: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
+    """``header``, its ``features`` announcing ``wanted`` too."""
     features = header.get("features")
     listed = list(features) if isinstance(features, list) else []
-    wanted = [DELTA_FEATURE, TAPES_FEATURE] if tapes else [DELTA_FEATURE]
     missing = [feature for feature in wanted if feature not in listed]
     if not missing:
         return header

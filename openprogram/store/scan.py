@@ -202,7 +202,14 @@ def scan_recording(
         header["redaction_version"] = REDACTION_VERSION
         if user is not None:
             header["redaction_fingerprint"] = user.fingerprint
-        rewrite_recording(path, header, calls, tapes=tapes, expected=before)
+        rewrite_recording(
+            path,
+            header,
+            calls,
+            tapes=tapes,
+            not_recorded=recording.not_recorded,
+            expected=before,
+        )
         result.fixed = True
     return result
 

@@ -159,6 +159,8 @@ class RecordingView:
     calls: list[CallView]
     tapes: list[TapeView] = field(default_factory=list)
     """Every tape entry in file order (none when one call was asked for)."""
+    not_recorded: list[dict[str, Any]] = field(default_factory=list)
+    """The connections the recorded session opened that no boundary captured."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -167,6 +169,7 @@ class RecordingView:
             "total_calls": self.total_calls,
             "calls": [view.to_json() for view in self.calls],
             "tapes": [view.to_json() for view in self.tapes],
+            "not_recorded": self.not_recorded,
         }
 
 
@@ -179,6 +182,7 @@ def view_recording(path: str | os.PathLike[str], *, call: int | None = None) -> 
         len(recording.calls),
         _views(recording, path, call),
         [] if call is not None else [tape_view(entry) for entry in recording.tapes],
+        recording.not_recorded,
     )
 
 

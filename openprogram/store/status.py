@@ -34,6 +34,7 @@ from openprogram.config.paths import recordings_dir
 from openprogram.config.problems import file_not_set_problem
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
+from openprogram.recording.not_recorded import connection_text
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.report import plural
 from openprogram.store import names
@@ -65,6 +66,8 @@ class FileState:
     truncated_calls: list[int] = field(default_factory=list)
     format_version: int | None = None
     problem: str | None = None
+    not_recorded: list[dict[str, Any]] = field(default_factory=list)
+    """The connections the recorded session opened that no boundary captured."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,15 @@ def _cut_short(recording: FileState) -> str:
     return text
 
 
+def not_recorded_note(connections: list[dict[str, Any]]) -> str:
+    """What ``status`` and ``show`` say of the connections a recording did not capture."""
+    listed = ", ".join(map(connection_text, connections))
+    return (
+        f"{plural(len(connections), 'connection')} of the recorded session not recorded: "
+        f"{listed} — a replay refuses them unless record_replay.allowed_hosts lists them"
+    )
+
+
 def check_recording(path: Path, *, for_replay: bool) -> FileState:
     """Read ``path`` strictly, as replay (or the recorder) will; never raises."""
     if not path.exists():
@@ -253,6 +265,7 @@ def check_recording(path: Path, *, for_replay: bool) -> FileState:
         calls=len(parsed.calls),
         truncated_calls=parsed.truncated_calls,
         format_version=parsed.format_version,
+        not_recorded=parsed.not_recorded,
     )
 
 

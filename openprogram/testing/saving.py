@@ -108,7 +108,14 @@ def merge_recording(
     calls = merge.merged_calls(written)
     if redaction_changed and user is not None:
         calls = _redacted_again(calls, user)
-    rewrite_recording(path, header, calls, tapes=written.tapes, expected=expected)
+    rewrite_recording(
+        path,
+        header,
+        calls,
+        tapes=written.tapes,
+        not_recorded=written.not_recorded,
+        expected=expected,
+    )
     new = _read_or_none(path)
     difference = (
         "the merged recording could not be read back"

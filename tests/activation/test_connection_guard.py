@@ -25,6 +25,7 @@ from openprogram.errors import ReplayConnectionRefusedError
 from openprogram.providers import get_api_provider
 from openprogram.providers.registry import reset_provider_runtime
 from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.recording.reader import read_recording
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.config_files import configure
 
@@ -288,6 +289,10 @@ def test_exec_record_says_which_connections_it_did_not_record(
         f"openprogram: 1 connection was not recorded: 127.0.0.1:{live.server_port} (http.client)"
         in " ".join(result.stderr.split())
     )
+    recording = read_recording(tmp_path / "exec-home" / "recordings" / "missed.jsonl")
+    assert [(entry["port"], entry["library"]) for entry in recording.not_recorded] == [
+        (live.server_port, "http.client")
+    ]
 
 
 @pytest.mark.parametrize("script", ["#!/usr/bin/env node\nconsole.log('live')\n", None])

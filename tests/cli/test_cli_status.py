@@ -200,6 +200,7 @@ def test_json_output_parses_and_has_the_mode_broken_flag_and_recording() -> None
         "truncated_calls": [1],
         "format_version": 1,
         "problem": None,
+        "not_recorded": [],
     }
 
 

@@ -49,11 +49,11 @@ def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 
 
-def test_today_is_version_one_with_the_http_tapes_and_request_deltas_features() -> None:
+def test_today_is_version_one_with_four_features() -> None:
     assert RECORDING_FORMAT_VERSION == 1
-    assert frozenset({"http", "tapes", "request_deltas"}) == KNOWN_FEATURES
-    assert WRITTEN_FEATURES == ("http", "tapes", "request_deltas")
-    assert new_header()["features"] == ["http", "tapes", "request_deltas"]
+    assert frozenset({"http", "tapes", "request_deltas", "not_recorded"}) == KNOWN_FEATURES
+    assert WRITTEN_FEATURES == ("http", "tapes", "request_deltas", "not_recorded")
+    assert new_header()["features"] == ["http", "tapes", "request_deltas", "not_recorded"]
 
 
 @pytest.mark.usefixtures("version_two")

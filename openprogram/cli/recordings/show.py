@@ -39,6 +39,7 @@ def show(
     from openprogram.config.paths import recordings_dir
     from openprogram.store.names import resolve_recording
     from openprogram.store.show import view_recording
+    from openprogram.store.status import not_recorded_note
 
     warn(PRIVACY_WARNING)
     with reporting_errors(
@@ -55,6 +56,8 @@ def show(
     else:
         say(f"{path}: call {call} of {shown.total_calls}")
     say(f"transcript hash: {shown.transcript_hash}")
+    if shown.not_recorded:
+        warn(not_recorded_note(shown.not_recorded))
     for view in views:
         _render(view)
     if not views:

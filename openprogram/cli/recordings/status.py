@@ -36,7 +36,7 @@ def status(
 def _render(report: object) -> None:
     from rich.text import Text
 
-    from openprogram.store.status import StatusReport
+    from openprogram.store.status import StatusReport, not_recorded_note
 
     assert isinstance(report, StatusReport)
     console = stdout()
@@ -58,6 +58,8 @@ def _render(report: object) -> None:
         else:
             validity = "INVALID"
         line("file:    ", str(state.path), f" ({validity})")
+        if state.not_recorded:
+            line("note:    ", not_recorded_note(state.not_recorded))
     elif report.file_setting:
         line("file:    ", report.file_setting)
     where = "" if report.config_exists else " (not created yet: defaults apply)"
