@@ -140,14 +140,28 @@ def _append_table(document: TOMLDocument, key: str, table: Table) -> None:
 def _insert_after(table: Table, after: str, key: str, value: str) -> None:
     """Put ``key`` right after ``after`` rather than after the table's trailing comments.
 
-    tomlkit has no public way to insert at a position; its container's ``_insert_after`` is
-    the one its own ``insert`` operations use. Should it go away, append instead.
+    tomlkit has no public way to insert at a position. Its container inserts with
+    ``_insert_after`` up to 0.13 and with ``_insert_at`` (an index into its public ``body``)
+    from 0.14 on; the one that is there is used, and should neither be, ``key`` is appended.
     """
-    insert = getattr(table.value, "_insert_after", None)
-    if insert is None:
+    container = table.value
+    insert_after = getattr(container, "_insert_after", None)
+    if insert_after is not None:
+        insert_after(after, key, value)
+        return
+    insert_at = getattr(container, "_insert_at", None)
+    position = next(
+        (
+            index
+            for index, (name, _item) in enumerate(container.body)
+            if name is not None and name.key == after
+        ),
+        None,
+    )
+    if insert_at is None or position is None or position + 1 >= len(container.body):
         table[key] = value
         return
-    insert(after, key, value)
+    insert_at(position + 1, key, value)
 
 
 NOTHING_WRITTEN = "nothing was written"
