@@ -34,8 +34,12 @@ EXAMPLE = re.compile(
 
 
 SHELL_EXAMPLE = re.compile(
-    r"<!-- example-sh: (?P<name>[\w-]+) -->\s*```sh\n(?P<code>.*?)```", re.DOTALL
+    r"<!-- example-sh: (?P<name>[\w-]+) -->\s*```sh\n(?P<code>.*?)```"
+    r"(?:(?:(?!<!-- example).)*?```text\n(?P<output>.*?)```)?",
+    re.DOTALL,
 )
+"""A shell example, and the output a document shows for it, if any (the first ```text block
+before the next example): its transcript hash lines are checked."""
 
 
 EXAMPLE_FILE = re.compile(
@@ -54,11 +58,15 @@ def write_example_files(name: str, folder: Path) -> None:
         (folder / file_name).write_text(code)
 
 
-def shell_examples() -> list[tuple[str, str]]:
+HASH_LINE = re.compile(r"^transcript hash: [0-9a-f]{64}$", re.MULTILINE)
+
+
+def shell_examples() -> list[tuple[str, str, str]]:
     found = []
     for document in DOCUMENTS:
         for match in SHELL_EXAMPLE.finditer(document.read_text()):
-            found.append((f"{document.relative_to(ROOT)}:{match['name']}", match["code"]))
+            name = f"{document.relative_to(ROOT)}:{match['name']}"
+            found.append((name, match["code"], match["output"] or ""))
     return found
 
 
@@ -101,8 +109,10 @@ NOT_A_USERS_SHELL = ("CI", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIS
 make the examples' recording step refuse to record)."""
 
 
-@pytest.mark.parametrize(("name", "code"), shell_examples(), ids=[e[0] for e in shell_examples()])
-def test_shell_example_runs(name: str, code: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "code", "output"), shell_examples(), ids=[e[0] for e in shell_examples()]
+)
+def test_shell_example_runs(name: str, code: str, output: str, tmp_path: Path) -> None:
     write_example_files(name, tmp_path)
     bin_dir = Path(sys.executable).parent
     environment = {
@@ -122,6 +132,9 @@ def test_shell_example_runs(name: str, code: str, tmp_path: Path) -> None:
     finally:
         stop_background_server(tmp_path / "stand_in.pid")
     assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
+    # The transcript hashes the document shows are the ones the commands print.
+    printed = HASH_LINE.findall(result.stdout + result.stderr)
+    assert HASH_LINE.findall(output) == printed[: len(HASH_LINE.findall(output))], name
 
 
 def stop_background_server(pid_file: Path) -> None:

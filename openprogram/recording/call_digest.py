@@ -1,4 +1,4 @@
-"""What of a call is compared, and its digest: the SHA-256 of its request, its events and how
+r"""What of a call is compared, and its digest: the SHA-256 of its request, its events and how
 it ended, without what changes from run to run.
 
 **The fields that change from run to run** are left out of every comparison: replay's, the
@@ -8,27 +8,31 @@ runs match.
 **Provider calls.** The field ``timestamp``, at any depth (the creation time of each message):
 :data:`NON_DETERMINISTIC_FIELD_NAMES`.
 
-**HTTP calls.** Nothing in a request: the stored request headers are only those that change
-what the request means, and the SDKs put their per-run values (idempotency keys, retry counts,
-user agents, trace ids) in headers that are not stored. In a response:
+**HTTP calls.** In a request, nothing is left out: the stored request headers are only those
+that change what the request means, and the SDKs put their per-run values (idempotency keys,
+retry counts, user agents, trace ids) in headers that are not stored. In a response:
 
-* the ``http_response`` headers a server sets anew for every response: ``date``,
-  ``openai-processing-ms``, ``cf-ray``, ``server-timing``, every ``x-envoy-…`` header, every
-  name ending in ``request-id`` or ``requestid`` (``x-request-id``, ``request-id``), the
-  rate-limit headers that count down (a name holding ``ratelimit`` and ``remaining`` or
-  ``reset``: ``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-requests-reset``) and
-  the retry hints ``retry-after`` and ``retry-after-ms``;
-* in an ``http_body`` event's ``body`` and an ``sse`` event's ``data``, the per-run identity
-  of the object the response is about: its ``id``, ``created``, ``created_at``,
-  ``completed_at``, ``system_fingerprint`` and ``request_id`` (an Anthropic error body names
-  the request it answers), at the top level (an OpenAI chat completion or chunk, an Anthropic
-  message, an OpenAI response) and in a top-level ``message`` or ``response`` object (the
-  Anthropic ``message_start`` event, the OpenAI Responses stream events).
+* of the ``http_response`` headers, only those that change what the client does are
+  compared — :data:`COMPARED_RESPONSE_HEADERS`: ``content-type``, ``content-encoding``,
+  ``content-disposition``, ``location``, ``www-authenticate`` and ``x-should-retry`` (the
+  OpenAI and Anthropic SDKs retry on it). Every other header — ``date``, request and trace
+  ids of any server or gateway, rate-limit counters, processing times, ``retry-after`` — is
+  kept in the recording and replayed, and left out of the comparison;
+* in an ``http_body`` event's ``body`` and an ``sse`` event's ``data``, the times and the
+  build of the object the response is about: ``created``, ``created_at``, ``completed_at``,
+  ``createTime`` (Gemini) and ``system_fingerprint``, at the top level (an OpenAI chat
+  completion or chunk, an Anthropic message, an OpenAI response, a Gemini response) and in a
+  top-level ``message`` or ``response`` object (the Anthropic ``message_start`` event, the
+  OpenAI Responses stream events).
 
-Tool-call ids stay: the next request sends them back to link each tool result to its call,
-so replay hands the agent the recorded ones and the next request carries them again; they are
-part of what the session did. Ids deeper in a body (choices, content blocks, output items)
-stay for the same reason.
+**Ids** in an HTTP call — the values of keys named ``id``, ``…_id`` or ``…Id`` at any depth
+of its request and of its response's JSON: the response's own id, the Responses stream's
+``item_id``\ s, tool-call ids, Gemini's ``responseId`` — are compared up to consistent
+renaming (:mod:`~openprogram.recording.minted_ids`): within a call each is named by the order
+it is first seen in, and across calls the digest of a call whose request carries ids links
+each to the call whose response made it up. So two runs against a server that mints fresh
+ids compare equal, and a session that answers a tool call with another call's result, or
+names another response, does not.
 
 **The digest** of a call is taken over lines (see :func:`call_rows`): ``R <request>``, then
 ``E <event_index> <event>`` for each event and ``X <ending>``, each value as canonical JSON
@@ -52,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from openprogram.recording.minted_ids import CallIds, LinkedCall, may_hold_ids
 from openprogram.recording.shared_lists import shared_section
 
 if TYPE_CHECKING:
@@ -59,16 +64,19 @@ if TYPE_CHECKING:
     from openprogram.recording.request_delta import StoredRequest
 
 __all__ = [
+    "COMPARED_RESPONSE_HEADERS",
     "HTTP_BODY_IDENTITY_FIELDS",
-    "HTTP_RESPONSE_HEADERS",
     "NON_DETERMINISTIC_FIELD_NAMES",
     "TRANSCRIPT_HASH_VERSION",
     "CallDigest",
     "DeterministicParts",
     "call_digest",
     "call_ending",
+    "call_identity",
     "call_rows",
     "canonical_part",
+    "comparable_events",
+    "comparable_request",
     "deterministic_event",
     "deterministic_part",
     "ending_text",
@@ -83,28 +91,28 @@ __all__ = [
 NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
 """Field names skipped at any depth in a provider call's request and events."""
 
-HTTP_RESPONSE_HEADERS: frozenset[str] = frozenset(
+COMPARED_RESPONSE_HEADERS: frozenset[str] = frozenset(
     {
-        "date",
-        "openai-processing-ms",
-        "cf-ray",
-        "server-timing",
-        "retry-after",
-        "retry-after-ms",
+        "content-type",
+        "content-encoding",
+        "content-disposition",
+        "location",
+        "www-authenticate",
+        "x-should-retry",
     }
 )
-"""Response headers left out by name (lower-case); :func:`is_non_deterministic_header` adds
-the ``x-envoy-`` prefix, request ids and the counting-down rate-limit headers."""
+"""The response headers (lower-case) compared and hashed: those that change what a client
+does with the response. The others are stored and replayed, not compared."""
 
 HTTP_BODY_IDENTITY_FIELDS: tuple[str, ...] = (
-    "id",
     "created",
     "created_at",
     "completed_at",
+    "createTime",
     "system_fingerprint",
-    "request_id",
 )
-"""The fields of a response object that name this run's instance of it."""
+"""The fields of a response object that say when and by which build this run's instance of
+it was made (its ids are renamed, not left out: :mod:`~openprogram.recording.minted_ids`)."""
 _OBJECTS_WITH_IDENTITY = ("message", "response")
 
 
@@ -114,13 +122,9 @@ def request_ignore_fields(boundary: str) -> frozenset[str]:
 
 
 def is_non_deterministic_header(name: str) -> bool:
-    """Whether a response header (lower-case ``name``) changes from run to run."""
-    return (
-        name in HTTP_RESPONSE_HEADERS
-        or name.startswith("x-envoy-")
-        or name.endswith(("request-id", "requestid"))
-        or ("ratelimit" in name and ("remaining" in name or "reset" in name))
-    )
+    """Whether a response header (lower-case ``name``) is left out of the comparison: any
+    header but the :data:`COMPARED_RESPONSE_HEADERS`."""
+    return name not in COMPARED_RESPONSE_HEADERS
 
 
 def deterministic_event(boundary: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -165,10 +169,11 @@ def _without_identity_fields(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k not in HTTP_BODY_IDENTITY_FIELDS}
 
 
-TRANSCRIPT_HASH_VERSION = 3
+TRANSCRIPT_HASH_VERSION = 4
 """Part of the hashed text: bumped only if what is hashed changes meaning. Version 1 hashed
 the calls in recorded order; version 2 hashes them in any order; version 3 hashes the tape
-entries too (a call's digest is the same as in version 2)."""
+entries too (a call's digest is the same as in version 2); version 4 compares an HTTP
+response's headers by an allowlist and an HTTP call's ids up to consistent renaming."""
 
 
 def deterministic_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> Any:
@@ -213,8 +218,11 @@ class DeterministicParts:
     def __init__(self) -> None:
         self._items: dict[int, tuple[Any, Any]] = {}
 
-    def request_text(self, boundary: str, request: dict[str, Any]) -> bytes:
-        """:func:`request_text` of a request of ``boundary`` (its sections)."""
+    def request_text(
+        self, boundary: str, request: dict[str, Any], ids: CallIds | None = None
+    ) -> bytes:
+        """:func:`request_text` of a request of ``boundary`` (its sections), its ids named in
+        ``ids`` (an HTTP request's)."""
         names = request_ignore_fields(boundary)
         holder = request.get(shared_section(boundary))
         parts: dict[str, list[Any]] = {}
@@ -222,7 +230,7 @@ class DeterministicParts:
             for key, items in holder.items():
                 if type(items) is list:
                     parts[key] = [self.item(item, names) for item in items]
-        return request_text_with_parts(boundary, request, parts)
+        return request_text_with_parts(boundary, request, parts, ids)
 
     def item(self, item: Any, names: frozenset[str]) -> Any:
         """The deterministic part of one list item (scalars are their own)."""
@@ -237,10 +245,14 @@ class DeterministicParts:
 
 
 def request_text_with_parts(
-    boundary: str, request: dict[str, Any], parts: dict[str, list[Any]]
+    boundary: str,
+    request: dict[str, Any],
+    parts: dict[str, list[Any]],
+    ids: CallIds | None = None,
 ) -> bytes:
     """:func:`request_text` of a request whose shared lists (by key, in its shared section)
-    have the deterministic parts ``parts`` already (each item's)."""
+    have the deterministic parts ``parts`` already (each item's); an HTTP request's ids are
+    named in ``ids`` (a fresh :class:`CallIds` when None)."""
     names = request_ignore_fields(boundary)
     section = shared_section(boundary)
     holder = request.get(section)
@@ -255,21 +267,64 @@ def request_text_with_parts(
         for key, items in parts.items():
             if key not in names:
                 kept[key] = items
-    return orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
+    text = orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
+    if boundary == "http" and may_hold_ids(text):
+        text = orjson.dumps((ids or CallIds()).request(part), option=orjson.OPT_SORT_KEYS)
+    return text
 
 
-def request_text(call: RecordedCall, parts: DeterministicParts | None = None) -> bytes:
+def request_text(
+    call: RecordedCall, parts: DeterministicParts | None = None, ids: CallIds | None = None
+) -> bytes:
     """The canonical JSON of the deterministic part of ``call``'s request (an HTTP call's
-    with ``"boundary": "http"``): two calls made the same request exactly when these bytes
-    are equal."""
-    return (parts or DeterministicParts()).request_text(call.boundary, call.request)
+    with ``"boundary": "http"`` and its ids renamed): two calls made the same request exactly
+    when these bytes are equal (and their ids link to the same calls)."""
+    return (parts or DeterministicParts()).request_text(call.boundary, call.request, ids)
 
 
-def event_text(boundary: str, event: dict[str, Any]) -> bytes:
-    """The canonical JSON of the deterministic part of one event of a call at ``boundary``."""
+def event_text(boundary: str, event: dict[str, Any], ids: CallIds | None = None) -> bytes:
+    """The canonical JSON of the deterministic part of one event of a call at ``boundary``
+    (an HTTP event's ids named in ``ids``, the call's, fed its request first)."""
     if boundary == "provider":
         return canonical_part(event)
-    return canonical_part(deterministic_event(boundary, event), request_ignore_fields(boundary))
+    kept = deterministic_event(boundary, event)
+    names = request_ignore_fields(boundary)
+    encoded = canonical_part(kept, names)
+    if ids is not None and may_hold_ids(encoded):
+        renamed = ids.event(deterministic_part(kept, names))
+        encoded = orjson.dumps(renamed, option=orjson.OPT_SORT_KEYS)
+    return encoded
+
+
+def comparable_request(call: RecordedCall) -> tuple[Any, CallIds]:
+    """What is compared of ``call``'s request (its deterministic part, an HTTP call's ids
+    renamed, the boundary named) and the names given its ids, with where each was seen."""
+    names = request_ignore_fields(call.boundary)
+    value: Any = call.request
+    if call.boundary != "provider":
+        value = {"boundary": call.boundary, **value}
+    ids = CallIds()
+    part = deterministic_part(value, names)
+    if call.boundary == "http":
+        part = ids.request(part, "")
+    return part, ids
+
+
+def comparable_events(call: RecordedCall, ids: CallIds | None = None) -> list[Any]:
+    """What is compared of each of ``call``'s events: its deterministic part, an HTTP
+    event's ids renamed (``ids``: its request's, from :func:`comparable_request`)."""
+    names = request_ignore_fields(call.boundary)
+    if call.boundary != "http":
+        return [
+            deterministic_part(deterministic_event(call.boundary, e), names)
+            for e in call.event_rows
+        ]
+    if ids is None:
+        ids = comparable_request(call)[1]
+    return [
+        ids.event(deterministic_part(deterministic_event(call.boundary, event), names))
+        for event in call.event_rows
+    ]
 
 
 def call_ending(outcome: str | None, error: RecordedError | None) -> dict[str, Any]:
@@ -286,26 +341,40 @@ def ending_text(outcome: str | None, error: RecordedError | None) -> bytes:
     return canonical_part(call_ending(outcome, error))
 
 
-def call_rows(call: RecordedCall, parts: DeterministicParts | None = None) -> list[bytes]:
+def call_rows(
+    call: RecordedCall, parts: DeterministicParts | None = None, ids: CallIds | None = None
+) -> list[bytes]:
     """The lines a call's digest is computed over: ``R <request>`` (see
     :func:`request_text`), ``E <event_index> <event>`` for each event and ``X <ending>``, each
-    value as canonical JSON of its deterministic part. The call's index is not among them."""
-    rows = [b"R " + request_text(call, parts)]
+    value as canonical JSON of its deterministic part, an HTTP call's ids named in ``ids``.
+    The call's index is not among them."""
+    if ids is None and call.boundary == "http":
+        ids = CallIds()
+    rows = [b"R " + request_text(call, parts, ids)]
     boundary = call.boundary
     for event_index, event in enumerate(call.event_rows):
-        rows.append(b"E %d %s" % (event_index, event_text(boundary, event)))
+        rows.append(b"E %d %s" % (event_index, event_text(boundary, event, ids)))
     rows.append(b"X " + ending_text(call.outcome, call.error))
     return rows
 
 
-def call_digest(call: RecordedCall, parts: DeterministicParts | None = None) -> str:
-    """The SHA-256 of ``call``'s request, events and ending (:func:`call_rows`), as 64 hex
-    digits: equal for two calls exactly when ``diff`` finds nothing between them."""
+def call_identity(call: RecordedCall, parts: DeterministicParts | None = None) -> LinkedCall:
+    """``call``'s digest (:func:`call_digest`) with what it keeps of its ids, as the
+    transcript hash links calls (:func:`~openprogram.recording.minted_ids.linked_digests`)."""
+    ids = CallIds() if call.boundary == "http" else None
     digest = hashlib.sha256()
-    for row in call_rows(call, parts):
+    rows = call_rows(call, parts, ids)
+    for row in rows:
         digest.update(row)
         digest.update(b"\n")
-    return digest.hexdigest()
+    return LinkedCall(digest.hexdigest(), None if ids is None else ids.digest_field(rows[0]))
+
+
+def call_digest(call: RecordedCall, parts: DeterministicParts | None = None) -> str:
+    """The SHA-256 of ``call``'s request, events and ending (:func:`call_rows`), as 64 hex
+    digits: equal for two calls exactly when ``diff`` finds nothing between them, but for
+    which earlier calls their ids link to."""
+    return call_identity(call, parts).digest
 
 
 class CallDigest:
@@ -313,42 +382,58 @@ class CallDigest:
     is written, then its ending; also the SHA-256 of the exact lines written for it (the
     ``rows`` a reader checks the stored digest against)."""
 
-    __slots__ = ("_boundary", "_call", "_events", "_rows")
+    __slots__ = ("_boundary", "_call", "_events", "_ids", "_request", "_rows")
 
-    def __init__(self, boundary: str, request_text: bytes, request_line: bytes) -> None:
+    def __init__(
+        self, boundary: str, request_text: bytes, request_line: bytes, ids: CallIds | None
+    ) -> None:
         self._boundary = boundary
-        self._call = hashlib.sha256(b"R " + request_text + b"\n")
+        self._request = b"R " + request_text
+        self._call = hashlib.sha256(self._request + b"\n")
         self._rows = hashlib.sha256(request_line)
         self._events = 0
+        self._ids = ids
 
     @classmethod
     def of_stored(cls, stored: StoredRequest, line: bytes) -> CallDigest:
         """The digest of a call whose request row, ``line``, stores ``stored``."""
         parts = {key: kept.parts for key, kept in stored.lists.items()}
-        text = request_text_with_parts(stored.boundary, stored.sections, parts)
-        return cls(stored.boundary, text, line)
+        ids = CallIds() if stored.boundary == "http" else None
+        text = request_text_with_parts(stored.boundary, stored.sections, parts, ids)
+        return cls(stored.boundary, text, line, ids)
 
     def add_event(self, event: dict[str, Any], line: bytes) -> None:
         """The call's next event (as written) and its line."""
-        self._call.update(b"E %d %s\n" % (self._events, event_text(self._boundary, event)))
+        text = event_text(self._boundary, event, self._ids)
+        self._call.update(b"E %d %s\n" % (self._events, text))
         self._rows.update(line)
         self._events += 1
 
     def finish(self, outcome: str, error: RecordedError | None) -> dict[str, Any]:
-        """The ``digest`` field of the call's ``call_end``."""
+        """The ``digest`` field of the call's ``call_end`` (with ``ids`` when the call has
+        any: what the transcript hash links calls by)."""
         ending = ending_text(outcome, error)
         self._call.update(b"X " + ending + b"\n")
         call = self._call.hexdigest()
-        return {
+        ids = None if self._ids is None else self._ids.digest_field(self._request)
+        digest: dict[str, Any] = {
             "version": TRANSCRIPT_HASH_VERSION,
             "call": call,
-            "rows": rows_seal(self._rows, self._events, ending, call),
+            "rows": rows_seal(self._rows, self._events, ending, call, ids),
         }
+        if ids is not None:
+            digest["ids"] = ids
+        return digest
 
 
-def rows_seal(rows: Any, event_count: int, ending: bytes, call: str) -> str:
+def rows_seal(
+    rows: Any, event_count: int, ending: bytes, call: str, ids: dict[str, Any] | None = None
+) -> str:
     """The ``rows`` digest of a call: the SHA-256 of the lines written for it (``rows``, a
-    ``hashlib`` hash fed them), then its event count, its ending and its call digest — so a
-    ``call_end`` whose count, outcome or digest was changed by hand no longer matches."""
+    ``hashlib`` hash fed them), then its event count, its ending, its call digest and its
+    ``ids`` — so a ``call_end`` whose count, outcome, digest or ids were changed by hand no
+    longer matches."""
     rows.update(b"X %d %s\n%s" % (event_count, ending, call.encode()))
+    if ids is not None:
+        rows.update(b"\n" + orjson.dumps(ids, option=orjson.OPT_SORT_KEYS))
     return str(rows.hexdigest())

@@ -47,10 +47,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.recording.call_digest import (
-    call_digest,
     call_ending,
-    deterministic_event,
-    request_ignore_fields,
+    call_identity,
+    comparable_events,
+    comparable_request,
     request_text,
 )
 from openprogram.recording.content_matching import (
@@ -60,6 +60,7 @@ from openprogram.recording.content_matching import (
 )
 from openprogram.recording.difference import count_differences, find_first_difference
 from openprogram.recording.format import request_sections
+from openprogram.recording.minted_ids import CallIds, Link, call_links
 from openprogram.recording.mismatch import describe_call
 from openprogram.recording.report import DIFF_SIDES, MISSING, FirstDifference
 from openprogram.recording.tape_rows import TapeEntry, comparable_entry
@@ -256,12 +257,15 @@ class RecordingComparison:
 
 def compare_recordings(a: Recording, b: Recording) -> RecordingComparison:
     """Compare two parsed recordings (see the module's docstring)."""
-    digests_a = [call_digest(call) for call in a.calls]
-    digests_b = [call_digest(call) for call in b.calls]
+    digests_a, links_a = call_links(call_identity(call) for call in a.calls)
+    digests_b, links_b = call_links(call_identity(call) for call in b.calls)
     pairs, left_a, left_b = _align(a.calls, b.calls, digests_a, digests_b)
     differences = _unpaired_differences(a.calls, b.calls, left_a, left_b)
     for index_a, index_b in pairs:
-        found = _reply_difference(a.calls[index_a], b.calls[index_b])
+        call_a, call_b = a.calls[index_a], b.calls[index_b]
+        found = _reply_difference(call_a, call_b) or _link_difference(
+            (a.calls, links_a), (b.calls, links_b), index_a, index_b
+        )
         if found is not None:
             differences.append(RecordingDifference("reply", found))
     tapes_a = [tape_entry_digest(entry) for entry in a.tapes]
@@ -398,13 +402,18 @@ def _request_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference:
 
     if a.boundary != b.boundary:
         return found("boundary", a.boundary, b.boundary)
-    ignored = request_ignore_fields(a.boundary)
+    compared_a, ids_a = comparable_request(a)
+    compared_b, ids_b = comparable_request(b)
     for section in request_sections(a.boundary):
         difference = find_first_difference(
-            a.request.get(section), b.request.get(section), ignore_fields=ignored, path=section
+            compared_a.get(section), compared_b.get(section), ignore_fields=(), path=section
         )
         if difference is not None:
-            return found(difference.field_path, difference.recorded, difference.incoming)
+            return found(
+                difference.field_path,
+                _named(difference.recorded, ids_a),
+                _named(difference.incoming, ids_b),
+            )
     # Requests whose texts differ differ under the comparison too; a request holding
     # something beside its sections is the one way left.
     return found("", a.request, b.request)
@@ -425,13 +434,11 @@ def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | Non
             sides=DIFF_SIDES,
         )
 
-    ignored = request_ignore_fields(a.boundary)
+    compared_a = comparable_events(a)
+    compared_b = comparable_events(b)
     for event_index, (event_a, event_b) in enumerate(zip(a.event_rows, b.event_rows, strict=False)):
         difference = find_first_difference(
-            deterministic_event(a.boundary, event_a),
-            deterministic_event(b.boundary, event_b),
-            ignore_fields=ignored,
-            path="event",
+            compared_a[event_index], compared_b[event_index], ignore_fields=(), path="event"
         )
         if difference is not None:
             return found(difference.field_path, event_a, event_b, event_index)
@@ -449,3 +456,54 @@ def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | Non
     if difference is not None:
         return found(difference.field_path, difference.recorded, difference.incoming, None)
     return None
+
+
+def _named(value: Any, ids: CallIds) -> Any:
+    """A compared request value as the recording holds it (an id's name as the id)."""
+    return ids.value_of(value)
+
+
+def _link_difference(
+    a: tuple[Sequence[RecordedCall], list[list[Link]]],
+    b: tuple[Sequence[RecordedCall], list[list[Link]]],
+    index_a: int,
+    index_b: int,
+) -> FirstDifference | None:
+    """The first id of two paired calls' requests, equal in every other way, that comes
+    from another earlier call (or stands for another value) in A than in B."""
+    (calls_a, links_a), (calls_b, links_b) = a, b
+    call_a, call_b = calls_a[index_a], calls_b[index_b]
+    for position, (link_a, link_b) in enumerate(
+        zip(links_a[index_a], links_b[index_b], strict=False)
+    ):
+        if link_a.same_as(link_b):
+            continue
+        _, ids_a = comparable_request(call_a)
+        _, ids_b = comparable_request(call_b)
+        name = f"#q{position}"
+        detail = None  # two ids of the program's own: their values say it
+        if link_a.source is not None or link_b.source is not None:
+            detail = (
+                f"the id links to {_link_text(link_a, calls_a)} in A and to "
+                f"{_link_text(link_b, calls_b)} in B"
+            )
+        return FirstDifference(
+            call_a.call_index,
+            ids_a.paths[position] if position < len(ids_a.paths) else "",
+            ids_a.value_of(name),
+            ids_b.value_of(name),
+            detail=detail,
+            incoming_call_index=call_b.call_index,
+            sides=DIFF_SIDES,
+        )
+    return None
+
+
+def _link_text(link: Link, calls: Sequence[RecordedCall]) -> str:
+    if link.source is None:
+        return "no earlier call's response"
+    if isinstance(link.made, int) and link.made > 0:
+        return (
+            f"call {calls[link.source].call_index}'s response (the id it made up {link.made + 1}.)"
+        )
+    return f"call {calls[link.source].call_index}'s response"

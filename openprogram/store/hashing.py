@@ -40,10 +40,11 @@ from openprogram.errors import CanonicalJSONError
 from openprogram.recording.call_digest import (
     TRANSCRIPT_HASH_VERSION,
     DeterministicParts,
-    call_digest,
+    call_identity,
     canonical_part,
 )
 from openprogram.recording.difference import join_field_path
+from openprogram.recording.minted_ids import linked_digests
 from openprogram.recording.tape_rows import TapeEntry, comparable_entry
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def recording_digests(recording: Recording) -> list[str]:
     list items its calls' requests share are walked once (see
     :class:`~openprogram.recording.call_digest.DeterministicParts`)."""
     parts = DeterministicParts()
-    digests = [call_digest(call, parts) for call in recording.calls]
+    digests = linked_digests(call_identity(call, parts) for call in recording.calls)
     digests.extend(tape_entry_digest(entry) for entry in recording.tapes)
     return digests
 

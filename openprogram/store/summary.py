@@ -49,6 +49,7 @@ from openprogram.errors import RecordingFileError
 from openprogram.json_nesting import exceeds_nesting_limit, json_text_may_exceed_nesting_limit
 from openprogram.recording.call_digest import TRANSCRIPT_HASH_VERSION, ending_text, rows_seal
 from openprogram.recording.format import OUTCOMES, RecordedCall, RecordedError
+from openprogram.recording.minted_ids import LinkedCall, linked_digests
 from openprogram.recording.reader import RecordingParser, parse_recording, read_recording_file
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest, transcript_hash
 
@@ -102,7 +103,7 @@ def summary_from_digests(path: Path, data: bytes) -> DigestedRecording | None:
         return None
     position = end + 1
     line = 2
-    digests: list[str] = []
+    calls: list[LinkedCall] = []
     events = 0
     while position < len(data):
         if data.startswith(_TAPE, position):  # a tape entry between calls
@@ -112,7 +113,7 @@ def summary_from_digests(path: Path, data: bytes) -> DigestedRecording | None:
             line += 1
             position = after
             continue
-        call_index = len(digests)
+        call_index = len(calls)
         if not data.startswith(_REQUEST % call_index, position):
             return None
         ending = data.find(_CALL_END % call_index, position)
@@ -124,15 +125,16 @@ def summary_from_digests(path: Path, data: bytes) -> DigestedRecording | None:
         stored = _call_end(data[ending + 1 : after - 1])
         if stored is None:
             return None
-        count, digest, rows_digest, ending_text_ = stored
-        if rows_seal(hashlib.sha256(rows), count, ending_text_, digest) != rows_digest:
-            return None  # the rows, the count, the ending or the digest changed since
+        count, digest, rows_digest, ending_text_, ids = stored
+        if rows_seal(hashlib.sha256(rows), count, ending_text_, digest, ids) != rows_digest:
+            return None  # the rows, the count, the ending, the digest or the ids changed since
         if not _add_row(parser, line, data[position : request_end - 1]):
             return None
-        digests.append(digest)
+        calls.append(LinkedCall(digest, ids))
         events += count
         line += count + 2
         position = after
+    digests = linked_digests(calls)
     digests.extend(tape_entry_digest(entry) for entry in parser.tapes)
     return DigestedRecording(parser, digests, events)
 
@@ -151,10 +153,10 @@ def _add_row(parser: RecordingParser, line: int, text: bytes) -> bool:
     return True
 
 
-def _call_end(text: bytes) -> tuple[int, str, str, bytes] | None:
-    """A ``call_end`` row's event count, call digest, rows digest and ending (as the digest
-    hashes it), when it is a row the strict reader accepts holding a digest of this hash
-    version."""
+def _call_end(text: bytes) -> tuple[int, str, str, bytes, dict[str, Any] | None] | None:
+    """A ``call_end`` row's event count, call digest, rows digest, ending (as the digest
+    hashes it) and ids, when it is a row the strict reader accepts holding a digest of this
+    hash version."""
     try:
         row = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -178,7 +180,29 @@ def _call_end(text: bytes) -> tuple[int, str, str, bytes] | None:
     call, rows = _sha256(digest.get("call")), _sha256(digest.get("rows"))
     if call is None or rows is None:
         return None
-    return count, call, rows, ending_text(outcome, recorded)
+    ids = digest.get("ids")
+    if ids is not None and not _ids_field(ids):
+        return None
+    return count, call, rows, ending_text(outcome, recorded), ids
+
+
+def _ids_field(value: object) -> bool:
+    """Whether ``value`` is the ``ids`` of a digest: ``refs`` and ``minted``, each a list of
+    16 hex digits, and ``request`` (16 hex digits) when ``minted`` is not empty."""
+    if not isinstance(value, dict) or not {"refs", "minted"} <= set(value):
+        return False
+    if set(value) != ({"refs", "minted", "request"} if value["minted"] else {"refs", "minted"}):
+        return False
+    hashes = [*value["refs"], *value["minted"]] if _lists(value) else None
+    if "request" in value:
+        hashes = None if hashes is None else [*hashes, value["request"]]
+    return hashes is not None and all(
+        isinstance(h, str) and len(h) == 16 and set(h) <= _HEX for h in hashes
+    )
+
+
+def _lists(value: dict[str, Any]) -> bool:
+    return isinstance(value["refs"], list) and isinstance(value["minted"], list)
 
 
 def _sha256(value: object) -> str | None:

@@ -4,9 +4,9 @@ HTTP calls do not (its header does not announce them).
 
 ``data/previous_version.jsonl`` was recorded by the commit before the HTTP boundary: a
 two-call tool session on ``echo``, then a call whose provider raised
-``ConnectionResetError``. The transcript hash below is the one version 3 of the hash gives it
-(version 1, which that openprogram printed, was 90dc355e…, version 2 68a8419c…); the file
-itself is unchanged.
+``ConnectionResetError``. The transcript hash below is the one version 4 of the hash gives it
+(version 1, which that openprogram printed, was 90dc355e…, version 2 68a8419c…, version 3
+f5b40bfc…); the file itself is unchanged.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.support.http_call_rows import chat_request
 
 PREVIOUS = Path(__file__).parent / "data" / "previous_version.jsonl"
 PREVIOUS_SHA256 = "931fed1a72251d2beac6d119880efc7bebf3358ce8f6f53e7a0b2a027ab63a6a"
-PREVIOUS_TRANSCRIPT_HASH = "f5b40bfc75b6c7846ee512e54565e0c42510a14ae7598d6c0adeb7851c8d0d0d"
+PREVIOUS_TRANSCRIPT_HASH = "2fff5087fe9caec57b812e56467e14f9d251aee07bb03f743cb11c872631e4fb"
 
 
 @pytest.fixture
