@@ -1,5 +1,5 @@
 """The real ``google-genai`` SDK against a loopback stand-in of Gemini's API: its async client
-(which sends through aiohttp) and its sync client (httpx) recorded, then replayed with the
+(which sends through aiohttp) and its sync client (httpx2, or httpx) recorded, then replayed with the
 server stopped and no socket allowed; the key it sends never on disk, nor one sent as the
 ``key=`` query parameter; a prompt that drifted is the two-line mismatch report."""
 
