@@ -1,7 +1,8 @@
-"""The real ``google-genai`` SDK against a loopback stand-in of Gemini's API: its async client
-(which sends through aiohttp) and its sync client (httpx2, or httpx) recorded, then replayed with the
-server stopped and no socket allowed; the key it sends never on disk, nor one sent as the
-``key=`` query parameter; a prompt that drifted is the two-line mismatch report."""
+"""The real ``google-genai`` SDK against a loopback stand-in of Gemini's API: its async
+client (which sends through aiohttp) and its sync client (httpx2, or httpx) recorded, then
+replayed with the server stopped and no socket allowed, and ``recordings show`` putting the
+replies back together; the key it sends never on disk, nor one sent as the ``key=`` query
+parameter; a prompt that drifted is the two-line mismatch report."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from openprogram.errors import ReplayMismatch
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.token_shapes import PLACEHOLDER
 from tests.http_boundary.boundaries import events, rows
+from tests.support.cli_runner import run
 from tests.support.gemini_server import ARGUMENTS, MODEL, GeminiServer, reply_pieces
 from tests.support.offline import offline
 
@@ -127,6 +129,13 @@ def test_the_sync_client_and_its_function_calls_are_recorded_and_replayed(
     ]
     assert answered.text == 'the tool said: {"result": "14 \\u00b0C and overcast in Paris"}'
     assert len([row for row in rows(path) if row["type"] == "request"]) == 3
+    shown_calls = run("show", str(path))
+    assert shown_calls.exit_code == 0, shown_calls.stderr
+    assert '  < tool call get_weather {"city": "Paris"}\n' in shown_calls.stdout
+    assert '  > user: get_weather → {"result":"14 °C and overcast in Paris"}\n' in (
+        shown_calls.stdout
+    )
+    assert "stop reason: STOP · tokens: 4 in, 6 out" in shown_calls.stdout
     gemini.stop()
 
     with offline(), openprogram.record_replay(path, mode="replay"):
