@@ -16,7 +16,7 @@ part with ``name`` and ``args``), and the request that sends its ``functionRespo
 answered ``the tool said: <its response as JSON>``. Each response carries the values the API
 makes anew every time, a ``responseId`` and a ``date``. The key is taken from the
 ``x-goog-api-key`` header or the ``key=`` query parameter; a request without one gets the
-API's 403 error body.
+API's 403 error body, and one for :data:`MISSING_MODEL` its 404.
 
     with GeminiServer() as server:
         client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.base_url))
@@ -35,9 +35,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.support.loopback_server import LoopbackHandler, LoopbackServer, Received, sse_event
 
-__all__ = ["ARGUMENTS", "MODEL", "GeminiServer", "Received", "reply_pieces"]
+__all__ = ["ARGUMENTS", "MISSING_MODEL", "MODEL", "GeminiServer", "Received", "reply_pieces"]
 
 MODEL = "gemini-2.5-flash"
+MISSING_MODEL = "gemini-0-missing"
+"""A model the API does not have: asked for, it answers 404 ``NOT_FOUND``."""
 ARGUMENTS = {"city": "Paris"}
 """The arguments the model calls a declared function with."""
 _VERSION = "gemini-2.5-flash-001"
@@ -66,6 +68,9 @@ class GeminiServer(LoopbackServer):
                 403,
                 _error(403, "Method doesn't allow unregistered callers.", "PERMISSION_DENIED"),
             )
+        elif model == MISSING_MODEL:
+            message = f"models/{model} is not found for API version v1beta."
+            self._send_json(http, 404, _error(404, message, "NOT_FOUND"))
         elif method == "generateContent":
             self._send_json(http, 200, _response(_parts(received.json()), model, final=True))
         elif method == "streamGenerateContent":

@@ -1,8 +1,9 @@
 """The real ``google-genai`` SDK against a loopback stand-in of Gemini's API: its async
 client (which sends through aiohttp) and its sync client (httpx2, or httpx) recorded, then
 replayed with the server stopped and no socket allowed, and ``recordings show`` putting the
-replies back together; the key it sends never on disk, nor one sent as the ``key=`` query
-parameter; a prompt that drifted is the two-line mismatch report."""
+replies back together; an error response replays as the same SDK error; the key it sends
+never on disk, nor one sent as the ``key=`` query parameter; a prompt that drifted is the
+two-line mismatch report."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from google import genai
-from google.genai import types
+from google.genai import errors, types
 
 import openprogram
 from openprogram.errors import ReplayMismatch
@@ -22,7 +23,7 @@ from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.token_shapes import PLACEHOLDER
 from tests.http_boundary.boundaries import events, rows
 from tests.support.cli_runner import run
-from tests.support.gemini_server import ARGUMENTS, MODEL, GeminiServer, reply_pieces
+from tests.support.gemini_server import ARGUMENTS, MISSING_MODEL, MODEL, GeminiServer, reply_pieces
 from tests.support.offline import offline
 
 pytestmark = pytest.mark.filterwarnings(
@@ -100,6 +101,24 @@ async def test_an_async_stream_replays_chunk_for_chunk(
     with offline(), openprogram.record_replay(path, mode="replay"):
         replayed = await chunks()
     assert [shown(chunk) for chunk in replayed] == [shown(chunk) for chunk in live]
+
+
+async def test_an_error_replays_as_the_same_sdk_error(gemini: GeminiServer, tmp_path: Path) -> None:
+    path = tmp_path / "gemini.jsonl"
+
+    async def fail() -> errors.ClientError:
+        with pytest.raises(errors.ClientError) as raised:
+            await client(gemini).aio.models.generate_content(model=MISSING_MODEL, contents="hi")
+        return raised.value
+
+    with openprogram.record_replay(path, mode="record"):
+        live = await fail()
+    assert (live.code, live.status) == (404, "NOT_FOUND")
+    gemini.stop()
+
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        replayed = await fail()
+    assert (replayed.code, replayed.status, str(replayed)) == (live.code, live.status, str(live))
 
 
 def test_the_sync_client_and_its_function_calls_are_recorded_and_replayed(
