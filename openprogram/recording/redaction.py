@@ -14,10 +14,10 @@ of rules decide what a secret is:
   tokens (``ghp_…``, ``github_pat_…``), AWS access key ids (``AKIA…``) and secret keys in
   assignments, Slack tokens and webhooks, Google API keys (``AIza…``), JWTs, PEM private key
   blocks, ``password=``-style assignments (``password: hunter2!``, ``secret = "x"``: the
-  value only), secret-named URL query parameters (``?api_key=…``, ``&access_token=…``) and
-  the password in URL userinfo (``https://user:pass@host``). The JSON text of a value
-  redacts like the value itself, so tool-call arguments streamed as text and the same
-  arguments parsed come out alike.
+  value only), secret-named URL query parameters (``?api_key=…``, ``&access_token=…``,
+  Google's ``?key=…``) and the password in URL userinfo (``https://user:pass@host``). The
+  JSON text of a value redacts like the value itself, so tool-call arguments streamed as
+  text and the same arguments parsed come out alike.
 * **By known value.** The literal values, 8 characters or longer, of the credentials this
   process knows are removed wherever they appear in text: the call's own ``options.api_key``,
   the values of environment variables whose names look like credentials (ending in
@@ -91,11 +91,11 @@ __all__ = [
     "remove_secret_values",
 ]
 
-REDACTION_VERSION = 3
+REDACTION_VERSION = 4
 """2: model-produced content and the conversation are no longer redacted by field name.
 3: the token shapes of :mod:`~openprogram.recording.token_shapes` (GitHub, AWS, Slack,
 Google, JWTs, PEM private keys, ``password=``-style assignments), and JSON escapes count as
-white space before a shape."""
+white space before a shape. 4: a URL's ``key=`` query parameter (Google's API key)."""
 
 HTTP_CONVERSATION_KEYS: frozenset[str] = frozenset(
     {"messages", "input", "system", "prompt", "instructions"}

@@ -247,7 +247,19 @@ def _any_spelling(normalized_name: str) -> str:
     return "[-_]*" + "[-_]*".join(re.escape(char) for char in normalized_name) + "[-_]*"
 
 
-_QUERY_NAMES = "|".join(_any_spelling(name) for name in sorted(NORMALIZED_SECRET_FIELD_NAMES))
+_QUERY_VALUE = r"[^&#\s\"'\\]"
+"""A character of a URL query parameter's value, as the shapes read one."""
+_QUERY_NAMES = "|".join(
+    [
+        *(_any_spelling(name) for name in sorted(NORMALIZED_SECRET_FIELD_NAMES)),
+        rf"key(?==(?:{_QUERY_VALUE}){{8}})",
+    ]
+)
+"""The names of the query parameters whose value is a credential: the secret field names,
+and ``key``, how Google's APIs take an API key (``…:generateContent?key=…``, as Gemini's
+REST examples and clients other than google-genai send it). ``key`` is an ordinary word
+too, so only a value of 8 or more characters is taken for one (a Google API key has 39):
+``?key=1`` stays."""
 
 # --- password=-style assignments ---------------------------------------------------------
 
@@ -364,7 +376,7 @@ TOKEN_SHAPES: tuple[TokenShape, ...] = (
         # Only secret-named parameters are matched, so a credential nested in another
         # parameter's value (``?next=/login?token=…``) is still found.
         re.compile(
-            rf"([?&](?:{_QUERY_NAMES})=)((?:{_PLACEHOLDER_PATTERN}|[^&#\s\"'\\])+)",
+            rf"([?&](?:{_QUERY_NAMES})=)((?:{_PLACEHOLDER_PATTERN}|{_QUERY_VALUE})+)",
             re.IGNORECASE,
         ),
         _after_prefix,

@@ -27,7 +27,7 @@ def redact(value: object, *known: str) -> Any:
 
 def test_constants() -> None:
     assert PLACEHOLDER == "[secret removed]"
-    assert REDACTION_VERSION == 3
+    assert REDACTION_VERSION == 4
 
 
 # --- field names ------------------------------------------------------------------------

@@ -72,6 +72,11 @@ def test_each_kind_is_removed_from_prose_around_it(kind: str) -> None:
             "https://h.test/a?key=1&access_token=abc",
             f"https://h.test/a?key=1&access_token={PLACEHOLDER}",
         ),
+        (  # Google's API key as a query parameter, in any case, of 8 characters or more
+            "/v1beta/models/m:streamGenerateContent?alt=sse&key=plain-key-1&x=1",
+            f"/v1beta/models/m:streamGenerateContent?alt=sse&key={PLACEHOLDER}&x=1",
+        ),
+        ("https://h.test/a?KEY=abcdefgh", f"https://h.test/a?KEY={PLACEHOLDER}"),
     ],
 )
 def test_shapes_replace_the_credential_and_keep_what_names_it(text: str, expected: str) -> None:
@@ -96,6 +101,7 @@ PROSE = [
     "-----BEGIN PUBLIC KEY----- is not private",
     "see hooks.slack.com/services for webhooks",
     "sk-learn is a library; task-1234 is a ticket",
+    "sort by ?key=name or &key=id; monkey=banana",
 ]
 
 

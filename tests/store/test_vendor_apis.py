@@ -14,13 +14,18 @@ from openprogram.store.vendors import (
 
 
 def test_the_apis_are_registered_once_in_their_order() -> None:
-    assert API_NAMES == ("openai-completions", "openai-responses", "anthropic-messages")
+    assert API_NAMES == (
+        "openai-completions",
+        "openai-responses",
+        "anthropic-messages",
+        "gemini-generate-content",
+    )
     assert [api.name for api in VENDOR_APIS] == list(API_NAMES)
 
 
 def test_the_usage_names_are_the_provider_events_then_each_apis() -> None:
-    assert INPUT_COUNTS == ("input", "prompt_tokens", "input_tokens")
-    assert OUTPUT_COUNTS == ("output", "completion_tokens", "output_tokens")
+    assert INPUT_COUNTS == ("input", "prompt_tokens", "input_tokens", "promptTokenCount")
+    assert OUTPUT_COUNTS == ("output", "completion_tokens", "output_tokens", "candidatesTokenCount")
     assert usage_tokens({"prompt_tokens": 3, "completion_tokens": 4}) == (3, 4)
     assert usage_tokens({"input": 1, "input_tokens": 9, "output_tokens": 2}) == (1, 2)
 
@@ -32,4 +37,5 @@ def test_a_request_path_wins_over_any_response_shape() -> None:
     unknown = {"url": "https://api.example.com/v1/generate", "headers": {}}
     assert http_api(unknown, anthropic_shape) == "anthropic-messages"
     assert http_api(unknown, {"object": "chat.completion"}) == "openai-completions"
+    assert http_api(unknown, {"candidates": [], "modelVersion": "m"}) == "gemini-generate-content"
     assert http_api(unknown, {"type": "ping"}) is None

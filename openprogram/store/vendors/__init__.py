@@ -12,6 +12,7 @@ a recorded call of either boundary is read through one :class:`EventReader`.
     openai_chat         OpenAI Chat Completions (and the content parts both OpenAI APIs send)
     openai_responses    OpenAI Responses
     anthropic_messages  Anthropic Messages
+    gemini              Google's Gemini (generateContent, streamGenerateContent)
     openprogram_events  openprogram's own provider events
 
 Read through them, here:
@@ -45,6 +46,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from openprogram.store.vendors.anthropic_messages import ANTHROPIC_MESSAGES
+from openprogram.store.vendors.gemini import GEMINI
 from openprogram.store.vendors.openai_chat import OPENAI_CHAT
 from openprogram.store.vendors.openai_responses import OPENAI_RESPONSES
 from openprogram.store.vendors.openprogram_events import OPENPROGRAM_EVENTS
@@ -119,7 +121,7 @@ class VendorApi(EventReader, Protocol):
         ...
 
 
-VENDOR_APIS: tuple[VendorApi, ...] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES)
+VENDOR_APIS: tuple[VendorApi, ...] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES, GEMINI)
 """Every model API whose calls the store reads, in the order they are asked to claim one."""
 
 API_NAMES: tuple[str, ...] = tuple(api.name for api in VENDOR_APIS)
