@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import enum
+import re
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -64,9 +65,16 @@ from openprogram.http_boundary.codec import (
     response_event,
     sse_event_row,
 )
+from openprogram.http_boundary.eventstream import (
+    MessageSplitter,
+    encode_eventstream_row,
+    eventstream_row,
+    is_amazon_event_stream,
+)
 from openprogram.http_boundary.sse import SseParser, is_terminal_event
 from openprogram.http_boundary.websocket_refusal import check_websocket
 from openprogram.recording.format import Outcome, RecordedCall
+from openprogram.recording.http_rows import EVENTSTREAM_FEATURE
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import (
     SecretRedactor,
@@ -112,6 +120,9 @@ class Step(enum.Enum):
     SEND = "send"
     CLOSE = "close"
 
+
+_SIGNATURE_PARTS = re.compile(r"(?:Credential=|Signature=)([^/,\s]{8,})")
+"""The access key id and the signature of an AWS SigV4 ``Authorization`` value."""
 
 Flow = Generator[Step, "HttpResponse | None", "HttpResponse"]
 R = TypeVar("R", bound="HttpResponse")
@@ -312,16 +323,20 @@ def call_redactor(
     headers: Iterable[tuple[str, str]], user: UserRedaction | None = None
 ) -> SecretRedactor:
     """The redactor of one call: the known credentials of the process, and the values of
-    the request's own credential headers (``Authorization``, ``x-api-key``, …), so a key the
-    program passed to its SDK is removed wherever it appears; then ``user``'s redaction."""
+    the request's own credential headers (``Authorization``, ``x-api-key``, …, and AWS's
+    ``x-amz-security-token``; of an AWS signature, its access key id and signature too), so a
+    key the program passed to its SDK is removed wherever it appears; then ``user``'s
+    redaction."""
     known = known_secret_values()
     sent: set[str] = set()
     for name, value in headers:
-        if is_secret_field_name(name):
+        if is_secret_field_name(name) or name == "x-amz-security-token":
             sent.add(value)
             _, _, credential = value.partition(" ")  # "Bearer <token>"
             if credential:
                 sent.add(credential.strip())
+            # an AWS signature: "AWS4-HMAC-SHA256 Credential=<key id>/…, …, Signature=<hex>"
+            sent.update(match.group(1) for match in _SIGNATURE_PARTS.finditer(value))
     return SecretRedactor(known | sent if sent else known, user=user)
 
 
@@ -336,6 +351,8 @@ class HttpCallRecorder:
         """The client library's content decoder, for an encoded body."""
         self._text: codecs.IncrementalDecoder | None = None
         self._parser: SseParser | None = None
+        self._messages: MessageSplitter | None = None
+        """For an AWS event stream (and a recording that can hold its rows)."""
         self._content_type: str | None = None
         self._body: list[bytes] = []
         self._length: int | None = None
@@ -356,6 +373,10 @@ class HttpCallRecorder:
         if is_event_stream(self._content_type):
             self._parser = SseParser()
             self._text = codecs.getincrementaldecoder("utf-8")("replace")
+        elif is_amazon_event_stream(self._content_type) and _announces(
+            self.call, EVENTSTREAM_FEATURE
+        ):
+            self._messages = MessageSplitter()
 
     def feed(self, chunk: bytes) -> None:
         """Take the next chunk of the body as it came off the wire; write the events it
@@ -367,6 +388,10 @@ class HttpCallRecorder:
             data = chunk if self._decoder is None else self._decoder.decode(chunk)
         except Exception as exc:  # the client library fails on these bytes too
             self.stop(exc)
+            return
+        if self._messages is not None:
+            for message in self._messages.feed(data):
+                self._write(eventstream_row(message, self.redactor))
             return
         if self._parser is None or self._text is None:
             self._body.append(data)
@@ -404,7 +429,11 @@ class HttpCallRecorder:
         except Exception as exc:
             self.stop(exc)
             return
-        if self._parser is None or self._text is None:
+        if self._messages is not None:
+            for message in self._messages.feed(tail):
+                self._write(eventstream_row(message, self.redactor))
+            self._write_body()
+        elif self._parser is None or self._text is None:
             self._body.append(tail)
             self._write_body()
         else:
@@ -453,6 +482,9 @@ class HttpCallRecorder:
         )
 
     def _write_body(self) -> None:
+        rest = b"" if self._messages is None else self._messages.rest()
+        if rest:  # not a whole message: the stream ended inside one
+            self._write(eventstream_row(rest, self.redactor))
         if self._parser is not None or not self._body:
             return
         body, self._body = b"".join(self._body), []
@@ -472,6 +504,12 @@ class HttpCallRecorder:
             self.call.end_call(outcome, error=recorded)
         except OpenProgramError as exc:
             raise RecordReplayEscape(exc) from None
+
+
+def _announces(call: CallWriter, feature: str) -> bool:
+    """Whether the file ``call`` is written to announces ``feature`` (a file an older
+    openprogram created, appended to, does not: its rows are written as it can read them)."""
+    return call.file is not None and feature in call.file.features
 
 
 def _content_length(value: str | None) -> int | None:
@@ -522,7 +560,11 @@ def _body(
         # and a chunk per event would cost more in the client than the events themselves.
         yield b"".join(
             [
-                encode_sse_row(row) if row["type"] == "sse" else encode_body_row(row)
+                encode_sse_row(row)
+                if row["type"] == "sse"
+                else encode_eventstream_row(row)
+                if row["type"] == "eventstream"
+                else encode_body_row(row)
                 for row in events[1:]
             ]
         )
