@@ -47,7 +47,12 @@ SECRET_ACCESS_KEY = "fake"
 SESSION_TOKEN = "faketoken"
 
 
-def bedrock_client(endpoint_url: str) -> Any:
+def bedrock_client(
+    endpoint_url: str,
+    *,
+    access_key_id: str = ACCESS_KEY_ID,
+    session_token: str = SESSION_TOKEN,
+) -> Any:
     """boto3's ``bedrock-runtime`` client for ``endpoint_url``, with fake credentials and one
     retry (botocore's standard mode)."""
     import boto3  # type: ignore[import-untyped]
@@ -57,9 +62,9 @@ def bedrock_client(endpoint_url: str) -> Any:
         "bedrock-runtime",
         region_name="us-east-1",
         endpoint_url=endpoint_url,
-        aws_access_key_id=ACCESS_KEY_ID,
+        aws_access_key_id=access_key_id,
         aws_secret_access_key=SECRET_ACCESS_KEY,
-        aws_session_token=SESSION_TOKEN,
+        aws_session_token=session_token,
         config=Config(retries={"max_attempts": 2, "mode": "standard"}),
     )
 
@@ -145,13 +150,16 @@ def converse_events(request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
 
 class BedrockServer(LoopbackServer):
     """Converse and ConverseStream on loopback. ``piece_size``: the stream is sent in chunks
-    of that many bytes, cutting messages anywhere (default: one chunk per message)."""
+    of that many bytes, cutting messages anywhere (default: one chunk per message); each
+    stream's bytes are kept in ``streams``."""
 
     path_with_query = False
 
     def __init__(self, *, piece_size: int | None = None) -> None:
         super().__init__()
         self.piece_size = piece_size
+        self.streams: list[bytes] = []
+        """The bytes of each event stream sent, in order."""
 
     def answer(self, http: LoopbackHandler, received: Received) -> None:
         request = received.json()
@@ -198,10 +206,11 @@ class BedrockServer(LoopbackServer):
                 **request_id,
             },
         )
+        stream = b"".join(messages)
+        self.streams.append(stream)
         if self.piece_size is None:
             pieces = messages
         else:
-            stream = b"".join(messages)
             pieces = [
                 stream[at : at + self.piece_size] for at in range(0, len(stream), self.piece_size)
             ]
