@@ -14,13 +14,18 @@ from openprogram.store.vendors import (
 
 
 def test_the_apis_are_registered_once_in_their_order() -> None:
-    assert API_NAMES == ("openai-completions", "openai-responses", "anthropic-messages")
+    assert API_NAMES == (
+        "openai-completions",
+        "openai-responses",
+        "anthropic-messages",
+        "bedrock-converse",
+    )
     assert [api.name for api in VENDOR_APIS] == list(API_NAMES)
 
 
 def test_the_usage_names_are_the_provider_events_then_each_apis() -> None:
-    assert INPUT_COUNTS == ("input", "prompt_tokens", "input_tokens")
-    assert OUTPUT_COUNTS == ("output", "completion_tokens", "output_tokens")
+    assert INPUT_COUNTS == ("input", "prompt_tokens", "input_tokens", "inputTokens")
+    assert OUTPUT_COUNTS == ("output", "completion_tokens", "output_tokens", "outputTokens")
     assert usage_tokens({"prompt_tokens": 3, "completion_tokens": 4}) == (3, 4)
     assert usage_tokens({"input": 1, "input_tokens": 9, "output_tokens": 2}) == (1, 2)
 
