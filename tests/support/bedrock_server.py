@@ -150,14 +150,20 @@ def converse_events(request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
 
 class BedrockServer(LoopbackServer):
     """Converse and ConverseStream on loopback. ``piece_size``: the stream is sent in chunks
-    of that many bytes, cutting messages anywhere (default: one chunk per message); each
-    stream's bytes are kept in ``streams``."""
+    of that many bytes, cutting messages anywhere (default: one chunk per message);
+    ``cut_at``: the connection is closed after that many bytes of the stream, without its end;
+    ``whole``: the stream is sent as one body with a ``content-length``, not chunked.
+    Each stream's bytes are kept in ``streams``."""
 
     path_with_query = False
 
-    def __init__(self, *, piece_size: int | None = None) -> None:
+    def __init__(
+        self, *, piece_size: int | None = None, cut_at: int | None = None, whole: bool = False
+    ) -> None:
         super().__init__()
         self.piece_size = piece_size
+        self.cut_at = cut_at
+        self.whole = whole
         self.streams: list[bytes] = []
         """The bytes of each event stream sent, in order."""
 
@@ -198,6 +204,19 @@ class BedrockServer(LoopbackServer):
             http.send_body(body)
             return
         messages = [_event(kind, payload) for kind, payload in converse_events(request)]
+        stream = b"".join(messages)
+        self.streams.append(stream)
+        if self.whole:
+            http.send_head(
+                200,
+                {
+                    "content-type": "application/vnd.amazon.eventstream",
+                    "content-length": str(len(stream)),
+                    **request_id,
+                },
+            )
+            http.send_body(stream)
+            return
         http.send_head(
             200,
             {
@@ -206,14 +225,16 @@ class BedrockServer(LoopbackServer):
                 **request_id,
             },
         )
-        stream = b"".join(messages)
-        self.streams.append(stream)
         if self.piece_size is None:
             pieces = messages
         else:
             pieces = [
                 stream[at : at + self.piece_size] for at in range(0, len(stream), self.piece_size)
             ]
+        if self.cut_at is not None:
+            http.send_chunk(stream[: self.cut_at])
+            http.cut()
+            return
         for piece in pieces:
             http.send_chunk(piece)
         http.end_chunks()

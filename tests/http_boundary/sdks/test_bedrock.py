@@ -165,12 +165,16 @@ def test_converse_replays_the_same_reply_offline(tmp_path: Path) -> None:
     assert request["body"] == {"messages": ask("hello")}, "the JSON body is stored parsed"
 
 
-@pytest.mark.parametrize("piece_size", [None, 5], ids=["a chunk a message", "5-byte chunks"])
+@pytest.mark.parametrize(
+    "sending",
+    [{}, {"piece_size": 5}, {"whole": True}],
+    ids=["a chunk a message", "5-byte chunks", "one body with a content-length"],
+)
 def test_converse_stream_is_stored_one_row_a_message_byte_exact_and_replayed(
-    tmp_path: Path, piece_size: int | None
+    tmp_path: Path, sending: dict[str, Any]
 ) -> None:
     path = tmp_path / "stream.jsonl"
-    server = BedrockServer(piece_size=piece_size)
+    server = BedrockServer(**sending)
     client = bedrock_client(server.base_url)
     with openprogram.record_replay(path, mode="record"):
         live = converse_stream(client, "hello there", toolConfig=WEATHER_TOOL)
@@ -198,14 +202,42 @@ def test_converse_stream_is_stored_one_row_a_message_byte_exact_and_replayed(
     ) == json.dumps(TOOL_INPUT)
 
 
-def test_a_stream_the_server_cut_mid_message_keeps_its_bytes_in_a_last_row() -> None:
-    messages = [event_message({":event-type": "messageStart"}, b'{"role":"assistant"}')] * 2
-    splitter = MessageSplitter()
-    whole = splitter.feed(b"".join(messages)[:-7])
-    rest = splitter.rest()
-    assert len(whole) == 1
-    row = {"type": "eventstream", "base64": base64.b64encode(rest).decode()}
-    assert encode_eventstream_row(row) == rest
+def read_stream(client: Any, text: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The events a stream yields, and the error it ends with (``module.Type: message``)."""
+    events: list[dict[str, Any]] = []
+    try:
+        reply = client.converse_stream(modelId=MODEL_ID, messages=ask(text))
+        for event in reply["stream"]:
+            events.append(event)
+    except Exception as exc:
+        return events, f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
+    return events, None
+
+
+def test_a_stream_cut_mid_message_keeps_its_bytes_and_replays_the_same_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cut.jsonl"
+    server = BedrockServer(cut_at=200)  # inside the second message
+    client = bedrock_client(server.base_url)
+    with openprogram.record_replay(path, mode="record"):
+        live = read_stream(client, "hello")
+    server.stop()
+    assert live == (
+        [{"messageStart": {"role": "assistant"}}],
+        "urllib3.exceptions.ProtocolError: Response ended prematurely",
+    )
+    rows = event_rows(path)
+    assert [sorted(row) for row in rows] == [
+        ["base64", "data", "headers", "type"],
+        ["base64", "type"],
+    ]
+    (sent,) = server.streams
+    assert b"".join(base64.b64decode(row["base64"]) for row in rows) == sent[:200]
+    (call,) = read_recording(path).calls
+    assert call.outcome == "error"
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        assert read_stream(client, "hello") == live
 
 
 # --- credentials -------------------------------------------------------------------------
