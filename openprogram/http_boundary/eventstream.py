@@ -23,7 +23,8 @@ one last row holding only ``base64``.
 
 Replaying (:func:`encode_eventstream_row`): the stored bytes, unless their payload no longer
 agrees with ``data`` — a rewrite of the recording redacted it — when the message is rebuilt
-around ``data``.
+around ``data``. A rewrite that redacts ``data`` stores that rebuilt message too
+(:func:`with_agreeing_bytes`), so the secret leaves the bytes as well.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ __all__ = [
     "eventstream_row",
     "is_amazon_event_stream",
     "rebuilt_message",
+    "with_agreeing_bytes",
 ]
 
 EVENTSTREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream"
@@ -226,3 +228,12 @@ def encode_eventstream_row(row: dict[str, Any]) -> bytes:
     if _payload_value(decoded.payload) == data:
         return message
     return rebuilt_message(message, decoded, _payload_bytes(data))
+
+
+def with_agreeing_bytes(row: dict[str, Any]) -> dict[str, Any]:
+    """An ``eventstream`` event whose ``base64`` is the message replay serves for it: ``row``
+    itself when its bytes agree with its ``data``, else a copy holding the rebuilt message."""
+    if "data" not in row:
+        return row
+    served = base64.b64encode(encode_eventstream_row(row)).decode("ascii")
+    return row if served == row["base64"] else {**row, "base64": served}

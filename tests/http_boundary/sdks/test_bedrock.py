@@ -24,6 +24,7 @@ from openprogram.http_boundary.eventstream import (
 )
 from openprogram.recording.http_rows import http_event_problem
 from openprogram.recording.reader import read_recording
+from openprogram.store.scan import scan_recordings
 from openprogram.store.show import call_views
 from tests.support.bedrock_server import (
     MODEL_ID,
@@ -296,6 +297,30 @@ def test_a_credential_in_a_streamed_payload_is_removed_from_its_bytes_too(
         replayed = converse_stream(client, prompt)
     assert replayed == [{row["headers"][":event-type"]: row["data"]} for row in rows]
     assert "[secret removed]" in json.dumps(replayed)
+
+
+def test_scan_fix_removes_a_key_cut_across_deltas_from_the_data_and_the_bytes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cut-key.jsonl"
+    key = "AKIAIOSFODNN7EXAMPLE"  # an access key id's shape, not the call's own
+    prompt = f"abc {key}"  # the reply's two deltas: 'echo: abc AKIAI', 'OSFODNN7EXAMPLE'
+    server = BedrockServer()
+    client = bedrock_client(server.base_url)
+    with openprogram.record_replay(path, mode="record"):
+        converse_stream(client, prompt)
+    server.stop()
+    assert key[5:] in path.read_text(), "whole in no delta, the key is not removed when recorded"
+    report = scan_recordings([path], fix=True)
+    assert [finding.kind for finding in report.findings] == ["aws-access-key-id"]
+    for row in event_rows(path):
+        message = base64.b64decode(row["base64"])
+        assert key[:5].encode() not in message
+        assert key[5:].encode() not in message
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        replayed = converse_stream(client, prompt)
+    texts = [e["contentBlockDelta"]["delta"]["text"] for e in replayed if "contentBlockDelta" in e]
+    assert "".join(texts) == "echo: abc [secret removed]"
 
 
 def test_replay_serves_a_message_rebuilt_when_a_rewrite_changed_its_data() -> None:
