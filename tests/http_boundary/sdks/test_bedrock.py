@@ -20,12 +20,16 @@ from openprogram.http_boundary.eventstream import (
     MessageSplitter,
     decode_message,
     encode_eventstream_row,
+    eventstream_row,
     rebuilt_message,
 )
+from openprogram.recording.format import RecordedCall
 from openprogram.recording.http_rows import http_event_problem
 from openprogram.recording.reader import read_recording
+from openprogram.recording.redaction import SecretRedactor
 from openprogram.store.scan import scan_recordings
 from openprogram.store.show import call_views
+from openprogram.store.vendors import http_call_parts, streamed_blocks
 from tests.support.bedrock_server import (
     MODEL_ID,
     TOOL_INPUT,
@@ -422,3 +426,70 @@ def test_show_reads_the_reply_from_the_json_and_the_event_stream(tmp_path: Path)
         assert view.tool_calls == [("get_weather", TOOL_INPUT)]
         assert view.stop_reason == "tool_use"
         assert view.tokens == (12, 7)
+
+
+def stream_call(url: str, events: list[tuple[str, str, Any]]) -> RecordedCall:
+    """An HTTP call streaming ``events`` (message type, event type, payload) as
+    ``eventstream`` rows."""
+    rows: list[dict[str, Any]] = [
+        {
+            "type": "http_response",
+            "status": 200,
+            "headers": {"content-type": "application/vnd.amazon.eventstream"},
+        }
+    ]
+    for message_type, kind, payload in events:
+        type_header = ":exception-type" if message_type == "exception" else ":event-type"
+        headers = {type_header: kind, ":message-type": message_type}
+        message = event_message(headers, json.dumps(payload).encode())
+        rows.append(eventstream_row(message, SecretRedactor(frozenset())))
+    body = {"messages": ask("think first")}
+    request = {"method": "POST", "url": url, "headers": {}, "body": body}
+    return RecordedCall(0, 1, request, rows, outcome="complete", boundary="http")
+
+
+def test_the_vendor_view_reads_reasoning_and_an_exception_in_the_stream() -> None:
+    events: list[tuple[str, str, Any]] = [
+        ("event", "messageStart", {"role": "assistant"}),
+        (
+            "event",
+            "contentBlockDelta",
+            {"delta": {"reasoningContent": {"text": "hm"}}, "contentBlockIndex": 0},
+        ),
+        ("event", "contentBlockDelta", {"delta": {"text": "It is "}, "contentBlockIndex": 1}),
+        ("event", "contentBlockDelta", {"delta": {"text": "sunny."}, "contentBlockIndex": 1}),
+        ("exception", "throttlingException", {"message": "Too many requests"}),
+    ]
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream"
+    exchange, reply = http_call_parts(stream_call(url, events))
+    assert (exchange.api, exchange.body, exchange.sse_events) == (
+        "bedrock-converse",
+        "eventstream",
+        5,
+    )
+    assert (reply.input_text, reply.thinking_text, reply.reply_text) == (
+        "think first",
+        "hm",
+        "It is sunny.",
+    )
+    assert reply.error == "throttlingException: Too many requests"
+    # another path: claimed by its first event's shape
+    (_, by_shape) = http_call_parts(stream_call("http://127.0.0.1:1/proxy", events))
+    assert by_shape.reply_text == "It is sunny."
+    pieces = streamed_blocks(stream_call(url, events))
+    assert [[(p.event, p.path, p.text) for p in block] for block in pieces] == [
+        [(3, ("data", "delta", "text"), "It is "), (4, ("data", "delta", "text"), "sunny.")]
+    ]
+
+
+def test_the_vendor_view_reads_an_error_response() -> None:
+    rows = [
+        {"type": "http_response", "status": 400, "headers": {"content-type": "application/json"}},
+        {"type": "http_body", "body": {"message": "The provided model identifier is invalid."}},
+    ]
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/nope/converse"
+    request = {"method": "POST", "url": url, "headers": {}, "body": {"messages": ask("hi")}}
+    call = RecordedCall(0, 1, request, rows, outcome="complete", boundary="http")
+    exchange, reply = http_call_parts(call)
+    assert exchange.api == "bedrock-converse"
+    assert reply.error == "HTTP 400: The provided model identifier is invalid."
