@@ -483,7 +483,7 @@ def test_the_vendor_view_reads_reasoning_and_an_exception_in_the_stream() -> Non
 
 
 def test_the_vendor_view_reads_an_error_response() -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"type": "http_response", "status": 400, "headers": {"content-type": "application/json"}},
         {"type": "http_body", "body": {"message": "The provided model identifier is invalid."}},
     ]
