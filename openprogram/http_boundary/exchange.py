@@ -15,8 +15,10 @@ client's transport, close the response) to its sync or async driver, the two met
 Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent
 (a refused connection is a call that ended ``error`` with no events), the ``http_response``
 event once the response's head arrives, then the body is *teed*: before a chunk is handed on,
-each server-sent event it completes is written as one ``sse`` row (no fsync); another body
-is one ``http_body`` event at its end, stored decoded by the library's own content decoder
+each server-sent event it completes is written as one ``sse`` row (no fsync), each message
+of an AWS event stream as one ``eventstream`` row
+(:mod:`~openprogram.http_boundary.eventstream`); another body is one ``http_body`` event at
+its end, stored decoded by the library's own content decoder
 (a body the transport had already read, as the library decoded it). The call ends
 ``complete`` when the body is read to its end: its source is exhausted, or the client closes
 it once the whole body has arrived — all of its ``content-length``, or an event stream up to
@@ -33,7 +35,7 @@ Replaying (:func:`response_of_call`): the request's sections are taken by the sh
 The matched call becomes a response of the client's library: the recorded status and headers
 (a retryable error with ``retry-after-ms: 1``:
 :func:`~openprogram.http_boundary.codec.fast_retry_headers`), and a body of the recorded events
-as one chunk, which ends as the recorded call did: ``complete`` — it ends; ``error`` — the
+(an event-stream message as its stored bytes) as one chunk, which ends as the recorded call did: ``complete`` — it ends; ``error`` — the
 library's class of the recorded error's name is raised (before the response when there was
 none); ``abandoned`` — reading further is a mismatch; ``cancelled`` — before a response,
 ``asyncio.CancelledError``, else the body ends; no ``call_end`` — ``RecordingTruncatedError``.
@@ -120,9 +122,6 @@ class Step(enum.Enum):
     SEND = "send"
     CLOSE = "close"
 
-
-_SIGNATURE_PARTS = re.compile(r"(?:Credential=|Signature=)([^/,\s]{8,})")
-"""The access key id and the signature of an AWS SigV4 ``Authorization`` value."""
 
 Flow = Generator[Step, "HttpResponse | None", "HttpResponse"]
 R = TypeVar("R", bound="HttpResponse")
@@ -317,6 +316,10 @@ def _start(
     except OpenProgramError as exc:
         raise RecordReplayEscape(exc) from None
     return HttpCallRecorder(call, redactor, library)
+
+
+_SIGNATURE_PARTS = re.compile(r"(?:Credential=|Signature=)([^/,\s]{8,})")
+"""The access key id and the signature of an AWS SigV4 ``Authorization`` value."""
 
 
 def call_redactor(
