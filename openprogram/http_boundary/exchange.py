@@ -35,10 +35,11 @@ Replaying (:func:`response_of_call`): the request's sections are taken by the sh
 The matched call becomes a response of the client's library: the recorded status and headers
 (a retryable error with ``retry-after-ms: 1``:
 :func:`~openprogram.http_boundary.codec.fast_retry_headers`), and a body of the recorded events
-(an event-stream message as its stored bytes) as one chunk, which ends as the recorded call did: ``complete`` — it ends; ``error`` — the
-library's class of the recorded error's name is raised (before the response when there was
-none); ``abandoned`` — reading further is a mismatch; ``cancelled`` — before a response,
-``asyncio.CancelledError``, else the body ends; no ``call_end`` — ``RecordingTruncatedError``.
+(an event-stream message as its stored bytes) as one chunk, which ends as the recorded call
+did: ``complete`` — it ends; ``error`` — the library's class of the recorded error's name is
+raised (before the response when there was none); ``abandoned`` — reading further is a
+mismatch; ``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends;
+no ``call_end`` — ``RecordingTruncatedError``.
 """
 
 from __future__ import annotations
