@@ -13,6 +13,7 @@ into, and replayed from, the same recordings as the provider boundary.
                         it happens, answered from the recording, or refused
     codec               an exchange as rows, and rows as response bytes
     sse                 the server-sent event parser and encoder
+    eventstream         AWS's binary event stream, one row per message, byte for byte
     websocket_refusal   WebSocket connections: sent uncaptured when recording, refused
                         under replay
 

@@ -4,8 +4,9 @@ Recording (values as the client library hands them over; redaction by the core's
 
 * the request's *sections* (:func:`request_sections`): ``method``, ``url``, the headers that
   change what the request means (:data:`STORED_REQUEST_HEADERS` and the names the caller
-  adds, never a credential) and at most one body form — ``body`` (the parsed JSON, when the
-  content type is JSON and it parses), ``body_text`` (UTF-8 text) or ``body_base64``. The
+  adds, never a credential nor a header of an AWS signature, :data:`SIGNING_HEADERS`) and
+  at most one body form — ``body`` (the parsed JSON, when the content type is JSON and it
+  parses), ``body_text`` (UTF-8 text) or ``body_base64``. The
   random boundary of a ``multipart/…`` body is stored as :data:`MULTIPART_BOUNDARY`, so the
   same upload compares equal from run to run;
 * the response's ``http_response`` event (:func:`response_event`): its status and headers,
@@ -44,6 +45,7 @@ from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
 __all__ = [
     "DROPPED_RESPONSE_HEADERS",
     "MULTIPART_BOUNDARY",
+    "SIGNING_HEADERS",
     "STORED_REQUEST_HEADERS",
     "body_event",
     "encode_body_row",
@@ -59,6 +61,12 @@ STORED_REQUEST_HEADERS: frozenset[str] = frozenset(
     {"content-type", "anthropic-version", "anthropic-beta", "openai-beta"}
 )
 """The request headers that change what a request means, always stored (lower-case)."""
+
+SIGNING_HEADERS: frozenset[str] = frozenset(
+    {"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}
+)
+"""The headers of an AWS SigV4 signature (botocore's): never stored, even when named to be —
+they hold the credentials, or change with every run (the time, the hash of the body)."""
 
 DROPPED_RESPONSE_HEADERS: frozenset[str] = frozenset(
     {
@@ -136,7 +144,7 @@ def request_sections(
     stored: dict[str, str] = {}
     for name, value in headers:
         if (name in STORED_REQUEST_HEADERS or name in extra_headers) and not (
-            is_secret_field_name(name)
+            is_secret_field_name(name) or name in SIGNING_HEADERS
         ):
             stored[name] = f"{stored[name]}, {value}" if name in stored else value
     content_type = stored.get("content-type")

@@ -15,8 +15,10 @@ client's transport, close the response) to its sync or async driver, the two met
 Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent
 (a refused connection is a call that ended ``error`` with no events), the ``http_response``
 event once the response's head arrives, then the body is *teed*: before a chunk is handed on,
-each server-sent event it completes is written as one ``sse`` row (no fsync); another body
-is one ``http_body`` event at its end, stored decoded by the library's own content decoder
+each server-sent event it completes is written as one ``sse`` row (no fsync), each message
+of an AWS event stream as one ``eventstream`` row
+(:mod:`~openprogram.http_boundary.eventstream`); another body is one ``http_body`` event at
+its end, stored decoded by the library's own content decoder
 (a body the transport had already read, as the library decoded it). The call ends
 ``complete`` when the body is read to its end: its source is exhausted, or the client closes
 it once the whole body has arrived — all of its ``content-length``, or an event stream up to
@@ -33,10 +35,11 @@ Replaying (:func:`response_of_call`): the request's sections are taken by the sh
 The matched call becomes a response of the client's library: the recorded status and headers
 (a retryable error with ``retry-after-ms: 1``:
 :func:`~openprogram.http_boundary.codec.fast_retry_headers`), and a body of the recorded events
-as one chunk, which ends as the recorded call did: ``complete`` — it ends; ``error`` — the
-library's class of the recorded error's name is raised (before the response when there was
-none); ``abandoned`` — reading further is a mismatch; ``cancelled`` — before a response,
-``asyncio.CancelledError``, else the body ends; no ``call_end`` — ``RecordingTruncatedError``.
+(an event-stream message as its stored bytes) as one chunk, which ends as the recorded call
+did: ``complete`` — it ends; ``error`` — the library's class of the recorded error's name is
+raised (before the response when there was none); ``abandoned`` — reading further is a
+mismatch; ``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends;
+no ``call_end`` — ``RecordingTruncatedError``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import enum
+import re
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -64,9 +68,16 @@ from openprogram.http_boundary.codec import (
     response_event,
     sse_event_row,
 )
+from openprogram.http_boundary.eventstream import (
+    MessageSplitter,
+    encode_eventstream_row,
+    eventstream_row,
+    is_amazon_event_stream,
+)
 from openprogram.http_boundary.sse import SseParser, is_terminal_event
 from openprogram.http_boundary.websocket_refusal import check_websocket
 from openprogram.recording.format import Outcome, RecordedCall
+from openprogram.recording.http_rows import EVENTSTREAM_FEATURE
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import (
     SecretRedactor,
@@ -308,20 +319,28 @@ def _start(
     return HttpCallRecorder(call, redactor, library)
 
 
+_SIGNATURE_PARTS = re.compile(r"(?:Credential=|Signature=)([^/,\s]{8,})")
+"""The access key id and the signature of an AWS SigV4 ``Authorization`` value."""
+
+
 def call_redactor(
     headers: Iterable[tuple[str, str]], user: UserRedaction | None = None
 ) -> SecretRedactor:
     """The redactor of one call: the known credentials of the process, and the values of
-    the request's own credential headers (``Authorization``, ``x-api-key``, …), so a key the
-    program passed to its SDK is removed wherever it appears; then ``user``'s redaction."""
+    the request's own credential headers (``Authorization``, ``x-api-key``, …, and AWS's
+    ``x-amz-security-token``; of an AWS signature, its access key id and signature too), so a
+    key the program passed to its SDK is removed wherever it appears; then ``user``'s
+    redaction."""
     known = known_secret_values()
     sent: set[str] = set()
     for name, value in headers:
-        if is_secret_field_name(name):
+        if is_secret_field_name(name) or name == "x-amz-security-token":
             sent.add(value)
             _, _, credential = value.partition(" ")  # "Bearer <token>"
             if credential:
                 sent.add(credential.strip())
+            # an AWS signature: "AWS4-HMAC-SHA256 Credential=<key id>/…, …, Signature=<hex>"
+            sent.update(match.group(1) for match in _SIGNATURE_PARTS.finditer(value))
     return SecretRedactor(known | sent if sent else known, user=user)
 
 
@@ -336,6 +355,8 @@ class HttpCallRecorder:
         """The client library's content decoder, for an encoded body."""
         self._text: codecs.IncrementalDecoder | None = None
         self._parser: SseParser | None = None
+        self._messages: MessageSplitter | None = None
+        """For an AWS event stream (and a recording that can hold its rows)."""
         self._content_type: str | None = None
         self._body: list[bytes] = []
         self._length: int | None = None
@@ -356,6 +377,10 @@ class HttpCallRecorder:
         if is_event_stream(self._content_type):
             self._parser = SseParser()
             self._text = codecs.getincrementaldecoder("utf-8")("replace")
+        elif is_amazon_event_stream(self._content_type) and _announces(
+            self.call, EVENTSTREAM_FEATURE
+        ):
+            self._messages = MessageSplitter()
 
     def feed(self, chunk: bytes) -> None:
         """Take the next chunk of the body as it came off the wire; write the events it
@@ -367,6 +392,10 @@ class HttpCallRecorder:
             data = chunk if self._decoder is None else self._decoder.decode(chunk)
         except Exception as exc:  # the client library fails on these bytes too
             self.stop(exc)
+            return
+        if self._messages is not None:
+            for message in self._messages.feed(data):
+                self._write(eventstream_row(message, self.redactor))
             return
         if self._parser is None or self._text is None:
             self._body.append(data)
@@ -404,7 +433,11 @@ class HttpCallRecorder:
         except Exception as exc:
             self.stop(exc)
             return
-        if self._parser is None or self._text is None:
+        if self._messages is not None:
+            for message in self._messages.feed(tail):
+                self._write(eventstream_row(message, self.redactor))
+            self._write_body()
+        elif self._parser is None or self._text is None:
             self._body.append(tail)
             self._write_body()
         else:
@@ -453,6 +486,9 @@ class HttpCallRecorder:
         )
 
     def _write_body(self) -> None:
+        rest = b"" if self._messages is None else self._messages.rest()
+        if rest:  # not a whole message: the stream ended inside one
+            self._write(eventstream_row(rest, self.redactor))
         if self._parser is not None or not self._body:
             return
         body, self._body = b"".join(self._body), []
@@ -472,6 +508,12 @@ class HttpCallRecorder:
             self.call.end_call(outcome, error=recorded)
         except OpenProgramError as exc:
             raise RecordReplayEscape(exc) from None
+
+
+def _announces(call: CallWriter, feature: str) -> bool:
+    """Whether the file ``call`` is written to announces ``feature`` (a file an older
+    openprogram created, appended to, does not: its rows are written as it can read them)."""
+    return call.file is not None and feature in call.file.features
 
 
 def _content_length(value: str | None) -> int | None:
@@ -522,7 +564,11 @@ def _body(
         # and a chunk per event would cost more in the client than the events themselves.
         yield b"".join(
             [
-                encode_sse_row(row) if row["type"] == "sse" else encode_body_row(row)
+                encode_sse_row(row)
+                if row["type"] == "sse"
+                else encode_eventstream_row(row)
+                if row["type"] == "eventstream"
+                else encode_body_row(row)
                 for row in events[1:]
             ]
         )

@@ -54,6 +54,7 @@ from openprogram import __version__
 from openprogram.errors import UnrecordableValueError
 from openprogram.json_nesting import MAX_NESTING_DEPTH, json_text_may_exceed_nesting_limit
 from openprogram.recording.difference import join_field_path
+from openprogram.recording.http_rows import EVENTSTREAM_FEATURE
 from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.request_delta import DELTA_FEATURE
@@ -94,7 +95,9 @@ Bumped when the meaning of a row or field changes, or a field becomes required. 
 types and optional fields are additive: they are announced as header ``features`` instead.
 """
 
-KNOWN_FEATURES: frozenset[str] = frozenset({"http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE})
+KNOWN_FEATURES: frozenset[str] = frozenset(
+    {"http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE, EVENTSTREAM_FEATURE}
+)
 """The header ``features`` this openprogram reads: the row types and optional fields added
 since its format version, each by name. A recording announcing any other was written by a
 newer openprogram and is refused, with the advice to upgrade.
@@ -105,9 +108,17 @@ newer openprogram and is refused, with the advice to upgrade.
 ``request_deltas``: request rows that store only what they add to an earlier request, named
 by their ``base`` field (:mod:`openprogram.recording.request_delta`).
 ``not_recorded``: ``not_recorded`` rows, the connections a recorded session opened that no
-boundary captured (:mod:`openprogram.recording.not_recorded`)."""
+boundary captured (:mod:`openprogram.recording.not_recorded`).
+``eventstream``: ``eventstream`` events of HTTP calls, one per message of an AWS event stream
+(:mod:`openprogram.recording.http_rows`)."""
 
-WRITTEN_FEATURES: tuple[str, ...] = ("http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE)
+WRITTEN_FEATURES: tuple[str, ...] = (
+    "http",
+    "tapes",
+    DELTA_FEATURE,
+    NOT_RECORDED_FEATURE,
+    EVENTSTREAM_FEATURE,
+)
 """The features a file created by this openprogram announces (it may write them)."""
 
 UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"
@@ -150,9 +161,10 @@ PROVIDER_EVENT_TYPES: frozenset[str] = frozenset(
 )
 """The event types of a provider call (``openprogram.providers.events`` models them)."""
 
-HTTP_EVENT_TYPES: frozenset[str] = frozenset({"http_response", "sse", "http_body"})
+HTTP_EVENT_TYPES: frozenset[str] = frozenset({"http_response", "sse", "eventstream", "http_body"})
 """The event types of an HTTP call: the response's status and headers, then one ``sse``
-event per dispatched server-sent event or one ``http_body`` holding the whole body."""
+event per dispatched server-sent event, one ``eventstream`` event per message of an AWS event
+stream, or one ``http_body`` holding the whole body."""
 
 
 def request_sections(boundary: str) -> tuple[str, ...]:

@@ -10,8 +10,13 @@ Its events, in order:
   ``headers`` (an object of strings);
 * then either ``sse`` events — one per dispatched server-sent event: ``data`` (required: the
   parsed JSON, or the text), and when present ``event`` and ``id`` (strings or null) and
-  ``retry`` (a whole number >= 0) — or one ``http_body`` event holding exactly one of
-  ``body`` (parsed JSON), ``text`` (a string) or ``base64`` (base64 text).
+  ``retry`` (a whole number >= 0) — or ``eventstream`` events — one per message of an AWS
+  event stream (``application/vnd.amazon.eventstream``): ``base64`` (required: the message's
+  bytes), and when present ``headers`` (an object: its decoded headers) and ``data`` (its
+  payload, parsed JSON or text) — or one ``http_body`` event holding exactly one of ``body``
+  (parsed JSON), ``text`` (a string) or ``base64`` (base64 text).
+
+``eventstream`` events are announced by the header feature :data:`EVENTSTREAM_FEATURE`.
 
 Each check returns the problem as a phrase (the reader adds the line and the call), or None.
 """
@@ -21,7 +26,15 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
-__all__ = ["http_event_problem", "http_request_problem", "http_request_sections"]
+__all__ = [
+    "EVENTSTREAM_FEATURE",
+    "http_event_problem",
+    "http_request_problem",
+    "http_request_sections",
+]
+
+EVENTSTREAM_FEATURE = "eventstream"
+"""The header feature announcing ``eventstream`` events (AWS event-stream messages)."""
 
 _REQUEST_BODY_FORMS = ("body", "body_text", "body_base64")
 _EVENT_BODY_FORMS = ("body", "text", "base64")
@@ -79,6 +92,8 @@ def http_event_problem(payload: dict[str, Any], earlier: list[dict[str, Any]]) -
         return f"{kind} event after the call's http_body event, which holds the whole body"
     if kind == "sse":
         return _sse_problem(payload)
+    if kind == "eventstream":
+        return _eventstream_problem(payload)
     if len(earlier) > 1:
         return "http_body event after sse events: a body is either a stream or whole"
     forms = [form for form in _EVENT_BODY_FORMS if form in payload]
@@ -102,6 +117,14 @@ def _sse_problem(payload: dict[str, Any]) -> str | None:
     retry = payload.get("retry")
     if retry is not None and (type(retry) is not int or retry < 0):
         return f"sse event field retry must be a whole number >= 0, found {retry!r}"
+    return None
+
+
+def _eventstream_problem(payload: dict[str, Any]) -> str | None:
+    if not _is_base64(payload.get("base64")):
+        return "eventstream event field base64 is required: the message's bytes as base64 text"
+    if "headers" in payload and not isinstance(payload["headers"], dict):
+        return f"eventstream event field headers must be an object, found {payload['headers']!r}"
     return None
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openprogram.errors import RecordingFileError
+from openprogram.http_boundary.eventstream import with_agreeing_bytes
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.format import RecordedCall, RecordedError
 from openprogram.recording.reader import read_recording
@@ -279,6 +280,10 @@ def _scan_call(call: RecordedCall, redactor: SecretRedactor, spots: list[_Spot])
     fixed = replace(call, request=request, event_rows=rows, events=[])
     for block in streamed_blocks(fixed):
         _scan_block(fixed, block, redactor, spots)
+    fixed.event_rows = [  # an AWS event-stream message: its bytes hold what its data holds
+        with_agreeing_bytes(row) if row.get("type") == "eventstream" else row
+        for row in fixed.event_rows
+    ]
     error = call.error
     if error is not None:
         message = redactor.redact_text(error.message)
@@ -323,6 +328,8 @@ def _redacted_event(row: dict[str, Any], redactor: SecretRedactor) -> dict[str, 
         return {**row, "headers": redactor.redact(row.get("headers"))}
     if kind == "http_body" and "base64" in row:
         return row
+    if kind == "eventstream":  # its bytes follow its data (see _scan_call)
+        return {**row, "data": redactor.redact_model_output(row["data"])} if "data" in row else row
     redacted: dict[str, Any] = redactor.redact_model_output(row)
     return redacted
 

@@ -31,7 +31,13 @@ def test_an_http_call_is_written_row_by_row_and_reads_back(tmp_path: Path) -> No
     writer.close()
 
     recording = read_recording(path)
-    assert recording.header["features"] == ["http", "tapes", "request_deltas", "not_recorded"]
+    assert recording.header["features"] == [
+        "http",
+        "tapes",
+        "request_deltas",
+        "not_recorded",
+        "eventstream",
+    ]
     [recorded] = recording.calls
     assert recorded.boundary == "http"
     assert recorded.request["body"] == chat_request()["body"]

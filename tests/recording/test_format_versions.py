@@ -49,11 +49,12 @@ def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 
 
-def test_today_is_version_one_with_four_features() -> None:
+def test_today_is_version_one_with_five_features() -> None:
+    features = ("http", "tapes", "request_deltas", "not_recorded", "eventstream")
     assert RECORDING_FORMAT_VERSION == 1
-    assert frozenset({"http", "tapes", "request_deltas", "not_recorded"}) == KNOWN_FEATURES
-    assert WRITTEN_FEATURES == ("http", "tapes", "request_deltas", "not_recorded")
-    assert new_header()["features"] == ["http", "tapes", "request_deltas", "not_recorded"]
+    assert frozenset(features) == KNOWN_FEATURES
+    assert features == WRITTEN_FEATURES
+    assert new_header()["features"] == list(features)
 
 
 @pytest.mark.usefixtures("version_two")

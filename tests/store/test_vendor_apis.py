@@ -19,13 +19,26 @@ def test_the_apis_are_registered_once_in_their_order() -> None:
         "openai-responses",
         "anthropic-messages",
         "gemini-generate-content",
+        "bedrock-converse",
     )
     assert [api.name for api in VENDOR_APIS] == list(API_NAMES)
 
 
 def test_the_usage_names_are_the_provider_events_then_each_apis() -> None:
-    assert INPUT_COUNTS == ("input", "prompt_tokens", "input_tokens", "promptTokenCount")
-    assert OUTPUT_COUNTS == ("output", "completion_tokens", "output_tokens", "candidatesTokenCount")
+    assert INPUT_COUNTS == (
+        "input",
+        "prompt_tokens",
+        "input_tokens",
+        "promptTokenCount",
+        "inputTokens",
+    )
+    assert OUTPUT_COUNTS == (
+        "output",
+        "completion_tokens",
+        "output_tokens",
+        "candidatesTokenCount",
+        "outputTokens",
+    )
     assert usage_tokens({"prompt_tokens": 3, "completion_tokens": 4}) == (3, 4)
     assert usage_tokens({"input": 1, "input_tokens": 9, "output_tokens": 2}) == (1, 2)
 

@@ -124,6 +124,9 @@ def exchange_line(exchange: HttpExchange) -> str:
         return f"{request} no response recorded"
     if exchange.body == "sse":
         body = f"{plural(exchange.sse_events, 'SSE event')} ({size_text(exchange.body_size)})"
+    elif exchange.body == "eventstream":
+        messages = plural(exchange.sse_events, "event-stream message")
+        body = f"{messages} ({size_text(exchange.body_size)})"
     elif exchange.body in ("json", "text", "binary"):
         kind = "JSON" if exchange.body == "json" else exchange.body
         body = f"{kind} body ({size_text(exchange.body_size)})"

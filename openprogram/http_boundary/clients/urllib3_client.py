@@ -314,12 +314,14 @@ class Urllib3URL:
 
 
 class _HeaderList:
-    """Headers as a list of (lower-case name, value): ``get`` joins a repeated name."""
+    """Headers as a list of (lower-case name, value): ``get`` joins a repeated name. A name
+    or value given as bytes (botocore sends its headers so) is read as latin-1, as
+    ``http.client`` puts it on the wire."""
 
     __slots__ = ("_items",)
 
-    def __init__(self, items: Iterable[tuple[str, str]]) -> None:
-        self._items = [(str(name).lower(), str(value)) for name, value in items]
+    def __init__(self, items: Iterable[tuple[str | bytes, str | bytes]]) -> None:
+        self._items = [(_header_text(name).lower(), _header_text(value)) for name, value in items]
 
     def get(self, key: str, default: str | None = None) -> str | None:
         name = key.lower()
@@ -328,6 +330,12 @@ class _HeaderList:
 
     def multi_items(self) -> list[tuple[str, str]]:
         return list(self._items)
+
+
+def _header_text(value: object) -> str:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("latin-1")
+    return str(value)
 
 
 class Urllib3Request:

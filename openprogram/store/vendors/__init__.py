@@ -13,6 +13,7 @@ a recorded call of either boundary is read through one :class:`EventReader`.
     openai_responses    OpenAI Responses
     anthropic_messages  Anthropic Messages
     gemini              Google's Gemini (generateContent, streamGenerateContent)
+    bedrock_converse    Amazon Bedrock Converse (JSON, and AWS's binary event stream)
     openprogram_events  openprogram's own provider events
 
 Read through them, here:
@@ -46,6 +47,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from openprogram.store.vendors.anthropic_messages import ANTHROPIC_MESSAGES
+from openprogram.store.vendors.bedrock_converse import BEDROCK_CONVERSE
 from openprogram.store.vendors.gemini import GEMINI
 from openprogram.store.vendors.openai_chat import OPENAI_CHAT
 from openprogram.store.vendors.openai_responses import OPENAI_RESPONSES
@@ -121,13 +123,19 @@ class VendorApi(EventReader, Protocol):
         ...
 
 
-VENDOR_APIS: tuple[VendorApi, ...] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES, GEMINI)
+VENDOR_APIS: tuple[VendorApi, ...] = (
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    ANTHROPIC_MESSAGES,
+    GEMINI,
+    BEDROCK_CONVERSE,
+)
 """Every model API whose calls the store reads, in the order they are asked to claim one."""
 
 API_NAMES: tuple[str, ...] = tuple(api.name for api in VENDOR_APIS)
 """The model APIs whose calls ``show`` reads a conversation from."""
 
-BODY_KINDS = ("sse", "json", "text", "binary", "none")
+BODY_KINDS = ("sse", "eventstream", "json", "text", "binary", "none")
 
 INPUT_COUNTS = tuple(
     dict.fromkeys((OPENPROGRAM_EVENTS.input_tokens, *(api.input_tokens for api in VENDOR_APIS)))
@@ -303,11 +311,23 @@ def _response(rows: list[dict[str, Any]]) -> _Response:
             response.kind = "sse"
             response.events.append((position, row.get("data")))
             response.size += _size_of(row.get("data"))
+        elif event_type == "eventstream":
+            response.kind = "eventstream"
+            response.events.append((position, _eventstream_data(row)))
+            response.size += _size_of(row.get("data", ""))
         elif event_type == "http_body":
             response.kind, value, response.size = _body(row)
             response.whole = value if response.kind == "json" else None
             response.text = value if response.kind == "text" else ""
     return response
+
+
+def _eventstream_data(row: dict[str, Any]) -> dict[str, Any]:
+    """An ``eventstream`` event as boto3 yields it: ``{event type: payload}`` (the type of an
+    exception message is its ``:exception-type``)."""
+    headers = as_dict(row.get("headers"))
+    kind = as_str(headers.get(":event-type")) or as_str(headers.get(":exception-type")) or ""
+    return {kind: row.get("data")}
 
 
 def _body(row: dict[str, Any]) -> tuple[str, Any, int]:
