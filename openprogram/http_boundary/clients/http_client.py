@@ -119,7 +119,7 @@ class HttpClientLibrary(ReadsThroughProtocols):
         lines.extend(f"{name}: {value}" for name, value in headers)
         lines.append("transfer-encoding: chunked")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
-        source = io.BufferedReader(ReplayBody(head, body))
+        source = io.BufferedReader(_CutReplayBody(head, _cut_at_incomplete_read(body)))
         raw = http.client.HTTPResponse(
             cast(socket.socket, _ReplaySocket(source)),
             debuglevel=sent.connection.debuglevel,
@@ -498,6 +498,34 @@ class _RawStream:
         self._raw.close()
 
 
+class _Cut(Exception):
+    """The recorded body was cut here (the recorded error was ``http.client.IncompleteRead``)."""
+
+
+def _cut_at_incomplete_read(body: Iterator[bytes]) -> Iterator[bytes]:
+    try:
+        yield from body
+    except http.client.IncompleteRead:
+        raise _Cut from None
+
+
+class _CutReplayBody(ReplayBody):
+    """A replayed body that a recorded ``IncompleteRead`` ends as the connection did: no
+    end of the chunked body, so ``http.client`` reads the cut as it read it live (``read``
+    raises ``IncompleteRead``, iteration ends)."""
+
+    _cut = False
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        if self._cut:
+            return 0
+        try:
+            return super().readinto(buffer)
+        except _Cut:
+            self._cut = True
+            return 0
+
+
 class _ReplaySocket:
     """What ``http.client.HTTPResponse`` reads a replayed response from."""
 
@@ -558,6 +586,14 @@ def tee(raw: http.client.HTTPResponse, recorder: BodyRecorder) -> None:
         recorder.ended_by(StopIteration())
 
 
+def _ending(raw: http.client.HTTPResponse) -> BaseException:
+    """What ended ``raw``'s body, once it closed its connection's response: the end of the
+    body, or a cut ``http.client`` let pass in silence (a chunked body without its last
+    chunk, fewer bytes than its ``content-length``)."""
+    cut = (raw.chunked and getattr(raw, "chunk_left", None) is not None) or bool(raw.length)
+    return http.client.IncompleteRead(b"") if cut else StopIteration()
+
+
 class _BodyTee:
     """The wrappers :func:`tee` puts on one response's methods."""
 
@@ -574,6 +610,8 @@ class _BodyTee:
             data = call()
         except BaseException as exc:
             if outermost:
+                if isinstance(exc, http.client.IncompleteRead) and exc.partial:
+                    self._recorder.feed(exc.partial)
                 self._recorder.ended_by(exc)
             raise
         finally:
@@ -582,7 +620,7 @@ class _BodyTee:
             if data:
                 self._recorder.feed(data)
             if self._raw.fp is None:
-                self._recorder.ended_by(StopIteration())
+                self._recorder.ended_by(_ending(self._raw))
         return data
 
     def returning(self, read: Callable[..., bytes]) -> Callable[..., bytes]:
