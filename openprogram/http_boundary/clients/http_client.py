@@ -529,10 +529,10 @@ class _CutReplayBody(ReplayBody):
 class _ReplaySocket:
     """What ``http.client.HTTPResponse`` reads a replayed response from."""
 
-    def __init__(self, source: io.BufferedReader[ReplayBody]) -> None:
+    def __init__(self, source: io.BufferedReader[_CutReplayBody]) -> None:
         self._source = source
 
-    def makefile(self, mode: str) -> io.BufferedReader[ReplayBody]:
+    def makefile(self, mode: str) -> io.BufferedReader[_CutReplayBody]:
         return self._source
 
 
