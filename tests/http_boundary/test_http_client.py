@@ -20,7 +20,7 @@ import pytest
 
 import openprogram
 from openprogram.activation.connection_guard import REPLAY_GUARD
-from openprogram.errors import ReplayMismatch
+from openprogram.errors import ReplayConnectionRefusedError, ReplayMismatch
 from openprogram.http_boundary.clients.http_client import HttpClientRequest
 from tests.http_boundary.boundaries import call_end, events, rows
 from tests.support.child_processes import openprogram_process, user_environment
@@ -359,3 +359,20 @@ def test_urlopen_under_exec_record_then_replay_offline(
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == '200 {"a":1}\n'
     assert len(server.received) == 1
+
+
+def test_a_request_written_by_hand_is_left_to_the_connection_guard(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    with openprogram.record_replay(path, mode="record"):
+        pass
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    with (
+        pytest.raises(ReplayConnectionRefusedError) as refused,
+        openprogram.record_replay(path, mode="replay"),
+    ):
+        connection.putrequest("GET", "/by-hand")  # no request(): nothing the capture reads
+        connection.endheaders()
+    assert f"127.0.0.1:{server.port} (http.client)" in str(refused.value)
+    assert server.received == []
