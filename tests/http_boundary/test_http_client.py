@@ -376,3 +376,18 @@ def test_a_request_written_by_hand_is_left_to_the_connection_guard(
         connection.endheaders()
     assert f"127.0.0.1:{server.port} (http.client)" in str(refused.value)
     assert server.received == []
+
+
+def test_a_response_never_asked_for_ends_its_call_abandoned(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    server.serve(json_script({"a": 1}))
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    with openprogram.record_replay(path, mode="record"):
+        connection.request("GET", "/first")
+        with pytest.raises(http.client.CannotSendRequest):
+            connection.request("GET", "/second")  # as http.client refuses it live
+    connection.close()
+    assert without_digest(call_end(path, 0))["outcome"] == "abandoned"
+    assert without_digest(call_end(path, 1))["error"]["type"] == "http.client.CannotSendRequest"

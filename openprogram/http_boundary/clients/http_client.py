@@ -214,7 +214,9 @@ def _capturing_request(
         sent = HttpClientRequest(
             self, method, url, body, given, encode_chunked=encode_chunked, send=original
         )
-        vars(self).pop(_PENDING, None)
+        unanswered = vars(self).pop(_PENDING, None)
+        if unanswered is not None:  # sent, and its response never asked for
+            cast(_Exchange, unanswered).abandon()
         if not captures(self, sent.url, boundary, library):
             return original(self, method, url, body, given, encode_chunked=encode_chunked)
         vars(self)[_PENDING] = _Exchange(sent, boundary, library, module)
@@ -285,6 +287,13 @@ class _Exchange:
         except StopIteration as done:
             self._answer = cast(HttpClientResponse, done.value)
             self._flow = None
+
+    def abandon(self) -> None:
+        """The caller sends another request without asking for this one's response: the
+        exchange ends ``abandoned``."""
+        flow, self._flow = self._flow, None
+        if flow is not None:
+            flow.close()
 
     def response(self, getresponse: GetResponse) -> http.client.HTTPResponse:
         """The response the caller's ``getresponse`` returns: the replayed one, or the live
