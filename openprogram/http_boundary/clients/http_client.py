@@ -14,7 +14,9 @@ flow. Replaying asks nothing of the network: ``getresponse`` returns a real
 chunked body, :class:`~openprogram.http_boundary.clients.urllib3_client.ReplayBody`, so
 every recorded chunk reaches the client before a recorded error). A recorded error with no
 response is raised by ``request``, or by ``getresponse`` when it is one of
-``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live.
+``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live; the
+recording does not say which of the two raised any other, so a timeout while waiting for
+the response's head is replayed by ``request`` (which ``urlopen`` wraps in ``URLError``).
 
 The request reads as :class:`HttpClientRequest`: the method, the URL (``https`` for an
 ``HTTPSConnection``, the tunnelled host behind a proxy), the headers the caller gave and the
@@ -193,8 +195,6 @@ def _from_urllib3(connection: object) -> bool:
 def _capturing_request(
     original: RequestMethod, module: ModuleType, library: HttpClientLibrary
 ) -> RequestMethod:
-    # the exchange (and what it imports, asyncio among them) loads once a boundary is active
-
     @functools.wraps(original)
     def request(
         self: http.client.HTTPConnection,
@@ -209,6 +209,7 @@ def _capturing_request(
         given = {} if headers is None else headers
         if boundary is None or _from_urllib3(self):
             return original(self, method, url, body, given, encode_chunked=encode_chunked)
+        # the exchange (asyncio among what it imports) loads once a boundary is active
         from openprogram.http_boundary.exchange import captures
 
         sent = HttpClientRequest(
@@ -246,11 +247,10 @@ class _Exchange:
         library: HttpClientLibrary,
         module: ModuleType,
     ) -> None:
-        from openprogram.http_boundary.exchange import Step, exchange_flow
+        from openprogram.http_boundary.exchange import exchange_flow
 
         __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
         self._request = request
-        self._step = Step
         self._answer: HttpClientResponse | None = None
         self._deferred: BaseException | None = None
         self._sent_live = False
@@ -266,10 +266,11 @@ class _Exchange:
 
     def _drive(self) -> None:
         """Do each step the flow asks for until it sends the request (or ends)."""
+        from openprogram.http_boundary.exchange import Step
+
         __tracebackhide__ = True
         flow = self._flow
         assert flow is not None
-        Step = self._step
         try:
             step = next(flow)
             while True:
@@ -298,12 +299,13 @@ class _Exchange:
     def response(self, getresponse: GetResponse) -> http.client.HTTPResponse:
         """The response the caller's ``getresponse`` returns: the replayed one, or the live
         one read now and handed to the flow."""
+        from openprogram.http_boundary.exchange import Step
+
         __tracebackhide__ = True
         if self._deferred is not None:
             raise self._deferred
         flow = self._flow
         if flow is not None:
-            Step = self._step
             try:
                 try:
                     raw = getresponse(self._request.connection)
