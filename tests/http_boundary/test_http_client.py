@@ -12,6 +12,7 @@ import json
 import sys
 import urllib.error
 import urllib.request
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 import openprogram
 from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.errors import ReplayConnectionRefusedError, ReplayMismatch
-from openprogram.http_boundary.clients.http_client import HttpClientRequest
+from openprogram.http_boundary.clients.http_client import HttpClientLibrary, HttpClientRequest
 from tests.http_boundary.boundaries import call_end, events, rows
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.offline import offline
@@ -391,3 +392,36 @@ def test_a_response_never_asked_for_ends_its_call_abandoned(
     connection.close()
     assert without_digest(call_end(path, 0))["outcome"] == "abandoned"
     assert without_digest(call_end(path, 1))["error"]["type"] == "http.client.CannotSendRequest"
+
+
+def test_a_response_with_no_body_ends_its_call_before_it_is_read(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    server.serve(Script([], status=204, headers={}))
+
+    def status() -> int:
+        response = urllib.request.urlopen(f"{server.base_url}/empty", timeout=10)
+        return int(response.status)  # the body is never read
+
+    with openprogram.record_replay(path, mode="record"):
+        assert status() == 204
+    assert without_digest(call_end(path))["outcome"] == "complete"
+    server.stop()
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        assert status() == 204
+
+
+@pytest.mark.parametrize(
+    ("encoding", "encoded"),
+    [
+        ("gzip", gzip.compress(b"plain text")),
+        ("deflate", zlib.compress(b"plain text")),
+        ("deflate", zlib.compress(b"plain text")[2:-4]),  # raw deflate, as some servers send
+        ("br", b"kept as it came"),
+    ],
+)
+def test_the_body_is_decoded_as_it_is_recorded(encoding: str, encoded: bytes) -> None:
+    decoder = HttpClientLibrary().content_decoder(encoding)
+    decoded = b"".join(decoder.decode(encoded[i : i + 3]) for i in range(0, len(encoded), 3))
+    assert decoded + decoder.flush() == (b"kept as it came" if encoding == "br" else b"plain text")
