@@ -24,8 +24,12 @@ whole body (a file or an iterable is read whole, and that is what is sent). The 
 response is teed (:func:`tee`): what each outermost ``read``, ``read1``, ``readinto`` or
 ``readline`` returns (iteration reads lines) is reported to the recorder, the end of the
 body once the response has closed itself, an error while reading, and the client's
-``close``. ``http.client`` decodes no ``content-encoding``: the body is stored decoded
-(gzip, deflate) and replayed decoded, without the header, as for every library.
+``close``. A body cut short that ``http.client`` lets pass in silence (iteration simply
+ends; a chunked body without its last chunk) is recorded as ``IncompleteRead``, and a
+recorded ``IncompleteRead`` replays as the same cut (the chunked body stops without its
+end), so ``http.client`` reads it as it did live. ``http.client`` decodes no
+``content-encoding``: the body is stored decoded (gzip, deflate) and replayed decoded,
+without the header, as for every library.
 
 Not captured: a connection of urllib3 (it captures its own, at its pools; a ``requests``
 call is recorded once), and a request written with ``putrequest``/``putheader``/
