@@ -425,3 +425,32 @@ def test_the_body_is_decoded_as_it_is_recorded(encoding: str, encoded: bytes) ->
     decoder = HttpClientLibrary().content_decoder(encoding)
     decoded = b"".join(decoder.decode(encoded[i : i + 3]) for i in range(0, len(encoded), 3))
     assert decoded + decoder.flush() == (b"kept as it came" if encoding == "br" else b"plain text")
+
+
+def test_each_redirect_hop_urlopen_follows_is_one_call(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.jsonl"
+    server.serve(
+        Script([b"see /moved"], status=302, headers={"Location": "/moved"}),
+        json_script({"done": True}),
+    )
+
+    def run() -> tuple[str, Any]:
+        with urllib.request.urlopen(f"{server.base_url}/start", timeout=10) as response:
+            return response.url, json.load(response)
+
+    with openprogram.record_replay(path, mode="record"):
+        assert run() == (f"{server.base_url}/moved", {"done": True})
+
+    assert [row["url"] for row in rows(path) if row["type"] == "request"] == [
+        f"{server.base_url}/start",
+        f"{server.base_url}/moved",
+    ]
+    assert [without_digest(call_end(path, index))["outcome"] for index in (0, 1)] == [
+        "complete",
+        "complete",
+    ]
+    server.stop()
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        assert run() == (f"{server.base_url}/moved", {"done": True})
