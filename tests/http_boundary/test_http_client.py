@@ -401,8 +401,8 @@ def test_a_response_with_no_body_ends_its_call_before_it_is_read(
     server.serve(Script([], status=204, headers={}))
 
     def status() -> int:
-        response = urllib.request.urlopen(f"{server.base_url}/empty", timeout=10)
-        return int(response.status)  # the body is never read
+        with urllib.request.urlopen(f"{server.base_url}/empty", timeout=10) as response:
+            return int(response.status)  # closed, its body never read
 
     with openprogram.record_replay(path, mode="record"):
         assert status() == 204
