@@ -2,10 +2,11 @@
 socket, before they are made.
 
 The boundaries capture what they know (the provider registry, httpx, httpx2, urllib3 — so
-``requests`` and botocore — and aiohttp); a program may also open connections through
-anything else — ``urllib.request``, a database driver, a raw socket. Under replay none of those
-may reach a live server, loopback included (a local model server, a proxy, is loopback), or
-a replay that passes proves nothing. So every connection made through Python's ``socket``
+``requests`` and botocore — aiohttp, and ``http.client`` — so ``urllib.request``); a program
+may also open connections through anything else — a database driver, a request written on
+an ``http.client`` connection by hand, a raw socket. Under replay none of those may reach a
+live server, loopback included (a local model server, a proxy, is loopback), or a replay
+that passes proves nothing. So every connection made through Python's ``socket``
 module goes through one hook:
 
 * :data:`SOCKET_HOOK` patches ``socket.socket.connect`` and ``connect_ex`` once for the
@@ -29,7 +30,7 @@ it was resolved from: the ``allowed_hosts`` setting and the ``http_passthrough_h
 in record and replay alike).
 
 Under record nothing is refused; a :class:`ConnectionWatch` notes every connection instead,
-so that the ones no boundary captured — a ``requests`` call, a raw socket — are reported at
+so that the ones no boundary captured — a database driver, a raw socket — are reported at
 the end rather than missed in silence.
 
 What the hook cannot see: sockets that C or Rust extensions open themselves (uvloop's own

@@ -23,7 +23,9 @@ retry counts, user agents, trace ids) in headers that are not stored. In a respo
   ``createTime`` (Gemini) and ``system_fingerprint``, at the top level (an OpenAI chat
   completion or chunk, an Anthropic message, an OpenAI response, a Gemini response) and in a
   top-level ``message`` or ``response`` object (the Anthropic ``message_start`` event, the
-  OpenAI Responses stream events).
+  OpenAI Responses stream events); Bedrock Converse's ``metrics.latencyMs``;
+* of an ``eventstream`` event (AWS's binary event stream), its ``base64`` bytes when its
+  headers and payload are decoded beside them, and the random padding ``p`` of its payload.
 
 **Ids** in an HTTP call — the values of keys named ``id``, ``…_id`` or ``…Id`` at any depth
 of its request and of its response's JSON: the response's own id, the Responses stream's
@@ -140,17 +142,35 @@ def deterministic_event(boundary: str, event: dict[str, Any]) -> dict[str, Any]:
             kept = {k: v for k, v in headers.items() if not is_non_deterministic_header(k)}
             return {**event, "headers": kept}
         return event
-    key = "data" if kind == "sse" else "body" if kind == "http_body" else None
+    if kind == "eventstream" and ("data" in event or "headers" in event):
+        # The decoded message is compared; its bytes differ by the padding AWS adds.
+        event = {k: v for k, v in event.items() if k != "base64"}
+        data = event.get("data")
+        if isinstance(data, dict) and EVENTSTREAM_PADDING in data:
+            event["data"] = {k: v for k, v in data.items() if k != EVENTSTREAM_PADDING}
+    key = "body" if kind == "http_body" else "data" if kind in ("sse", "eventstream") else None
     if key is None or not isinstance(event.get(key), dict):
         return event
     stripped = _without_identity(event[key])
     return event if stripped is event[key] else {**event, key: stripped}
 
 
+EVENTSTREAM_PADDING = "p"
+"""The field of random length Bedrock pads each event-stream payload with."""
+
+_TIMINGS = ("metrics", "latencyMs")
+"""Bedrock Converse's ``metrics.latencyMs``: how long this run took."""
+
+
 def _without_identity(value: dict[str, Any]) -> dict[str, Any]:
     """A response object without its per-run identity (nor that of its top-level
-    ``message`` / ``response`` object); ``value`` itself when it has none."""
+    ``message`` / ``response`` object, nor its timings); ``value`` itself when it has
+    none."""
     changed: dict[str, Any] = {}
+    holder, timing = _TIMINGS
+    metrics = value.get(holder)
+    if isinstance(metrics, dict) and timing in metrics:
+        changed[holder] = {k: v for k, v in metrics.items() if k != timing}
     for name in _OBJECTS_WITH_IDENTITY:
         inner = value.get(name)
         if isinstance(inner, dict):

@@ -12,7 +12,6 @@ import contextlib
 import socket
 import sys
 import threading
-import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -69,9 +68,14 @@ def url(server: ThreadingHTTPServer) -> str:
 
 
 def fetch(server: ThreadingHTTPServer) -> bytes:
-    with urllib.request.urlopen(url(server), timeout=10) as response:
-        body: bytes = response.read()
-        return body
+    """``GET /`` written on a raw socket: a client no boundary captures (``urllib.request``
+    and every HTTP library the boundaries know are served from the recording instead)."""
+    with socket.create_connection(("127.0.0.1", server.server_port), timeout=10) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply.partition(b"\r\n\r\n")[2]
 
 
 def test_a_loopback_connection_is_refused_under_replay_naming_host_port_and_library(
@@ -84,7 +88,7 @@ def test_a_loopback_connection_is_refused_under_replay_naming_host_port_and_libr
     ):
         fetch(live)
     assert str(refused.value).startswith(
-        f"replay refused a connection to 127.0.0.1:{port} (http.client) that no recording serves: "
+        f"replay refused a connection to 127.0.0.1:{port} (raw socket) that no recording serves: "
     )
     assert "record_replay.allowed_hosts" in str(refused.value)
     assert (refused.value.host, refused.value.port) == ("127.0.0.1", port)
@@ -213,9 +217,9 @@ def test_the_socket_hook_goes_when_its_last_check_does() -> None:
 
 
 SWALLOWING = """
-import sys, urllib.request
+import socket, sys
 try:
-    urllib.request.urlopen(sys.argv[1], timeout=10)
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10).close()
 except BaseException as error:
     print("swallowed", type(error).__name__)
 """
@@ -234,11 +238,18 @@ def test_exec_replay_exits_non_zero_when_the_program_swallowed_a_refusal(
     )
     assert recorded.returncode == 0, recorded.stderr
     result = openprogram_process(
-        "exec", "--replay", "quiet", "--", sys.executable, str(program), url(live), env=env
+        "exec",
+        "--replay",
+        "quiet",
+        "--",
+        sys.executable,
+        str(program),
+        str(live.server_port),
+        env=env,
     )
     assert result.stdout == "swallowed RecordReplayEscape\n"
     assert result.returncode != 0, result.stderr
-    assert f"replay refused a connection to 127.0.0.1:{live.server_port} (http.client)" in (
+    assert f"replay refused a connection to 127.0.0.1:{live.server_port} (raw socket)" in (
         result.stderr
     )
     assert live.hits == 0  # type: ignore[attr-defined]
@@ -264,11 +275,11 @@ def test_record_reports_the_connections_no_boundary_captured(
             assert fetch(live) == b"live"  # the same connection is reported once
             socket.create_connection(("127.0.0.1", other_port)).close()
     assert [str(missed) for missed in active.not_recorded] == [
-        f"127.0.0.1:{port} (http.client)",
+        f"127.0.0.1:{port} (raw socket)",
         f"127.0.0.1:{other_port} (raw socket)",
     ]
     assert (
-        f"openprogram: 2 connections were not recorded: 127.0.0.1:{port} (http.client), "
+        f"openprogram: 2 connections were not recorded: 127.0.0.1:{port} (raw socket), "
         f"127.0.0.1:{other_port} (raw socket) — no boundary captures that client library"
     ) in caplog.text
 
@@ -280,18 +291,28 @@ def test_exec_record_says_which_connections_it_did_not_record(
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PYTHONPATH"):
         env.pop(name, None)
     program = tmp_path / "fetch.py"
-    program.write_text("import sys, urllib.request\nurllib.request.urlopen(sys.argv[1]).read()\n")
+    program.write_text(
+        "import socket, sys\n"
+        "socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=10).close()\n"
+    )
     result = openprogram_process(
-        "exec", "--record", "missed", "--", sys.executable, str(program), url(live), env=env
+        "exec",
+        "--record",
+        "missed",
+        "--",
+        sys.executable,
+        str(program),
+        str(live.server_port),
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     assert (
-        f"openprogram: 1 connection was not recorded: 127.0.0.1:{live.server_port} (http.client)"
+        f"openprogram: 1 connection was not recorded: 127.0.0.1:{live.server_port} (raw socket)"
         in " ".join(result.stderr.split())
     )
     recording = read_recording(tmp_path / "exec-home" / "recordings" / "missed.jsonl")
     assert [(entry["port"], entry["library"]) for entry in recording.not_recorded] == [
-        (live.server_port, "http.client")
+        (live.server_port, "raw socket")
     ]
 
 

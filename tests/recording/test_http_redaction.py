@@ -139,3 +139,24 @@ def test_the_times_of_the_response_object_are_left_out_and_nothing_else() -> Non
 def test_only_a_provider_request_leaves_out_timestamps() -> None:
     assert request_ignore_fields("provider") == {"timestamp"}
     assert request_ignore_fields("http") == frozenset()
+
+
+def test_what_changes_between_two_bedrock_runs_is_left_out() -> None:
+    metadata = {
+        "type": "eventstream",
+        "base64": "AAAA",
+        "headers": {":event-type": "metadata"},
+        "data": {"usage": {"inputTokens": 3}, "metrics": {"latencyMs": 412}, "p": "abcdefgh"},
+    }
+    assert deterministic_event("http", metadata) == {
+        "type": "eventstream",
+        "headers": {":event-type": "metadata"},
+        "data": {"usage": {"inputTokens": 3}, "metrics": {}},
+    }
+    cut_off = {"type": "eventstream", "base64": "AAAA"}  # bytes that made no whole message
+    assert deterministic_event("http", cut_off) is cut_off
+    body = {"output": {"message": {}}, "stopReason": "end_turn", "metrics": {"latencyMs": 9}}
+    assert deterministic_event("http", {"type": "http_body", "body": body}) == {
+        "type": "http_body",
+        "body": {"output": {"message": {}}, "stopReason": "end_turn", "metrics": {}},
+    }

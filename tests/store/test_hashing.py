@@ -125,7 +125,7 @@ async def test_the_hash_agrees_with_the_first_difference(tmp_path: Path) -> None
 
 
 def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
-    """Same recording, same hash, for as long as the hash version stays 3."""
+    """Same recording, same hash, for as long as the hash version stays 4."""
     rows = [
         {"type": "header", "format_version": 1, "created_at": "2026-11-30T00:00:00Z"},
         {
@@ -149,7 +149,7 @@ def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
     path = tmp_path / "fixed.jsonl"
     path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     assert transcript_hash(read_recording(path)) == FIXED_HASH
-    assert TRANSCRIPT_HASH_VERSION == 3
+    assert TRANSCRIPT_HASH_VERSION == 4
     entries = [
         b'T "weather" {"args":{"city":"Paris"},"result":{"temp":21}}',
         b'T "clock" {"args":{},"nondeterministic":true}',
@@ -159,7 +159,7 @@ def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
     assert hashlib.sha256(text).hexdigest() == FIXED_HASH
 
 
-FIXED_HASH = "34f403a5b2f3fbe20bff965fc31126c1b1f3e8e00032c0d0837645ca97885c31"
+FIXED_HASH = "bc5aaf8f339bb6bcbd9702130e1ecaebdcb76e3b893a57dc892d59100c85311c"
 """Version 3: the SHA-256 of ``openprogram-transcript-3`` and the digests, sorted, each on a
 line: the call's — the SHA-256 of ``R {request}``, ``E 0 {"type":"start"}`` and ``X
 {"outcome":"complete"}`` (the timestamp left out) — and each tape entry's: the SHA-256 of

@@ -9,6 +9,9 @@
                     pools' ``_make_request``
     aiohttp_client  aiohttp, captured by an innermost client middleware that
                     ``ClientSession._request`` adds while a boundary is active
+    http_client     Python's ``http.client`` (and so ``urllib.request``), captured at
+                    ``HTTPConnection.request`` and ``getresponse`` (urllib3's connections
+                    left to urllib3)
 
 :data:`CLIENT_LIBRARIES` is the list the capture walks: another library is one module here
 and one entry in it. Importing this package imports no client library: each is hooked once
@@ -18,6 +21,7 @@ the program has imported it.
 from __future__ import annotations
 
 from openprogram.http_boundary.clients.aiohttp_client import AiohttpLibrary
+from openprogram.http_boundary.clients.http_client import HttpClientLibrary
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
@@ -60,5 +64,6 @@ CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (
     HttpxLibrary("httpx2"),
     Urllib3Library(),
     AiohttpLibrary(),
+    HttpClientLibrary(),
 )
 """The client libraries captured, each hooked once one of its modules is imported."""
