@@ -54,7 +54,17 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("OPENPROGRAM_HOME", str(tmp_path / "openprogram-home"))
     monkeypatch.delenv("OPENPROGRAM_CONFIG", raising=False)
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENPROGRAM_DEBUG"):
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "OPENPROGRAM_DEBUG",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "100")

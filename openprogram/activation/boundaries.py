@@ -85,18 +85,39 @@ PLACEHOLDER_API_KEY = "openprogram-replay-placeholder-key"
 """The value the key variables get under replay when they are unset."""
 
 
-PLACEHOLDER_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-"""The variables the official SDKs read their keys from."""
+PLACEHOLDER_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("OPENAI_API_KEY",), ("OPENAI_API_KEY",)),
+    (("ANTHROPIC_API_KEY",), ("ANTHROPIC_API_KEY",)),
+    (("GOOGLE_API_KEY", "GEMINI_API_KEY"), ("GEMINI_API_KEY",)),
+    (
+        ("AWS_ACCESS_KEY_ID", "AWS_PROFILE"),
+        ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+    ),
+)
+"""For each client the variables it reads its key from, and those set to the placeholder
+when all of them are unset: the official OpenAI and Anthropic SDKs', google-genai's (it
+prefers ``GOOGLE_API_KEY`` and warns when both are set, so only ``GEMINI_API_KEY`` is set),
+and botocore's (keys to sign with, so that a replay never looks for credentials on a
+metadata server)."""
+
+PLACEHOLDER_KEY_VARIABLES = tuple(
+    dict.fromkeys(name for _, placed in PLACEHOLDER_KEYS for name in placed)
+)
+"""The variables replay may set to the placeholder."""
 
 
 def set_placeholder_keys(
     environ: MutableMapping[str, str] | None = None,
 ) -> Callable[[], None]:
-    """Set each key variable that is unset or empty in ``environ`` (default
-    :data:`os.environ`) to the placeholder; returns the function that puts back exactly
-    those (unless something else changed them meanwhile)."""
+    """Set the key variables of each client whose variables are all unset or empty in
+    ``environ`` (default :data:`os.environ`) to the placeholder (:data:`PLACEHOLDER_KEYS`);
+    returns the function that puts back exactly those (unless something else changed them
+    meanwhile)."""
     target = os.environ if environ is None else environ
-    placed = {name: target.get(name) for name in PLACEHOLDER_KEY_VARIABLES if not target.get(name)}
+    placed: dict[str, str | None] = {}
+    for read, to_set in PLACEHOLDER_KEYS:
+        if not any(target.get(name) for name in read):
+            placed.update({name: target.get(name) for name in to_set})
     for name in placed:
         target[name] = PLACEHOLDER_API_KEY
 

@@ -42,7 +42,8 @@ Which rules apply depends on who wrote the value (:meth:`SecretRedactor.redact_r
 An HTTP request (:meth:`SecretRedactor.redact_http_request`) follows the same rule: its
 headers and a JSON body are configuration, except the body's top-level conversation keys
 (:data:`HTTP_CONVERSATION_KEYS`: ``messages``, ``input``, ``system``, ``prompt``,
-``instructions``), redacted as conversation; its URL and a text body by value. An HTTP
+``instructions``, and Gemini's ``contents`` and ``systemInstruction``), redacted as
+conversation; its URL and a text body by value. An HTTP
 response is model output (:meth:`SecretRedactor.redact_model_output`), its headers excepted,
 which are redacted as configuration.
 
@@ -95,10 +96,11 @@ REDACTION_VERSION = 4
 """2: model-produced content and the conversation are no longer redacted by field name.
 3: the token shapes of :mod:`~openprogram.recording.token_shapes` (GitHub, AWS, Slack,
 Google, JWTs, PEM private keys, ``password=``-style assignments), and JSON escapes count as
-white space before a shape. 4: a URL's ``key=`` query parameter (Google's API key)."""
+white space before a shape. 4: a URL's ``key=`` query parameter (Google's API key), and
+Gemini's ``contents`` and ``systemInstruction`` are conversation."""
 
 HTTP_CONVERSATION_KEYS: frozenset[str] = frozenset(
-    {"messages", "input", "system", "prompt", "instructions"}
+    {"messages", "input", "system", "prompt", "instructions", "contents", "systemInstruction"}
 )
 """The top-level keys of a JSON request body that hold the conversation (what the user, the
 model and the tools said), redacted by value only."""

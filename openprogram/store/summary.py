@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import orjson
 
@@ -428,7 +429,9 @@ def model_label(model: dict[str, Any]) -> str:
 def call_label(call: RecordedCall) -> str:
     """What a call asked for, in a few characters: ``api:model-id`` for a provider call;
     for an HTTP call ``host:model`` when its JSON body names a ``model``
-    (``api.openai.com:gpt-4o-mini``), else ``METHOD host/path``."""
+    (``api.openai.com:gpt-4o-mini``) or its path does, as Gemini's and Bedrock's do
+    (``…/models/gemini-2.5-flash:generateContent``, ``…/model/<id>/converse``), else
+    ``METHOD host/path``."""
     if call.boundary != "http":
         return model_label(call.request["model"])
     try:
@@ -438,9 +441,20 @@ def call_label(call: RecordedCall) -> str:
         url, host = None, "?"
     body = call.request.get("body")
     model = body.get("model") if isinstance(body, dict) else None
+    if not isinstance(model, str) and url is not None:
+        named = _MODEL_IN_PATH.search(url.path)
+        model = None if named is None else unquote(named["gemini"] or named["bedrock"])
     if isinstance(model, str):
         return f"{host}:{model}"
     return f"{call.request['method']} {host}{url.path if url is not None else ''}"
+
+
+_MODEL_IN_PATH = re.compile(
+    r"/models/(?P<gemini>[^/:]+):\w+$"
+    r"|/model/(?P<bedrock>[^/]+)/(?:converse|converse-stream|invoke|invoke-with-response-stream)$"
+)
+"""The model a Gemini (``/models/<model>:generateContent``) or Bedrock runtime
+(``/model/<id>/converse``) URL path names."""
 
 
 def _one_line(exc: RecordingFileError) -> str:

@@ -15,6 +15,7 @@ import pytest
 
 import openprogram
 from openprogram.activation import PLACEHOLDER_API_KEY
+from openprogram.activation.boundaries import set_placeholder_keys
 from openprogram.errors import RecordingFileError, ReplayMismatch, UnconsumedCallsError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
@@ -179,6 +180,27 @@ def test_placeholder_keys_while_replaying_only_and_only_where_unset(
         assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-the-users-own-key"
     assert "OPENAI_API_KEY" not in os.environ
     assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-the-users-own-key"
+
+
+def test_google_and_aws_placeholders_only_where_no_key_of_theirs_is_set() -> None:
+    environ: dict[str, str] = {}
+    restore = set_placeholder_keys(environ)
+    assert environ == {
+        "OPENAI_API_KEY": PLACEHOLDER_API_KEY,
+        "ANTHROPIC_API_KEY": PLACEHOLDER_API_KEY,
+        "GEMINI_API_KEY": PLACEHOLDER_API_KEY,
+        "AWS_ACCESS_KEY_ID": PLACEHOLDER_API_KEY,
+        "AWS_SECRET_ACCESS_KEY": PLACEHOLDER_API_KEY,
+    }
+    restore()
+    assert environ == {}
+    own = {"GOOGLE_API_KEY": "the-users-own", "AWS_PROFILE": "work"}
+    environ = dict(own)
+    set_placeholder_keys(environ)()
+    assert environ == own  # google-genai would warn of two keys; botocore reads the profile
+    set_placeholder_keys(environ)
+    assert "GEMINI_API_KEY" not in environ
+    assert "AWS_ACCESS_KEY_ID" not in environ
 
 
 def test_the_placeholder_is_a_secret_a_request_carrying_it_matches_one_with_a_real_key(

@@ -72,10 +72,12 @@ async def test_a_json_post_is_recorded_and_replayed_offline(
     server.serve(json_script(REPLY))
     url = f"{server.base_url}/v1/chat/completions?x=1"
 
-    with openprogram.record_replay(path, mode="record"):
+    with openprogram.record_replay(path, mode="record") as recorded_block:
         live = await post_json(url, BODY)
 
     assert live == (200, "application/json", REPLY)
+    assert recorded_block.not_recorded == []  # its connection was the recorded request's
+    assert '"type":"not_recorded"' not in path.read_text()
     request, *_ = rows(path)
     assert request == {
         "type": "request",

@@ -160,3 +160,23 @@ def test_what_changes_between_two_bedrock_runs_is_left_out() -> None:
         "type": "http_body",
         "body": {"output": {"message": {}}, "stopReason": "end_turn", "metrics": {}},
     }
+
+
+def test_geminis_conversation_is_redacted_by_value_only() -> None:
+    call = {"functionCall": {"name": "login", "args": {"password": "hunter2!"}}}
+    request = {
+        "method": "POST",
+        "url": "https://generativelanguage.googleapis.com/v1beta/models/m:generateContent",
+        "body": {
+            "contents": [{"role": "model", "parts": [call]}],
+            "systemInstruction": {"parts": [{"text": f"the key is {KEY}", "token": "kept"}]},
+            "generationConfig": {"token": "named"},
+        },
+    }
+    body = redact(request)["body"]
+    assert isinstance(body, dict)
+    assert body["contents"] == [{"role": "model", "parts": [call]}]
+    assert body["systemInstruction"] == {
+        "parts": [{"text": f"the key is {PLACEHOLDER}", "token": "kept"}]
+    }
+    assert body["generationConfig"] == {"token": PLACEHOLDER}

@@ -211,15 +211,26 @@ def test_a_call_at_another_boundary_is_a_difference(tmp_path: Path) -> None:
     assert transcript_hash(read_recording(a)) != transcript_hash(read_recording(b))
 
 
+def without_model(url: str) -> Row:
+    """A request to ``url`` whose body names no model (the URL does)."""
+    request = {**chat_request(), "url": url}
+    request["body"] = {"contents": [{"parts": [{"text": "hi"}]}]}
+    return request
+
+
 def test_the_summary_names_each_http_call_by_host_and_model(tmp_path: Path) -> None:
     files_call = {**chat_request(), "method": "GET", "url": "https://api.openai.com/v1/files"}
     del files_call["body"]
+    gemini = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash"
+    bedrock = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-v2%3A1"
     path = write_calls(
         tmp_path / "mixed.jsonl",
         provider_call(0),
         sse_call(1),
         anthropic_call(2, run="a"),
         sse_call(3, files_call),
+        sse_call(4, without_model(f"{gemini}:streamGenerateContent?alt=sse")),
+        sse_call(5, without_model(f"{bedrock}/converse-stream")),
     )
     summary = summarize_recording(path)
     assert summary.valid, summary.problem
@@ -228,6 +239,8 @@ def test_the_summary_names_each_http_call_by_host_and_model(tmp_path: Path) -> N
         "api.openai.com:gpt-4o-mini",
         "api.anthropic.com:claude-sonnet-4-5",
         "GET api.openai.com/v1/files",
+        "generativelanguage.googleapis.com:gemini-2.5-flash",
+        "bedrock-runtime.us-east-1.amazonaws.com:anthropic.claude-v2:1",
     ]
     assert summary.transcript_hash == transcript_hash(read_recording(path))
 

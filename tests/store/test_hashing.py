@@ -155,12 +155,12 @@ def test_a_known_recording_has_a_fixed_hash(tmp_path: Path) -> None:
         b'T "clock" {"args":{},"nondeterministic":true}',
     ]
     digests = sorted([CALL_DIGEST, *(hashlib.sha256(entry).hexdigest() for entry in entries)])
-    text = b"openprogram-transcript-3\n" + b"".join(d.encode() + b"\n" for d in digests)
+    text = b"openprogram-transcript-4\n" + b"".join(d.encode() + b"\n" for d in digests)
     assert hashlib.sha256(text).hexdigest() == FIXED_HASH
 
 
 FIXED_HASH = "bc5aaf8f339bb6bcbd9702130e1ecaebdcb76e3b893a57dc892d59100c85311c"
-"""Version 3: the SHA-256 of ``openprogram-transcript-3`` and the digests, sorted, each on a
+"""Version 4: the SHA-256 of ``openprogram-transcript-4`` and the digests, sorted, each on a
 line: the call's — the SHA-256 of ``R {request}``, ``E 0 {"type":"start"}`` and ``X
 {"outcome":"complete"}`` (the timestamp left out) — and each tape entry's: the SHA-256 of
 ``T "tape" {"args":…,"result":…}``, the clock's result left out (it is non-deterministic)."""

@@ -293,7 +293,9 @@ def _reason(status: int) -> str:
 
 def _captured(boundary: HttpBoundary, url: _YarlURL) -> bool:
     """Whether a request for ``url`` is captured by ``boundary`` (not a passthrough host, nor
-    sent by a taped function while recording: its tape covers it)."""
+    sent by a taped function while recording: its tape covers it). Every request asked about
+    is noted as one the boundary saw, so its connection is not reported as missed."""
+    boundary.saw((url.host or "").lower(), url.explicit_port, url.scheme)
     if boundary.mode == "record" and taped_function_running() is not None:
         return False
     return not boundary.passes_through((url.host or "").lower(), url.explicit_port)
