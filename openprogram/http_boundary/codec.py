@@ -191,7 +191,9 @@ def sse_event_row(event: dict[str, Any], redactor: SecretRedactor) -> dict[str, 
     text: str = event["data"]
     value = _parsed_json(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
     row["data"] = (
-        redactor.redact_text(text) if value is _NOT_JSON else redactor.redact_model_output(value)
+        redactor.redact_text(text)
+        if value is _NOT_JSON
+        else redactor.redact_parsed_output(value, text)
     )
     if "id" in event:
         row["id"] = redactor.redact_text(event["id"])
@@ -208,7 +210,7 @@ def body_event(
         return None
     value = _parsed_json(content) if _is_json(content_type) else _NOT_JSON
     if value is not _NOT_JSON:
-        return {"type": "http_body", "body": redactor.redact_model_output(value)}
+        return {"type": "http_body", "body": redactor.redact_parsed_output(value, content)}
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:

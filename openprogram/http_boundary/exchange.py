@@ -394,15 +394,15 @@ class HttpCallRecorder:
             self.stop(exc)
             return
         if self._messages is not None:
-            for message in self._messages.feed(data):
-                self._write(eventstream_row(message, self.redactor))
+            messages = self._messages.feed(data)
+            self._write_all([eventstream_row(message, self.redactor) for message in messages])
             return
         if self._parser is None or self._text is None:
             self._body.append(data)
             return
         events = self._parser.feed(self._text.decode(data))
-        for event in events:
-            self._write(sse_event_row(event, self.redactor))
+        # The events one read completes are written in one go: one lock, one write.
+        self._write_all([sse_event_row(event, self.redactor) for event in events])
         if events:
             self._terminal = is_terminal_event(events[-1])
 
@@ -500,6 +500,12 @@ class HttpCallRecorder:
         try:
             self.call.write_event(event, checked=True)  # JSON parsed by orjson: finite, and
         except OpenProgramError as exc:  # no deeper than a row may hold (codec)
+            raise RecordReplayEscape(exc) from None
+
+    def _write_all(self, events: list[dict[str, Any]]) -> None:
+        try:
+            self.call.write_events(events, checked=True)
+        except OpenProgramError as exc:
             raise RecordReplayEscape(exc) from None
 
     def _end(self, outcome: Outcome, error: BaseException | None = None) -> None:

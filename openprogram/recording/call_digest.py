@@ -308,11 +308,13 @@ def event_text(boundary: str, event: dict[str, Any], ids: CallIds | None = None)
     if boundary == "provider":
         return canonical_part(event)
     kept = deterministic_event(boundary, event)
-    names = request_ignore_fields(boundary)
-    encoded = canonical_part(kept, names)
-    if ids is not None and may_hold_ids(encoded):
-        renamed = ids.event(deterministic_part(kept, names))
-        encoded = orjson.dumps(renamed, option=orjson.OPT_SORT_KEYS)
+    if ids is None:
+        return canonical_part(kept, request_ignore_fields(boundary))
+    encoded = orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)
+    if may_hold_ids(encoded):  # one walk: nulls, negative zeros and ids at once
+        return orjson.dumps(ids.event_part(kept), option=orjson.OPT_SORT_KEYS)
+    if b"null" in encoded or b"-0.0" in encoded:
+        return orjson.dumps(deterministic_part(kept, frozenset()), option=orjson.OPT_SORT_KEYS)
     return encoded
 
 

@@ -101,6 +101,25 @@ class CallIds:
         """``value`` (a part of a response event) with each id replaced by its name."""
         return self._renamed(value, None, self._response_name)
 
+    def event_part(self, value: Any) -> Any:
+        """:meth:`event` of ``value``'s deterministic part, in one walk: without its
+        null-valued entries, ``-0.0`` as ``0.0``, each id replaced by its name."""
+        if type(value) is dict:
+            part: dict[str, Any] = {}
+            for key, item in sorted(value.items()):
+                if item is None:
+                    continue
+                if type(item) is str:
+                    part[key] = self._response_name(item, None) if item and is_id_key(key) else item
+                elif type(item) is dict or type(item) is list:
+                    part[key] = self.event_part(item)
+                else:
+                    part[key] = 0.0 if type(item) is float and item == 0.0 else item
+            return part
+        if type(value) is list:
+            return [self.event_part(item) for item in value]
+        return 0.0 if type(value) is float and value == 0.0 else value
+
     def value_of(self, name: object) -> object:
         """The id a request's name (``#q…``) stands for; anything else as it is."""
         if type(name) is str and name.startswith("#q") and name[2:].isdigit():

@@ -338,7 +338,8 @@ def _check_first_line(path: Path, file: OpenRecording) -> None:
 
 
 def append_line(path: Path, file: OpenRecording, line: bytes, size: int) -> None:
-    """Write ``line`` at the end (``size``); a write that fails part-way is undone."""
+    """Write ``line`` (or several whole lines) at the end (``size``); a write that fails
+    part-way is undone."""
     fd = file.fd
     try:
         written = os.write(fd, line)
@@ -352,7 +353,7 @@ def append_line(path: Path, file: OpenRecording, line: bytes, size: int) -> None
     file.end = end
     if size == file.scanned:
         file.scanned = end  # nobody else wrote in between: nothing new to read
-        file.lines += 1
+        file.lines += line.count(b"\n")
 
 
 def _write_error(path: Path, exc: OSError) -> RecordingFileError:

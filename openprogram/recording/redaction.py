@@ -242,6 +242,26 @@ class SecretRedactor:
         conversation: by value shape and known value only, never by field name."""
         return _redact_content(value, self._rules)
 
+    def redact_parsed_output(self, value: object, text: str | bytes) -> Any:
+        """:meth:`redact_model_output` of ``value``, the JSON ``text`` parsed: ``value``
+        itself when the text holds nothing to remove (one pass of the rules over the whole
+        text instead of one per string; a streamed delta is a few hundred characters of
+        JSON around one short string).
+
+        Every string and key of ``value`` is a substring of ``text`` between quotes when
+        the text holds no backslash escape, and the shapes end at a quote as they end at
+        the end of a string, so the text holding no match means no string does. A text with
+        an escape, or rules with the user's own redaction (a function may look at whole
+        values), are walked value by value."""
+        raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        if (
+            self._rules.user is None
+            and "\\" not in raw
+            and _redact_text_once(raw, self._rules) == raw
+        ):
+            return value
+        return _redact_content(value, self._rules)
+
     def redact_request(self, request: dict[str, Any]) -> dict[str, Any]:
         """A request (``{"model", "context", "options"}``) redacted: its conversation,
         ``context.messages``, as model output, everything else as configuration. Replay

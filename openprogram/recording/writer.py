@@ -202,6 +202,20 @@ class RecordingWriter:
                 append_line(self.path, file, line, repaired_size(self.path, file))
         return line
 
+    def write_rows(
+        self, rows: list[dict[str, Any]], file: OpenRecording, *, checked: bool = False
+    ) -> list[bytes]:
+        """Append ``rows`` (of the call started in ``file``) as whole lines in one write
+        under one lock — what a network read that brought several events costs once;
+        returns their lines. Raises as :meth:`write_row` does, writing none of them."""
+        lines = [encode_recordable_row(str(self.path), row, checked=checked) for row in rows]
+        with self._lock:
+            if not file.usable:
+                file = self._current(follow_replaced=False)
+            with FileLock(file.fd):
+                append_line(self.path, file, b"".join(lines), repaired_size(self.path, file))
+        return lines
+
     def write_feature_row(self, row: dict[str, Any], feature: str) -> None:
         """Append a row of a kind added by header ``feature`` (a ``tape`` row: ``tapes``),
         to the file the path names now; refused, writing nothing, with
@@ -310,6 +324,25 @@ class CallWriter:
         self.event_count += 1
         if self.digest is not None:
             self.digest.add_event(event, line)
+
+    def write_events(self, events: list[dict[str, Any]], *, checked: bool = False) -> None:
+        """:meth:`write_event` of each of ``events``, in order, in one write."""
+        if len(events) < 2:
+            for event in events:
+                self.write_event(event, checked=checked)
+            return
+        if self.file is None:
+            raise RuntimeError(f"call {self.call_index} has ended: it takes no more events")
+        first = self.event_count
+        rows = [
+            {"type": "event", "call_index": self.call_index, "event_index": first + n, "event": e}
+            for n, e in enumerate(events)
+        ]
+        lines = self.writer.write_rows(rows, self.file, checked=checked)
+        self.event_count += len(events)
+        if self.digest is not None:
+            for event, line in zip(events, lines, strict=True):
+                self.digest.add_event(event, line)
 
     def end_call(self, outcome: Outcome, *, error: RecordedError | None = None) -> None:
         """Write the call's ``call_end`` (``error``, already redacted, for outcome

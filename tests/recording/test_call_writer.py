@@ -15,6 +15,7 @@ from openprogram.providers import ECHO_MODEL, Context, EchoProvider, RecordingPr
 from openprogram.recording.format import RecordedError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.writer import RecordingWriter, writer_for
+from openprogram.store.summary import summarize_recording
 from tests.support.http_call_rows import chat_request, chunk
 
 SSE = {"content-type": "text/event-stream"}
@@ -48,6 +49,28 @@ def test_an_http_call_is_written_row_by_row_and_reads_back(tmp_path: Path) -> No
     )
     lines = path.read_bytes().splitlines()
     assert lines[1].startswith(b'{"type":"request","call_index":0,"boundary":"http",')
+
+
+def test_events_written_together_are_the_lines_written_one_by_one(tmp_path: Path) -> None:
+    events = [RESPONSE, *({"type": "sse", "data": chunk(word)} for word in ("a", "b", "c"))]
+    for name, together in (("apart", False), ("together", True)):
+        writer = RecordingWriter(tmp_path / f"{name}.jsonl")
+        call = writer.open_call(chat_request())
+        if together:
+            call.write_events(events[:1])
+            call.write_events(events[1:])
+        else:
+            for event in events:
+                call.write_event(event)
+        assert call.event_count == 4
+        call.end_call("complete")
+        writer.close()
+    apart, together = (
+        (tmp_path / f"{name}.jsonl").read_bytes().splitlines()[1:] for name in ("apart", "together")
+    )
+    assert apart == together
+    summary = summarize_recording(tmp_path / "together.jsonl")
+    assert (summary.valid, summary.events) == (True, 4)
 
 
 def test_a_call_ends_once_and_takes_no_event_after(tmp_path: Path) -> None:

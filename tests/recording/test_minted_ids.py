@@ -9,6 +9,10 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openprogram.recording.call_digest import deterministic_part
 from openprogram.recording.minted_ids import CallIds, is_id_key
 from openprogram.recording.reader import read_recording
 from openprogram.recording.rewriting import rewrite_recording
@@ -169,3 +173,24 @@ def test_the_digests_a_writer_stores_give_the_same_hash(tmp_path: Path) -> None:
     }
     assert hashes[0] != hashes[1]
     assert hashes[0] == summarize_recording(tmp_path / "b0.jsonl").transcript_hash
+
+
+ID_VALUES = st.sampled_from(["call_1", "call_2", "resp_1", ""])
+WITH_IDS = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | ID_VALUES,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["id", "item_id", "text", "responseId", "n"]), children)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(WITH_IDS, WITH_IDS)
+def test_the_one_walk_of_an_event_is_its_part_renamed(request: Any, event: Any) -> None:
+    one, two = CallIds(), CallIds()
+    one.request(request)
+    two.request(request)
+    assert one.event_part(event) == two.event(deterministic_part(event, frozenset()))
+    assert (one.refs, one.minted) == (two.refs, two.minted)

@@ -4,11 +4,14 @@ caller sends as configuration."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openprogram.providers import (
     ECHO_MODEL,
@@ -27,6 +30,7 @@ from openprogram.providers import (
 )
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.token_shapes import PLACEHOLDER
+from tests.support import secret_samples
 from tests.support.recording_rows import read_rows
 from tests.support.tool_sessions import recording_into
 
@@ -217,3 +221,41 @@ async def test_an_ordinary_mismatch_has_no_note(tmp_path: Path) -> None:
             await run_tool_session({"password": "one-password"}, suffix="!")
     assert (info.value.call_index, info.value.note) == (1, None)
     assert len(str(info.value).split("\n")) == 2
+
+
+SECRET_TEXTS = st.sampled_from(
+    [
+        secret_samples.GITHUB_TOKEN,
+        secret_samples.AWS_ACCESS_KEY_ID,
+        secret_samples.SLACK_TOKEN,
+        secret_samples.GOOGLE_API_KEY,
+        secret_samples.JWT,
+        secret_samples.PEM,
+        secret_samples.OPENAI_KEY,
+        f"password={secret_samples.PASSWORD}",
+        f"Bearer {secret_samples.OPENAI_KEY}",
+        "https://user:pa55word@example.test/x",
+        "the known value 0123456789abcdef",
+        "fox ",
+        "",
+    ]
+)
+TEXTS = SECRET_TEXTS | st.text(max_size=6) | st.builds("{} {}".format, SECRET_TEXTS, SECRET_TEXTS)
+OUTPUTS = st.recursive(
+    st.none() | st.integers() | st.booleans() | TEXTS,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(TEXTS, children, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OUTPUTS, st.booleans())
+def test_redacting_parsed_output_by_its_text_is_redacting_it_value_by_value(
+    value: Any, ascii_only: bool
+) -> None:
+    redactor = SecretRedactor(["0123456789abcdef"])
+    text = json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
+    assert redactor.redact_parsed_output(value, text) == redactor.redact_model_output(value)
+    assert redactor.redact_parsed_output(value, text.encode()) == redactor.redact_model_output(
+        value
+    )
