@@ -18,7 +18,10 @@ alike (medians of each):
    httpx, ``requests`` (urllib3), aiohttp and ``urllib.request`` (http.client): each one's
    replay and record time against its own bare live call and against httpx's.
 
-Figures are medians in milliseconds; ratios are to the bare call. The first and last lines
+Figures are medians in milliseconds of each tool's whole block (``with
+openprogram.record_replay(…)`` or ``with vcr.use_cassette(…)`` around the one call: vcrpy
+writes its cassette, and openprogram reads its recording for replay, there); ratios are to the
+bare call. The first and last lines
 print the machine reference (``benchmarks/machine_reference.py``): if they differ much, the
 machine was busy and the figures are noisy.
 """
@@ -158,6 +161,17 @@ def timed(run: Callable[[], None]) -> float:
     return (time.perf_counter_ns() - start) / 1e6
 
 
+def within(block: Callable[..., Any], call: Callable[[], None], *args: Any) -> Callable[[], None]:
+    """``call`` run inside ``block(*args)`` (``mode=`` the second of two arguments)."""
+
+    def run() -> None:
+        opened = block(args[0], mode=args[1]) if len(args) == 2 else block(*args)
+        with opened:
+            call()
+
+    return run
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -178,17 +192,18 @@ def recording_and_replay(
         times: dict[str, list[float]] = {k: [] for k in ("bare", "op", "vcr", "op_r", "vcr_r")}
         call()  # warm the connection
         for n in range(repeats):
-            times["bare"].append(timed(call))
             op_path = folder / f"op-{deltas}-{n}.jsonl"
-            with openprogram.record_replay(op_path, mode="record"):
-                times["op"].append(timed(call))
-            cassette = folder / f"vcr-{deltas}-{n}.yaml"
-            with vcr.VCR(record_mode="all").use_cassette(str(cassette)):
-                times["vcr"].append(timed(call))
-            with openprogram.record_replay(op_path, mode="replay"):
-                times["op_r"].append(timed(call))
-            with vcr.VCR(record_mode="none").use_cassette(str(cassette)):
-                times["vcr_r"].append(timed(call))
+            cassette = str(folder / f"vcr-{deltas}-{n}.yaml")
+            # Each tool's whole block is timed: vcrpy writes its cassette when it closes.
+            times["bare"].append(timed(call))
+            times["op"].append(timed(within(openprogram.record_replay, call, op_path, "record")))
+            times["vcr"].append(
+                timed(within(vcr.VCR(record_mode="all").use_cassette, call, cassette))
+            )
+            times["op_r"].append(timed(within(openprogram.record_replay, call, op_path, "replay")))
+            times["vcr_r"].append(
+                timed(within(vcr.VCR(record_mode="none").use_cassette, call, cassette))
+            )
         bare = median(times["bare"])
         events = (deltas + 2) if deltas is not None else 1
         per_event = (median(times["op"]) - bare) * 1000 / events
@@ -260,10 +275,8 @@ def client_libraries(server: Server, deltas: int, repeats: int, folder: Path) ->
         for n in range(repeats):
             bare.append(timed(call))
             path = folder / f"lib-{name}-{n}.jsonl"
-            with openprogram.record_replay(path, mode="record"):
-                recorded.append(timed(call))
-            with openprogram.record_replay(path, mode="replay"):
-                replayed.append(timed(call))
+            recorded.append(timed(within(openprogram.record_replay, call, path, "record")))
+            replayed.append(timed(within(openprogram.record_replay, call, path, "replay")))
         results[name] = (median(bare), median(recorded), median(replayed))
     httpx_replay = results["httpx"][2]
     for name, (bare, recorded, replayed) in results.items():
