@@ -45,10 +45,28 @@ def exec_command(
     """
     from openprogram.activation.exec_run import exec_command as run
 
+    _refuse_an_unknown_option(command[0])
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
         outcome = run(command, record=record, replay=replay)
     _report(outcome)
     raise typer.Exit(outcome.exit_status)
+
+
+EXEC_OPTIONS = ("--record", "--replay", "--help", "-h")
+
+
+def _refuse_an_unknown_option(first: str) -> None:
+    """Options come before the command, as in every other command: a first word that looks
+    like one (``--recrod``) is a misspelt option, not a program to run."""
+    if not first.startswith("-") or first == "-":
+        return
+    import difflib
+
+    import click
+
+    name = first.split("=", 1)[0]
+    close = difflib.get_close_matches(name, EXEC_OPTIONS[:2], n=1)
+    raise click.NoSuchOption(name, possibilities=close)
 
 
 def _report(outcome: object) -> None:

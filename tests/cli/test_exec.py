@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from openprogram.config.paths import recordings_dir
 from openprogram.provider_boundary.codec import read_recording
 from tests.support.child_processes import openprogram_process, user_environment
+from tests.support.cli_runner import error_line, openprogram
 from tests.support.config_files import configure
 from tests.support.http_agent import AGENT_PROGRAM, answering, write_agent
 from tests.support.offline import SOCKETS_REFUSED
@@ -220,3 +222,27 @@ def test_a_process_whose_openprogram_lacks_the_activation_makes_exec_exit_2(
     result = run_exec("--record", "first", "--", "sh", "-c", inner, env=env)
     assert result.returncode == 2
     assert "ran without record/replay: it cannot import openprogram" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--recrod", "x", "--", "python", "-c", "pass"], "'--recrod'. Did you mean '--record'?"),
+        (["--replya=x", "python"], "'--replya'. Did you mean '--replay'?"),
+        (["--frobnicate", "python"], "No such option '--frobnicate'"),
+    ],
+)
+def test_a_misspelt_option_is_refused_not_run_as_the_command(
+    argv: list[str], expected: str
+) -> None:
+    result = openprogram("exec", *argv)
+    assert result.exit_code == 2
+    assert expected in error_line(result)
+    assert not recordings_dir().exists() or not list(recordings_dir().iterdir())
+
+
+@pytest.mark.parametrize("command", [["exec"], ["recordings", "list"], ["run"], []])
+def test_dash_h_is_help_everywhere(command: list[str]) -> None:
+    result = openprogram(*command, "-h")
+    assert result.exit_code == 0, result.output
+    assert "Usage: openprogram" in result.stdout
