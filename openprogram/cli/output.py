@@ -126,6 +126,11 @@ def warn(message: str) -> None:
     _labelled("warning:", "yellow", message)
 
 
+def note(message: str) -> None:
+    """One note line on stderr: something the user may not expect, not a problem."""
+    _labelled("note:", "cyan", message)
+
+
 def abort(
     problem: str | BaseException,
     code: int = EXIT_FAILURE,

@@ -35,7 +35,10 @@ def test_record_creates_the_recording_with_only_its_header_and_switches_the_mode
     assert (settings.mode, settings.file) == ("record", "demo")
     assert f"Created recording 'demo' at {path}" in result.stdout
     assert "the next process that starts records" in result.stdout
-    assert result.stderr == ""
+    # The mode reaches openprogram's own providers; an SDK program needs exec: said once.
+    assert result.stderr.startswith("note: this mode covers calls made through openprogram's")
+    assert "`openprogram exec -- COMMAND`" in result.stderr
+    assert result.stderr.count("\n") == 1
 
 
 def test_record_without_a_name_uses_the_time() -> None:

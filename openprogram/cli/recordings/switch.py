@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from openprogram.cli.output import plural, print_json, reporting_errors, say, warn
+from openprogram.cli.output import note, plural, print_json, reporting_errors, say, warn
 from openprogram.errors import RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ def record(
     assert change.recording is not None
     say(f"Created recording {change.name!r} at {change.recording}")
     say("Mode is now record: the next process that starts records its provider calls into it.")
+    note_what_the_mode_covers("records")
     warn_about_overrides(change)
 
 
@@ -57,7 +58,16 @@ def replay(
     say(
         "Mode is now replay: the next process that starts gets its provider calls from it, offline."
     )
+    note_what_the_mode_covers("replays")
     warn_about_overrides(change)
+
+
+def note_what_the_mode_covers(verb: str) -> None:
+    """The configured mode reaches openprogram's own providers, not an SDK program run
+    plainly: said on stderr whenever a command turns recording or replay on."""
+    from openprogram.store.status import HTTP_CAPTURE_NOTE
+
+    note(HTTP_CAPTURE_NOTE.format(verb=verb))
 
 
 def off(
