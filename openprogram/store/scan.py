@@ -43,9 +43,9 @@ import orjson
 
 from openprogram.errors import RecordingFileError
 from openprogram.http_boundary.eventstream import with_agreeing_bytes
+from openprogram.provider_boundary.codec import read_for_replay
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.format import RecordedCall, RecordedError
-from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor, is_secret_field_name
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.tape_rows import TapeEntry
@@ -186,7 +186,7 @@ def scan_recording(
             f"cannot read it ({error.strerror or error})",
             advice="check the path names a recording",
         ) from None
-    recording = read_recording(path)
+    recording = read_for_replay(path)  # refused as every other command refuses it
     redactor = SecretRedactor(user=user)
     spots: list[_Spot] = []
     header = _scan_header(recording.header, redactor, spots)

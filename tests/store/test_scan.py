@@ -18,7 +18,13 @@ from openprogram.recording.user_redaction import UserRedaction
 from openprogram.recording.writer import close_recording_writers
 from openprogram.store.scan import Finding, scan_recording, scan_targets
 from tests.support.http_exchange_rows import http_call, response, sse
-from tests.support.recording_rows import header, read_rows, write_rows
+from tests.support.recording_rows import (
+    call_rows,
+    header,
+    read_rows,
+    text_events,
+    write_rows,
+)
 from tests.support.secret_samples import AWS_ACCESS_KEY_ID, GITHUB_TOKEN, PASSWORD
 from tests.support.split_stream import SplitStreamProvider, run_session
 
@@ -268,3 +274,47 @@ def test_tape_entries_are_scanned_and_fixed_and_kept(tmp_path: Path) -> None:
     with openprogram.record_replay(path, mode="replay"):
         assert lookup("ada") == {"user": "ada", "note": "plain"}
         assert lookup("bob") == {"user": "bob", "note": f"token {PLACEHOLDER}"}
+
+
+def test_a_stream_index_that_is_no_number_is_joined_by_its_value(tmp_path: Path) -> None:
+    """The server's JSON may put an object where a choice's index belongs: the reader, show
+    and replay take it, and so does scan (it once failed with a traceback and exit 1, which
+    for scan means a secret was found)."""
+    odd = {"weird": [1]}
+
+    def chunk(text: str) -> dict[str, object]:
+        return {"choices": [{"index": odd, "delta": {"content": text}}]}
+
+    chat = [response(), sse(chunk("key " + GITHUB_TOKEN[:10])), sse(chunk(GITHUB_TOKEN[10:]))]
+    path = tmp_path / "odd.jsonl"
+    write_rows(
+        path,
+        [
+            header("http"),
+            *http_call(0, "POST", "https://api.openai.com/v1/chat/completions", {"x": 1}, chat),
+        ],
+    )
+
+    findings = scan_recording(path).findings
+
+    assert [(f.call_index, f.kind) for f in findings] == [(0, "github-token")]
+
+
+@pytest.mark.parametrize("damage", ["message", "content_index"])
+def test_a_provider_event_replay_refuses_is_refused_by_scan_too(
+    damage: str, tmp_path: Path
+) -> None:
+    events = text_events("hi", "there")
+    if damage == "message":
+        events[-1] = {"type": "done", "reason": "stop", "message": 1.5}
+    else:
+        for row in events[1:5]:
+            row["content_index"] = [0]
+    path = tmp_path / "bad.jsonl"
+    write_rows(path, [header(), *call_rows(0, events)])
+
+    with pytest.raises(RecordingFileError) as refused:
+        scan_recording(path)
+    with pytest.raises(RecordingFileError) as by_replay:
+        read_recording(path)
+    assert str(refused.value) == str(by_replay.value)

@@ -81,8 +81,8 @@ def off(
     if as_json:
         print_json(describe_change(change))
         return
-    for note in change.config.repaired:
-        warn(f"repaired {change.config.path}: {note}")
+    for repair in change.config.repaired:
+        warn(f"repaired {change.config.path}: {repair}")
     if change.config.backup is not None:
         warn(f"the original is kept at {change.config.backup}")
     say("Mode is now off: processes started from now on call providers directly.")

@@ -255,12 +255,22 @@ def streamed_blocks(call: RecordedCall) -> list[list[Piece]]:
     read = _call_events(call)
     if read.reader is None:
         return []
-    blocks: dict[BlockKey, list[Piece]] = {}
+    blocks: dict[object, list[Piece]] = {}
     for position, data in read.events:
         if isinstance(data, dict):
             for key, piece in read.reader.streamed_pieces(position, data):
-                blocks.setdefault(key, []).append(piece)
+                blocks.setdefault(_hashable(key), []).append(piece)
     return [block for block in blocks.values() if len(block) > 1]
+
+
+def _hashable(key: object) -> object:
+    """A block's key as a dictionary key: the indexes it is made of come from the server's
+    JSON, which may hold an object or a list where an index belongs."""
+    try:
+        hash(key)
+    except TypeError:
+        return ("json", orjson.dumps(key, option=orjson.OPT_SORT_KEYS))
+    return key
 
 
 def usage_tokens(usage: dict[str, Any] | None) -> tuple[int, int] | None:
