@@ -163,17 +163,19 @@ def http_ignore_fields(ignore_fields: Iterable[str]) -> frozenset[str]:
     )
 
 
-def check_http_ignore_fields(ignore_fields: Iterable[str], setting: str) -> None:
-    """Raise ``ValueError`` (one line, naming ``setting``) for an entry starting with
-    ``url.`` that names no part of a URL (see the module's docstring)."""
+def check_http_ignore_fields(ignore_fields: Iterable[str], setting: str | None = None) -> None:
+    """Raise ``ValueError`` (one line, starting with ``setting`` when given: the caller may
+    name it itself) for an entry starting with ``url.`` that names no part of a URL (see the
+    module's docstring)."""
     for entry in ignore_fields:
         if not _url_part_entry(entry):
             continue
         found = _URL_ENTRY.fullmatch(entry)
         part, rest = ("", "") if found is None else (found["part"], found["rest"])
         if part not in (*URL_PARTS, "*") or (rest and not _is_query_parameter(part, rest)):
+            where = "" if setting is None else f"{setting}: "
             raise ValueError(
-                f"{setting}: {entry!r} names no part of an HTTP call's URL: write url, "
+                f"{where}{entry!r} names no part of an HTTP call's URL: write url, "
                 f"{', '.join(f'url.{name}' for name in URL_PARTS)} or url.query.<name>"
             )
 
