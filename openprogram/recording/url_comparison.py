@@ -16,9 +16,10 @@ against a server on two ports hash the same.
 ``url.userinfo``, ``url.host``, ``url.port``, ``url.path``, ``url.query`` (the whole query),
 ``url.query.<name>`` (one parameter; ``url.query["a name"]`` for a name that is not plain, and
 ``url.query.*`` for every one), ``url.fragment`` — makes replay compare the URL as those parts
-(:func:`url_parts`): ``{"scheme": "http", "host": "127.0.0.1", "port": 8000, "path":
-"/v1/chat/completions", "query": {"key": "…"}}``, a query parameter given several times as the
-list of its values, the host in lower case, an absent part as null. A difference is then
+(:func:`url_parts`): ``{"scheme": "https", "host": "models.example.com", "port": 8443,
+"path": "/v1/chat/completions", "query": {"key": "…"}}``, a query parameter given several times
+as the list of its values, the host in lower case, an absent part as null (the query as
+``{}``), a loopback host's port as null unless ports are compared. A difference is then
 reported at the part (``field url.port``). An entry naming no part (``url.hostname``) is
 refused by :func:`check_http_ignore_fields`, with a one-line ``ValueError`` naming the
 setting. ``url`` alone still leaves the whole URL out.
@@ -114,7 +115,7 @@ def url_parts(url: str, *, loopback_port: bool = False) -> dict[str, Any]:
         "host": host,
         "port": port,
         "path": split.path or None,
-        "query": query or None,
+        "query": query,
         "fragment": split.fragment or None,
     }
 
