@@ -8,12 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import openprogram
 from openprogram.cli.app import app
 from openprogram.errors import ReplayMismatch
+from openprogram.recording.content_matching import RequestDigester, request_differences
+from openprogram.recording.difference import find_first_difference
 from openprogram.recording.reader import read_recording
+from openprogram.recording.replay_session import ComparisonRules
 from openprogram.recording.url_comparison import (
     is_loopback_host,
     url_parts,
@@ -241,3 +246,43 @@ def test_the_parts_of_a_url() -> None:
     assert url_parts(url, loopback_port=True)["port"] == 8000
     assert url_parts("https://API.example.test:8443")["host"] == "api.example.test"
     assert url_parts("https://api.example.test:8443")["port"] == 8443
+
+
+_URLS = st.builds(
+    "{}://{}{}{}{}".format,
+    st.sampled_from(["http", "https"]),
+    st.sampled_from(["127.0.0.1", "localhost", "[::1]", "models.example.test"]),
+    st.sampled_from(["", ":8000", ":9999"]),
+    st.sampled_from(["/v1/chat", "/v2/chat", ""]),
+    st.sampled_from(["", "?k=1", "?k=2", "?k=1&j=3", "?k=1&k=2"]),
+)
+_IGNORED = st.sampled_from(
+    [(), ("url.port",), ("url.query.k",), ("url.host", "url.port"), ("url.query",), ("url",)]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_URLS, _URLS, _IGNORED, st.booleans())
+def test_the_digest_agrees_with_the_comparison(
+    url_a: str, url_b: str, ignored: tuple[str, ...], ports: bool
+) -> None:
+    rules = ComparisonRules("http", frozenset(ignored), compare_loopback_ports=ports)
+    a = {"method": "POST", "url": url_a, "body": {"q": "hi"}}
+    b = {"method": "POST", "url": url_b, "body": {"q": "hi"}}
+    assert rules.url is not None
+    equal = all(
+        find_first_difference(
+            rules.url.form(a.get(section)) if section == "url" else a.get(section),
+            rules.url.form(b.get(section)) if section == "url" else b.get(section),
+            ignore_fields=rules.ignored,
+            path=section,
+        )
+        is None
+        for section in rules.sections
+    )
+    digest = RequestDigester("http", rules.ignore_rules, rules.url)
+    assert (digest.digest(a) == digest.digest(b)) is equal
+    counted = request_differences(a, b, boundary="http", ignore_fields=rules.ignored, url=rules.url)
+    assert (counted == 0) is equal
+    if not ignored and not ports:  # the hash's rule: only a loopback port left out
+        assert equal is (without_loopback_port(url_a) == without_loopback_port(url_b))
