@@ -109,10 +109,10 @@ class ReplayProvider(StreamingProvider):
         """``recording``: the file as the caller already read it with ``read_recording(path)``
         (events validated), so it is not read twice. ``session``: a replay session to share
         with other boundaries (its recording read with the provider events decoded; ``path``,
-        ``recording``, ``ignore_fields``, ``match``, ``redaction`` and ``tools`` are then the
-        session's). ``redaction``: the user redaction applied to both sides of every
-        comparison, as the recording was redacted with it. ``tools``: how the session's
-        tapes treat each agent tool, by name or ``"*"`` (see
+        ``recording``, ``ignore_fields``, ``compare_loopback_ports``, ``match``, ``redaction``
+        and ``tools`` are then the session's). ``redaction``: the user redaction applied to
+        both sides of every comparison, as the recording was redacted with it. ``tools``: how
+        the session's tapes treat each agent tool, by name or ``"*"`` (see
         :mod:`openprogram.recording.tape_replay`). ``compare_loopback_ports``: the session
         compares the port of an HTTP call's URL whose host is a loopback one."""
         if session is None:

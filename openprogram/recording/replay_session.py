@@ -8,7 +8,11 @@ HTTP boundary's transport), and its tape entries to taped functions and agent to
 **A request** reaches :meth:`ReplaySession.take` as the sections of a call at its boundary,
 before redaction. Redacted by the boundary's redactor, it is compared with a recorded call
 section by section, without the boundary's non-deterministic fields and the caller's
-``ignore_fields``, an absent key equal to null (:class:`ComparisonRules`). The recorded
+``ignore_fields``, an absent key equal to null, an HTTP call's URL without a loopback
+server's port unless ``compare_loopback_ports`` (and part by part when an ignored field names
+a part of it: :mod:`~openprogram.recording.url_comparison`; :class:`ComparisonRules`). A
+mismatch in the URL gets a note naming both URLs and the fix
+(:func:`~openprogram.recording.mismatch.moved_url_note`). The recorded
 request is compared as stored when the recording was redacted by the rules in force
 (:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else redacted
 again with them. The conversation a request repeats from one served before is not redacted,
