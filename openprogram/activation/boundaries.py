@@ -223,6 +223,7 @@ def _replay_session(
     return ReplaySession(
         recording,
         ignore_fields=plan.ignore_fields,
+        compare_loopback_ports=plan.compare_loopback_ports,
         match=plan.match,
         tools=dict(plan.tools),
         user_redaction=user,

@@ -45,8 +45,9 @@ configured recording that cannot be used, makes a *blocked* plan instead: the co
 with both boundaries refusing every call, naming the cause and the commands that say why
 (``recordings status``) and recover (``recordings off``) — no request leaves the machine.
 
-``record_replay.ignore_fields``, ``match``, ``http_passthrough_hosts``, ``http_headers`` and
-``tools`` come from the configuration in every case.
+``record_replay.ignore_fields``, ``compare_loopback_ports``, ``match``,
+``http_passthrough_hosts``, ``http_headers`` and ``tools`` come from the configuration in
+every case.
 """
 
 from __future__ import annotations
@@ -178,6 +179,7 @@ def _activate_replay(
     provider = ReplayProvider(
         path,
         ignore_fields=settings.ignore_fields,
+        compare_loopback_ports=settings.compare_loopback_ports,
         match=settings.match,
         redaction=user,
         tools=settings.tools,
@@ -252,6 +254,7 @@ def _plan(
         mode,
         path,
         ignore_fields=tuple(settings.ignore_fields),
+        compare_loopback_ports=settings.compare_loopback_ports,
         match=settings.match,
         passthrough_hosts=frozenset(settings.http_passthrough_hosts),
         allowed_hosts=frozenset(settings.allowed_hosts),

@@ -86,6 +86,7 @@ def record_replay(
     *,
     mode: Literal["record", "replay"] = "record",
     ignore_fields: Iterable[str] = (),
+    compare_loopback_ports: bool = False,
     match: str | None = None,
     passthrough_hosts: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
@@ -99,7 +100,11 @@ def record_replay(
     docstring).
 
     ``ignore_fields``: request fields replay leaves out of the comparison (names, or dotted
-    paths with ``[*]`` and ``*``). ``match``: how requests are paired with recorded calls:
+    paths with ``[*]`` and ``*``; an HTTP call's ``url``, its parts ``url.port``,
+    ``url.query.<name>``…, and ``headers.<name>``). ``compare_loopback_ports``: compare the
+    port of a URL whose host is a loopback one (127.0.0.1, ::1, localhost), which replay
+    leaves out by default so that a local server restarted on another port replays.
+    ``match``: how requests are paired with recorded calls:
     ``"content"`` (the default: the earliest unconsumed call of the boundary whose request
     equals it, whatever order calls arrive in) or ``"order"`` (the next recorded call).
     ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent
@@ -136,6 +141,7 @@ def record_replay(
         mode,
         recording,
         ignore_fields=tuple(ignore_fields),
+        compare_loopback_ports=compare_loopback_ports,
         match=check_match(match),
         passthrough_hosts=frozenset(passthrough_hosts),
         allowed_hosts=frozenset(allowed_hosts),

@@ -115,6 +115,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
             recording,
             exchange,
             ignore_fields=plan.ignore_fields,
+            compare_loopback_ports=plan.compare_loopback_ports,
             match=plan.match,
             tools=dict(plan.tools),
             user_redaction=user,
@@ -160,10 +161,12 @@ class ClaimingReplaySession(ReplaySession):
         match: str = DEFAULT_MATCHING,
         tools: Mapping[str, str] | None = None,
         user_redaction: UserRedaction | None = None,
+        compare_loopback_ports: bool = False,
     ) -> None:
         super().__init__(
             recording,
             ignore_fields=ignore_fields,
+            compare_loopback_ports=compare_loopback_ports,
             match=match,
             tools=tools,
             user_redaction=user_redaction,

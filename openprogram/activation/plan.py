@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 
 from openprogram.recording.difference import DEFAULT_MATCHING, MATCHINGS, check_matching
 from openprogram.recording.tape_replay import check_tool_policies
+from openprogram.recording.url_comparison import check_http_ignore_fields
 
 __all__ = ["MATCHES", "PLAN_FORMAT", "PlanMode", "RecordReplayPlan", "check_match"]
 
@@ -43,6 +44,8 @@ class RecordReplayPlan:
     path: Path | None = None
     """The recording (None only when blocked before one was found)."""
     ignore_fields: tuple[str, ...] = ()
+    compare_loopback_ports: bool = False
+    """replay: compare the port of a loopback server's URL (by default it is left out)."""
     match: str = DEFAULT_MATCHING
     passthrough_hosts: frozenset[str] = field(default_factory=frozenset)
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)
@@ -65,6 +68,7 @@ class RecordReplayPlan:
         if self.mode != "blocked" and self.path is None:
             raise ValueError(f"a {self.mode} plan needs the recording's path")
         check_match(self.match)
+        check_http_ignore_fields(self.ignore_fields, "ignore_fields")
         check_tool_policies(dict(self.tools))
 
     @classmethod
@@ -78,6 +82,7 @@ class RecordReplayPlan:
                 "mode": self.mode,
                 "path": None if self.path is None else str(self.path),
                 "ignore_fields": list(self.ignore_fields),
+                "compare_loopback_ports": self.compare_loopback_ports,
                 "match": self.match,
                 "passthrough_hosts": sorted(self.passthrough_hosts),
                 "allowed_hosts": sorted(self.allowed_hosts),
@@ -104,6 +109,7 @@ class RecordReplayPlan:
                 mode=cast(PlanMode, data["mode"]),
                 path=None if path is None else Path(_text(path)),
                 ignore_fields=tuple(_texts(data["ignore_fields"])),
+                compare_loopback_ports=data.get("compare_loopback_ports") is True,
                 match=_text(data["match"]),
                 passthrough_hosts=frozenset(_texts(data["passthrough_hosts"])),
                 allowed_hosts=frozenset(_texts(data.get("allowed_hosts", []))),

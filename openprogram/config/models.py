@@ -61,6 +61,11 @@ class RecordReplaySettings(BaseModel):
     mode: Mode = Field("off", description="off, record or replay (from the next start)")
     file: str | None = Field(None, description="a recording id in the store, or a path")
     ignore_fields: list[str] = Field([], description="request fields replay does not compare")
+    compare_loopback_ports: bool = Field(
+        False,
+        description="replay compares the port of a local server's URL (127.0.0.1, ::1, "
+        "localhost); by default a local server restarted on another port still replays",
+    )
     match: Literal["content", "order"] = Field(
         "content",
         description="how replay pairs requests with recorded calls: by content, or by order",
@@ -89,6 +94,14 @@ class RecordReplaySettings(BaseModel):
     def _file_not_empty(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must not be empty")
+        return value
+
+    @field_validator("ignore_fields")
+    @classmethod
+    def _are_ignorable(cls, value: list[str]) -> list[str]:
+        from openprogram.recording.url_comparison import check_http_ignore_fields
+
+        check_http_ignore_fields(value)
         return value
 
     @field_validator("http_passthrough_hosts", "allowed_hosts")

@@ -158,6 +158,7 @@ def verify_command(
         "replay",
         path,
         ignore_fields=tuple(settings.ignore_fields) if settings else (),
+        compare_loopback_ports=settings.compare_loopback_ports if settings else False,
         match=settings.match if settings else DEFAULT_MATCHING,
         passthrough_hosts=frozenset(settings.http_passthrough_hosts) if settings else frozenset(),
         http_headers=frozenset(settings.http_headers) if settings else frozenset(),

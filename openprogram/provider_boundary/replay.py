@@ -104,15 +104,17 @@ class ReplayProvider(StreamingProvider):
         session: ReplaySession | None = None,
         redaction: UserRedaction | None = None,
         tools: Mapping[str, str] | None = None,
+        compare_loopback_ports: bool = False,
     ) -> None:
         """``recording``: the file as the caller already read it with ``read_recording(path)``
         (events validated), so it is not read twice. ``session``: a replay session to share
         with other boundaries (its recording read with the provider events decoded; ``path``,
-        ``recording``, ``ignore_fields``, ``match``, ``redaction`` and ``tools`` are then the
-        session's). ``redaction``: the user redaction applied to both sides of every
-        comparison, as the recording was redacted with it. ``tools``: how the session's
-        tapes treat each agent tool, by name or ``"*"`` (see
-        :mod:`openprogram.recording.tape_replay`)."""
+        ``recording``, ``ignore_fields``, ``compare_loopback_ports``, ``match``, ``redaction``
+        and ``tools`` are then the session's). ``redaction``: the user redaction applied to
+        both sides of every comparison, as the recording was redacted with it. ``tools``: how
+        the session's tapes treat each agent tool, by name or ``"*"`` (see
+        :mod:`openprogram.recording.tape_replay`). ``compare_loopback_ports``: the session
+        compares the port of an HTTP call's URL whose host is a loopback one."""
         if session is None:
             if path is None:
                 raise TypeError("ReplayProvider needs the path of a recording, or a session")
@@ -124,6 +126,7 @@ class ReplayProvider(StreamingProvider):
                 match=match,
                 tools=tools,
                 user_redaction=redaction,
+                compare_loopback_ports=compare_loopback_ports,
             )
         elif not session.recording.events_decoded:
             raise ValueError(

@@ -8,7 +8,8 @@ runs match.
 **Provider calls.** The field ``timestamp``, at any depth (the creation time of each message):
 :data:`NON_DETERMINISTIC_FIELD_NAMES`.
 
-**HTTP calls.** In a request, nothing is left out: the stored request headers are only those
+**HTTP calls.** In a request, nothing is left out but the port of a loopback server's URL
+(:func:`with_loopback_port_left_out`): the stored request headers are only those
 that change what the request means, and the SDKs put their per-run values (idempotency keys,
 retry counts, user agents, trace ids) in headers that are not stored. In a response:
 
@@ -60,6 +61,7 @@ import orjson
 
 from openprogram.recording.minted_ids import CallIds, LinkedCall, may_hold_ids
 from openprogram.recording.shared_lists import shared_section
+from openprogram.recording.url_comparison import without_loopback_port
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, RecordedError
@@ -88,6 +90,7 @@ __all__ = [
     "request_text",
     "request_text_with_parts",
     "rows_seal",
+    "with_loopback_port_left_out",
 ]
 
 NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
@@ -281,6 +284,8 @@ def request_text_with_parts(
         value = {**request, section: {k: v for k, v in holder.items() if k not in parts}}
     if boundary != "provider":
         value = {"boundary": boundary, **value}
+    if boundary == "http":
+        value = with_loopback_port_left_out(value)
     part = deterministic_part(value, names)
     if parts and type(holder) is dict:
         kept = part[section]
@@ -291,6 +296,17 @@ def request_text_with_parts(
     if boundary == "http" and may_hold_ids(text):
         text = orjson.dumps((ids or CallIds()).request(part), option=orjson.OPT_SORT_KEYS)
     return text
+
+
+def with_loopback_port_left_out(request: dict[str, Any]) -> dict[str, Any]:
+    """An HTTP request with its URL's port left out when its host is a loopback one (a
+    local server restarted on another port serves the same session:
+    :mod:`~openprogram.recording.url_comparison`); a copy when that changes it."""
+    url = request.get("url")
+    if type(url) is not str:
+        return request
+    compared = without_loopback_port(url)
+    return request if compared is url else {**request, "url": compared}
 
 
 def request_text(

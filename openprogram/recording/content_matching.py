@@ -28,6 +28,10 @@ boundary is therefore reported against that call, exactly as by order. With no u
 call of the boundary left, the earliest unconsumed call of the other boundary is a mismatch
 at field ``boundary``; with none at all, at field ``call_index``. ``recordings diff`` pairs
 the calls found in one recording only by the same search (:func:`nearest_request`).
+
+**The URL** of an HTTP call is compared in the form its rule gives it
+(:class:`~openprogram.recording.url_comparison.UrlComparison`: a loopback server's port left
+out by default, as parts when an ignored field names one), in the digest as in the comparison.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from openprogram.recording.format import RecordedCall, request_sections
 from openprogram.recording.mismatch import more_calls_than_recorded
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.shared_lists import shared_section
+from openprogram.recording.url_comparison import DEFAULT_URL_COMPARISON, UrlComparison
 
 if TYPE_CHECKING:
     from openprogram.recording.redaction import RequestRedactor
@@ -124,6 +129,7 @@ class ContentMatching:
                         rules.ignore_rules,
                         self._index_redactor(rules.boundary),
                         keep=session.compares_as_stored,
+                        url=rules.url,
                     ),
                 )
         return index.digester.digest(request.redacted, request.starts)
@@ -154,6 +160,7 @@ class ContentMatching:
             [redactor(calls[index].request) for index in candidates],
             boundary=request.boundary,
             ignore_fields=request.rules.ignored,
+            url=request.rules.url,
         )
         assert nearest is not None
         chosen = candidates[nearest.position]
@@ -198,14 +205,15 @@ class RequestIndex:
         digester: RequestDigester | None = None,
         *,
         keep: bool = False,
+        url: UrlComparison | None = None,
     ) -> None:
         """Index the ``calls`` made at ``boundary``, each request redacted by ``redactor``
         (as the comparison sees a recorded request) and digested by ``digester`` (a new one
-        for ``boundary`` and ``rules`` by default). ``keep``: the digester keeps each
+        for ``boundary``, ``rules`` and ``url`` by default). ``keep``: the digester keeps each
         request's item digests (only for requests compared as stored: it then holds no copy
         of a request, only the recording's own lists)."""
         buckets: dict[bytes, deque[int]] = {}
-        self.digester = digester = digester or RequestDigester(boundary, rules)
+        self.digester = digester = digester or RequestDigester(boundary, rules, url)
         """What digests the requests looked up in it, as it digested the recorded ones."""
         for call in calls:
             if call.boundary == boundary:
@@ -235,14 +243,37 @@ _RECENT_LISTS = 16
 """How many of the latest lists a :class:`RequestDigester` keeps the item digests of."""
 
 
-def request_digest(request: dict[str, Any], boundary: str, rules: IgnoreRules) -> bytes:
-    """The digest of ``request`` (the sections of a call at ``boundary``, redacted)."""
+def request_digest(
+    request: dict[str, Any],
+    boundary: str,
+    rules: IgnoreRules,
+    url: UrlComparison | None = None,
+) -> bytes:
+    """The digest of ``request`` (the sections of a call at ``boundary``, redacted), its
+    URL compared by ``url`` (None: :data:`DEFAULT_URL_COMPARISON` at the HTTP boundary)."""
     compared = rules.compared_sections(request_sections(boundary))
+    url = _url_rule(boundary, url)
     forms = [
-        _comparable_form(request.get(section), rules, section) if section in compared else None
+        _comparable_form(_section(request, section, url), rules, section)
+        if section in compared
+        else None
         for section in request_sections(boundary)
     ]
     return _digest_of_forms(forms)
+
+
+def _url_rule(boundary: str, url: UrlComparison | None) -> UrlComparison | None:
+    """How a request of ``boundary`` has its URL compared: by ``url``, at the HTTP boundary
+    by :data:`DEFAULT_URL_COMPARISON` when None; None elsewhere (no URL)."""
+    if boundary != "http":
+        return None
+    return DEFAULT_URL_COMPARISON if url is None else url
+
+
+def _section(request: dict[str, Any], section: str, url: UrlComparison | None) -> Any:
+    """The value of ``section`` in ``request`` as compared: the URL in the form of ``url``."""
+    value = request.get(section)
+    return url.form(value) if url is not None and section == "url" else value
 
 
 class RequestDigester:
@@ -259,11 +290,12 @@ class RequestDigester:
     form depends on its place, and each request is digested by :func:`request_digest`.
     """
 
-    __slots__ = ("_kept", "_lists", "boundary", "compared", "rules", "sections", "shared")
+    __slots__ = ("_kept", "_lists", "boundary", "compared", "rules", "sections", "shared", "url")
 
-    def __init__(self, boundary: str, rules: IgnoreRules) -> None:
+    def __init__(self, boundary: str, rules: IgnoreRules, url: UrlComparison | None = None) -> None:
         self.boundary = boundary
         self.rules = rules
+        self.url = _url_rule(boundary, url)
         self.sections = request_sections(boundary)
         self.compared = rules.compared_sections(self.sections)
         self.shared = shared_section(boundary)
@@ -285,7 +317,7 @@ class RequestDigester:
         whose list starts with one of those lists is digested from them."""
         rules = self.rules
         if rules.paths is not None:
-            return request_digest(request, self.boundary, rules)
+            return request_digest(request, self.boundary, rules, self.url)
         names = rules.names
         shared = self.shared
         forms: list[Any] = []
@@ -295,7 +327,7 @@ class RequestDigester:
             if section not in compared:
                 forms.append(None)  # left out whole, as request_digest leaves it
                 continue
-            value = request.get(section)
+            value = _section(request, section, self.url)
             if section != shared or type(value) is not dict:
                 forms.append(_without_names(value, names))
                 continue
@@ -423,15 +455,17 @@ def nearest_request(
     boundary: str,
     ignore_fields: Iterable[str] | None = None,
     cap: int = NEAREST_CANDIDATES,
+    url: UrlComparison | None = None,
 ) -> NearestRequest | None:
     """The candidate request nearest ``incoming`` (see the module's docstring), among the
-    first ``cap`` of ``candidates``; None when there is none."""
+    first ``cap`` of ``candidates``; None when there is none. ``url``: how an HTTP call's URL
+    is compared (None: :data:`DEFAULT_URL_COMPARISON`)."""
     ignored = request_ignore_fields(boundary) if ignore_fields is None else frozenset(ignore_fields)
     best: NearestRequest | None = None
     for position, recorded in enumerate(candidates[:cap]):
         limit = None if best is None else best.differences - 1  # a tie does not win
         differences = request_differences(
-            recorded, incoming, boundary=boundary, ignore_fields=ignored, limit=limit
+            recorded, incoming, boundary=boundary, ignore_fields=ignored, limit=limit, url=url
         )
         if best is None or differences < best.differences:
             best = NearestRequest(position, differences)
@@ -447,18 +481,21 @@ def request_differences(
     boundary: str,
     ignore_fields: Iterable[str] | None = None,
     limit: int | None = None,
+    url: UrlComparison | None = None,
 ) -> int:
     """How many leaf paths two requests of ``boundary`` (their sections, both redacted)
     differ at, summed over the sections. ``ignore_fields``: what the comparison leaves out
     (None: the boundary's non-deterministic fields only). Counting stops as soon as the sum
-    passes ``limit`` (the result is then above it)."""
+    passes ``limit`` (the result is then above it). ``url``: how an HTTP call's URL is
+    compared (None: :data:`DEFAULT_URL_COMPARISON`)."""
     ignored = request_ignore_fields(boundary) if ignore_fields is None else frozenset(ignore_fields)
+    url = _url_rule(boundary, url)
     total = 0
     for section in ignore_rules(ignored).compared_sections(request_sections(boundary)):
         remaining = None if limit is None else limit - total
         total += count_differences(
-            recorded.get(section),
-            incoming.get(section),
+            _section(recorded, section, url),
+            _section(incoming, section, url),
             ignore_fields=ignored,
             path=section,
             limit=remaining,

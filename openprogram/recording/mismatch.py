@@ -12,7 +12,11 @@ conversation holds a tool call that received the redaction placeholder in its ar
 the recording removed a secret-shaped value the model produced, so replay handed the tool the
 placeholder — a third line says so (:func:`removed_secret_note`), as it does when the
 replay's user redaction is not the one the recording was made with
-(:func:`other_redaction_note`). A call recorded at another boundary than the incoming one is
+(:func:`other_redaction_note`). A mismatch in an HTTP call's URL says where the request went
+and where the recorded one did, and what the difference suggests (:func:`moved_url_note`):
+another scheme, host or port, or another start of the path before the same endpoint, is a
+base URL that changed (point the client at the recorded one); another query, a parameter to
+ignore or a request to re-record. A call recorded at another boundary than the incoming one is
 named in a few words on both sides (:func:`other_boundary`, :func:`describe_call`), and a run
 making more calls than the recording holds is a mismatch at field ``call_index``
 (:func:`more_calls_than_recorded`).
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from openprogram.errors import OpenProgramError, ReplayMismatch
 from openprogram.recording.report import REPORT_LIMIT, plural
@@ -39,6 +44,7 @@ __all__ = [
     "RecordReplayEscape",
     "describe_call",
     "more_calls_than_recorded",
+    "moved_url_note",
     "other_boundary",
     "other_redaction_note",
     "removed_secret_note",
@@ -190,3 +196,44 @@ def other_boundary(call: RecordedCall, boundary: str, incoming: dict[str, Any]) 
             "another boundary than the recorded run did"
         ),
     )
+
+
+def moved_url_note(recorded: Any, incoming: Any, *, compare_loopback_ports: bool = False) -> str:
+    """The note for a mismatch in the URL of an HTTP call that went to ``incoming`` where
+    the recorded one went to ``recorded`` (both redacted): the two URLs, and the fix their
+    difference suggests (see the module's docstring). ``compare_loopback_ports``: replay
+    compares a loopback server's port, so the note names that setting when a local server
+    that moved to another port is the cause."""
+    went = f"the request went to {_short(str(incoming))}, the recording has {_short(str(recorded))}"
+    if not isinstance(recorded, str) or not isinstance(incoming, str):
+        return f"{went}: if the change is intended, re-record"
+    old, new = urlsplit(recorded), urlsplit(incoming)
+    old_base, new_base = _bases(old.path, new.path)
+    if (old.scheme, old.netloc) != (new.scheme, new.netloc) or old_base != new_base:
+        recorded_base = f"{old.scheme}://{old.netloc}{'' if old_base is None else old_base}"
+        advice = (
+            f"{went}: the base URL changed; point the client at the recorded base URL "
+            f'({_short(recorded_base)}), replay with ignore_fields=["url"] (or "url.port", '
+            '"url.host") if only the server moved, or re-record'
+        )
+        if compare_loopback_ports and (old.scheme, old.hostname) == (new.scheme, new.hostname):
+            advice += "; compare_loopback_ports is set, so a local server's port is compared"
+        return advice
+    if old.path == new.path:
+        return (
+            f"{went}: the query changed; replay with a parameter that changes from run to "
+            'run ignored (ignore_fields=["url.query.<name>"]), or re-record'
+        )
+    return f"{went}: another endpoint; if the change is intended, re-record"
+
+
+def _bases(recorded_path: str, incoming_path: str) -> tuple[str | None, str | None]:
+    """Each path without the last segments both end with (the endpoint a client appends to
+    its base URL); (None, None) when they end differently: no base URL to tell apart."""
+    old, new = recorded_path.split("/"), incoming_path.split("/")
+    shared = 0
+    while shared < min(len(old), len(new)) and old[-1 - shared] == new[-1 - shared]:
+        shared += 1
+    if shared == 0:
+        return None, None
+    return "/".join(old[: len(old) - shared]), "/".join(new[: len(new) - shared])

@@ -8,7 +8,11 @@ HTTP boundary's transport), and its tape entries to taped functions and agent to
 **A request** reaches :meth:`ReplaySession.take` as the sections of a call at its boundary,
 before redaction. Redacted by the boundary's redactor, it is compared with a recorded call
 section by section, without the boundary's non-deterministic fields and the caller's
-``ignore_fields``, an absent key equal to null (:class:`ComparisonRules`). The recorded
+``ignore_fields``, an absent key equal to null, an HTTP call's URL without a loopback
+server's port unless ``compare_loopback_ports`` (and part by part when an ignored field names
+a part of it: :mod:`~openprogram.recording.url_comparison`; :class:`ComparisonRules`). A
+mismatch in the URL gets a note naming both URLs and the fix
+(:func:`~openprogram.recording.mismatch.moved_url_note`). The recorded
 request is compared as stored when the recording was redacted by the rules in force
 (:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else redacted
 again with them. The conversation a request repeats from one served before is not redacted,
@@ -57,6 +61,7 @@ from openprogram.recording.difference import (
 from openprogram.recording.format import RecordedCall, Recording, request_sections
 from openprogram.recording.mismatch import (
     more_calls_than_recorded,
+    moved_url_note,
     other_boundary,
     other_redaction_note,
     removed_secret_note,
@@ -69,6 +74,12 @@ from openprogram.recording.shared_lists import (
 )
 from openprogram.recording.tape_replay import TapeReplay, ToolPolicies
 from openprogram.recording.tape_rows import TapeEntry
+from openprogram.recording.url_comparison import (
+    UrlComparison,
+    check_http_ignore_fields,
+    http_ignore_fields,
+    url_comparison,
+)
 from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
@@ -84,7 +95,10 @@ class ReplaySession:
     or ``"order"``; see the module's docstring).
 
     ``ignore_fields`` adds field names (skipped at any depth) or dotted paths (``[*]`` for
-    any index) to the non-deterministic fields each boundary leaves out of the comparison.
+    any index) to the non-deterministic fields each boundary leaves out of the comparison;
+    at the HTTP boundary, parts of the URL too (``url.port``, ``url.query.key``; ValueError
+    for one naming no part). ``compare_loopback_ports``: compare the port of a URL whose host
+    is a loopback one (see :mod:`~openprogram.recording.url_comparison`).
     Thread-safe: concurrent callers are served one call each, one at a time.
     """
 
@@ -96,10 +110,15 @@ class ReplaySession:
         match: str = DEFAULT_MATCHING,
         tools: Mapping[str, str] | None = None,
         user_redaction: UserRedaction | None = None,
+        compare_loopback_ports: bool = False,
     ) -> None:
         self.recording = recording
         self._user_redaction = user_redaction
         self._ignore_fields = frozenset(ignore_fields)
+        check_http_ignore_fields(self._ignore_fields, "ignore_fields")
+        self.compare_loopback_ports = compare_loopback_ports
+        """Whether an HTTP call's URL is compared with its port when its host is a loopback
+        one (by default it is not: :mod:`~openprogram.recording.url_comparison`)."""
         self._matching: Matching = check_matching(match)
         self.mismatches: list[ReplayMismatch] = []
         """Every mismatch raised, kept so a harness can fail a run that swallowed one."""
@@ -256,7 +275,12 @@ class ReplaySession:
         rules = self._rules.get(key)
         if rules is None:
             ignored = self.ignore_fields_for(boundary) if key[1] is None else key[1]
-            rules = self._rules.setdefault(key, ComparisonRules(boundary, ignored))
+            rules = self._rules.setdefault(
+                key,
+                ComparisonRules(
+                    boundary, ignored, compare_loopback_ports=self.compare_loopback_ports
+                ),
+            )
         return rules
 
     def serve(self, index: int, request: IncomingRequest) -> RecordedCall:
@@ -274,18 +298,34 @@ class ReplaySession:
         if call.boundary != boundary:
             return other_boundary(call, boundary, incoming)
         recorded = call.request if request.as_stored else request.redactor(call.request)
-        ignored = request.rules.ignored
-        for section in request.rules.sections:
-            difference = find_first_difference(
-                recorded.get(section), incoming.get(section), ignore_fields=ignored, path=section
-            )
+        rules = request.rules
+        for section in rules.sections:
+            old, new = recorded.get(section), incoming.get(section)
+            if section == "url" and rules.url is not None:
+                old_form, new_form = rules.url.form(old), rules.url.form(new)
+                difference = find_first_difference(
+                    old_form, new_form, ignore_fields=rules.ignored, path="url"
+                )
+                if difference is not None and difference.field_path == "url":
+                    difference = difference._replace(recorded=old, incoming=new)  # as sent
+            else:
+                difference = find_first_difference(
+                    old, new, ignore_fields=rules.ignored, path=section
+                )
             if difference is not None:
+                note = None
+                if section == "url":
+                    note = moved_url_note(
+                        recorded.get("url"),
+                        incoming.get("url"),
+                        compare_loopback_ports=self.compare_loopback_ports,
+                    )
                 return ReplayMismatch(
                     call.call_index,
                     difference.field_path,
                     difference.recorded,
                     difference.incoming,
-                    note=url_note(difference.field_path) or self._note(incoming, call.call_index),
+                    note=note or self._note(incoming, call.call_index),
                 )
         return None
 
@@ -302,29 +342,23 @@ class ReplaySession:
         return mismatch
 
 
-URL_NOTE = (
-    "the request went to another URL than the recorded one; if only the server's "
-    'address changed (another host or port), replay with ignore_fields=["url"] '
-    "(record_replay.ignore_fields), or send it to the recorded address"
-)
-"""The third line of a mismatch in an HTTP call's URL: re-recording is rarely the fix."""
-
-
-def url_note(field_path: str) -> str | None:
-    """The note a mismatch at ``field_path`` gets for being in the URL, else None."""
-    return URL_NOTE if field_path == "url" else None
-
-
 class ComparisonRules:
     """How the requests of ``boundary`` are compared, leaving out the fields ``ignored``:
-    the sections in comparison order, the compiled ignore rules, and the conversations
-    served under them (none with an ignored field path: a list may then be shorter and
-    still equal, so no served list is reused)."""
+    the sections in comparison order, the compiled ignore rules, how an HTTP call's URL is
+    compared (``url``; None at any other boundary), and the conversations served under them
+    (none with an ignored field path: a list may then be shorter and still equal, so no
+    served list is reused)."""
 
-    __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections")
+    __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections", "url")
 
-    def __init__(self, boundary: str, ignored: frozenset[str]) -> None:
+    def __init__(
+        self, boundary: str, ignored: frozenset[str], *, compare_loopback_ports: bool = False
+    ) -> None:
         self.boundary = boundary
+        self.url: UrlComparison | None = None
+        if boundary == "http":
+            ignored = http_ignore_fields(ignored)
+            self.url = url_comparison(ignored, compare_loopback_ports=compare_loopback_ports)
         self.ignored = ignored
         self.ignore_rules = ignore_rules(ignored)
         self.sections = self.ignore_rules.compared_sections(request_sections(boundary))

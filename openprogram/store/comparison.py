@@ -21,8 +21,9 @@ The differences come in that order: the unpaired calls (A's, then B's left over)
 paired calls whose replies differ, then the tape entries, one difference each: for a call,
 the first event that differs (at the field inside it), or how the call ended. Requests are
 walked as replay walks them (the boundary first, then the sections of the boundary in
-order), with the non-deterministic fields skipped and an absent key equal to an explicit
-null, so two recordings have no difference exactly when their transcript hashes are equal.
+order), with the non-deterministic fields skipped, an HTTP call's URL without a loopback
+server's port, and an absent key equal to an explicit null, so two recordings have no
+difference exactly when their transcript hashes are equal.
 
 How the tape entries of two recordings differ: the tape part of ``recordings diff``.
 
@@ -52,6 +53,7 @@ from openprogram.recording.call_digest import (
     comparable_events,
     comparable_request,
     request_text,
+    with_loopback_port_left_out,
 )
 from openprogram.recording.content_matching import (
     NEAREST_CANDIDATES,
@@ -404,10 +406,15 @@ def _request_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference:
         return found("boundary", a.boundary, b.boundary)
     compared_a, ids_a = comparable_request(a)
     compared_b, ids_b = comparable_request(b)
+    if a.boundary == "http":  # as the hash compares it: a loopback server's port left out
+        compared_a = with_loopback_port_left_out(compared_a)
+        compared_b = with_loopback_port_left_out(compared_b)
     for section in request_sections(a.boundary):
         difference = find_first_difference(
             compared_a.get(section), compared_b.get(section), ignore_fields=(), path=section
         )
+        if difference is not None and difference.field_path == "url":
+            return found("url", a.request.get("url"), b.request.get("url"))  # as sent
         if difference is not None:
             return found(
                 difference.field_path,

@@ -59,8 +59,8 @@ DEFAULT_RECORDINGS_DIR = "tests/recordings"
 
 MARKERS = (
     "openprogram(**settings): this test's recording settings: name, record_mode, "
-    "ignore_fields, match, http_passthrough_hosts, http_headers, tools, redact_patterns, "
-    "redact",
+    "ignore_fields, compare_loopback_ports, match, http_passthrough_hosts, http_headers, "
+    "tools, redact_patterns, redact",
     "openprogram_match(match): how replay pairs this test's requests with its recorded "
     "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
 )

@@ -153,6 +153,7 @@ def openprogram_recording(
             test_argument=argument,
             allow_record_on_ci=plugin.allow_record_on_ci,
             ignore_fields=settings.ignore_fields,
+            compare_loopback_ports=settings.compare_loopback_ports,
             match=settings.match,
             passthrough_hosts=settings.http_passthrough_hosts,
             allowed_hosts=(*settings.allowed_hosts, *allowed_hosts(config)),

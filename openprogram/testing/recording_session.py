@@ -57,6 +57,7 @@ def open_recording_session(
     test_argument: str,
     allow_record_on_ci: bool = False,
     ignore_fields: Iterable[str] = (),
+    compare_loopback_ports: bool = False,
     match: str = DEFAULT_MATCHING,
     passthrough_hosts: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
@@ -92,7 +93,12 @@ def open_recording_session(
 
     def replay() -> ReplayProvider:
         return ReplayProvider(
-            path, ignore_fields=ignore_fields, match=match, redaction=user_redaction, tools=tools
+            path,
+            ignore_fields=ignore_fields,
+            compare_loopback_ports=compare_loopback_ports,
+            match=match,
+            redaction=user_redaction,
+            tools=tools,
         )
 
     exists = path.exists()

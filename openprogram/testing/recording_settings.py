@@ -5,7 +5,8 @@ later one replacing each key an earlier one set (a list is replaced whole, not m
 except ``redact_patterns``, which add up (:data:`ADDITIVE_KEYS`): a marker that adds a
 pattern for one test cannot drop the configuration's, so no layer un-redacts a secret:
 
-1. openprogram's configuration — ``record_replay.ignore_fields``, ``match``,
+1. openprogram's configuration — ``record_replay.ignore_fields``,
+   ``compare_loopback_ports``, ``match``,
    ``http_passthrough_hosts``, ``http_headers``, ``tools`` and ``redact_patterns`` from the
    config file, the environment
    (``OPENPROGRAM_RECORD_REPLAY__IGNORE_FIELDS='["temperature"]'``) overriding the file as
@@ -21,8 +22,9 @@ pattern for one test cannot drop the configuration's, so no layer un-redacts a s
 
 The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are given:
 ``record_mode``, ``name`` (the marker only: the test's recording file name), ``ignore_fields``,
-``match``, ``http_passthrough_hosts``, ``http_headers``, ``tools`` (agent tool name or ``"*"``
--> ``live``, ``replay`` or ``check``), ``redact_patterns`` (regular expressions) and
+``compare_loopback_ports`` (a bool: compare a loopback server's port), ``match``,
+``http_passthrough_hosts``, ``http_headers``, ``tools`` (agent tool name or ``"*"`` ->
+``live``, ``replay`` or ``check``), ``redact_patterns`` (regular expressions) and
 ``redact`` (a function ``str -> str``; the fixture and the marker only), and the record mode
 (:data:`RecordMode`). A new setting is a field of :class:`RecordingSettings`, a line in
 :data:`SETTING_CHECKS` and, if the ini file or the configuration carries it, a line in
@@ -116,6 +118,8 @@ class RecordingSettings:
     """The recording's file name (without ``.jsonl``) in the test module's folder; None:
     the test's own name."""
     ignore_fields: tuple[str, ...] = ()
+    compare_loopback_ports: bool = False
+    """Whether replay compares the port of a URL whose host is a loopback one."""
     match: str = "content"
     http_passthrough_hosts: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
@@ -157,10 +161,18 @@ def _strings(value: object) -> tuple[str, ...]:
 
 def _ignore_fields(value: object) -> tuple[str, ...]:
     from openprogram.recording.difference import find_first_difference
+    from openprogram.recording.url_comparison import check_http_ignore_fields
 
     entries = _strings(value)
     find_first_difference({}, {}, ignore_fields=entries)  # raises ValueError naming the entry
+    check_http_ignore_fields(entries)
     return entries
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be True or False, not {value!r}")
+    return value
 
 
 def _match(value: object) -> str:
@@ -220,6 +232,7 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
     "record_mode": _record_mode,
     "name": _name,
     "ignore_fields": _ignore_fields,
+    "compare_loopback_ports": _boolean,
     "match": _match,
     "http_passthrough_hosts": _by_configuration_rules("http_passthrough_hosts"),
     "allowed_hosts": _by_configuration_rules("allowed_hosts"),
@@ -301,6 +314,7 @@ INI_SETTINGS = {
 
 CONFIGURED_SETTINGS = (
     "ignore_fields",
+    "compare_loopback_ports",
     "match",
     "http_passthrough_hosts",
     "allowed_hosts",

@@ -266,10 +266,12 @@ class RecordingSession:
             return
         assert self.replay is not None
         mismatches = self.replay.mismatches
-        if isinstance(error, ReplayMismatch) and error.field_path == "url":
+        if isinstance(error, ReplayMismatch) and error.field_path.partition(".")[0] == "url":
             error.add_note(
-                f"openprogram: replaying {self.display_path}; if only the server's address "
-                'changed, ignore the URL (@pytest.mark.openprogram(ignore_fields=["url"])); '
+                f"openprogram: replaying {self.display_path}; the request went to another URL "
+                "than the recorded one, most often a client pointed at another server (the "
+                "note says what differs: the fix is in the client's base URL, or "
+                "@pytest.mark.openprogram(ignore_fields=[...]) for the part that may change); "
                 f"if the change is intended, re-record: {self.rerecord_command}"
             )
         elif isinstance(error, ReplayMismatch | UnconsumedCallsError):

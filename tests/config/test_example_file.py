@@ -39,6 +39,7 @@ def test_the_walk_finds_every_setting() -> None:
         "record_replay.mode",
         "record_replay.file",
         "record_replay.ignore_fields",
+        "record_replay.compare_loopback_ports",
         "record_replay.match",
         "record_replay.http_passthrough_hosts",
         "record_replay.allowed_hosts",

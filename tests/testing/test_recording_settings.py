@@ -60,6 +60,11 @@ def test_lists_are_checked_by_the_configurations_rules() -> None:
         ({"match": "fuzzy"}, "where: match: must be one of content, order, not 'fuzzy'"),
         ({"ignore_fields": "temperature"}, "where: ignore_fields: must be a list of strings"),
         ({"ignore_fields": ["a..b"]}, "where: ignore_fields: cannot read ignore path 'a..b'"),
+        (
+            {"ignore_fields": ["url.hostname"]},
+            "where: ignore_fields: 'url.hostname' names no part of an HTTP call's URL: write url, ",
+        ),
+        ({"compare_loopback_ports": "yes"}, "where: compare_loopback_ports: must be True or False"),
         ({"http_headers": ["authorization"]}, "where: http_headers: 'authorization' may carry"),
         ({"name": "shared"}, "where: 'name' belongs to one test: set it with @pytest.mark"),
     ],
