@@ -129,7 +129,10 @@ def test_an_entry_naming_no_part_of_the_url_is_refused(
     with (
         pytest.raises(
             ValueError,
-            match=r"^ignore_fields: '.*' names no part of an HTTP call's URL: write url, url\.scheme",
+            match=(
+                r"^ignore_fields: '.*' names no part of an HTTP call's URL: "
+                r"write url, url\.scheme"
+            ),
         ) as refused,
         openprogram.record_replay(path, mode="replay", ignore_fields=[entry]),
     ):
