@@ -288,9 +288,21 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
 
 
 def _check_replay_source(path: Path) -> None:
-    """Read the recording strictly, as replay will; raises ``RecordingFileError``."""
+    """Read the recording strictly, as replay will; raises ``RecordingFileError``, and
+    ``ExecSetupError`` for a recording that holds nothing to replay (a command making no
+    call would pass against it, proving nothing)."""
     # The recording's reader and the provider's event models cost ~100 ms to import: paid by
     # the processes that check a recording, not by every one that imports the registry.
     from openprogram.provider_boundary.codec import read_for_replay
 
-    read_for_replay(path)
+    recording = read_for_replay(path)
+    if not recording.calls and not recording.tapes:
+        raise ExecSetupError(nothing_to_replay(path))
+
+
+def nothing_to_replay(path: Path) -> str:
+    """Why a recording of no call and no tape entry cannot be replayed."""
+    return (
+        f"{path} holds no calls: there is nothing to replay (was its recording interrupted?); "
+        "record the session first: openprogram exec --record NAME -- COMMAND"
+    )

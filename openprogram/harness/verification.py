@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from openprogram.activation.configured import nothing_to_replay
 from openprogram.activation.exec_run import run_with_plan
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.agent.file_tools import builtin_tools
@@ -153,6 +154,8 @@ def verify_command(
     """
 
     recording = read_rows(path)  # strict: a damaged file is refused before anything runs
+    if not recording.calls and not recording.tapes:
+        raise VerifySetupError(nothing_to_replay(path))
     settings = _configured_settings()
     plan = RecordReplayPlan(
         "replay",

@@ -19,7 +19,7 @@ from tests.support.cli_runner import error_line, openprogram
 from tests.support.config_files import configure
 from tests.support.http_agent import AGENT_PROGRAM, answering, write_agent
 from tests.support.offline import SOCKETS_REFUSED
-from tests.support.recording_rows import stored
+from tests.support.recording_rows import header, stored, write_rows
 from tests.support.sse_server import ScriptedServer
 
 REPORT = "replay mismatch at call 1, field body.question:\nrecorded 'hi', incoming 'bye'"
@@ -246,3 +246,35 @@ def test_dash_h_is_help_everywhere(command: list[str]) -> None:
     result = openprogram(*command, "-h")
     assert result.exit_code == 0, result.output
     assert "Usage: openprogram" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["exec", "--replay", "{path}", "--", sys.executable, "-c", "pass"],
+        ["recordings", "verify", "{path}", "--", sys.executable, "-c", "pass"],
+    ],
+)
+def test_a_recording_of_no_call_is_refused_before_anything_runs(
+    argv: list[str], tmp_path: Path
+) -> None:
+    path = stored("empty")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_rows(path, [header("empty")])
+    marker = tmp_path / "ran"
+    command = [part.format(path=path) for part in argv]
+    command[-1] = f"open({str(marker)!r}, 'w')"
+
+    result = openprogram(*command)
+
+    assert result.exit_code == 2, result.output
+    assert error_line(result) == (
+        f"error: {path} holds no calls: there is nothing to replay (was its recording "
+        "interrupted?); record the session first: openprogram exec --record NAME -- COMMAND"
+    )
+    assert not marker.exists()
+    listed = openprogram("recordings", "list")
+    assert listed.exit_code == 0
+    (row,) = [line.split() for line in listed.stdout.splitlines() if "empty.jsonl" not in line][1:]
+    assert row[0] == "empty"
+    assert "empty" in row[1:]  # its state

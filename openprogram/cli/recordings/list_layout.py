@@ -42,7 +42,8 @@ class ListedRecording:
     size: str
     models: str
     state: str
-    """``valid``, ``truncated`` or ``INVALID``."""
+    """``valid``, ``empty`` (valid, but no call nor tape entry: nothing to replay),
+    ``truncated`` or ``INVALID``."""
     problem: str
     hash: str
 
@@ -50,7 +51,13 @@ class ListedRecording:
     def of(cls, summary: RecordingSummary, *, active: bool) -> ListedRecording:
         from openprogram.store.hashing import short_hash
 
-        state = "truncated" if summary.truncated else "valid"
+        state = (
+            "truncated"
+            if summary.truncated
+            else "empty"
+            if summary.calls == 0 and summary.tape_entries == 0
+            else "valid"
+        )
         return cls(
             mark="*" if active else "",
             name=_text(summary.name),
