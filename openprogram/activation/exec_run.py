@@ -18,16 +18,33 @@ exchange folder (:mod:`openprogram.activation.exec_child`):
 exec owns the exit status (an ``atexit`` handler of the program cannot change it):
 :attr:`ExecOutcome.exit_status` is the command's own when it failed, 1 when it exited 0
 but replay found a problem or record/replay was blocked, else 0.
+
+**A command that fails under ``--record`` leaves no recording behind**, as the pytest
+fixture does for a failed test: a session cut short by Ctrl-C, or ended by an error, would
+replay as a "run makes more calls than the recording holds" later, and a name that holds
+calls cannot be recorded into again. The recording goes back to what it was before (removed
+when exec created it) unless ``keep_partial`` asks to keep it.
+
+**Signals.** Ctrl-C at a terminal reaches the whole foreground process group, the command
+with it, so exec itself then only waits; a SIGINT sent to exec alone (a supervisor,
+``timeout -s INT``, ``kill -INT``) — when exec is not in the foreground group of a terminal —
+is passed on to the command, as a SIGTERM always is. On Linux the command is also told to
+end (SIGTERM) if exec dies first (``PR_SET_PDEATHSIG``), so a killed exec never leaves it
+running and writing; elsewhere a killed exec cannot stop it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import dataclasses
 import json
 import os
 import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -42,9 +59,11 @@ from openprogram.activation.exec_environment import (
     open_exchange,
 )
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.config import paths
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
+from openprogram.store.names import resolve_recording
 
 if TYPE_CHECKING:
     from openprogram.errors import UnconsumedCallsError
@@ -75,6 +94,8 @@ class ExecOutcome:
     """Replay's mismatch or unconsumed report, refusals, or why it was blocked."""
     not_recorded: tuple[str, ...] = ()
     """record: the connections (``host:port (library)``) no boundary captured."""
+    discarded: int = 0
+    """record: the calls a failed command recorded that were not kept."""
 
     @property
     def exit_status(self) -> int:
@@ -88,25 +109,46 @@ class ExecOutcome:
 
 
 def exec_command(
-    command: Sequence[str], *, record: str | None = None, replay: str | None = None
+    command: Sequence[str],
+    *,
+    record: str | None = None,
+    replay: str | None = None,
+    keep_partial: bool = False,
 ) -> ExecOutcome:
     """Run ``command`` under ``--record``, ``--replay`` or the configured mode (see the
-    module's docstring). Raises :class:`ExecSetupError` (and, for a flag's recording,
+    module's docstring); under ``--record``, what a command that fails recorded is kept only
+    with ``keep_partial``. Raises :class:`ExecSetupError` (and, for a flag's recording,
     ``RecordingNameError`` / ``RecordingFileError``) for what is wrong before it runs, and
     ``ExecSetupError`` when it ran without record/replay."""
 
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
-    return run_with_plan(command, exec_plan(record=record, replay=replay))
+    new = record is not None and not _names_a_file(record)
+    plan = exec_plan(record=record, replay=replay)  # creates a new recording, with its header
+    discard = record is not None and not keep_partial
+    return run_with_plan(command, plan, discard_failed=discard, recording_is_new=new)
+
+
+def _names_a_file(argument: str) -> bool:
+    """Whether the recording ``--record`` names is a file already."""
+    try:
+        return resolve_recording(argument, paths.recordings_dir()).path.exists()
+    except (OSError, OpenProgramError):
+        return False  # exec_plan says what is wrong with it
 
 
 def run_with_plan(
     command: Sequence[str],
     plan: RecordReplayPlan | None,
     environ: Mapping[str, str] | None = None,
+    *,
+    discard_failed: bool = False,
+    recording_is_new: bool = False,
 ) -> ExecOutcome:
     """Run ``command`` with ``plan`` active in each of its Python processes (None: as it
-    is), in ``environ`` (default: this process's)."""
+    is), in ``environ`` (default: this process's); with ``discard_failed``, the recording of
+    a command that failed is put back as it was (removed when ``recording_is_new``: exec
+    made it)."""
     base = dict(os.environ if environ is None else environ)
     argv = tuple(command)
     if not argv:
@@ -115,29 +157,56 @@ def run_with_plan(
         return ExecOutcome(argv, _run(argv, base), None)
     check_command(argv, base, replay=plan.mode == "replay")
     before = _recorded_calls(plan) if plan.mode == "record" else 0
+    prior = None if recording_is_new else _size_of(plan.path)
     exchange = open_exchange()
     try:
         status = _run(argv, child_environment(base, plan, exchange))
-        return _outcome(argv, status, plan, exchange, before)
+        outcome = _outcome(argv, status, plan, exchange, before)
     finally:
         exchange.remove()
+    if discard_failed and status != 0 and plan.mode == "record" and plan.path is not None:
+        _put_back(plan.path, prior)
+        return dataclasses.replace(outcome, calls=0, discarded=outcome.calls)
+    return outcome
+
+
+def _size_of(path: Path | None) -> int | None:
+    """The size of the file at ``path`` (None: there is none)."""
+    try:
+        return None if path is None else os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _put_back(path: Path, size: int | None) -> None:
+    """Make the recording at ``path`` what it was (``size`` bytes; None: absent)."""
+    with contextlib.suppress(OSError):
+        if size is None:
+            path.unlink()
+        else:
+            os.truncate(path, size)
 
 
 def _run(command: tuple[str, ...], environ: dict[str, str]) -> int:
-    """Run the command to its end; Ctrl-C reaches it (from the terminal) and a SIGTERM sent
-    to exec is passed on, while exec waits to report."""
+    """Run the command to its end while exec waits to report; Ctrl-C reaches it from the
+    terminal, a SIGINT sent to exec alone and a SIGTERM are passed on (see the module's
+    docstring)."""
     try:
-        process = subprocess.Popen(command, env=environ)
+        process = subprocess.Popen(command, env=environ, preexec_fn=_die_with_exec())
     except OSError as error:
         raise ExecSetupError(f"{command[0]}: cannot run it ({error.strerror or error})") from None
 
     def pass_on(signum: int, frame: FrameType | None) -> None:
         process.send_signal(signum)
 
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        if not _in_the_terminals_foreground():  # else the terminal told the command too
+            process.send_signal(signum)
+
     if threading.current_thread() is not threading.main_thread():
         status = process.wait()  # signal handlers can only be set in the main thread
     else:
-        previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        previous_int = signal.signal(signal.SIGINT, interrupted)
         previous_term = signal.signal(signal.SIGTERM, pass_on)
         try:
             status = process.wait()
@@ -145,6 +214,48 @@ def _run(command: tuple[str, ...], environ: dict[str, str]) -> int:
             signal.signal(signal.SIGINT, previous_int)
             signal.signal(signal.SIGTERM, previous_term)
     return 128 - status if status < 0 else status
+
+
+def _in_the_terminals_foreground() -> bool:
+    """Whether exec is in the foreground process group of its controlling terminal (so a
+    Ctrl-C typed there reached the command as well)."""
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+    try:
+        terminal = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False  # no terminal: whoever sent the signal sent it to exec alone
+    try:
+        return os.tcgetpgrp(terminal) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(terminal)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_exec() -> Callable[[], None] | None:
+    """On Linux, what the command's process runs before it starts: ask the kernel to send
+    it SIGTERM when exec dies. None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def ask() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # exec died before the request was made
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return ask
 
 
 def _outcome(

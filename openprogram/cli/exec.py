@@ -34,6 +34,11 @@ def exec_command(
     replay: str | None = typer.Option(
         None, "--replay", metavar="NAME", help="Replay this recording (a name, or a path)."
     ),
+    keep_partial: bool = typer.Option(
+        False,
+        "--keep-partial",
+        help="With --record: keep what a command that fails or is interrupted recorded.",
+    ),
 ) -> None:
     """Run a Python program with record/replay on, both boundaries, from its first line.
 
@@ -47,12 +52,12 @@ def exec_command(
 
     _refuse_an_unknown_option(command[0])
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
-        outcome = run(command, record=record, replay=replay)
+        outcome = run(command, record=record, replay=replay, keep_partial=keep_partial)
     _report(outcome)
     raise typer.Exit(outcome.exit_status)
 
 
-EXEC_OPTIONS = ("--record", "--replay", "--help", "-h")
+EXEC_OPTIONS = ("--record", "--replay", "--keep-partial", "--help", "-h")
 
 
 def _refuse_an_unknown_option(first: str) -> None:
@@ -65,7 +70,7 @@ def _refuse_an_unknown_option(first: str) -> None:
     import click
 
     name = first.split("=", 1)[0]
-    close = difflib.get_close_matches(name, EXEC_OPTIONS[:2], n=1)
+    close = difflib.get_close_matches(name, EXEC_OPTIONS[:3], n=1)
     raise click.NoSuchOption(name, possibilities=close)
 
 
@@ -87,7 +92,15 @@ def _report(outcome: object) -> None:
         return
     for problem in outcome.problems:
         line(problem, "bold red")
-    if plan.mode == "record":
+    if plan.mode == "record" and outcome.discarded:
+        line(
+            f"the command exited with status {outcome.status}, so the "
+            f"{plural(outcome.discarded, 'call')} it recorded were not kept in {plan.path} "
+            "(a session cut short would not replay); run it again, or add --keep-partial "
+            "to keep them",
+            "bold yellow",
+        )
+    elif plan.mode == "record":
         line(f"recorded {plural(outcome.calls, 'call')} into {plan.path}")
         if outcome.not_recorded:
             line(not_recorded_message(outcome.not_recorded), "bold yellow")

@@ -5,8 +5,10 @@ without openprogram) or after (no process activated)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 from openprogram.config.paths import recordings_dir
 from openprogram.provider_boundary.codec import read_recording
-from tests.support.child_processes import openprogram_process, user_environment
+from tests.support.child_processes import CLI_MAIN, openprogram_process, user_environment
 from tests.support.cli_runner import error_line, openprogram
 from tests.support.config_files import configure
 from tests.support.http_agent import AGENT_PROGRAM, answering, write_agent
@@ -278,3 +280,101 @@ def test_a_recording_of_no_call_is_refused_before_anything_runs(
     (row,) = [line.split() for line in listed.stdout.splitlines() if "empty.jsonl" not in line][1:]
     assert row[0] == "empty"
     assert "empty" in row[1:]  # its state
+
+
+FAILING_AFTER_ONE_CALL = """\
+import sys
+from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
+import asyncio
+asyncio.run(complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content="hi")])))
+sys.exit(3)
+"""
+
+
+def test_a_command_that_fails_under_record_keeps_nothing_unless_asked(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    agent = write_agent(tmp_path, FAILING_AFTER_ONE_CALL)
+
+    result = run_exec("--record", "cut", "--", sys.executable, str(agent), env=env)
+
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"openprogram: the command exited with status 3, so the 1 call it recorded were not "
+        f"kept in {stored('cut')} (a session cut short would not replay); run it again, or "
+        "add --keep-partial to keep them"
+    )
+    assert not stored("cut").exists()
+    kept = run_exec("--record", "cut", "--keep-partial", "--", sys.executable, str(agent), env=env)
+    assert kept.returncode == 3
+    assert len(read_recording(stored("cut")).calls) == 1
+
+
+SLEEPER = """\
+import os, sys, time
+with open(sys.argv[1], "w") as ready:
+    ready.write(str(os.getpid()))
+try:
+    time.sleep(600)
+except KeyboardInterrupt:
+    open(sys.argv[2], "w").close()
+    sys.exit(130)
+"""
+
+
+def started(env: dict[str, str], tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """exec running a program that sleeps, with no terminal (as under a supervisor); the
+    program's pid once it is running."""
+    agent = write_agent(tmp_path, SLEEPER, name="sleeper.py")
+    ready, interrupted = tmp_path / "ready", tmp_path / "interrupted"
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLI_MAIN, "exec", "--record", "sleep", "--", sys.executable,
+         str(agent), str(ready), str(interrupted)],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    for _ in range(1200):  # a bound on a hang, not on speed
+        if ready.exists() and ready.read_text():
+            return process, int(ready.read_text())
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError(f"the program never started: {process.communicate()}")
+
+
+def test_a_sigint_sent_to_exec_alone_reaches_the_command(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    process, _ = started(env, tmp_path)
+
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 130, stderr
+    assert (tmp_path / "interrupted").exists()
+    assert "were not kept" not in stderr  # it recorded no call
+    assert not stored("sleep").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_exec_takes_the_command_with_it(tmp_path: Path, env: dict[str, str]) -> None:
+    process, child = started(env, tmp_path)
+
+    process.kill()
+    process.communicate(timeout=120)
+
+    for _ in range(1200):  # a bound on a hang, not on speed
+        if not running(child):
+            break
+        time.sleep(0.05)
+    assert not running(child)
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie nobody reaped is not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
