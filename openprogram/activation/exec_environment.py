@@ -137,13 +137,46 @@ class Exchange:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+EXCHANGE_PREFIX = "openprogram-exec-"
+OWNER_FILE = "owner"
+"""The file of an exchange folder naming the exec process it belongs to (its pid)."""
+
+
 def open_exchange() -> Exchange:
-    """A new private exchange folder holding the ``sitecustomize``."""
-    folder = Path(tempfile.mkdtemp(prefix="openprogram-exec-"))  # 0700
+    """A new private exchange folder holding the ``sitecustomize``, after the folders of
+    exec runs that were killed before they could remove theirs are swept away."""
+    sweep_stale_exchanges()
+    folder = Path(tempfile.mkdtemp(prefix=EXCHANGE_PREFIX))  # 0700
     exchange = Exchange(folder)
+    (folder / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
     exchange.site.mkdir(mode=0o700)
     (exchange.site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
     return exchange
+
+
+def sweep_stale_exchanges() -> None:
+    """Remove this user's exchange folders whose exec process is gone (killed: ``kill -9``
+    leaves no chance to clean up). A folder whose owner is alive, or cannot be told, is
+    left alone."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{EXCHANGE_PREFIX}*"):
+        try:
+            if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                continue
+            owner = int((folder / OWNER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if owner != os.getpid() and not _alive(owner):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
 
 
 def child_environment(
