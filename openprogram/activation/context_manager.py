@@ -72,6 +72,9 @@ class RecordReplay:
     """record, once the block ended: the connections (one per host and port) that no
     boundary captured — a client library openprogram does not record, a raw socket. They
     are logged too (the ``openprogram`` logger, a warning); a replay will refuse them."""
+    appended_to: int = 0
+    """record: the calls the recording held before the block (its calls come after them;
+    logged as a warning when there were any)."""
 
     @property
     def mismatches(self) -> list[ReplayMismatch]:
@@ -127,7 +130,9 @@ def record_replay(
     to everything written and to both sides of every comparison under replay: replay a
     recording with the redaction it was recorded with.
 
-    Recording into an existing recording appends to it. Raises
+    Recording into an existing recording appends to it, and says so (a warning of the
+    ``openprogram`` logger, and :attr:`RecordReplay.appended_to`): a replay then serves both
+    sessions' calls, in order. Raises
     :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
     be read (replay) or written (record); ``ValueError`` for an unknown ``mode`` or
     ``match``; :class:`~openprogram.errors.UserRedactionError` for a bad
@@ -151,7 +156,17 @@ def record_replay(
     )
     prepared = prepare_boundaries(plan, redact=redact, redact_name=redact_name)
     session = prepared.session
-    active = RecordReplay(recording, mode, session)
+    writer = prepared.http.writer
+    appended_to = writer.existing_calls if mode == "record" and writer is not None else 0
+    active = RecordReplay(recording, mode, session, appended_to=appended_to)
+    if appended_to and writer is not None:
+        logger.warning(
+            "openprogram: %s already holds %s: this block's calls are appended after them, "
+            "and a replay of it serves both sessions in order; record into a new file to keep "
+            "one session per recording",
+            recording,
+            "1 call" if writer.existing_calls == 1 else f"{writer.existing_calls} calls",
+        )
     restore_keys = set_placeholder_keys() if mode == "replay" else None
     refused_before = len(REPLAY_GUARD.refusals)
     try:

@@ -27,6 +27,8 @@ type and no HTTP client.
     call_digest       what of a call is compared (the fields that change from run to run
                       left out), and its digest, as the writer stores it and the transcript
                       hash takes it
+    url_comparison    how an HTTP call's URL is compared: a loopback port left out, the
+                      parts ``ignore_fields`` may name
     minted_ids        ids a server makes up, compared up to consistent renaming: named within
                       a call, linked across calls to the response that made each up
     redaction         credentials removed from everything written

@@ -216,13 +216,34 @@ def test_the_socket_hook_goes_when_its_last_check_does() -> None:
     assert SOCKET_HOOK.resolved_name("203.0.113.9") is None
 
 
-SWALLOWING = """
+ONE_CALL = """
+import asyncio
+from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
+asyncio.run(complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content="hi")])))
+"""
+"""A program's one call, to the built-in echo model: what "quiet" records, and what the
+programs replaying it ask for before what is refused."""
+
+
+def record_one_call(env: dict[str, str]) -> None:
+    """``exec --record quiet`` of :data:`ONE_CALL` (a recording must hold something to
+    replay)."""
+    recorded = openprogram_process(
+        "exec", "--record", "quiet", "--", sys.executable, "-c", ONE_CALL, env=env
+    )
+    assert recorded.returncode == 0, recorded.stderr
+
+
+SWALLOWING = (
+    ONE_CALL
+    + """
 import socket, sys
 try:
     socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10).close()
 except BaseException as error:
     print("swallowed", type(error).__name__)
 """
+)
 
 
 def test_exec_replay_exits_non_zero_when_the_program_swallowed_a_refusal(
@@ -233,10 +254,7 @@ def test_exec_replay_exits_non_zero_when_the_program_swallowed_a_refusal(
         env.pop(name, None)
     program = tmp_path / "swallow.py"
     program.write_text(SWALLOWING)
-    recorded = openprogram_process(
-        "exec", "--record", "quiet", "--", sys.executable, "-c", "pass", env=env
-    )
-    assert recorded.returncode == 0, recorded.stderr
+    record_one_call(env)
     result = openprogram_process(
         "exec",
         "--replay",
@@ -322,10 +340,7 @@ def test_exec_replay_refuses_a_command_known_not_to_be_python_before_it_runs(
 ) -> None:
     env = user_environment(tmp_path / "exec-home")
     env.pop("PYTHONPATH", None)
-    recorded = openprogram_process(
-        "exec", "--record", "quiet", "--", sys.executable, "-c", "pass", env=env
-    )
-    assert recorded.returncode == 0, recorded.stderr
+    record_one_call(env)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     program = bin_dir / ("tool.js" if script is not None else "node")
@@ -339,7 +354,9 @@ def test_exec_replay_refuses_a_command_known_not_to_be_python_before_it_runs(
     assert result.stdout == ""
 
 
-STARTS_ISOLATED = """
+STARTS_ISOLATED = (
+    ONE_CALL
+    + """
 import os, subprocess, sys
 try:
     subprocess.run([sys.executable, "-I", "-c", "print('ran live')"], check=True)
@@ -352,6 +369,7 @@ except BaseException as error:
 print(subprocess.run([sys.executable, "-c", "print('activated')"], capture_output=True,
                      text=True).stdout.strip())
 """
+)
 
 
 def test_exec_replay_refuses_to_start_a_python_child_that_would_skip_the_activation(
@@ -359,10 +377,7 @@ def test_exec_replay_refuses_to_start_a_python_child_that_would_skip_the_activat
 ) -> None:
     env = user_environment(tmp_path / "exec-home")
     env.pop("PYTHONPATH", None)
-    recorded = openprogram_process(
-        "exec", "--record", "quiet", "--", sys.executable, "-c", "pass", env=env
-    )
-    assert recorded.returncode == 0, recorded.stderr
+    record_one_call(env)
     program = tmp_path / "starts.py"
     program.write_text(STARTS_ISOLATED)
     result = openprogram_process(

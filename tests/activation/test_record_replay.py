@@ -240,3 +240,26 @@ def test_a_recording_that_cannot_be_used_is_refused_at_the_start(tmp_path: Path)
         openprogram.record_replay(tmp_path / "x.jsonl", match="fuzzy"),
     ):
         pass
+
+
+def test_recording_into_a_recording_that_holds_calls_says_it_appends(
+    server: ScriptedServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "agent.jsonl"
+    server.serve(answering("one"), answering("two"))
+    with openprogram.record_replay(path, mode="record") as first:
+        ask(server.base_url, "hi")
+    assert first.appended_to == 0
+    assert "already holds" not in caplog.text
+
+    with (
+        caplog.at_level("WARNING", logger="openprogram"),
+        openprogram.record_replay(path, mode="record") as second,
+    ):
+        ask(server.base_url, "hi")
+
+    assert second.appended_to == 1
+    assert (
+        f"openprogram: {path} already holds 1 call: this block's calls are appended after "
+        "them, and a replay of it serves both sessions in order" in caplog.text
+    )
