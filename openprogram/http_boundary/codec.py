@@ -34,7 +34,6 @@ from typing import Any
 
 import orjson
 
-from openprogram.http_boundary.sse import encode_sse_event, encode_sse_fields
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
     json_text_may_exceed_nesting_limit,
@@ -52,9 +51,11 @@ __all__ = [
     "encode_sse_row",
     "fast_retry_headers",
     "is_event_stream",
+    "replayed_headers",
     "request_sections",
     "response_event",
     "sse_event_row",
+    "without_stale_raw",
 ]
 
 STORED_REQUEST_HEADERS: frozenset[str] = frozenset(
@@ -84,10 +85,10 @@ DROPPED_RESPONSE_HEADERS: frozenset[str] = frozenset(
         "upgrade",
         # the encoding of the bytes on the wire: the body is stored decoded
         "content-encoding",
-        "content-length",
     }
 )
-"""Response headers never stored."""
+"""Response headers never stored (``content-length`` is stored unless the body was encoded:
+:func:`response_event`)."""
 
 MULTIPART_BOUNDARY = "openprogram-multipart-boundary"
 """What the random boundary of a stored ``multipart/…`` request body becomes."""
@@ -174,41 +175,89 @@ def response_event(
 ) -> dict[str, Any]:
     """The ``http_response`` event of a response (``headers``: lower-case names)."""
     stored: dict[str, str] = {}
+    encoded = False
     for name, value in headers:
+        if name == "content-encoding":
+            encoded = encoded or value.strip().lower() not in ("", "identity")
         if name in DROPPED_RESPONSE_HEADERS or is_secret_field_name(name):
             continue
         stored[name] = f"{stored[name]}, {value}" if name in stored else value
+    if encoded:  # the length of the encoded bytes, not of the decoded body stored
+        stored.pop("content-length", None)
     return {"type": "http_response", "status": status, "headers": redactor.redact(stored)}
 
 
-def sse_event_row(event: dict[str, Any], redactor: SecretRedactor) -> dict[str, Any]:
+def replayed_headers(
+    status: int, headers: dict[str, str], body: bytes, *, method: str, complete: bool
+) -> list[tuple[str, str]]:
+    """The headers a recorded response is served with: as recorded (a retryable error's
+    hint made short: :func:`fast_retry_headers`), except its ``content-length``. That is
+    served when the recorded call completed: the length of ``body``, the bytes served
+    (the recorded length, unless redaction changed the body), or as recorded for a response
+    to ``HEAD`` without a body; a call that ended otherwise is served without it, its body
+    framed as a chunked one, so that the recorded ending reaches the client after every
+    recorded byte."""
+    served = fast_retry_headers(status, headers)
+    if "content-length" not in served:
+        return list(served.items())
+    if complete and body:
+        length: str | None = str(len(body))
+    elif complete and method.upper() == "HEAD":
+        length = served["content-length"]
+    else:
+        length = None
+    return [
+        (name, value if name != "content-length" else length)
+        for name, value in served.items()
+        if name != "content-length" or length is not None
+    ]
+
+
+def sse_event_row(
+    event: dict[str, Any], redactor: SecretRedactor, *, keep_raw: bool = False
+) -> dict[str, Any]:
     """The ``sse`` event of a dispatched server-sent event (as
-    :class:`~openprogram.http_boundary.sse.SseParser` gives it)."""
+    :class:`~openprogram.http_boundary.sse.SseParser` gives it). ``keep_raw``: the row holds
+    the event's ``raw`` text (the parser's) when the bytes re-serializing the row would give
+    are not those that came, and redaction found nothing in it."""
     row: dict[str, Any] = {"type": "sse"}
     name = event.get("event")
+    changed = False
     if name is not None:
-        row["event"] = redactor.redact_text(name)
+        row["event"] = redacted_name = redactor.redact_text(name)
+        changed = redacted_name != name
     text: str = event["data"]
     value = _parsed_json(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
-    row["data"] = (
-        redactor.redact_text(text) if value is _NOT_JSON else redactor.redact_model_output(value)
-    )
+    data = redactor.redact_text(text) if value is _NOT_JSON else redactor.redact_model_output(value)
+    row["data"] = data
+    changed = changed or data != (text if value is _NOT_JSON else value)
     if "id" in event:
-        row["id"] = redactor.redact_text(event["id"])
+        row["id"] = redacted_id = redactor.redact_text(event["id"])
+        changed = changed or redacted_id != event["id"]
     if "retry" in event:
         row["retry"] = event["retry"]
+    raw = event.get("raw")
+    if keep_raw and raw is not None and not changed:
+        _keep_raw(row, raw, encode_sse_row(row), redactor)
     return row
 
 
 def body_event(
-    content_type: str | None, content: bytes, redactor: SecretRedactor
+    content_type: str | None, content: bytes, redactor: SecretRedactor, *, keep_raw: bool = False
 ) -> dict[str, Any] | None:
-    """The ``http_body`` event of a whole (decoded) body; None for an empty one."""
+    """The ``http_body`` event of a whole (decoded) body; None for an empty one.
+    ``keep_raw``: a JSON body the compact dump of its value would not give back holds its
+    ``raw`` text too, when redaction found nothing in it."""
     if not content:
         return None
     value = _parsed_json(content) if _is_json(content_type) else _NOT_JSON
     if value is not _NOT_JSON:
-        return {"type": "http_body", "body": redactor.redact_model_output(value)}
+        body = redactor.redact_model_output(value)
+        row = {"type": "http_body", "body": body}
+        if keep_raw and body == value:
+            # orjson parsed it, so it is UTF-8
+            _keep_raw(row, content.decode("utf-8"), orjson.dumps(body), redactor, content)
+        return row
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
@@ -216,8 +265,28 @@ def body_event(
     return {"type": "http_body", "text": redactor.redact_text(text)}
 
 
+def _keep_raw(
+    row: dict[str, Any],
+    raw: str,
+    served: bytes,
+    redactor: SecretRedactor,
+    received: bytes | None = None,
+) -> None:
+    """Add ``raw`` to ``row`` unless ``served`` (the bytes the row re-serializes to) are
+    already those that came (``received``, else ``raw`` encoded), or redacting ``raw`` would
+    change it (a secret the parsed values did not hold: a comment, or the text's escapes)."""
+    if served == (raw.encode() if received is None else received):
+        return
+    if redactor.redact_text(raw) == raw:
+        row["raw"] = raw
+
+
 def encode_sse_row(row: dict[str, Any]) -> bytes:
-    """A recorded ``sse`` event as the bytes of a stream."""
+    """A recorded ``sse`` event as the bytes of a stream: its ``raw`` text when it has one
+    that still holds what the row does, else the event re-serialized."""
+    raw = row.get("raw")
+    if isinstance(raw, str) and _sse_raw_agrees(row, raw):
+        return raw.encode()
     data = row["data"]
     if isinstance(data, str):
         return encode_sse_event(row.get("event"), data, row.get("id"), row.get("retry"))
@@ -225,17 +294,52 @@ def encode_sse_row(row: dict[str, Any]) -> bytes:
     line = b"data: " + orjson.dumps(data) + b"\n\n"
     if len(row) == 2:  # type and data: no event, id or retry
         return line
-    return encode_sse_fields(row.get("event"), row.get("id"), row.get("retry")).encode() + line
+    fields = encode_sse_fields(row.get("event"), row.get("id"), row.get("retry"))
+    return fields.encode() + line
+
+
+def _sse_raw_agrees(row: dict[str, Any], raw: str) -> bool:
+    """Whether ``raw`` parses to exactly the one event ``row`` holds (a rewrite of the
+    recording that changed the row, by hand or by a redaction, leaves its ``raw`` behind)."""
+    parser = SseParser()
+    events = parser.feed(raw)
+    events.extend(parser.finish())
+    if len(events) != 1:
+        return False
+    event = events[0]
+    text: str = event["data"]
+    value = _parsed_json(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
+    return (
+        (text if value is _NOT_JSON else value) == row["data"]
+        and event.get("event") == row.get("event")
+        and event.get("id") == row.get("id")
+        and event.get("retry") == row.get("retry")
+    )
 
 
 def encode_body_row(row: dict[str, Any]) -> bytes:
-    """A recorded ``http_body`` event as the body's bytes."""
+    """A recorded ``http_body`` event as the body's bytes: a JSON body's ``raw`` text when
+    it has one that still holds its value, else the value dumped compactly."""
     if "body" in row:
+        raw = row.get("raw")
+        if isinstance(raw, str):
+            content = raw.encode()
+            if _parsed_json(content) == row["body"]:
+                return content
         return orjson.dumps(row["body"])
     if "text" in row:
         text: str = row["text"]
         return text.encode()
     return base64.b64decode(row["base64"])
+
+
+def without_stale_raw(recorded: dict[str, Any], rewritten: dict[str, Any]) -> dict[str, Any]:
+    """``rewritten``, a rewrite of the ``sse`` or ``http_body`` event ``recorded`` (a
+    redaction of it), without its ``raw`` text when the rewrite changed anything: the raw
+    text would still hold what was removed. Any other row is returned as it is."""
+    if "raw" not in rewritten or rewritten == recorded:
+        return rewritten
+    return {key: value for key, value in rewritten.items() if key != "raw"}
 
 
 def fast_retry_headers(status: int, headers: dict[str, str]) -> dict[str, str]:

@@ -62,8 +62,8 @@ from openprogram.http_boundary.codec import (
     body_event,
     encode_body_row,
     encode_sse_row,
-    fast_retry_headers,
     is_event_stream,
+    replayed_headers,
     request_sections,
     response_event,
     sse_event_row,
@@ -77,7 +77,7 @@ from openprogram.http_boundary.eventstream import (
 from openprogram.http_boundary.sse import SseParser, is_terminal_event
 from openprogram.http_boundary.websocket_refusal import check_websocket
 from openprogram.recording.format import Outcome, RecordedCall
-from openprogram.recording.http_rows import EVENTSTREAM_FEATURE
+from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import (
     SecretRedactor,
@@ -365,6 +365,8 @@ class HttpCallRecorder:
         """The bytes of the body that came off the wire (before the content decoder)."""
         self._terminal = False
         """The last event dispatched was the stream's terminal one."""
+        self._keep_raw = False
+        """Rows may hold the ``raw`` text of what came (the file announces the feature)."""
 
     def respond(self, status: int, headers: HttpHeaders) -> None:
         """Write the ``http_response`` event of a response's head (before its body is
@@ -374,8 +376,9 @@ class HttpCallRecorder:
         self._write(response_event(status, headers.multi_items(), self.redactor))
         encoding = headers.get("content-encoding")
         self._decoder = self.library.content_decoder(encoding) if encoding else None
+        self._keep_raw = _announces(self.call, RAW_TEXT_FEATURE)
         if is_event_stream(self._content_type):
-            self._parser = SseParser()
+            self._parser = SseParser(keep_raw=self._keep_raw)
             self._text = codecs.getincrementaldecoder("utf-8")("replace")
         elif is_amazon_event_stream(self._content_type) and _announces(
             self.call, EVENTSTREAM_FEATURE
@@ -402,7 +405,7 @@ class HttpCallRecorder:
             return
         events = self._parser.feed(self._text.decode(data))
         for event in events:
-            self._write(sse_event_row(event, self.redactor))
+            self._write(sse_event_row(event, self.redactor, keep_raw=self._keep_raw))
         if events:
             self._terminal = is_terminal_event(events[-1])
 
@@ -444,7 +447,7 @@ class HttpCallRecorder:
             events = self._parser.feed(self._text.decode(tail, final=True))
             events.extend(self._parser.finish())
             for event in events:
-                self._write(sse_event_row(event, self.redactor))
+                self._write(sse_event_row(event, self.redactor, keep_raw=self._keep_raw))
         self._end("complete")
 
     def stop(self, error: BaseException) -> None:
@@ -492,7 +495,7 @@ class HttpCallRecorder:
         if self._parser is not None or not self._body:
             return
         body, self._body = b"".join(self._body), []
-        event = body_event(self._content_type, body, self.redactor)
+        event = body_event(self._content_type, body, self.redactor, keep_raw=self._keep_raw)
         if event is not None:
             self._write(event)
 
@@ -550,28 +553,38 @@ def response_of_call(
         )
     head = events[0]
     status: int = head["status"]
-    headers = fast_retry_headers(status, head["headers"])
-    body = _body(call, session, library, request)
-    return library.response(request, status, list(headers.items()), body, asynchronous=asynchronous)
+    # One chunk: a client parses the same events from it as from the recorded pieces, and a
+    # chunk per event would cost more in the client than the events themselves.
+    content = b"".join(
+        [
+            encode_sse_row(row)
+            if row["type"] == "sse"
+            else encode_eventstream_row(row)
+            if row["type"] == "eventstream"
+            else encode_body_row(row)
+            for row in events[1:]
+        ]
+    )
+    headers = replayed_headers(
+        status,
+        head["headers"],
+        content,
+        method=request.method,
+        complete=call.outcome == "complete",
+    )
+    body = _body(content, call, session, library, request)
+    return library.response(request, status, headers, body, asynchronous=asynchronous)
 
 
 def _body(
-    call: RecordedCall, session: ReplaySession, library: ClientLibrary, request: HttpRequest
+    content: bytes,
+    call: RecordedCall,
+    session: ReplaySession,
+    library: ClientLibrary,
+    request: HttpRequest,
 ) -> Iterator[bytes]:
-    events = call.event_rows
-    if len(events) > 1:
-        # One chunk: a client parses the same events from it as from the recorded pieces,
-        # and a chunk per event would cost more in the client than the events themselves.
-        yield b"".join(
-            [
-                encode_sse_row(row)
-                if row["type"] == "sse"
-                else encode_eventstream_row(row)
-                if row["type"] == "eventstream"
-                else encode_body_row(row)
-                for row in events[1:]
-            ]
-        )
+    if content:
+        yield content
     _end(call, session, library, request, responded=True)
 
 

@@ -62,7 +62,7 @@ from openprogram.http_boundary.clients.interface import (
     ReadsThroughProtocols,
     SyncByteStream,
 )
-from openprogram.http_boundary.clients.urllib3_client import ReplayBody
+from openprogram.http_boundary.clients.urllib3_client import ReplayBody, replay_framing
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.boundary import HttpBoundary
@@ -121,11 +121,17 @@ class HttpClientLibrary(ReadsThroughProtocols):
         asynchronous: bool,
     ) -> HttpResponse:
         sent = cast(HttpClientRequest, request)
+        # a body served with its recorded content-length (a call that completed) is framed by
+        # it, as it came; any other as a chunked one
+        chunked = replay_framing(headers) is None
         lines = [f"HTTP/1.1 {status} {_reason(status)}"]
         lines.extend(f"{name}: {value}" for name, value in headers)
-        lines.append("transfer-encoding: chunked")
+        if chunked:
+            lines.append("transfer-encoding: chunked")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
-        source = io.BufferedReader(_CutReplayBody(head, _cut_at_incomplete_read(body)))
+        source = io.BufferedReader(
+            _CutReplayBody(head, _cut_at_incomplete_read(body), chunked=chunked)
+        )
         raw = http.client.HTTPResponse(
             cast(socket.socket, _ReplaySocket(source)),
             debuglevel=sent.connection.debuglevel,
