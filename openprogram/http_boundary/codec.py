@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from openprogram.http_boundary.sse import SseParser, encode_sse_event, encode_sse_fields
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
     json_text_may_exceed_nesting_limit,
@@ -206,11 +207,13 @@ def replayed_headers(
         length = served["content-length"]
     else:
         length = None
-    return [
-        (name, value if name != "content-length" else length)
-        for name, value in served.items()
-        if name != "content-length" or length is not None
-    ]
+    items: list[tuple[str, str]] = []
+    for name, value in served.items():
+        if name != "content-length":
+            items.append((name, value))
+        elif length is not None:
+            items.append((name, length))
+    return items
 
 
 def sse_event_row(
