@@ -39,6 +39,8 @@ from openprogram.store.scan import scan_recording
 from tests.http_boundary.boundaries import events, without_raw
 from tests.support.loopback_server import LoopbackHandler, Received
 from tests.support.offline import offline
+from tests.support.sdk_clients import ClientKind
+from tests.support.sdk_server import SdkServer
 from tests.support.sse_server import Script, ScriptedServer, cut
 
 REDACTOR = SecretRedactor(frozenset())
@@ -488,3 +490,61 @@ def test_content_length_is_served_for_a_complete_body_only() -> None:
     assert ("content-length", "9") in replayed_headers(
         200, headers, b"", method="HEAD", complete=True
     )
+
+
+# --- the official OpenAI SDK -------------------------------------------------------------
+
+
+def stream_raw_lines(base_url: str) -> tuple[list[str], bytes]:
+    """A streamed chat completion read line by line through ``with_streaming_response``,
+    then a whole one's bytes."""
+    client = ClientKind("openai", asynchronous=False).make(base_url)
+    ask = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        completions = client.chat.completions.with_streaming_response
+        with completions.create(**ask, stream=True) as streamed:
+            lines = list(streamed.iter_lines())
+        with completions.create(**ask) as whole:
+            body = whole.read()
+    finally:
+        client.close()
+    return lines, body
+
+
+def test_the_openai_sdk_reads_the_raw_lines_it_read_live(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    with SdkServer() as server:
+        with openprogram.record_replay(path, mode="record"):
+            live = stream_raw_lines(server.base_url)
+        base_url = server.base_url
+
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        replayed = stream_raw_lines(base_url)
+
+    assert replayed == live
+    assert live[0][-2:] == ["data: [DONE]", ""]
+    assert json.loads(live[1])["object"] == "chat.completion"
+
+
+def test_the_openai_sdk_reads_a_spaced_stream_line_for_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    chunks = b"".join(
+        b"data: " + json.dumps(delta(index), ensure_ascii=False).encode() + b"\r\n\r\n"
+        for index in range(3)
+    )
+    stream = b": ping\r\n\r\n" + chunks + b"data: [DONE]\r\n\r\n"
+    with ScriptedServer() as server:
+        server.serve(
+            Script(cut(stream, every=17, inside=["ö"])),
+            Script([SPACED_BODY], headers={"Content-Type": "application/json"}),
+        )
+        with openprogram.record_replay(path, mode="record"):
+            live = stream_raw_lines(server.base_url)
+        base_url = server.base_url
+    assert live[1] == SPACED_BODY
+
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        replayed = stream_raw_lines(base_url)
+
+    assert replayed == live
+    assert live[0][:2] == [": ping", ""]
