@@ -10,19 +10,41 @@ Recording (values as the client library hands them over; redaction by the core's
   random boundary of a ``multipart/…`` body is stored as :data:`MULTIPART_BOUNDARY`, so the
   same upload compares equal from run to run;
 * the response's ``http_response`` event (:func:`response_event`): its status and headers,
-  lower-case, without credentials, cookies, hop-by-hop and encoding headers
-  (:data:`DROPPED_RESPONSE_HEADERS`), redacted as configuration;
+  lower-case, without credentials, cookies, the headers of the connection and
+  ``content-encoding`` (:data:`DROPPED_RESPONSE_HEADERS`), redacted as configuration. Its
+  ``content-length`` is stored, unless the body was encoded (it then counts the encoded
+  bytes, not the decoded body stored);
 * its body: one ``sse`` event per dispatched server-sent event (:func:`sse_event_row`) or one
   ``http_body`` event (:func:`body_event`), both redacted as model output (by value only). An
   event's ``data`` is stored parsed when it is a JSON object or array, otherwise as its text,
   so that text that happens to be JSON (``"1e5"``) is served back byte for byte.
 
-Replaying (:func:`replayed_headers`, :func:`encode_sse_row`, :func:`encode_body_row`): the
-recorded headers (no ``content-encoding`` or ``content-length`` was stored: the client
-computes what it needs), the events re-serialized by the SSE rules, JSON dumped compactly.
-A retryable error response is served with the retry hint ``retry-after-ms: 1`` in place of
-the recorded one (:func:`fast_retry_headers`): the SDKs honour only hints above zero, and
-back off for about half a second without one.
+**The bytes as they came.** Where re-serializing a row would not give back the text that came
+— spaced JSON, ``\r\n`` line ends, comments, a field the SSE rules ignore, a JSON body with a
+trailing newline — the row also holds that text, ``raw`` (in a file announcing the feature
+``raw_text``): of an event, everything the stream held since the previous event up to the
+blank line that dispatched it. A server that writes compact JSON needs none. The parsed value
+is what is read, compared and hashed (the digest leaves ``raw`` out); ``raw`` is what replay
+serves. It is kept only when redaction found nothing in the event, neither in its values nor
+in the text itself (``_keep_raw``): where it removed something, the redacted value is served
+re-serialized, and the secret is in neither form. A rewrite that redacts an event drops its
+``raw`` (:func:`without_stale_raw`), and replay serves ``raw`` only while it still parses to
+what the row holds.
+
+Replaying (:func:`replayed_headers`, :func:`encode_sse_row`, :func:`encode_body_row`): an
+event's or a body's ``raw`` text, else the events re-serialized by the SSE rules, JSON dumped
+compactly. The headers are the recorded ones; none of the connection was stored
+(``connection``, ``keep-alive``, ``transfer-encoding``: replay opens no socket, and the client
+library frames the body it is served — urllib3 and ``http.client`` add
+``transfer-encoding: chunked`` when they read it chunked), nor ``content-encoding`` (the body
+is served decoded, which httpx, urllib3 and ``http.client`` would otherwise try to decode
+again). ``content-length`` is served for a call that completed: the length of the bytes served,
+which urllib3 and ``http.client`` frame the body by (httpx and aiohttp only read it); a call
+that ended otherwise is served without it, framed as a chunked body, so that every recorded
+byte reaches the client before the recorded ending. A retryable error response is served with
+the retry hint ``retry-after-ms: 1`` in place of the recorded one
+(:func:`fast_retry_headers`): the SDKs honour only hints above zero, and back off for about
+half a second without one.
 """
 
 from __future__ import annotations

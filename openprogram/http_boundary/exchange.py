@@ -33,9 +33,10 @@ Replaying (:func:`response_of_call`): the request's sections are taken by the sh
 :class:`~openprogram.recording.replay_session.ReplaySession` (a difference raises its
 ``ReplayMismatch``, carried by :class:`~openprogram.recording.mismatch.RecordReplayEscape`).
 The matched call becomes a response of the client's library: the recorded status and headers
-(a retryable error with ``retry-after-ms: 1``:
-:func:`~openprogram.http_boundary.codec.fast_retry_headers`), and a body of the recorded events
-(an event-stream message as its stored bytes) as one chunk, which ends as the recorded call
+(:func:`~openprogram.http_boundary.codec.replayed_headers`: a retryable error with
+``retry-after-ms: 1``, a ``content-length`` only for a call that completed), and a body of the
+recorded events — each as the bytes that came (its ``raw`` text, an event-stream message's
+stored bytes) or re-serialized — as one chunk, which ends as the recorded call
 did: ``complete`` — it ends; ``error`` — the library's class of the recorded error's name is
 raised (before the response when there was none); ``abandoned`` — reading further is a
 mismatch; ``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends;

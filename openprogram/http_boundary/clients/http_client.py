@@ -10,9 +10,10 @@ exchange and drives it up to the sending: recording sends the request for real (
 connection is raised by ``request``, as it is live), and the flow waits on the connection
 for the patched ``getresponse``, which reads the live response and hands it back to the
 flow. Replaying asks nothing of the network: ``getresponse`` returns a real
-``http.client.HTTPResponse`` built over the recorded body (read by ``http.client`` as a
-chunked body, :class:`~openprogram.http_boundary.clients.urllib3_client.ReplayBody`, so
-every recorded chunk reaches the client before a recorded error). A recorded error with no
+``http.client.HTTPResponse`` built over the recorded body
+(:class:`~openprogram.http_boundary.clients.urllib3_client.ReplayBody`): framed by its
+``content-length`` when it is served with one (a call that completed), else read as a
+chunked body, so every recorded chunk reaches the client before a recorded error. A recorded error with no
 response is raised by ``request``, or by ``getresponse`` when it is one of
 ``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live; the
 recording does not say which of the two raised any other, so a timeout while waiting for

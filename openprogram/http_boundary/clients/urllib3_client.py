@@ -17,9 +17,10 @@ unread, and tees the live ``urllib3.response.HTTPResponse`` (:func:`tee`): each 
 the body read off the connection — by ``read``, ``read1``, ``stream`` or the chunked reads
 — is reported to the recorder before urllib3 decodes it, and the end of the body, an error
 while reading and the client's close end the call. Replaying builds an ``HTTPResponse`` of
-the module over the recorded body (:class:`ReplayBody`, read by ``http.client`` as a chunked
-body, so every recorded chunk reaches the client before a recorded error), no connection
-made. Either way a body the caller asked preloaded is read afterwards, as urllib3 itself
+the module over the recorded body (:class:`ReplayBody`), no connection made: framed by its
+``content-length`` when it is served with one (a call that completed), else read by
+``http.client`` as a chunked body, so every recorded chunk reaches the client before a
+recorded error. Either way a body the caller asked preloaded is read afterwards, as urllib3 itself
 does. A recorded error
 replays as the urllib3 exception of its name, its message as recorded.
 
