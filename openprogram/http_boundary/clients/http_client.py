@@ -15,9 +15,8 @@ flow. Replaying asks nothing of the network: ``getresponse`` returns a real
 ``content-length`` when it is served with one (a call that completed), else read as a
 chunked body, so every recorded chunk reaches the client before a recorded error. A
 recorded error with no response is raised by ``request``, or by ``getresponse`` when it is
-one of
-``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live; the
-recording does not say which of the two raised any other, so a timeout while waiting for
+one of ``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live;
+the recording does not say which of the two raised any other, so a timeout while waiting for
 the response's head is replayed by ``request`` (which ``urlopen`` wraps in ``URLError``).
 
 The request reads as :class:`HttpClientRequest`: the method, the URL (``https`` for an
