@@ -62,6 +62,7 @@ from openprogram.json_nesting import (
     json_text_may_exceed_nesting_limit,
     nesting_depth,
 )
+from openprogram.recording.http_rows import SSE_REST
 from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "STORED_REQUEST_HEADERS",
     "body_event",
     "encode_body_row",
+    "encode_http_row",
     "encode_sse_row",
     "fast_retry_headers",
     "is_event_stream",
@@ -78,6 +80,7 @@ __all__ = [
     "request_sections",
     "response_event",
     "sse_event_row",
+    "sse_rest_row",
     "without_stale_raw",
 ]
 
@@ -267,6 +270,14 @@ def sse_event_row(
     return row
 
 
+def sse_rest_row(text: str, redactor: SecretRedactor) -> dict[str, Any] | None:
+    """The ``sse_rest`` event of the text an event stream held after its last event
+    (:meth:`~openprogram.http_boundary.sse.SseParser.rest`), redacted; None for none."""
+    if not text:
+        return None
+    return {"type": SSE_REST, "raw": redactor.redact_text(text)}
+
+
 def body_event(
     content_type: str | None, content: bytes, redactor: SecretRedactor, *, keep_raw: bool = False
 ) -> dict[str, Any] | None:
@@ -342,6 +353,17 @@ def _sse_raw_agrees(row: dict[str, Any], raw: str) -> bool:
     )
 
 
+def encode_http_row(row: dict[str, Any]) -> bytes:
+    """A recorded ``sse``, ``sse_rest`` or ``http_body`` event as the bytes of the body."""
+    kind = row["type"]
+    if kind == "sse":
+        return encode_sse_row(row)
+    if kind == SSE_REST:
+        text: str = row["raw"]
+        return text.encode()
+    return encode_body_row(row)
+
+
 def encode_body_row(row: dict[str, Any]) -> bytes:
     """A recorded ``http_body`` event as the body's bytes: a JSON body's ``raw`` text when
     it has one that still holds its value, else the value dumped compactly."""
@@ -361,8 +383,9 @@ def encode_body_row(row: dict[str, Any]) -> bytes:
 def without_stale_raw(recorded: dict[str, Any], rewritten: dict[str, Any]) -> dict[str, Any]:
     """``rewritten``, a rewrite of the ``sse`` or ``http_body`` event ``recorded`` (a
     redaction of it), without its ``raw`` text when the rewrite changed anything: the raw
-    text would still hold what was removed. Any other row is returned as it is."""
-    if "raw" not in rewritten or rewritten == recorded:
+    text would still hold what was removed. Any other row is returned as it is (an
+    ``sse_rest`` event is its text alone: it was redacted as text)."""
+    if "raw" not in rewritten or rewritten == recorded or rewritten.get("type") == SSE_REST:
         return rewritten
     return {key: value for key, value in rewritten.items() if key != "raw"}
 

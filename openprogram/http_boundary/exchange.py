@@ -61,13 +61,13 @@ from openprogram.errors import (
 from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
 from openprogram.http_boundary.codec import (
     body_event,
-    encode_body_row,
-    encode_sse_row,
+    encode_http_row,
     is_event_stream,
     replayed_headers,
     request_sections,
     response_event,
     sse_event_row,
+    sse_rest_row,
 )
 from openprogram.http_boundary.eventstream import (
     MessageSplitter,
@@ -449,6 +449,7 @@ class HttpCallRecorder:
             events.extend(self._parser.finish())
             for event in events:
                 self._write(sse_event_row(event, self.redactor, keep_raw=self._keep_raw))
+            self._write_rest()
         self._end("complete")
 
     def stop(self, error: BaseException) -> None:
@@ -489,7 +490,17 @@ class HttpCallRecorder:
             and not text.getstate()[0]
         )
 
+    def _write_rest(self) -> None:
+        """The text the event stream held after its last event (a file announcing the raw
+        text), as one ``sse_rest`` event: a final block cut short, a trailing comment."""
+        if self._parser is None or not self._keep_raw:
+            return
+        row = sse_rest_row(self._parser.rest(), self.redactor)
+        if row is not None:
+            self._write(row)
+
     def _write_body(self) -> None:
+        self._write_rest()
         rest = b"" if self._messages is None else self._messages.rest()
         if rest:  # not a whole message: the stream ended inside one
             self._write(eventstream_row(rest, self.redactor))
@@ -558,11 +569,7 @@ def response_of_call(
     # chunk per event would cost more in the client than the events themselves.
     content = b"".join(
         [
-            encode_sse_row(row)
-            if row["type"] == "sse"
-            else encode_eventstream_row(row)
-            if row["type"] == "eventstream"
-            else encode_body_row(row)
+            encode_eventstream_row(row) if row["type"] == "eventstream" else encode_http_row(row)
             for row in events[1:]
         ]
     )

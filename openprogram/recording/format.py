@@ -54,7 +54,7 @@ from openprogram import __version__
 from openprogram.errors import UnrecordableValueError
 from openprogram.json_nesting import MAX_NESTING_DEPTH, json_text_may_exceed_nesting_limit
 from openprogram.recording.difference import join_field_path
-from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE
+from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE, SSE_REST
 from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.request_delta import DELTA_FEATURE
@@ -113,8 +113,8 @@ boundary captured (:mod:`openprogram.recording.not_recorded`).
 (:mod:`openprogram.recording.http_rows`).
 ``raw_text``: the ``raw`` field of ``sse`` and ``http_body`` events, the text of an event or
 a JSON body exactly as it came, where re-serializing the parsed value would not give its
-bytes back; replay serves it, so the client reads the bytes it read live
-(:mod:`openprogram.http_boundary.codec`)."""
+bytes back, and the ``sse_rest`` event, the text after a stream's last event; replay serves
+them, so the client reads the bytes it read live (:mod:`openprogram.http_boundary.codec`)."""
 
 WRITTEN_FEATURES: tuple[str, ...] = (
     "http",
@@ -166,10 +166,13 @@ PROVIDER_EVENT_TYPES: frozenset[str] = frozenset(
 )
 """The event types of a provider call (``openprogram.providers.events`` models them)."""
 
-HTTP_EVENT_TYPES: frozenset[str] = frozenset({"http_response", "sse", "eventstream", "http_body"})
+HTTP_EVENT_TYPES: frozenset[str] = frozenset(
+    {"http_response", "sse", SSE_REST, "eventstream", "http_body"}
+)
 """The event types of an HTTP call: the response's status and headers, then one ``sse``
-event per dispatched server-sent event, one ``eventstream`` event per message of an AWS event
-stream, or one ``http_body`` holding the whole body."""
+event per dispatched server-sent event (and an ``sse_rest`` holding the text after the last
+one), one ``eventstream`` event per message of an AWS event stream, or one ``http_body``
+holding the whole body."""
 
 
 def request_sections(boundary: str) -> tuple[str, ...]:

@@ -19,7 +19,9 @@ Its events, in order:
 ``eventstream`` events are announced by the header feature :data:`EVENTSTREAM_FEATURE`. An
 ``sse`` event, and an ``http_body`` event holding ``body``, may also hold ``raw`` (a string:
 the exact text that came, when re-serializing the parsed value would not give its bytes
-back), announced by :data:`RAW_TEXT_FEATURE`.
+back), and an event stream may end with one ``sse_rest`` event, ``raw`` (required: the text
+it held after its last event, which dispatched nothing — a final block cut short, a trailing
+comment), both announced by :data:`RAW_TEXT_FEATURE`.
 
 Each check returns the problem as a phrase (the reader adds the line and the call), or None.
 """
@@ -32,6 +34,7 @@ from typing import Any
 __all__ = [
     "EVENTSTREAM_FEATURE",
     "RAW_TEXT_FEATURE",
+    "SSE_REST",
     "http_event_problem",
     "http_request_problem",
     "http_request_sections",
@@ -39,6 +42,10 @@ __all__ = [
 
 EVENTSTREAM_FEATURE = "eventstream"
 """The header feature announcing ``eventstream`` events (AWS event-stream messages)."""
+
+SSE_REST = "sse_rest"
+"""The event type of the text an event stream held after its last event (announced by
+:data:`RAW_TEXT_FEATURE`)."""
 
 RAW_TEXT_FEATURE = "raw_text"
 """The header feature announcing the ``raw`` field of ``sse`` and ``http_body`` events: the
@@ -98,8 +105,14 @@ def http_event_problem(payload: dict[str, Any], earlier: list[dict[str, Any]]) -
     # constant-time check, however many SSE events the call streamed.
     if len(earlier) > 1 and earlier[1]["type"] == "http_body":
         return f"{kind} event after the call's http_body event, which holds the whole body"
+    if earlier[-1]["type"] == SSE_REST:
+        return f"{kind} event after the call's sse_rest event, which ends the stream"
     if kind == "sse":
         return _sse_problem(payload)
+    if kind == SSE_REST:
+        if not isinstance(payload.get("raw"), str):
+            return "sse_rest event field raw is required: the text after the last event"
+        return None
     if kind == "eventstream":
         return _eventstream_problem(payload)
     if len(earlier) > 1:

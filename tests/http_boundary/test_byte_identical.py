@@ -56,7 +56,7 @@ def delta(index: int) -> dict[str, Any]:
     }
 
 
-def spaced_stream(deltas: int = 5, *, line_end: bytes = b"\r\n") -> bytes:
+def spaced_stream(deltas: int = 5, *, line_end: bytes = b"\r\n", tail: bool = True) -> bytes:
     """An event stream as a server that writes spaced JSON and ``\\r\\n`` writes it."""
     end = line_end
     parts = [
@@ -70,6 +70,8 @@ def spaced_stream(deltas: int = 5, *, line_end: bytes = b"\r\n") -> bytes:
     parts.append(b'data: {"a": 1,' + end + b"x-ignored: field" + end + b'data:  "b": [1, 2]}' + end)
     parts.append(end)
     parts.append(b"data: [DONE]" + end + end)
+    if tail:  # the text after the last event
+        parts.append(b": bye" + end + b"data: never dispatched")
     return b"".join(parts)
 
 
@@ -247,7 +249,9 @@ def test_the_rows_keep_the_parsed_values_and_the_raw_text_beside_them(tmp_path: 
         *({"type": "sse", "data": delta(index)} for index in range(5)),
         {"type": "sse", "data": {"a": 1, "b": [1, 2]}},
         {"type": "sse", "data": "[DONE]"},
+        {"type": "sse_rest"},
     ]
+    assert stream[-1]["raw"] == ": bye\r\ndata: never dispatched"
     # each event's text as it came: together, the stream (its byte order mark included)
     assert "".join(event["raw"] for event in stream[1:]) == spaced_stream().decode()
     assert events(path, 1)[1] == {"type": "http_body", "body": BODY, "raw": SPACED_BODY.decode()}
@@ -370,7 +374,7 @@ def test_scan_fix_drops_a_raw_text_whose_event_it_redacts(
 def test_an_older_recording_without_raw_text_replays_as_before(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     with ScriptedServer() as server:
-        server.serve(Script([spaced_stream(2)]))
+        server.serve(Script([spaced_stream(2, tail=False)]))
         with openprogram.record_replay(path, mode="record"):
             read(server.base_url + "/stream")
         base_url = server.base_url
@@ -407,6 +411,7 @@ def test_a_file_without_the_feature_is_appended_to_without_raw_text(tmp_path: Pa
             read(server.base_url + "/stream")
     assert RAW_TEXT_FEATURE not in orjson.loads(path.read_bytes().splitlines()[0])["features"]
     assert all("raw" not in event for event in events(path))
+    assert "sse_rest" not in [event["type"] for event in events(path)]
 
 
 # --- the codec, row by row ---------------------------------------------------------------
@@ -471,6 +476,29 @@ def test_the_reader_checks_the_raw_field() -> None:
     assert "needs body beside it" in str(http_event_problem(text_raw, head))
     bad = {"type": "http_body", "body": {}, "raw": ["{}"]}
     assert "raw must be a string" in str(http_event_problem(bad, head))
+
+
+def test_the_reader_checks_the_sse_rest_event() -> None:
+    head: list[dict[str, Any]] = [{"type": "http_response", "status": 200, "headers": {}}]
+    rest = {"type": "sse_rest", "raw": ": bye\n"}
+    assert http_event_problem(rest, head) is None
+    assert "raw is required" in str(http_event_problem({"type": "sse_rest"}, head))
+    after = http_event_problem({"type": "sse", "data": "x"}, [*head, rest])
+    assert "after the call's sse_rest event" in str(after)
+
+
+def test_a_secret_in_the_text_after_the_last_event_is_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    stream = b"data: 1\n\n: the key is " + SECRET.encode() + b"\n"
+    with ScriptedServer() as server:
+        server.serve(Script([stream]))
+        with openprogram.record_replay(path, mode="record"):
+            assert read(server.base_url + "/stream") == stream
+        base_url = server.base_url
+    assert SECRET not in path.read_text()
+    assert events(path)[-1] == {"type": "sse_rest", "raw": ": the key is [secret removed]\n"}
+    with offline(), openprogram.record_replay(path, mode="replay"):
+        assert read(base_url + "/stream") == b"data: 1\n\n: the key is [secret removed]\n"
 
 
 def test_content_length_is_served_for_a_complete_body_only() -> None:

@@ -228,7 +228,8 @@ def test_each_event_is_on_disk_before_the_bytes_after_it_are_handed_on(
 
     assert body == b"data: 1\n\ndata: 2\n\ndata: 3"
     assert seen == [["http_response", "sse"], ["http_response", "sse", "sse"]]
-    assert [event.get("data") for event in events(path)] == [None, "1", "2"]  # "3" never dispatched
+    assert [event.get("data") for event in events(path)] == [None, "1", "2", None]
+    assert events(path)[-1] == {"type": "sse_rest", "raw": "data: 3"}  # never dispatched
 
 
 def _read_all(lib: str, mode: str, network: ScriptedNetworkTransport) -> bytes:
@@ -285,14 +286,15 @@ def test_a_stream_iterated_again_records_and_replays_the_remainder(
         live = run(ScriptedNetworkTransport(module, stream).transport)
 
     assert live == stream
-    assert [event.get("data") for event in events(path)] == [None, "1", "[DONE]"]
+    assert [event.get("data") for event in events(path)] == [None, "1", "[DONE]", None]
+    assert events(path)[-1] == {"type": "sse_rest", "raw": ": trailing comment\n\n"}
     assert call_end(path)["outcome"] == "complete"
     unused = ScriptedNetworkTransport(module, [], status=599)
     with offline(), replaying(path):
         replayed = run(unused.transport)
     assert unused.requests == []
-    # replay serves the events as one chunk; the comment dispatched nothing
-    assert replayed == [b"data: 1\n\ndata: [DONE]\n\n"]
+    # replay serves the body as one chunk, the comment after the last event too
+    assert replayed == [b"".join(stream)]
 
 
 def test_a_stream_closed_early_is_abandoned_and_replay_refuses_to_read_further(
