@@ -23,7 +23,9 @@ Recording (values as the client library hands them over; redaction by the core's
 — spaced JSON, ``\r\n`` line ends, comments, a field the SSE rules ignore, a JSON body with a
 trailing newline — the row also holds that text, ``raw`` (in a file announcing the feature
 ``raw_text``): of an event, everything the stream held since the previous event up to the
-blank line that dispatched it. A server that writes compact JSON needs none. The parsed value
+blank line that dispatched it; the text after a stream's last event (the event a cut stopped
+part-way, a trailing comment) is one ``sse_rest`` event (:func:`sse_rest_row`), redacted as
+text. A server that writes compact JSON needs none. The parsed value
 is what is read, compared and hashed (the digest leaves ``raw`` out); ``raw`` is what replay
 serves. It is kept only when redaction found nothing in the event, neither in its values nor
 in the text itself (``_keep_raw``): where it removed something, the redacted value is served

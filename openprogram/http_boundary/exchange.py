@@ -15,7 +15,8 @@ client's transport, close the response) to its sync or async driver, the two met
 Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent
 (a refused connection is a call that ended ``error`` with no events), the ``http_response``
 event once the response's head arrives, then the body is *teed*: before a chunk is handed on,
-each server-sent event it completes is written as one ``sse`` row (no fsync), each message
+each server-sent event it completes is written as one ``sse`` row (no fsync; what the stream
+held after its last event, as one ``sse_rest`` row when it ends), each message
 of an AWS event stream as one ``eventstream`` row
 (:mod:`~openprogram.http_boundary.eventstream`); another body is one ``http_body`` event at
 its end, stored decoded by the library's own content decoder
