@@ -221,14 +221,14 @@ def replayed_headers(
     """The headers a recorded response is served with: as recorded (a retryable error's
     hint made short: :func:`fast_retry_headers`), except its ``content-length``. That is
     served when the recorded call completed: the length of ``body``, the bytes served
-    (the recorded length, unless redaction changed the body), or as recorded for a response
-    to ``HEAD`` without a body; a call that ended otherwise is served without it, its body
-    framed as a chunked one, so that the recorded ending reaches the client after every
-    recorded byte."""
+    (the recorded length, unless redaction changed the body; a recorded ``0`` with an empty
+    body), or as recorded for a response to ``HEAD`` without a body. A call that ended
+    otherwise is served without it, its body framed as a chunked one, so that the recorded
+    ending reaches the client after every recorded byte."""
     served = fast_retry_headers(status, headers)
     if "content-length" not in served:
         return list(served.items())
-    if complete and body:
+    if complete and (body or served["content-length"].strip() == "0"):
         length: str | None = str(len(body))
     elif complete and method.upper() == "HEAD":
         length = served["content-length"]

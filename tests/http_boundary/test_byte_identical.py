@@ -518,6 +518,11 @@ def test_content_length_is_served_for_a_complete_body_only() -> None:
     assert ("content-length", "9") in replayed_headers(
         200, headers, b"", method="HEAD", complete=True
     )
+    empty = {"content-length": "0"}
+    assert replayed_headers(204, empty, b"", method="GET", complete=True) == [
+        ("content-length", "0")
+    ]
+    assert replayed_headers(304, headers, b"", method="GET", complete=True)[-1] == ("date", "d")
 
 
 # --- the official OpenAI SDK -------------------------------------------------------------
