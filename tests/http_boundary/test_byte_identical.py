@@ -26,6 +26,7 @@ from openprogram.http_boundary.codec import (
     encode_body_row,
     encode_sse_row,
     replayed_headers,
+    response_event,
     sse_event_row,
     without_stale_raw,
 )
@@ -581,3 +582,15 @@ def test_the_openai_sdk_reads_a_spaced_stream_line_for_line(tmp_path: Path) -> N
 
     assert replayed == live
     assert live[0][:2] == [": ping", ""]
+
+
+def test_content_length_is_stored_unless_the_body_was_encoded() -> None:
+    plain = [("content-type", "application/json"), ("content-length", "12"), ("connection", "x")]
+    assert response_event(200, plain, REDACTOR)["headers"] == {
+        "content-type": "application/json",
+        "content-length": "12",
+    }
+    gzipped = [*plain, ("content-encoding", "gzip")]
+    assert response_event(200, gzipped, REDACTOR)["headers"] == {"content-type": "application/json"}
+    identity = [*plain, ("content-encoding", "identity")]
+    assert "content-length" in response_event(200, identity, REDACTOR)["headers"]
