@@ -10,19 +10,43 @@ Recording (values as the client library hands them over; redaction by the core's
   random boundary of a ``multipart/…`` body is stored as :data:`MULTIPART_BOUNDARY`, so the
   same upload compares equal from run to run;
 * the response's ``http_response`` event (:func:`response_event`): its status and headers,
-  lower-case, without credentials, cookies, hop-by-hop and encoding headers
-  (:data:`DROPPED_RESPONSE_HEADERS`), redacted as configuration;
+  lower-case, without credentials, cookies, the headers of the connection and
+  ``content-encoding`` (:data:`DROPPED_RESPONSE_HEADERS`), redacted as configuration. Its
+  ``content-length`` is stored, unless the body was encoded (it then counts the encoded
+  bytes, not the decoded body stored);
 * its body: one ``sse`` event per dispatched server-sent event (:func:`sse_event_row`) or one
   ``http_body`` event (:func:`body_event`), both redacted as model output (by value only). An
   event's ``data`` is stored parsed when it is a JSON object or array, otherwise as its text,
   so that text that happens to be JSON (``"1e5"``) is served back byte for byte.
 
-Replaying (:func:`replayed_headers`, :func:`encode_sse_row`, :func:`encode_body_row`): the
-recorded headers (no ``content-encoding`` or ``content-length`` was stored: the client
-computes what it needs), the events re-serialized by the SSE rules, JSON dumped compactly.
-A retryable error response is served with the retry hint ``retry-after-ms: 1`` in place of
-the recorded one (:func:`fast_retry_headers`): the SDKs honour only hints above zero, and
-back off for about half a second without one.
+**The bytes as they came.** Where re-serializing a row would not give back the text that came
+— spaced JSON, ``\r\n`` line ends, comments, a field the SSE rules ignore, a JSON body with a
+trailing newline — the row also holds that text, ``raw`` (in a file announcing the feature
+``raw_text``): of an event, everything the stream held since the previous event up to the
+blank line that dispatched it; the text after a stream's last event (the event a cut stopped
+part-way, a trailing comment) is one ``sse_rest`` event (:func:`sse_rest_row`), redacted as
+text. A server that writes compact JSON needs none. The parsed value
+is what is read, compared and hashed (the digest leaves ``raw`` out); ``raw`` is what replay
+serves. It is kept only when redaction found nothing in the event, neither in its values nor
+in the text itself (``_keep_raw``): where it removed something, the redacted value is served
+re-serialized, and the secret is in neither form. A rewrite that redacts an event drops its
+``raw`` (:func:`without_stale_raw`), and replay serves ``raw`` only while it still parses to
+what the row holds.
+
+Replaying (:func:`replayed_headers`, :func:`encode_sse_row`, :func:`encode_body_row`): an
+event's or a body's ``raw`` text, else the events re-serialized by the SSE rules, JSON dumped
+compactly. The headers are the recorded ones; none of the connection was stored
+(``connection``, ``keep-alive``, ``transfer-encoding``: replay opens no socket, and the client
+library frames the body it is served — urllib3 and ``http.client`` add
+``transfer-encoding: chunked`` when they read it chunked), nor ``content-encoding`` (the body
+is served decoded, which httpx, urllib3 and ``http.client`` would otherwise try to decode
+again). ``content-length`` is served for a call that completed: the length of the bytes served,
+which urllib3 and ``http.client`` frame the body by (httpx and aiohttp only read it); a call
+that ended otherwise is served without it, framed as a chunked body, so that every recorded
+byte reaches the client before the recorded ending. A retryable error response is served with
+the retry hint ``retry-after-ms: 1`` in place of the recorded one
+(:func:`fast_retry_headers`): the SDKs honour only hints above zero, and back off for about
+half a second without one.
 """
 
 from __future__ import annotations
@@ -34,12 +58,13 @@ from typing import Any
 
 import orjson
 
-from openprogram.http_boundary.sse import encode_sse_event, encode_sse_fields
+from openprogram.http_boundary.sse import SseParser, encode_sse_event, encode_sse_fields
 from openprogram.json_nesting import (
     MAX_NESTING_DEPTH,
     json_text_may_exceed_nesting_limit,
     nesting_depth,
 )
+from openprogram.recording.http_rows import SSE_REST
 from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
 
 __all__ = [
@@ -49,12 +74,16 @@ __all__ = [
     "STORED_REQUEST_HEADERS",
     "body_event",
     "encode_body_row",
+    "encode_http_row",
     "encode_sse_row",
     "fast_retry_headers",
     "is_event_stream",
+    "replayed_headers",
     "request_sections",
     "response_event",
     "sse_event_row",
+    "sse_rest_row",
+    "without_stale_raw",
 ]
 
 STORED_REQUEST_HEADERS: frozenset[str] = frozenset(
@@ -84,10 +113,10 @@ DROPPED_RESPONSE_HEADERS: frozenset[str] = frozenset(
         "upgrade",
         # the encoding of the bytes on the wire: the body is stored decoded
         "content-encoding",
-        "content-length",
     }
 )
-"""Response headers never stored."""
+"""Response headers never stored (``content-length`` is stored unless the body was encoded:
+:func:`response_event`)."""
 
 MULTIPART_BOUNDARY = "openprogram-multipart-boundary"
 """What the random boundary of a stored ``multipart/…`` request body becomes."""
@@ -174,43 +203,103 @@ def response_event(
 ) -> dict[str, Any]:
     """The ``http_response`` event of a response (``headers``: lower-case names)."""
     stored: dict[str, str] = {}
+    encoded = False
     for name, value in headers:
+        if name == "content-encoding":
+            encoded = encoded or value.strip().lower() not in ("", "identity")
         if name in DROPPED_RESPONSE_HEADERS or is_secret_field_name(name):
             continue
         stored[name] = f"{stored[name]}, {value}" if name in stored else value
+    if encoded:  # the length of the encoded bytes, not of the decoded body stored
+        stored.pop("content-length", None)
     return {"type": "http_response", "status": status, "headers": redactor.redact(stored)}
 
 
-def sse_event_row(event: dict[str, Any], redactor: SecretRedactor) -> dict[str, Any]:
+def replayed_headers(
+    status: int, headers: dict[str, str], body: bytes, *, method: str, complete: bool
+) -> list[tuple[str, str]]:
+    """The headers a recorded response is served with: as recorded (a retryable error's
+    hint made short: :func:`fast_retry_headers`), except its ``content-length``. That is
+    served when the recorded call completed: the length of ``body``, the bytes served
+    (the recorded length, unless redaction changed the body; a recorded ``0`` with an empty
+    body), or as recorded for a response to ``HEAD`` without a body. A call that ended
+    otherwise is served without it, its body framed as a chunked one, so that the recorded
+    ending reaches the client after every recorded byte."""
+    served = fast_retry_headers(status, headers)
+    if "content-length" not in served:
+        return list(served.items())
+    if complete and (body or served["content-length"].strip() == "0"):
+        length: str | None = str(len(body))
+    elif complete and method.upper() == "HEAD":
+        length = served["content-length"]
+    else:
+        length = None
+    items: list[tuple[str, str]] = []
+    for name, value in served.items():
+        if name != "content-length":
+            items.append((name, value))
+        elif length is not None:
+            items.append((name, length))
+    return items
+
+
+def sse_event_row(
+    event: dict[str, Any], redactor: SecretRedactor, *, keep_raw: bool = False
+) -> dict[str, Any]:
     """The ``sse`` event of a dispatched server-sent event (as
-    :class:`~openprogram.http_boundary.sse.SseParser` gives it)."""
+    :class:`~openprogram.http_boundary.sse.SseParser` gives it). ``keep_raw``: the row holds
+    the event's ``raw`` text (the parser's) when the bytes re-serializing the row would give
+    are not those that came, and redaction found nothing in it."""
     row: dict[str, Any] = {"type": "sse"}
     name = event.get("event")
+    changed = False
     if name is not None:
-        row["event"] = redactor.redact_text(name)
+        row["event"] = redacted_name = redactor.redact_text(name)
+        changed = redacted_name != name
     text: str = event["data"]
     value = _parsed_json(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
-    row["data"] = (
-        redactor.redact_text(text)
-        if value is _NOT_JSON
-        else redactor.redact_parsed_output(value, text)
-    )
+    if value is _NOT_JSON:
+        data: Any = redactor.redact_text(text)
+        changed = changed or data != text
+    else:
+        data = redactor.redact_parsed_output(value, text)
+        changed = changed or (data is not value and data != value)
+    row["data"] = data
     if "id" in event:
-        row["id"] = redactor.redact_text(event["id"])
+        row["id"] = redacted_id = redactor.redact_text(event["id"])
+        changed = changed or redacted_id != event["id"]
     if "retry" in event:
         row["retry"] = event["retry"]
+    raw = event.get("raw")
+    if keep_raw and raw is not None and not changed:
+        _keep_raw(row, raw, encode_sse_row(row), redactor)
     return row
 
 
+def sse_rest_row(text: str, redactor: SecretRedactor) -> dict[str, Any] | None:
+    """The ``sse_rest`` event of the text an event stream held after its last event
+    (:meth:`~openprogram.http_boundary.sse.SseParser.rest`), redacted; None for none."""
+    if not text:
+        return None
+    return {"type": SSE_REST, "raw": redactor.redact_text(text)}
+
+
 def body_event(
-    content_type: str | None, content: bytes, redactor: SecretRedactor
+    content_type: str | None, content: bytes, redactor: SecretRedactor, *, keep_raw: bool = False
 ) -> dict[str, Any] | None:
-    """The ``http_body`` event of a whole (decoded) body; None for an empty one."""
+    """The ``http_body`` event of a whole (decoded) body; None for an empty one.
+    ``keep_raw``: a JSON body the compact dump of its value would not give back holds its
+    ``raw`` text too, when redaction found nothing in it."""
     if not content:
         return None
     value = _parsed_json(content) if _is_json(content_type) else _NOT_JSON
     if value is not _NOT_JSON:
-        return {"type": "http_body", "body": redactor.redact_parsed_output(value, content)}
+        body = redactor.redact_parsed_output(value, content)
+        row = {"type": "http_body", "body": body}
+        if keep_raw and (body is value or body == value):
+            # orjson parsed it, so it is UTF-8
+            _keep_raw(row, content.decode("utf-8"), orjson.dumps(body), redactor, content)
+        return row
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
@@ -218,8 +307,28 @@ def body_event(
     return {"type": "http_body", "text": redactor.redact_text(text)}
 
 
+def _keep_raw(
+    row: dict[str, Any],
+    raw: str,
+    served: bytes,
+    redactor: SecretRedactor,
+    received: bytes | None = None,
+) -> None:
+    """Add ``raw`` to ``row`` unless ``served`` (the bytes the row re-serializes to) are
+    already those that came (``received``, else ``raw`` encoded), or redacting ``raw`` would
+    change it (a secret the parsed values did not hold: a comment, or the text's escapes)."""
+    if served == (raw.encode() if received is None else received):
+        return
+    if redactor.redact_text(raw) == raw:
+        row["raw"] = raw
+
+
 def encode_sse_row(row: dict[str, Any]) -> bytes:
-    """A recorded ``sse`` event as the bytes of a stream."""
+    """A recorded ``sse`` event as the bytes of a stream: its ``raw`` text when it has one
+    that still holds what the row does, else the event re-serialized."""
+    raw = row.get("raw")
+    if isinstance(raw, str) and _sse_raw_agrees(row, raw):
+        return raw.encode()
     data = row["data"]
     if isinstance(data, str):
         return encode_sse_event(row.get("event"), data, row.get("id"), row.get("retry"))
@@ -227,17 +336,64 @@ def encode_sse_row(row: dict[str, Any]) -> bytes:
     line = b"data: " + orjson.dumps(data) + b"\n\n"
     if len(row) == 2:  # type and data: no event, id or retry
         return line
-    return encode_sse_fields(row.get("event"), row.get("id"), row.get("retry")).encode() + line
+    fields = encode_sse_fields(row.get("event"), row.get("id"), row.get("retry"))
+    return fields.encode() + line
+
+
+def _sse_raw_agrees(row: dict[str, Any], raw: str) -> bool:
+    """Whether ``raw`` parses to exactly the one event ``row`` holds (a rewrite of the
+    recording that changed the row, by hand or by a redaction, leaves its ``raw`` behind)."""
+    parser = SseParser()
+    events = parser.feed(raw)
+    events.extend(parser.finish())
+    if len(events) != 1:
+        return False
+    event = events[0]
+    text: str = event["data"]
+    value = _parsed_json(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
+    return (
+        (text if value is _NOT_JSON else value) == row["data"]
+        and event.get("event") == row.get("event")
+        and event.get("id") == row.get("id")
+        and event.get("retry") == row.get("retry")
+    )
+
+
+def encode_http_row(row: dict[str, Any]) -> bytes:
+    """A recorded ``sse``, ``sse_rest`` or ``http_body`` event as the bytes of the body."""
+    kind = row["type"]
+    if kind == "sse":
+        return encode_sse_row(row)
+    if kind == SSE_REST:
+        text: str = row["raw"]
+        return text.encode()
+    return encode_body_row(row)
 
 
 def encode_body_row(row: dict[str, Any]) -> bytes:
-    """A recorded ``http_body`` event as the body's bytes."""
+    """A recorded ``http_body`` event as the body's bytes: a JSON body's ``raw`` text when
+    it has one that still holds its value, else the value dumped compactly."""
     if "body" in row:
+        raw = row.get("raw")
+        if isinstance(raw, str):
+            content = raw.encode()
+            if _parsed_json(content) == row["body"]:
+                return content
         return orjson.dumps(row["body"])
     if "text" in row:
         text: str = row["text"]
         return text.encode()
     return base64.b64decode(row["base64"])
+
+
+def without_stale_raw(recorded: dict[str, Any], rewritten: dict[str, Any]) -> dict[str, Any]:
+    """``rewritten``, a rewrite of the ``sse`` or ``http_body`` event ``recorded`` (a
+    redaction of it), without its ``raw`` text when the rewrite changed anything: the raw
+    text would still hold what was removed. Any other row is returned as it is (an
+    ``sse_rest`` event is its text alone: it was redacted as text)."""
+    if "raw" not in rewritten or rewritten == recorded or rewritten.get("type") == SSE_REST:
+        return rewritten
+    return {key: value for key, value in rewritten.items() if key != "raw"}
 
 
 def fast_retry_headers(status: int, headers: dict[str, str]) -> dict[str, str]:

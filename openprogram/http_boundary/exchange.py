@@ -15,7 +15,8 @@ client's transport, close the response) to its sync or async driver, the two met
 Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent
 (a refused connection is a call that ended ``error`` with no events), the ``http_response``
 event once the response's head arrives, then the body is *teed*: before a chunk is handed on,
-each server-sent event it completes is written as one ``sse`` row (no fsync), each message
+each server-sent event it completes is written as one ``sse`` row (no fsync; what the stream
+held after its last event, as one ``sse_rest`` row when it ends), each message
 of an AWS event stream as one ``eventstream`` row
 (:mod:`~openprogram.http_boundary.eventstream`); another body is one ``http_body`` event at
 its end, stored decoded by the library's own content decoder
@@ -33,9 +34,10 @@ Replaying (:func:`response_of_call`): the request's sections are taken by the sh
 :class:`~openprogram.recording.replay_session.ReplaySession` (a difference raises its
 ``ReplayMismatch``, carried by :class:`~openprogram.recording.mismatch.RecordReplayEscape`).
 The matched call becomes a response of the client's library: the recorded status and headers
-(a retryable error with ``retry-after-ms: 1``:
-:func:`~openprogram.http_boundary.codec.fast_retry_headers`), and a body of the recorded events
-(an event-stream message as its stored bytes) as one chunk, which ends as the recorded call
+(:func:`~openprogram.http_boundary.codec.replayed_headers`: a retryable error with
+``retry-after-ms: 1``, a ``content-length`` only for a call that completed), and a body of the
+recorded events — each as the bytes that came (its ``raw`` text, an event-stream message's
+stored bytes) or re-serialized — as one chunk, which ends as the recorded call
 did: ``complete`` — it ends; ``error`` — the library's class of the recorded error's name is
 raised (before the response when there was none); ``abandoned`` — reading further is a
 mismatch; ``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends;
@@ -60,13 +62,13 @@ from openprogram.errors import (
 from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
 from openprogram.http_boundary.codec import (
     body_event,
-    encode_body_row,
-    encode_sse_row,
-    fast_retry_headers,
+    encode_http_row,
     is_event_stream,
+    replayed_headers,
     request_sections,
     response_event,
     sse_event_row,
+    sse_rest_row,
 )
 from openprogram.http_boundary.eventstream import (
     MessageSplitter,
@@ -77,7 +79,7 @@ from openprogram.http_boundary.eventstream import (
 from openprogram.http_boundary.sse import SseParser, is_terminal_event
 from openprogram.http_boundary.websocket_refusal import check_websocket
 from openprogram.recording.format import Outcome, RecordedCall
-from openprogram.recording.http_rows import EVENTSTREAM_FEATURE
+from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import (
     SecretRedactor,
@@ -365,6 +367,8 @@ class HttpCallRecorder:
         """The bytes of the body that came off the wire (before the content decoder)."""
         self._terminal = False
         """The last event dispatched was the stream's terminal one."""
+        self._keep_raw = False
+        """Rows may hold the ``raw`` text of what came (the file announces the feature)."""
 
     def respond(self, status: int, headers: HttpHeaders) -> None:
         """Write the ``http_response`` event of a response's head (before its body is
@@ -374,8 +378,9 @@ class HttpCallRecorder:
         self._write(response_event(status, headers.multi_items(), self.redactor))
         encoding = headers.get("content-encoding")
         self._decoder = self.library.content_decoder(encoding) if encoding else None
+        self._keep_raw = _announces(self.call, RAW_TEXT_FEATURE)
         if is_event_stream(self._content_type):
-            self._parser = SseParser()
+            self._parser = SseParser(keep_raw=self._keep_raw)
             self._text = codecs.getincrementaldecoder("utf-8")("replace")
         elif is_amazon_event_stream(self._content_type) and _announces(
             self.call, EVENTSTREAM_FEATURE
@@ -402,7 +407,8 @@ class HttpCallRecorder:
             return
         events = self._parser.feed(self._text.decode(data))
         # The events one read completes are written in one go: one lock, one write.
-        self._write_all([sse_event_row(event, self.redactor) for event in events])
+        keep_raw = self._keep_raw
+        self._write_all([sse_event_row(e, self.redactor, keep_raw=keep_raw) for e in events])
         if events:
             self._terminal = is_terminal_event(events[-1])
 
@@ -444,7 +450,8 @@ class HttpCallRecorder:
             events = self._parser.feed(self._text.decode(tail, final=True))
             events.extend(self._parser.finish())
             for event in events:
-                self._write(sse_event_row(event, self.redactor))
+                self._write(sse_event_row(event, self.redactor, keep_raw=self._keep_raw))
+            self._write_rest()
         self._end("complete")
 
     def stop(self, error: BaseException) -> None:
@@ -485,14 +492,24 @@ class HttpCallRecorder:
             and not text.getstate()[0]
         )
 
+    def _write_rest(self) -> None:
+        """The text the event stream held after its last event (a file announcing the raw
+        text), as one ``sse_rest`` event: a final block cut short, a trailing comment."""
+        if self._parser is None or not self._keep_raw:
+            return
+        row = sse_rest_row(self._parser.rest(), self.redactor)
+        if row is not None:
+            self._write(row)
+
     def _write_body(self) -> None:
+        self._write_rest()
         rest = b"" if self._messages is None else self._messages.rest()
         if rest:  # not a whole message: the stream ended inside one
             self._write(eventstream_row(rest, self.redactor))
         if self._parser is not None or not self._body:
             return
         body, self._body = b"".join(self._body), []
-        event = body_event(self._content_type, body, self.redactor)
+        event = body_event(self._content_type, body, self.redactor, keep_raw=self._keep_raw)
         if event is not None:
             self._write(event)
 
@@ -556,28 +573,34 @@ def response_of_call(
         )
     head = events[0]
     status: int = head["status"]
-    headers = fast_retry_headers(status, head["headers"])
-    body = _body(call, session, library, request)
-    return library.response(request, status, list(headers.items()), body, asynchronous=asynchronous)
+    # One chunk: a client parses the same events from it as from the recorded pieces, and a
+    # chunk per event would cost more in the client than the events themselves.
+    content = b"".join(
+        [
+            encode_eventstream_row(row) if row["type"] == "eventstream" else encode_http_row(row)
+            for row in events[1:]
+        ]
+    )
+    headers = replayed_headers(
+        status,
+        head["headers"],
+        content,
+        method=request.method,
+        complete=call.outcome == "complete",
+    )
+    body = _body(content, call, session, library, request)
+    return library.response(request, status, headers, body, asynchronous=asynchronous)
 
 
 def _body(
-    call: RecordedCall, session: ReplaySession, library: ClientLibrary, request: HttpRequest
+    content: bytes,
+    call: RecordedCall,
+    session: ReplaySession,
+    library: ClientLibrary,
+    request: HttpRequest,
 ) -> Iterator[bytes]:
-    events = call.event_rows
-    if len(events) > 1:
-        # One chunk: a client parses the same events from it as from the recorded pieces,
-        # and a chunk per event would cost more in the client than the events themselves.
-        yield b"".join(
-            [
-                encode_sse_row(row)
-                if row["type"] == "sse"
-                else encode_eventstream_row(row)
-                if row["type"] == "eventstream"
-                else encode_body_row(row)
-                for row in events[1:]
-            ]
-        )
+    if content:
+        yield content
     _end(call, session, library, request, responded=True)
 
 

@@ -19,7 +19,11 @@ non-empty type, and ``id`` / ``retry`` when such a field came since the previous
 event (an ``id`` is the stream's "last event id": a client keeps it for later events, so
 it is carried by the event it first reaches). :func:`encode_sse_event` writes such an event
 back so that parsing it gives the same event again: its fields, one ``data`` line for each
-line of its data, then a blank line.
+line of its data, then a blank line. A parser made with ``keep_raw=True`` also gives each
+event its ``raw`` text: everything the stream held since the previous dispatch, up to and
+including the blank line that dispatched it — comments, fields of blocks that dispatched
+nothing, the line ends as they came, a byte order mark — so that the event's bytes can be
+served exactly as they came (:meth:`SseParser.rest` is what followed the last event).
 
 :func:`is_terminal_event` tells the event a vendor's server sends last in a stream: the
 OpenAI ``data: [DONE]`` sentinel, Anthropic's ``message_stop``, and the OpenAI Responses
@@ -47,9 +51,11 @@ class SseParser:
     """Parses one event stream, fed text in pieces; returns the events each piece
     dispatched."""
 
-    __slots__ = ("_data", "_event", "_id", "_pending", "_retry", "_started")
+    __slots__ = ("_data", "_event", "_id", "_pending", "_raw", "_retry", "_started")
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_raw: bool = False) -> None:
+        self._raw: list[str] | None = [] if keep_raw else None
+        """The whole lines taken since the last dispatch, as they came (``keep_raw``)."""
         self._pending: list[str] = []
         """The start of a line whose end has not arrived yet (or ends in a lone ``\\r``)."""
         self._started = False
@@ -64,6 +70,8 @@ class SseParser:
             self._started = True
             if text.startswith(_BOM):
                 text = text[1:]
+                if self._raw is not None:
+                    self._raw.append(_BOM)
         events: list[dict[str, Any]] = []
         pending = self._pending
         if "\n" not in text and "\r" not in text and not (pending and pending[-1][-1:] == "\r"):
@@ -76,9 +84,12 @@ class SseParser:
             buffer = text
         start = 0
         end = len(buffer)
+        raw = self._raw
         for match in _LINE_END.finditer(buffer):
             if match.end() == end and match.group() == "\r":
                 break  # perhaps the first half of a \r\n split across pieces
+            if raw is not None:
+                raw.append(buffer[start : match.end()])
             self._line(buffer[start : match.start()], events)
             start = match.end()
         self._pending = [buffer[start:]] if start < end else []
@@ -103,8 +114,18 @@ class SseParser:
         pending = "".join(self._pending)
         self._pending = []
         if pending.endswith("\r"):
+            if self._raw is not None:
+                self._raw.append(pending)
             self._line(pending[:-1], events)
+        elif pending and self._raw is not None:
+            self._raw.append(pending)
         return events
+
+    def rest(self) -> str:
+        """The text taken since the last dispatched event (``keep_raw``; after
+        :meth:`finish`: all that followed the stream's last event)."""
+        raw = self._raw
+        return "".join(raw) + "".join(self._pending) if raw is not None else ""
 
     def _line(self, line: str, events: list[dict[str, Any]]) -> None:
         if not line:
@@ -140,6 +161,9 @@ class SseParser:
         if self._retry is not None:
             event["retry"] = self._retry
             self._retry = None
+        if self._raw is not None:
+            event["raw"] = "".join(self._raw)
+            self._raw.clear()
         events.append(event)
 
 

@@ -26,7 +26,10 @@ retry counts, user agents, trace ids) in headers that are not stored. In a respo
   top-level ``message`` or ``response`` object (the Anthropic ``message_start`` event, the
   OpenAI Responses stream events); Bedrock Converse's ``metrics.latencyMs``;
 * of an ``eventstream`` event (AWS's binary event stream), its ``base64`` bytes when its
-  headers and payload are decoded beside them, and the random padding ``p`` of its payload.
+  headers and payload are decoded beside them, and the random padding ``p`` of its payload;
+* of an ``sse``, ``sse_rest`` or ``http_body`` event, its ``raw`` text (the bytes as they
+  came, beside the parsed value): the same content written with other white space compares
+  equal.
 
 **Ids** in an HTTP call — the values of keys named ``id``, ``…_id`` or ``…Id`` at any depth
 of its request and of its response's JSON: the response's own id, the Responses stream's
@@ -145,6 +148,9 @@ def deterministic_event(boundary: str, event: dict[str, Any]) -> dict[str, Any]:
             kept = {k: v for k, v in headers.items() if not is_non_deterministic_header(k)}
             return {**event, "headers": kept}
         return event
+    if kind in ("sse", "sse_rest", "http_body") and "raw" in event:
+        # The parsed value is compared; the text it came as is served, not compared.
+        event = {k: v for k, v in event.items() if k != "raw"}
     if kind == "eventstream" and ("data" in event or "headers" in event):
         # The decoded message is compared; its bytes differ by the padding AWS adds.
         event = {k: v for k, v in event.items() if k != "base64"}

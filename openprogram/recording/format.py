@@ -54,7 +54,7 @@ from openprogram import __version__
 from openprogram.errors import UnrecordableValueError
 from openprogram.json_nesting import MAX_NESTING_DEPTH, json_text_may_exceed_nesting_limit
 from openprogram.recording.difference import join_field_path
-from openprogram.recording.http_rows import EVENTSTREAM_FEATURE
+from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE, SSE_REST
 from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.request_delta import DELTA_FEATURE
@@ -96,7 +96,7 @@ types and optional fields are additive: they are announced as header ``features`
 """
 
 KNOWN_FEATURES: frozenset[str] = frozenset(
-    {"http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE, EVENTSTREAM_FEATURE}
+    {"http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE, EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE}
 )
 """The header ``features`` this openprogram reads: the row types and optional fields added
 since its format version, each by name. A recording announcing any other was written by a
@@ -110,7 +110,11 @@ by their ``base`` field (:mod:`openprogram.recording.request_delta`).
 ``not_recorded``: ``not_recorded`` rows, the connections a recorded session opened that no
 boundary captured (:mod:`openprogram.recording.not_recorded`).
 ``eventstream``: ``eventstream`` events of HTTP calls, one per message of an AWS event stream
-(:mod:`openprogram.recording.http_rows`)."""
+(:mod:`openprogram.recording.http_rows`).
+``raw_text``: the ``raw`` field of ``sse`` and ``http_body`` events, the text of an event or
+a JSON body exactly as it came, where re-serializing the parsed value would not give its
+bytes back, and the ``sse_rest`` event, the text after a stream's last event; replay serves
+them, so the client reads the bytes it read live (:mod:`openprogram.http_boundary.codec`)."""
 
 WRITTEN_FEATURES: tuple[str, ...] = (
     "http",
@@ -118,6 +122,7 @@ WRITTEN_FEATURES: tuple[str, ...] = (
     DELTA_FEATURE,
     NOT_RECORDED_FEATURE,
     EVENTSTREAM_FEATURE,
+    RAW_TEXT_FEATURE,
 )
 """The features a file created by this openprogram announces (it may write them)."""
 
@@ -161,10 +166,13 @@ PROVIDER_EVENT_TYPES: frozenset[str] = frozenset(
 )
 """The event types of a provider call (``openprogram.providers.events`` models them)."""
 
-HTTP_EVENT_TYPES: frozenset[str] = frozenset({"http_response", "sse", "eventstream", "http_body"})
+HTTP_EVENT_TYPES: frozenset[str] = frozenset(
+    {"http_response", "sse", SSE_REST, "eventstream", "http_body"}
+)
 """The event types of an HTTP call: the response's status and headers, then one ``sse``
-event per dispatched server-sent event, one ``eventstream`` event per message of an AWS event
-stream, or one ``http_body`` holding the whole body."""
+event per dispatched server-sent event (and an ``sse_rest`` holding the text after the last
+one), one ``eventstream`` event per message of an AWS event stream, or one ``http_body``
+holding the whole body."""
 
 
 def request_sections(boundary: str) -> tuple[str, ...]:

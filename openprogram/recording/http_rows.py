@@ -16,7 +16,12 @@ Its events, in order:
   payload, parsed JSON or text) — or one ``http_body`` event holding exactly one of ``body``
   (parsed JSON), ``text`` (a string) or ``base64`` (base64 text).
 
-``eventstream`` events are announced by the header feature :data:`EVENTSTREAM_FEATURE`.
+``eventstream`` events are announced by the header feature :data:`EVENTSTREAM_FEATURE`. An
+``sse`` event, and an ``http_body`` event holding ``body``, may also hold ``raw`` (a string:
+the exact text that came, when re-serializing the parsed value would not give its bytes
+back), and an event stream may end with one ``sse_rest`` event, ``raw`` (required: the text
+it held after its last event, which dispatched nothing — a final block cut short, a trailing
+comment), both announced by :data:`RAW_TEXT_FEATURE`.
 
 Each check returns the problem as a phrase (the reader adds the line and the call), or None.
 """
@@ -28,6 +33,8 @@ from typing import Any
 
 __all__ = [
     "EVENTSTREAM_FEATURE",
+    "RAW_TEXT_FEATURE",
+    "SSE_REST",
     "http_event_problem",
     "http_request_problem",
     "http_request_sections",
@@ -35,6 +42,14 @@ __all__ = [
 
 EVENTSTREAM_FEATURE = "eventstream"
 """The header feature announcing ``eventstream`` events (AWS event-stream messages)."""
+
+SSE_REST = "sse_rest"
+"""The event type of the text an event stream held after its last event (announced by
+:data:`RAW_TEXT_FEATURE`)."""
+
+RAW_TEXT_FEATURE = "raw_text"
+"""The header feature announcing the ``raw`` field of ``sse`` and ``http_body`` events: the
+text as it came, which replay serves byte for byte."""
 
 _REQUEST_BODY_FORMS = ("body", "body_text", "body_base64")
 _EVENT_BODY_FORMS = ("body", "text", "base64")
@@ -90,8 +105,14 @@ def http_event_problem(payload: dict[str, Any], earlier: list[dict[str, Any]]) -
     # constant-time check, however many SSE events the call streamed.
     if len(earlier) > 1 and earlier[1]["type"] == "http_body":
         return f"{kind} event after the call's http_body event, which holds the whole body"
+    if earlier[-1]["type"] == SSE_REST:
+        return f"{kind} event after the call's sse_rest event, which ends the stream"
     if kind == "sse":
         return _sse_problem(payload)
+    if kind == SSE_REST:
+        if not isinstance(payload.get("raw"), str):
+            return "sse_rest event field raw is required: the text after the last event"
+        return None
     if kind == "eventstream":
         return _eventstream_problem(payload)
     if len(earlier) > 1:
@@ -104,6 +125,11 @@ def http_event_problem(payload: dict[str, Any], earlier: list[dict[str, Any]]) -
         return f"http_body event field text must be a string, found {payload['text']!r}"
     if "base64" in payload and not _is_base64(payload["base64"]):
         return "http_body event field base64 must be base64 text"
+    if "raw" in payload:
+        if "body" not in payload:
+            return "http_body event field raw is the text of a JSON body: it needs body beside it"
+        if not isinstance(payload["raw"], str):
+            return f"http_body event field raw must be a string, found {payload['raw']!r}"
     return None
 
 
@@ -117,6 +143,8 @@ def _sse_problem(payload: dict[str, Any]) -> str | None:
     retry = payload.get("retry")
     if retry is not None and (type(retry) is not int or retry < 0):
         return f"sse event field retry must be a whole number >= 0, found {retry!r}"
+    if "raw" in payload and not isinstance(payload["raw"], str):
+        return f"sse event field raw must be a string, found {payload['raw']!r}"
     return None
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openprogram.errors import RecordingFileError
+from openprogram.http_boundary.codec import without_stale_raw
 from openprogram.http_boundary.eventstream import with_agreeing_bytes
 from openprogram.provider_boundary.codec import read_for_replay
 from openprogram.recording.difference import join_field_path
@@ -280,9 +281,13 @@ def _scan_call(call: RecordedCall, redactor: SecretRedactor, spots: list[_Spot])
     fixed = replace(call, request=request, event_rows=rows, events=[])
     for block in streamed_blocks(fixed):
         _scan_block(fixed, block, redactor, spots)
-    fixed.event_rows = [  # an AWS event-stream message: its bytes hold what its data holds
-        with_agreeing_bytes(row) if row.get("type") == "eventstream" else row
-        for row in fixed.event_rows
+    fixed.event_rows = [  # an AWS event-stream message: its bytes hold what its data holds;
+        # an event's raw text is dropped where anything of it was redacted (replay then
+        # serves the redacted value re-serialized)
+        with_agreeing_bytes(row)
+        if row.get("type") == "eventstream"
+        else without_stale_raw(recorded, row)
+        for recorded, row in zip(call.event_rows, fixed.event_rows, strict=True)
     ]
     error = call.error
     if error is not None:

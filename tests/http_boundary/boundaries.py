@@ -73,6 +73,12 @@ def events(path: Path, call_index: int = 0) -> list[dict[str, Any]]:
     ]
 
 
+def without_raw(event: dict[str, Any]) -> dict[str, Any]:
+    """An event payload without its ``raw`` text (the bytes as they came, beside the parsed
+    value)."""
+    return {key: value for key, value in event.items() if key != "raw"}
+
+
 def call_end(path: Path, call_index: int = 0) -> dict[str, Any]:
     return next(
         row for row in rows(path) if row["type"] == "call_end" and row["call_index"] == call_index

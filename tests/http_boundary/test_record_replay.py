@@ -15,7 +15,6 @@ import pytest
 
 from openprogram.errors import ReplayMismatch
 from openprogram.http_boundary.codec import MULTIPART_BOUNDARY
-from openprogram.http_boundary.sse import SseParser
 from openprogram.recording.mismatch import RecordReplayEscape
 from tests.http_boundary.boundaries import (
     LIBRARIES,
@@ -26,6 +25,7 @@ from tests.http_boundary.boundaries import (
     recording_into,
     replaying,
     rows,
+    without_raw,
 )
 from tests.http_boundary.exchanges import MODES, send
 from tests.support.offline import offline
@@ -72,10 +72,16 @@ def test_an_sse_stream_is_recorded_event_by_event_and_replayed_offline(
     assert recorded[0]["status"] == 200
     assert recorded[0]["headers"]["content-type"] == "text/event-stream"
     assert "transfer-encoding" not in recorded[0]["headers"]
-    assert recorded[1:] == [
+    assert [without_raw(event) for event in recorded[1:]] == [
         {"type": "sse", "data": CHUNK},
         {"type": "sse", "event": "tick", "data": "line one\nline two", "id": "3"},
         {"type": "sse", "data": "[DONE]"},
+    ]
+    # the text as it came, where the events re-serialized would not give it back
+    assert [event.get("raw") for event in recorded[1:]] == [
+        (b": keep-alive\n\n" + sse_event(CHUNK)).decode(),
+        "event: tick\r\nid: 3\r\ndata: line one\r\ndata: line two\r\n\r\n",
+        None,
     ]
     assert without_digest(call_end(path)) == {
         "type": "call_end",
@@ -90,18 +96,8 @@ def test_an_sse_stream_is_recorded_event_by_event_and_replayed_offline(
     assert session.unconsumed_calls == []
     assert replayed.status == live.status
     assert replayed.headers["content-type"] == live.headers["content-type"]
-    assert parsed(replayed.events()) == parsed(live.events())
-    assert replayed.events()[0]["data"] == json.dumps(
-        CHUNK, separators=(",", ":"), ensure_ascii=False
-    )
-
-
-def parsed(stream_events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Events with JSON data parsed (replay serves JSON compactly)."""
-    return [
-        {**event, "data": json.loads(event["data"])} if event["data"][:1] == "{" else event
-        for event in stream_events
-    ]
+    assert replayed.events() == live.events()
+    assert replayed.body == live.body == sse_stream()
 
 
 def test_a_gzip_encoded_json_body_is_stored_decoded_and_served_plain(
@@ -121,8 +117,9 @@ def test_a_gzip_encoded_json_body_is_stored_decoded_and_served_plain(
     with recording_into(path):
         live = send(lib, mode, "GET", f"{server.base_url}/v1/models")
 
-    assert events(path)[1] == {"type": "http_body", "body": payload}
+    assert events(path)[1] == {"type": "http_body", "body": payload, "raw": json.dumps(payload)}
     assert "content-encoding" not in events(path)[0]["headers"]
+    assert "content-length" not in events(path)[0]["headers"]  # of the encoded bytes
     with offline(), replaying(path):
         replayed = send(lib, mode, "GET", f"{server.base_url}/v1/models")
     assert (replayed.status, json.loads(replayed.body)) == (live.status, json.loads(live.body))
@@ -231,7 +228,8 @@ def test_each_event_is_on_disk_before_the_bytes_after_it_are_handed_on(
 
     assert body == b"data: 1\n\ndata: 2\n\ndata: 3"
     assert seen == [["http_response", "sse"], ["http_response", "sse", "sse"]]
-    assert [event.get("data") for event in events(path)] == [None, "1", "2"]  # "3" never dispatched
+    assert [event.get("data") for event in events(path)] == [None, "1", "2", None]
+    assert events(path)[-1] == {"type": "sse_rest", "raw": "data: 3"}  # never dispatched
 
 
 def _read_all(lib: str, mode: str, network: ScriptedNetworkTransport) -> bytes:
@@ -288,14 +286,15 @@ def test_a_stream_iterated_again_records_and_replays_the_remainder(
         live = run(ScriptedNetworkTransport(module, stream).transport)
 
     assert live == stream
-    assert [event.get("data") for event in events(path)] == [None, "1", "[DONE]"]
+    assert [event.get("data") for event in events(path)] == [None, "1", "[DONE]", None]
+    assert events(path)[-1] == {"type": "sse_rest", "raw": ": trailing comment\n\n"}
     assert call_end(path)["outcome"] == "complete"
     unused = ScriptedNetworkTransport(module, [], status=599)
     with offline(), replaying(path):
         replayed = run(unused.transport)
     assert unused.requests == []
-    # replay serves the events as one chunk; the comment dispatched nothing
-    assert replayed == [b"data: 1\n\ndata: [DONE]\n\n"]
+    # replay serves the body as one chunk, the comment after the last event too
+    assert replayed == [b"".join(stream)]
 
 
 def test_a_stream_closed_early_is_abandoned_and_replay_refuses_to_read_further(
@@ -406,18 +405,13 @@ def test_a_stream_closed_right_after_its_terminal_event_is_complete(
     assert got == b"data: 1\n\n: ping\n\n" + terminal
     assert network.closed
     assert [row.get("data") for row in events(path)][1:] == ["1", event["data"]]
-    assert events(path)[-1] == {"type": "sse", **event}
+    assert without_raw(events(path)[-1]) == {"type": "sse", **event}
+    assert events(path)[-1]["raw"] == (b": ping\n\n" + terminal).decode()  # the comment too
     assert call_end(path)["outcome"] == "complete"
     with offline(), replaying(path) as session:
         replayed = read_until(module, mode, network.transport, lambda got: False)
     assert session.mismatches == []
-    parser = SseParser()
-    assert [*parser.feed(replayed.decode()), *parser.finish()][-1] == {
-        **event,
-        "data": json.dumps(event["data"], separators=(",", ":"))
-        if isinstance(event["data"], dict)
-        else event["data"],
-    }
+    assert replayed == got
 
 
 @pytest.mark.parametrize(
@@ -464,10 +458,15 @@ def test_a_body_closed_once_its_content_length_arrived_is_complete(
     assert network.closed
     assert call_end(path)["outcome"] == outcome
     if outcome == "complete":
-        assert events(path)[1] == {"type": "http_body", "body": json.loads(body)}
+        assert events(path)[1] == {
+            "type": "http_body",
+            "body": json.loads(body),
+            "raw": body.decode(),
+        }
+        assert events(path)[0]["headers"]["content-length"] == str(len(body))
         with offline(), replaying(path) as session:
             replayed = read_until(module, mode, network.transport, lambda got: False)
-        assert json.loads(replayed) == json.loads(body)
+        assert replayed == body
         assert session.mismatches == []
 
 

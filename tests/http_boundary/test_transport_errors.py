@@ -137,7 +137,8 @@ def test_a_stream_cut_mid_way_replays_as_the_same_protocol_error(
         live = failure(lib, mode, url)
 
     assert isinstance(live, library(lib).TransportError)
-    assert [event.get("data") for event in events(path)] == [None, {"n": 1}]
+    assert [event.get("data") for event in events(path)] == [None, {"n": 1}, None]
+    assert events(path)[-1] == {"type": "sse_rest", "raw": 'data: {"n": 2'}  # the cut event
     end = call_end(path)
     assert end["error"]["type"] == f"{lib}.{type(live).__name__}"
     with offline(), replaying(path):

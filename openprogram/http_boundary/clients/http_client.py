@@ -10,12 +10,13 @@ exchange and drives it up to the sending: recording sends the request for real (
 connection is raised by ``request``, as it is live), and the flow waits on the connection
 for the patched ``getresponse``, which reads the live response and hands it back to the
 flow. Replaying asks nothing of the network: ``getresponse`` returns a real
-``http.client.HTTPResponse`` built over the recorded body (read by ``http.client`` as a
-chunked body, :class:`~openprogram.http_boundary.clients.urllib3_client.ReplayBody`, so
-every recorded chunk reaches the client before a recorded error). A recorded error with no
-response is raised by ``request``, or by ``getresponse`` when it is one of
-``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live; the
-recording does not say which of the two raised any other, so a timeout while waiting for
+``http.client.HTTPResponse`` built over the recorded body
+(:class:`~openprogram.http_boundary.clients.urllib3_client.ReplayBody`): framed by its
+``content-length`` when it is served with one (a call that completed), else read as a
+chunked body, so every recorded chunk reaches the client before a recorded error. A
+recorded error with no response is raised by ``request``, or by ``getresponse`` when it is
+one of ``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live;
+the recording does not say which of the two raised any other, so a timeout while waiting for
 the response's head is replayed by ``request`` (which ``urlopen`` wraps in ``URLError``).
 
 The request reads as :class:`HttpClientRequest`: the method, the URL (``https`` for an
@@ -62,7 +63,7 @@ from openprogram.http_boundary.clients.interface import (
     ReadsThroughProtocols,
     SyncByteStream,
 )
-from openprogram.http_boundary.clients.urllib3_client import ReplayBody
+from openprogram.http_boundary.clients.urllib3_client import ReplayBody, replay_framing
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.boundary import HttpBoundary
@@ -121,11 +122,17 @@ class HttpClientLibrary(ReadsThroughProtocols):
         asynchronous: bool,
     ) -> HttpResponse:
         sent = cast(HttpClientRequest, request)
+        # a body served with its recorded content-length (a call that completed) is framed by
+        # it, as it came; any other as a chunked one
+        chunked = replay_framing(headers) is None
         lines = [f"HTTP/1.1 {status} {_reason(status)}"]
         lines.extend(f"{name}: {value}" for name, value in headers)
-        lines.append("transfer-encoding: chunked")
+        if chunked:
+            lines.append("transfer-encoding: chunked")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
-        source = io.BufferedReader(_CutReplayBody(head, _cut_at_incomplete_read(body)))
+        source = io.BufferedReader(
+            _CutReplayBody(head, _cut_at_incomplete_read(body), chunked=chunked)
+        )
         raw = http.client.HTTPResponse(
             cast(socket.socket, _ReplaySocket(source)),
             debuglevel=sent.connection.debuglevel,

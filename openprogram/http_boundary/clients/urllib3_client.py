@@ -17,9 +17,10 @@ unread, and tees the live ``urllib3.response.HTTPResponse`` (:func:`tee`): each 
 the body read off the connection — by ``read``, ``read1``, ``stream`` or the chunked reads
 — is reported to the recorder before urllib3 decodes it, and the end of the body, an error
 while reading and the client's close end the call. Replaying builds an ``HTTPResponse`` of
-the module over the recorded body (:class:`ReplayBody`, read by ``http.client`` as a chunked
-body, so every recorded chunk reaches the client before a recorded error), no connection
-made. Either way a body the caller asked preloaded is read afterwards, as urllib3 itself
+the module over the recorded body (:class:`ReplayBody`), no connection made: framed by its
+``content-length`` when it is served with one (a call that completed), else read by
+``http.client`` as a chunked body, so every recorded chunk reaches the client before a
+recorded error. Either way a body the caller asked preloaded is read afterwards, as urllib3 itself
 does. A recorded error
 replays as the urllib3 exception of its name, its message as recorded.
 
@@ -57,7 +58,14 @@ from openprogram.http_boundary.clients.interface import (
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedError
 
-__all__ = ["ReplayBody", "Urllib3Library", "Urllib3Request", "Urllib3Response", "tee"]
+__all__ = [
+    "ReplayBody",
+    "Urllib3Library",
+    "Urllib3Request",
+    "Urllib3Response",
+    "replay_framing",
+    "tee",
+]
 
 _PATCH_MARK = "_openprogram_http_capture"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -165,17 +173,24 @@ class Urllib3Library(ReadsThroughProtocols):
         module = self.response_module
         options = sent.options
         reason = _reason(status)
-        # http.client reads the replayed body as it reads a live chunked one, and urllib3
-        # reads it with read_chunked: every chunk reaches the client before the ending does
-        head = f"HTTP/1.1 {status} {reason}\r\ntransfer-encoding: chunked\r\n\r\n"
-        source = io.BufferedReader(ReplayBody(head.encode("latin-1", "replace"), body))
+        # A body served with its recorded content-length (a call that completed) is framed
+        # by it, as it came. Otherwise http.client reads the replayed body as it reads a live
+        # chunked one, and urllib3 reads it with read_chunked: every chunk reaches the client
+        # before the ending does.
+        length = replay_framing(headers)
+        framing = "transfer-encoding: chunked" if length is None else f"content-length: {length}"
+        head = f"HTTP/1.1 {status} {reason}\r\n{framing}\r\n\r\n"
+        source = io.BufferedReader(
+            ReplayBody(head.encode("latin-1", "replace"), body, chunked=length is None)
+        )
         original = http.client.HTTPResponse(
             cast(socket.socket, _ReplaySocket(source)), method=sent.method
         )
         original.begin()
+        served = headers if length is not None else [*headers, ("transfer-encoding", "chunked")]
         raw: Urllib3HTTPResponse = module.HTTPResponse(
             body=original,
-            headers=module.HTTPHeaderDict([*headers, ("transfer-encoding", "chunked")]),
+            headers=module.HTTPHeaderDict(served),
             status=status,
             version=11,
             version_string="HTTP/1.1",
@@ -584,16 +599,27 @@ class _BodyTee:
         return close_body
 
 
+def replay_framing(headers: Iterable[tuple[str, str]]) -> str | None:
+    """The ``content-length`` a replayed body is framed by for ``http.client`` when it is
+    served with one (the body is then exactly that long); None: it is framed as a chunked
+    body."""
+    for name, value in headers:
+        if name == "content-length":
+            return value
+    return None
+
+
 class ReplayBody(io.RawIOBase):
     """A replayed response as the bytes ``http.client`` reads (under an
-    ``io.BufferedReader``): ``head``, then each recorded chunk in chunked transfer encoding,
-    then the end of the body — or whatever ending the walk of the recording raises, once the
-    chunks before it have been read."""
+    ``io.BufferedReader``): ``head``, then each recorded chunk — in chunked transfer
+    encoding (``chunked``), else as it is — then the end of the body, or whatever ending the
+    walk of the recording raises, once the chunks before it have been read."""
 
-    def __init__(self, head: bytes, chunks: Iterator[bytes]) -> None:
+    def __init__(self, head: bytes, chunks: Iterator[bytes], *, chunked: bool = True) -> None:
         self._chunks = chunks
         self._pending = head
         self._done = False
+        self._chunked = chunked
 
     def readable(self) -> bool:
         return True
@@ -603,9 +629,9 @@ class ReplayBody(io.RawIOBase):
             piece = next(self._chunks, None)
             if piece is None:
                 self._done = True
-                self._pending = b"0\r\n\r\n"
+                self._pending = b"0\r\n\r\n" if self._chunked else b""
             elif piece:
-                self._pending = b"%x\r\n%s\r\n" % (len(piece), piece)
+                self._pending = b"%x\r\n%s\r\n" % (len(piece), piece) if self._chunked else piece
         count = min(len(buffer), len(self._pending))
         buffer[:count] = self._pending[:count]
         self._pending = self._pending[count:]
