@@ -38,6 +38,7 @@ def test_an_http_call_is_written_row_by_row_and_reads_back(tmp_path: Path) -> No
         "request_deltas",
         "not_recorded",
         "eventstream",
+        "raw_text",
     ]
     [recorded] = recording.calls
     assert recorded.boundary == "http"
