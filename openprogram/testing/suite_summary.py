@@ -155,7 +155,8 @@ class SuiteSummary:
                 f"{plural(len(self.orphans), 'orphaned recording')} (no collected test uses them):"
             )
             lines.extend(f"{_INDENT}{orphan}" for orphan in self.orphans)
-        elif self.orphans_not_checked is not None:
+        elif self.orphans_not_checked is not None and verbose:
+            # Said only when asked (-v): a run that selects tests selects them on purpose.
             lines.append(f"orphaned recordings not looked for: {self.orphans_not_checked}")
         return lines
 
