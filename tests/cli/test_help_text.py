@@ -82,3 +82,11 @@ def test_help_paragraphs_are_wrapped_to_the_terminal_not_to_the_source_file(
     lines = [line.strip() for line in result.stdout.splitlines()]
     assert "your" not in lines
     assert any(line.startswith("your configuration and recordings store") for line in lines)
+
+
+def test_scans_usage_names_its_paths_once() -> None:
+    result = openprogram("recordings", "scan", "--help")
+
+    assert result.exit_code == 0
+    assert "Usage: openprogram recordings scan [OPTIONS] [PATH]..." in result.stdout
+    assert "[[PATH]" not in result.stdout

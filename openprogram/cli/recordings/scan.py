@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 PATHS = typer.Argument(
     None,
-    metavar="[PATH]...",
+    metavar="PATH",
     help="Recordings, folders of recordings, or names in the store "
     "(default: tests/recordings when it exists, else the store).",
     show_default=False,
