@@ -66,7 +66,7 @@ from openprogram.errors import ExecSetupError, OpenProgramError
 from openprogram.recording.report import plural
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.recording.writer import forget_writer, writer_for
-from openprogram.store.names import resolve_recording
+from openprogram.store.names import is_path_argument, refuse_a_link_in_the_store, resolve_recording
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
 
 if TYPE_CHECKING:
@@ -213,6 +213,8 @@ def exec_plan(
         path = resolve_recording(argument, paths.recordings_dir()).path
         if replay is not None:
             _check_replay_source(path)
+        elif not is_path_argument(argument):
+            refuse_a_link_in_the_store(path)
     if loaded is None:
         loaded = load_config()
     if record is not None:
@@ -239,6 +241,8 @@ def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
     try:
         path = paths.configured_recording_path(settings.file)
         if settings.mode == "record":
+            if not is_path_argument(settings.file):
+                refuse_a_link_in_the_store(path)
             _open_for_recording(path, settings)
         else:
             _check_replay_source(path)

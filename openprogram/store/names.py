@@ -146,6 +146,20 @@ def resolve_recording(arg: str, store: Path) -> RecordingRef:
     return RecordingRef(path, path.stem if in_store else None)
 
 
+def refuse_a_link_in_the_store(path: Path) -> None:
+    """Raise :class:`RecordingFileError` when the store's ``path`` (a recording a name
+    resolved to) is a symbolic link: openprogram writes into its store, never through a link
+    out of it. A path the user gives (``record_replay(path)``, ``--record ./x.jsonl``) may be
+    a link; a name is the store's."""
+    if os.path.islink(path):
+        raise RecordingFileError(
+            str(path),
+            f"it is a symbolic link (to {os.readlink(path)}), and openprogram writes into its "
+            "store only, never through a link out of it",
+            advice="remove the link, or record into another name (or give a path of your own)",
+        )
+
+
 def is_same_file(path: Path, other: Path | None) -> bool:
     """Whether two spellings of a path (relative, ``~``, through symlinks) name one file."""
     if other is None:

@@ -378,3 +378,22 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in status
+
+
+def test_a_link_in_the_store_is_never_written_through(tmp_path: Path) -> None:
+    outside = tmp_path / "outside" / "elsewhere.jsonl"
+    recordings_dir().mkdir(parents=True)
+    stored("linked").symlink_to(outside)  # dangling: the file it names does not exist
+
+    flagged = openprogram("exec", "--record", "linked", "--", sys.executable, "-c", "pass")
+
+    assert flagged.exit_code == 2
+    assert error_line(flagged).startswith(
+        f"error: {stored('linked')}: it is a symbolic link (to {outside}), and openprogram "
+        "writes into its store only"
+    )
+    configure("record", "linked")
+    configured = openprogram("exec", "--", sys.executable, "-c", "pass")
+    assert configured.exit_code == 1
+    assert "it is a symbolic link" in configured.stderr
+    assert not outside.parent.exists()
