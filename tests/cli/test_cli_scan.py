@@ -184,3 +184,19 @@ def test_the_hook_entry_runs_as_pre_commit_runs_it(project: Path) -> None:
     assert done.returncode == 1
     assert f"{dirty}:6: call 0, field event[3..4].delta: github-token" in done.stdout
     assert orjson.loads(dirty.read_bytes().splitlines()[0])["type"] == "header"
+
+
+def test_a_configured_providers_key_is_found_whatever_its_variables_name(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "gpubox-5f3a9c1e7b2d4086"  # no credential's shape: known only as the key
+    path = record(project / "split.jsonl", "the key is ", key[:9], key[9:])
+    monkeypatch.setenv("GPU_BOX_KEY", key)
+    assert run("scan", str(path)).exit_code == 0  # an unknown variable's value is no secret
+
+    write_config('[providers.openai-completions]\napi_key_env = "GPU_BOX_KEY"\n')
+    result = run("scan", str(path))
+
+    assert result.exit_code == 1, result.output
+    assert "field event[3..4].delta" in result.stdout
+    assert key[:9] not in result.stdout + result.stderr

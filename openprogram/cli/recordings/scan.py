@@ -82,12 +82,18 @@ def scan(
 def _user_redaction(spec: str | None) -> UserRedaction | None:
     """The configuration's patterns and ``--redactor``; exit 2 when either is unusable."""
     from openprogram.config.settings import load_config
+    from openprogram.recording.redaction import remember_secret_variable
     from openprogram.recording.user_redaction import load_redactor, user_redaction_in_effect
 
     loaded = load_config()
     if loaded.error is not None:
         abort(loaded.error, EXIT_USAGE)
     assert loaded.settings is not None
+    # The keys of the configured providers are known secrets, whatever their variables'
+    # names (``api_key_env = "GPU_BOX_KEY"``), as they are when recording.
+    for provider in loaded.settings.providers.values():
+        if provider.api_key_env:
+            remember_secret_variable(provider.api_key_env)
     try:
         function = None if spec is None else load_redactor(spec)
         return user_redaction_in_effect(
