@@ -53,6 +53,7 @@ every case.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths  # called through the module: one function answers for all
 from openprogram.config.problems import file_not_set_problem
-from openprogram.errors import ExecSetupError, OpenProgramError
+from openprogram.errors import ExecSetupError, OpenProgramError, RecordingFileError
 from openprogram.recording.report import plural
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.recording.writer import forget_writer, writer_for
@@ -282,6 +283,7 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
     settings' patterns and the registered function), or check it can be appended to;
     returns the calls it already holds. Raises ``RecordingFileError``."""
 
+    check_appendable(path)
     patterns = () if settings is None else settings.redact_patterns
     try:
         writer = writer_for(path)
@@ -289,6 +291,33 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
         return writer.open()
     finally:
         forget_writer(path)  # the command's processes open their own
+
+
+def check_appendable(path: Path) -> None:
+    """Refuse to record into a recording replay would refuse (a line that is not JSON, an
+    event row out of order): calls appended to it could never be read. Raises
+    ``RecordingFileError`` naming the line, as replay does; a file that does not exist yet,
+    or holds a header only, is fine."""
+    try:
+        if os.stat(path).st_size == 0:
+            return
+    except OSError:
+        return  # not there yet: the writer creates it (or says why it cannot)
+    from openprogram.provider_boundary.codec import read_for_replay
+
+    try:
+        read_for_replay(path)
+    except RecordingFileError as error:
+        raise RecordingFileError(
+            error.path,
+            error.problem,
+            line=error.line,
+            call_index=error.call_index,
+            advice=RECORD_ELSEWHERE,
+        ) from None
+
+
+RECORD_ELSEWHERE = "calls appended to it could never be read: record into a new name"
 
 
 def _check_replay_source(path: Path) -> None:

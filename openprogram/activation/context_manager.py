@@ -40,6 +40,7 @@ from openprogram.activation.boundaries import (
     prepare_boundaries,
     set_placeholder_keys,
 )
+from openprogram.activation.configured import check_appendable
 from openprogram.activation.connection_guard import (
     REPLAY_GUARD,
     Connection,
@@ -154,6 +155,8 @@ def record_replay(
         redact_patterns=tuple(redact_patterns),
         tools=tuple((tools or {}).items()),
     )
+    if mode == "record":
+        check_appendable(recording)  # a damaged recording blocks recording as it blocks replay
     prepared = prepare_boundaries(plan, redact=redact, redact_name=redact_name)
     session = prepared.session
     writer = prepared.http.writer

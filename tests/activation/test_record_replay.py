@@ -263,3 +263,26 @@ def test_recording_into_a_recording_that_holds_calls_says_it_appends(
         f"openprogram: {path} already holds 1 call: this block's calls are appended after "
         "them, and a replay of it serves both sessions in order" in caplog.text
     )
+
+
+@pytest.mark.parametrize(
+    ("damage", "line"),
+    [(b"not json\n", 2), (b'{"type":"event","call_index":0,"event_index":5,"event":{}}\n', 2)],
+)
+def test_a_damaged_recording_is_not_recorded_into(
+    damage: bytes, line: int, server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "agent.jsonl"
+    record(server, path)  # a header
+    path.write_bytes(path.read_bytes() + damage)
+    before = path.read_bytes()
+
+    with (
+        pytest.raises(
+            RecordingFileError, match=rf"agent\.jsonl, line {line}: .*could never be read"
+        ),
+        openprogram.record_replay(path, mode="record"),
+    ):
+        ask(server.base_url, "hi")
+
+    assert path.read_bytes() == before

@@ -397,3 +397,23 @@ def test_a_link_in_the_store_is_never_written_through(tmp_path: Path) -> None:
     assert configured.exit_code == 1
     assert "it is a symbolic link" in configured.stderr
     assert not outside.parent.exists()
+
+
+def test_a_damaged_recording_blocks_recording_as_it_blocks_replay(tmp_path: Path) -> None:
+    path = stored("damaged")
+    path.parent.mkdir(parents=True)
+    write_rows(path, [header("damaged")])
+    path.write_bytes(path.read_bytes() + b"not json\n")
+
+    flagged = openprogram("exec", "--record", "damaged", "--", sys.executable, "-c", "pass")
+
+    assert flagged.exit_code == 2
+    assert error_line(flagged).startswith(f"error: {path}, line 2: not valid JSON")
+    assert error_line(flagged).endswith(
+        "calls appended to it could never be read: record into a new name"
+    )
+    configure("record", "damaged")
+    configured = openprogram("exec", "--", sys.executable, "-c", "pass")
+    assert configured.exit_code == 1
+    assert "record/replay is blocked" in configured.stderr
+    assert path.read_bytes().count(b"\n") == 2
