@@ -55,8 +55,8 @@ def _render(report: object) -> None:
             )
             calls = plural(state.calls, "call")
             validity = f"valid, {calls}, format {state.format_version}{truncated}"
-            if state.calls == 0:
-                validity += "; empty: nothing to replay yet"
+            if state.calls == 0 and report.mode == "replay":
+                validity += "; empty: nothing to replay"
         else:
             validity = "INVALID"
         line("file:    ", str(state.path), f" ({validity})")
