@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import http
 import inspect
 import re
 import sys
@@ -45,6 +44,7 @@ from openprogram.http_boundary.clients.interface import (
     HttpResponse,
     ReadsThroughProtocols,
     SyncByteStream,
+    reason_phrase,
 )
 from openprogram.recording.tape_rows import taped_function_running
 
@@ -211,7 +211,7 @@ class AiohttpLibrary(ReadsThroughProtocols):
         fields = vars(response)
         fields["version"] = sys.modules["aiohttp.http"].HttpVersion11
         fields["status"] = status
-        fields["reason"] = _reason(status)
+        fields["reason"] = reason_phrase(status)
         fields["_headers"] = multidict.CIMultiDictProxy(multidict.CIMultiDict(headers))
         fields["_raw_headers"] = tuple((k.encode(), v.encode("utf-8")) for k, v in headers)
         replay_content = self._replay_content
@@ -282,13 +282,6 @@ class AiohttpLibrary(ReadsThroughProtocols):
                 except Exception:  # a built-in whose constructor wants other arguments
                     pass
         return RecordedProviderError(recorded.type, recorded.message)
-
-
-def _reason(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return ""
 
 
 def _captured(boundary: HttpBoundary, url: _YarlURL) -> bool:

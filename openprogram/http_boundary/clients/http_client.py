@@ -48,7 +48,7 @@ import re
 import socket
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -62,8 +62,15 @@ from openprogram.http_boundary.clients.interface import (
     HttpResponse,
     ReadsThroughProtocols,
     SyncByteStream,
+    reason_phrase,
 )
-from openprogram.http_boundary.clients.urllib3_client import ReplayBody, replay_framing
+from openprogram.http_boundary.clients.urllib3_client import (
+    HeaderList,
+    ReplayBody,
+    TargetURL,
+    replay_framing,
+    whole_body,
+)
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.boundary import HttpBoundary
@@ -125,7 +132,7 @@ class HttpClientLibrary(ReadsThroughProtocols):
         # a body served with its recorded content-length (a call that completed) is framed by
         # it, as it came; any other as a chunked one
         chunked = replay_framing(headers) is None
-        lines = [f"HTTP/1.1 {status} {_reason(status)}"]
+        lines = [f"HTTP/1.1 {status} {reason_phrase(status)}"]
         lines.extend(f"{name}: {value}" for name, value in headers)
         if chunked:
             lines.append("transfer-encoding: chunked")
@@ -186,13 +193,6 @@ def _error_of(cls: type[Exception], message: str) -> Exception | None:
         error.args = (message,)
         return error
     return None
-
-
-def _reason(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return ""
 
 
 def _from_urllib3(connection: object) -> bool:
@@ -340,58 +340,14 @@ class _Exchange:
         return self._answer.raw
 
 
-class HttpClientURL:
-    """Where an ``http.client`` request goes: the connection's scheme, host and port (the
-    tunnelled ones through a proxy), and the request target (a path, or a whole URL sent to
-    a proxy)."""
-
-    __slots__ = ("_port", "_target", "host", "scheme")
-
-    def __init__(self, scheme: str, host: str, port: int | None, target: str) -> None:
-        self.scheme = scheme
-        self.host = host
-        self._port = port
-        self._target = target
-
-    @property
-    def port(self) -> int | None:
-        """The port, None for the scheme's default."""
-        return None if self._port == _DEFAULT_PORTS.get(self.scheme) else self._port
-
-    def __str__(self) -> str:
-        if "://" in self._target.partition("?")[0]:
-            return self._target
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        port = "" if self.port is None else f":{self.port}"
-        target = self._target if self._target.startswith("/") else f"/{self._target}"
-        return f"{self.scheme}://{host}{port}{target}"
-
-
-class _HeaderList:
-    """Headers as a list of (lower-case name, value): ``get`` joins a repeated name."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Iterable[tuple[str, str]]) -> None:
-        self._items = [(str(name).lower(), str(value)) for name, value in items]
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        name = key.lower()
-        values = [value for item, value in self._items if item == name]
-        return ", ".join(values) if values else default
-
-    def multi_items(self) -> list[tuple[str, str]]:
-        return list(self._items)
-
-
-def _url_of(connection: http.client.HTTPConnection, target: str) -> HttpClientURL:
+def _url_of(connection: http.client.HTTPConnection, target: str) -> TargetURL:
     https = getattr(http.client, "HTTPSConnection", None)
     scheme = "https" if https is not None and isinstance(connection, https) else "http"
     tunnel: str | None = getattr(connection, "_tunnel_host", None)
     if tunnel:
         port: int | None = getattr(connection, "_tunnel_port", None)
-        return HttpClientURL(scheme, tunnel, port or _DEFAULT_PORTS[scheme], target)
-    return HttpClientURL(scheme, connection.host, connection.port, target)
+        return TargetURL(scheme, tunnel, port or _DEFAULT_PORTS[scheme], target)
+    return TargetURL(scheme, connection.host, connection.port, target)
 
 
 class HttpClientRequest:
@@ -417,7 +373,7 @@ class HttpClientRequest:
         self._send = send
         self._content: bytes | None = None
         self.url = _url_of(connection, target)
-        self.headers: HttpHeaders = _HeaderList(headers.items())
+        self.headers: HttpHeaders = HeaderList(headers.items())
 
     @property
     def content(self) -> bytes:
@@ -429,7 +385,7 @@ class HttpClientRequest:
         file or an iterable still, so it is framed on the wire as it would have been)."""
         if self._content is None:
             body = self._body
-            self._content = _whole_body(body)
+            self._content = whole_body(body, "iso-8859-1")
             if hasattr(body, "read"):
                 self._body = io.BytesIO(self._content)
             elif body is not None and not isinstance(body, str | bytes | bytearray | memoryview):
@@ -451,31 +407,6 @@ class HttpClientRequest:
         )
 
 
-def _whole_body(body: object) -> bytes:
-    """The bytes ``http.client`` sends for ``body`` (text as ISO-8859-1, as it encodes it)."""
-    if body is None:
-        return b""
-    if isinstance(body, str):
-        return body.encode("iso-8859-1")
-    if isinstance(body, bytes | bytearray | memoryview):
-        return bytes(body)
-    read = getattr(body, "read", None)
-    pieces = _file_blocks(read) if callable(read) else cast(Iterable[object], body)
-    return b"".join(
-        piece.encode("iso-8859-1") if isinstance(piece, str) else bytes(cast(bytes, piece))
-        for piece in pieces
-    )
-
-
-def _file_blocks(read: Callable[[int], object]) -> Iterator[object]:
-    """A file's blocks, up to its first empty read."""
-    while True:
-        block = read(65536)
-        if not block:
-            return
-        yield block
-
-
 class HttpClientResponse:
     """An ``http.client.HTTPResponse`` (``raw``) as the boundary reads it."""
 
@@ -490,7 +421,7 @@ class HttpClientResponse:
 
     @property
     def headers(self) -> HttpHeaders:
-        return _HeaderList(self.raw.getheaders())
+        return HeaderList(self.raw.getheaders())
 
     @property
     def is_stream_consumed(self) -> bool:

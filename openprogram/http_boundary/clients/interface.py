@@ -10,6 +10,7 @@ httpx-shaped library the boundary reads or calls, so none of them is ``Any`` on 
 
 from __future__ import annotations
 
+import http
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -34,6 +35,7 @@ __all__ = [
     "ReadsThroughProtocols",
     "SyncByteStream",
     "SyncTransport",
+    "reason_phrase",
 ]
 
 
@@ -232,3 +234,11 @@ class ClientLibrary(Protocol):
     def rebuild_error(self, recorded: RecordedError, request: HttpRequest) -> BaseException:
         """The exception a recorded transport error replays as in this library."""
         ...
+
+
+def reason_phrase(status: int) -> str:
+    """The status line's phrase of ``status`` ("" for a code without one)."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""

@@ -53,6 +53,7 @@ from openprogram.http_boundary.clients.interface import (
     HttpResponse,
     ReadsThroughProtocols,
     SyncByteStream,
+    reason_phrase,
 )
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ class Urllib3Library(ReadsThroughProtocols):
         sent.pool.num_requests += 1  # as the original counts every request it sends
         module = self.response_module
         options = sent.options
-        reason = _reason(status)
+        reason = reason_phrase(status)
         # A body served with its recorded content-length (a call that completed) is framed
         # by it, as it came. Otherwise http.client reads the replayed body as it reads a live
         # chunked one, and urllib3 reads it with read_chunked: every chunk reaches the client
@@ -272,13 +273,6 @@ def _urllib3_error(cls: type[Exception], message: str, request: Urllib3Request) 
     return None
 
 
-def _reason(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
 def _capturing(
     original: Callable[..., Urllib3HTTPResponse],
     signature: inspect.Signature,
@@ -303,9 +297,10 @@ def _capturing(
     return _make_request
 
 
-class Urllib3URL:
-    """Where a urllib3 request goes: its pool's scheme, host and port, and the request
-    target (a path, or a whole URL through a proxy)."""
+class TargetURL:
+    """Where a urllib3 or ``http.client`` request goes: its connection's scheme, host and
+    port (the tunnelled ones through a proxy), and the request target (a path, or a whole
+    URL sent to a proxy)."""
 
     __slots__ = ("_port", "_target", "host", "scheme")
 
@@ -325,10 +320,11 @@ class Urllib3URL:
             return self._target
         host = f"[{self.host}]" if ":" in self.host else self.host
         port = "" if self.port is None else f":{self.port}"
-        return f"{self.scheme}://{host}{port}{self._target}"
+        target = self._target if self._target.startswith("/") else f"/{self._target}"
+        return f"{self.scheme}://{host}{port}{target}"
 
 
-class _HeaderList:
+class HeaderList:
     """Headers as a list of (lower-case name, value): ``get`` joins a repeated name. A name
     or value given as bytes (botocore sends its headers so) is read as latin-1, as
     ``http.client`` puts it on the wire."""
@@ -368,9 +364,9 @@ class Urllib3Request:
         self._send = send
         self._content: bytes | None = None
         target = options.get("url")
-        self.url = Urllib3URL(pool.scheme, pool.host, pool.port, str(target))
+        self.url = TargetURL(pool.scheme, pool.host, pool.port, str(target))
         headers = options.get("headers")
-        self.headers: HttpHeaders = _HeaderList(
+        self.headers: HttpHeaders = HeaderList(
             cast(Urllib3Headers, headers).items() if headers is not None else ()
         )
 
@@ -391,7 +387,7 @@ class Urllib3Request:
         """Read the whole body; a file or an iterable is replaced by what it held."""
         if self._content is None:
             body = self.options.get("body")
-            self._content = _whole_body(body)
+            self._content = whole_body(body)
             if body is not None and not isinstance(body, bytes | str):
                 self.options["body"] = self._content
         return self._content
@@ -414,12 +410,14 @@ class Urllib3Request:
         return raw
 
 
-def _whole_body(body: object) -> bytes:
-    """The bytes urllib3 sends for ``body`` (text as UTF-8)."""
+def whole_body(body: object, text_encoding: str = "utf-8") -> bytes:
+    """The bytes a client sends for ``body``: bytes as they are, a file or an iterable read
+    to its end, text encoded as the library encodes it (urllib3: UTF-8; ``http.client``:
+    ISO-8859-1)."""
     if body is None:
         return b""
     if isinstance(body, str):
-        return body.encode("utf-8")
+        return body.encode(text_encoding)
     if isinstance(body, bytes | bytearray | memoryview):
         return bytes(body)
     read = getattr(body, "read", None)
@@ -428,7 +426,7 @@ def _whole_body(body: object) -> bytes:
     else:
         pieces = cast(Iterable[object], body)
     return b"".join(
-        piece.encode("utf-8") if isinstance(piece, str) else bytes(cast(bytes, piece))
+        piece.encode(text_encoding) if isinstance(piece, str) else bytes(cast(bytes, piece))
         for piece in pieces
     )
 
@@ -475,7 +473,7 @@ class Urllib3Response:
 
     @property
     def headers(self) -> HttpHeaders:
-        return _HeaderList(self.raw.headers.items())
+        return HeaderList(self.raw.headers.items())
 
     @property
     def is_stream_consumed(self) -> bool:
