@@ -94,15 +94,48 @@ def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
 
 def _showing_carried_errors(hook: Any) -> Any:
     """``hook``, shown an uncaught ``RecordReplayEscape`` as the error it carries, so the
-    program's last words are ``ReplayMismatch: replay mismatch at …``."""
+    program's last words are ``ReplayMismatch: replay mismatch at …``; an uncaught error of
+    openprogram's own (a mismatch, a refused connection) is shown with the program's own
+    frames only (:func:`short_traceback`), not the dozens of frames of the SDK, the HTTP
+    client and openprogram it passed through: exec's report follows it."""
 
     def excepthook(kind: Any, value: BaseException, traceback: Any) -> Any:
         if isinstance(value, RecordReplayEscape):
             value.error.__traceback__ = traceback
-            return hook(type(value.error), value.error, traceback)
+            kind, value = type(value.error), value.error
+        if isinstance(value, OpenProgramError) and hook is sys.__excepthook__:
+            sys.stderr.write(short_traceback(value, traceback))
+            return None
         return hook(kind, value, traceback)
 
     return excepthook
+
+
+def short_traceback(error: BaseException, traceback: Any) -> str:
+    """``error`` as Python prints it, its traceback cut to the frames of the program's own
+    code: not the standard library's, an installed package's or openprogram's (the last
+    frame when none is left)."""
+    import traceback as tracebacks
+
+    frames = tracebacks.extract_tb(traceback)
+    own = [frame for frame in frames if not _library_file(frame.filename)] or frames[-1:]
+    head = "Traceback (most recent call last; library frames left out):\n"
+    return (
+        head
+        + "".join(tracebacks.format_list(own))
+        + "".join(tracebacks.format_exception_only(type(error), error))
+    )
+
+
+def _library_file(filename: str) -> bool:
+    import sysconfig
+
+    places = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    places.add(str(Path(__file__).resolve().parents[1]))  # openprogram itself
+    path = os.path.realpath(filename)
+    return filename.startswith("<") or any(
+        path.startswith(os.path.realpath(place) + os.sep) for place in places if place
+    )
 
 
 def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession | None:

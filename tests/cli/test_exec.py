@@ -91,6 +91,13 @@ def test_a_drift_exits_1_with_the_report_also_when_the_program_swallowed_it(
     assert crashed.returncode == 1
     assert f"openprogram.errors.ReplayMismatch: {REPORT}" in crashed.stderr
     assert f"openprogram: {REPORT}" in crashed.stderr
+    # The uncaught mismatch is shown with the program's own frames only: not httpx's, nor
+    # openprogram's, through which it passed.
+    shown = crashed.stderr.split("openprogram.errors.ReplayMismatch")[0]
+    assert shown.startswith("Traceback (most recent call last; library frames left out):\n")
+    files = [line.split('"')[1] for line in shown.splitlines() if line.startswith('  File "')]
+    assert files
+    assert set(files) == {str(agent)}
     swallowing = offline_agent(
         tmp_path,
         AGENT_PROGRAM.replace("    print(ask(base_url, question))", SWALLOWED),
