@@ -60,7 +60,7 @@ from openprogram.errors import (
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
-from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.recording.mismatch import RecordReplayEscape, is_library_file
 from openprogram.recording.redaction import RequestRedactor
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.shared_lists import DumpableRequest
@@ -118,23 +118,12 @@ def short_traceback(error: BaseException, traceback: Any) -> str:
     import traceback as tracebacks
 
     frames = tracebacks.extract_tb(traceback)
-    own = [frame for frame in frames if not _library_file(frame.filename)] or frames[-1:]
+    own = [frame for frame in frames if not is_library_file(frame.filename)] or frames[-1:]
     head = "Traceback (most recent call last; library frames left out):\n"
     return (
         head
         + "".join(tracebacks.format_list(own))
         + "".join(tracebacks.format_exception_only(type(error), error))
-    )
-
-
-def _library_file(filename: str) -> bool:
-    import sysconfig
-
-    places = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    places.add(str(Path(__file__).resolve().parents[1]))  # openprogram itself
-    path = os.path.realpath(filename)
-    return filename.startswith("<") or any(
-        path.startswith(os.path.realpath(place) + os.sep) for place in places if place
     )
 
 

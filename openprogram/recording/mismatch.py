@@ -28,7 +28,11 @@ the mismatch, retry the request and finally raise its own "Connection error.".
 
 from __future__ import annotations
 
+import os
+import sysconfig
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -43,12 +47,32 @@ if TYPE_CHECKING:
 __all__ = [
     "RecordReplayEscape",
     "describe_call",
+    "is_library_file",
     "more_calls_than_recorded",
     "moved_url_note",
     "other_boundary",
     "other_redaction_note",
     "removed_secret_note",
 ]
+
+
+def is_library_file(filename: str) -> bool:
+    """Whether a traceback frame's file is the standard library's, an installed package's
+    or openprogram's own — not the program's: an error of openprogram's own (a mismatch, a
+    refused connection) is shown with the program's frames only, since the dozens of frames
+    of the SDK, the HTTP client and openprogram it passed through say nothing of the drift."""
+    if filename.startswith("<"):
+        return True
+    path = os.path.realpath(filename)
+    return any(path.startswith(place) for place in _library_places())
+
+
+@cache
+def _library_places() -> tuple[str, ...]:
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    places = {sysconfig.get_path(name) for name in names}
+    places.add(str(Path(__file__).resolve().parents[1]))  # openprogram itself
+    return tuple(os.path.realpath(place) + os.sep for place in places if place)
 
 
 class RecordReplayEscape(BaseException):

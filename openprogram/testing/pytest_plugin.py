@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 from contextlib import nullcontext
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -258,6 +259,42 @@ def _carried_error(error: BaseException) -> BaseException | None:
     if not isinstance(error, RecordReplayEscape):
         return None
     return error.error.with_traceback(error.__traceback__)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A test failed by an error of openprogram's own (a mismatch, a refused connection)
+    shows the test's own frames and the report: not the frames of the SDK, the HTTP client
+    and openprogram the error passed through on its way out (``--full-trace`` shows them)."""
+    excinfo = call.excinfo
+    full = item.config.getoption("fulltrace", False)
+    if excinfo is not None and isinstance(excinfo.value, OpenProgramError) and not full:
+        own = _own_frames(excinfo.tb)
+        if own is not None:
+            # pytest cuts a traceback at the test's frame by following the frames' links,
+            # so the chain of frames itself is what has to lose the others.
+            excinfo.traceback = pytest.ExceptionInfo.from_exc_info(
+                (type(excinfo.value), excinfo.value, own)
+            ).traceback
+    return (yield)
+
+
+def _own_frames(tb: TracebackType | None) -> TracebackType | None:
+    """A chain of ``tb``'s frames without the standard library's, installed packages' and
+    openprogram's (None when that leaves none)."""
+    from openprogram.recording.mismatch import is_library_file
+
+    kept = []
+    while tb is not None:
+        if not is_library_file(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    chain: TracebackType | None = None
+    for entry in reversed(kept):
+        chain = TracebackType(chain, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return chain
 
 
 @pytest.hookimpl(wrapper=True)

@@ -203,6 +203,10 @@ def test_a_mismatch_at_http_fails_the_test_with_the_report_not_the_carrier(
     )
     result.stdout.fnmatch_lines(["*openprogram: replaying tests/recordings/test_agent/test_http*"])
     result.stdout.no_fnmatch_line("E *RecordReplayEscape*")
+    # The test's own frames only: not httpx's, nor openprogram's, the mismatch passed through.
+    result.stdout.no_fnmatch_line("*site-packages*")
+    result.stdout.no_fnmatch_line("*openprogram/http_boundary*")
+    project.run("--full-trace").stdout.fnmatch_lines(["*site-packages*httpx*"])
     inner(project, HTTP_BODY.format(question="bye", swallow=True))  # except BaseException
     result = project.run()
     result.assert_outcomes(failed=1)
