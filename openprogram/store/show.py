@@ -22,6 +22,7 @@ Each tape entry as a person wants to read it: the tape part of ``recordings show
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ import orjson
 from openprogram.errors import RecordingCallNotFoundError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.store.hashing import transcript_hash
 from openprogram.store.summary import call_label
@@ -201,7 +203,21 @@ def _views(recording: Recording, path: str | os.PathLike[str], call: int | None)
         if not 0 <= call < len(calls):
             raise RecordingCallNotFoundError(Path(path), call, len(calls))
         calls = [calls[call]]
-    return [_view(recorded) for recorded in calls]
+    redactor = SecretRedactor()
+    return [_joined_texts_redacted(_view(recorded), redactor) for recorded in calls]
+
+
+def _joined_texts_redacted(view: CallView, redactor: SecretRedactor) -> CallView:
+    """``view`` with the texts it joined from streamed pieces redacted as a whole: a key a
+    model streamed cut across two deltas survived the redaction of each piece, and joined
+    on the terminal it would be whole again (``scan --fix`` removes it from the file)."""
+    tools = [(name, redactor.redact_model_output(args)) for name, args in view.tool_calls]
+    return dataclasses.replace(
+        view,
+        reply_text=redactor.redact_text(view.reply_text),
+        thinking_text=redactor.redact_text(view.thinking_text),
+        tool_calls=tools,
+    )
 
 
 def _view(call: RecordedCall) -> CallView:

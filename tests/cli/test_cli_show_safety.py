@@ -11,8 +11,10 @@ import pytest
 
 from openprogram.config.paths import recordings_dir
 from openprogram.recording.format import new_header
+from openprogram.recording.token_shapes import PLACEHOLDER
 from tests.support.cli_runner import error_line, run
 from tests.support.recording_rows import Row, call_rows, header, stored, text_events, write_rows
+from tests.support.secret_samples import GITHUB_TOKEN
 
 CONTROLS = {
     "ESC": "\x1b",
@@ -126,3 +128,14 @@ def test_tabs_and_newlines_in_list_cells_cannot_break_the_layout() -> None:
 
     assert result.exit_code == 0, result.stderr
     assert "fake:a\\tb\\nc" in result.stdout
+
+
+def test_a_key_streamed_cut_across_deltas_is_not_shown_whole() -> None:
+    key = GITHUB_TOKEN
+    recording_with_events("split", text_events("my key is ", key[:12], key[12:]))
+
+    for arguments in (["show", "split"], ["show", "split", "--json"]):
+        result = run(*arguments)
+        assert result.exit_code == 0, result.output
+        assert key not in result.stdout
+        assert PLACEHOLDER in result.stdout
