@@ -90,10 +90,42 @@ class TapeRedaction:
         return self._redactor
 
     def arguments(self, value: dict[str, Any]) -> dict[str, Any]:
-        return dict(self.redactor.redact(value)) if holds_text(value) else value
+        """The arguments redacted as configuration; a value removed for its name (a
+        ``password`` argument) is a known secret from then on for the call's result and
+        messages, which may echo it."""
+        if not holds_text(value):
+            return value
+        named = _named_secrets(value)
+        if named:
+            known = (*self.redactor.known_values, *named)
+            self._redactor = redaction.SecretRedactor(known, user=self._user)
+        return dict(self.redactor.redact(value))
 
     def content(self, value: Any) -> Any:
         return self.redactor.redact_model_output(value) if holds_text(value) else value
+
+
+def _named_secrets(value: Any) -> list[str]:
+    """The strings ``value`` holds under a credential's name (``password``, ``api_key``)
+    long enough to be looked for elsewhere."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if (
+                    isinstance(key, str)
+                    and isinstance(inner, str)
+                    and len(inner) >= redaction.MIN_KNOWN_SECRET_LENGTH
+                    and redaction.is_secret_field_name(key)
+                ):
+                    found.append(inner)
+                else:
+                    stack.append(inner)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
 
 
 _last: tuple[object, int, UserRedaction | None, SecretRedactor] | None = None

@@ -67,3 +67,23 @@ def test_an_agent_tools_tape_is_written_without_the_users_secrets_and_replays(
     ):
         replayed = run()
     assert replayed == f"echo:account of {PLACEHOLDER}: {PLACEHOLDER} is the parent"
+
+
+@taped(name="login")
+def login(user: str, password: str) -> str:
+    return f"{user} logged in with {password}"
+
+
+def test_an_argument_removed_for_its_name_is_removed_where_the_result_echoes_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "login.jsonl"
+    with openprogram.record_replay(path):
+        live = login("ada", "correct-horse-battery")
+    assert live == "ada logged in with correct-horse-battery"
+    assert "correct-horse-battery" not in path.read_text()
+    (entry,) = read_recording(path).tapes
+    assert entry.args == {"user": "ada", "password": PLACEHOLDER}
+    assert entry.result == f"ada logged in with {PLACEHOLDER}"
+    with openprogram.record_replay(path, mode="replay"):
+        assert login("ada", "another-password-9") == entry.result
