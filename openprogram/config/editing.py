@@ -22,6 +22,7 @@ import contextlib
 import enum
 import itertools
 import os
+import re
 import stat
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
@@ -206,6 +207,15 @@ def set_record_replay(
             make_private_dirs(path.parent)
             replace_file(path, data, mode=PRIVATE_FILE_MODE)
         return ConfigEdit(path=path, created=True, backup=None)
+    quick = (
+        _mode_set_in_place(original, mode, path=path) if mode == "off" and file is KEEP else None
+    )
+    if quick is not None:  # the one value changed in the text itself: no document built
+        if quick != original:
+            with _unchanged_on_failure(path, "cannot be written"):
+                target = path.resolve()  # through a symlink, so the link itself stays a link
+                replace_file(target, quick, mode=stat.S_IMODE(target.stat().st_mode))
+        return ConfigEdit(path=path, created=False, backup=None)
     try:
         document, repaired = _repaired_document(original, path=path, mode=mode)
         if mode == "off" and file is KEEP:
@@ -230,6 +240,48 @@ def set_record_replay(
             target = path.resolve()  # through a symlink, so the link itself stays a link
             replace_file(target, data, mode=stat.S_IMODE(target.stat().st_mode))
     return ConfigEdit(path=path, created=False, backup=backup, repaired=repaired)
+
+
+_TABLE_HEADER = re.compile(rb"^[ \t]*\[[^\n]*$", re.MULTILINE)
+_RECORD_REPLAY_HEADER = re.compile(rb"^[ \t]*\[[ \t]*record_replay[ \t]*\][ \t]*(?:#[^\n]*)?\r?$")
+_MODE_LINE = re.compile(
+    rb'^(?P<head>[ \t]*mode[ \t]*=[ \t]*)(?P<value>"[a-z_]*"|\'[a-z_]*\')', re.MULTILINE
+)
+
+
+def _mode_set_in_place(original: bytes, mode: Mode, *, path: Path) -> bytes | None:
+    """The file with ``record_replay.mode`` set to ``mode`` by rewriting that one value
+    where it stands, when the file is valid and the key is written plainly in its own
+    ``[record_replay]`` table (``mode = "record"``); None otherwise (the document editor
+    then does it, repairing what needs it).
+
+    A configuration file can be large (long comments, many providers): the editor builds a
+    document of the whole file, while this reads it with the standard parser, rewrites the
+    one value and parses the result again to check exactly that key changed.
+    """
+    try:
+        _, values = parse_config(original, path=path)
+    except ConfigError:
+        return None
+    if file_value_errors(values):
+        return None
+    tables = list(_TABLE_HEADER.finditer(original))
+    own = [n for n, table in enumerate(tables) if _RECORD_REPLAY_HEADER.match(table.group())]
+    if len(own) != 1:
+        return None
+    start = tables[own[0]].end()
+    end = tables[own[0] + 1].start() if own[0] + 1 < len(tables) else len(original)
+    lines = list(_MODE_LINE.finditer(original, start, end))
+    if len(lines) != 1:
+        return None
+    value = lines[0]
+    edited = original[: value.start("value")] + f'"{mode}"'.encode() + original[value.end() :]
+    try:
+        _, after = parse_config(edited, path=path)
+    except ConfigError:
+        return None
+    expected = {**values, "record_replay": {**values.get("record_replay", {}), "mode": mode}}
+    return edited if after == expected and not file_value_errors(after) else None
 
 
 def _check_requested(mode: Mode, file: str | Keep | None, *, path: Path) -> None:

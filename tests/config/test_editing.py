@@ -327,3 +327,26 @@ def test_a_file_already_configured_is_enough(config: Path) -> None:
     settings = load_config().settings
     assert settings is not None
     assert (settings.record_replay.mode, settings.record_replay.file) == ("replay", "session-1")
+
+
+TRICKY_OFF_CASES = {
+    "plain": RECORDING,
+    "crlf": RECORDING.replace("\n", "\r\n"),
+    "single quotes": RECORDING.replace('mode = "record"', "mode = 'record'"),
+    "a sub-table after it": RECORDING + '\n[record_replay.tools]\nsearch = "replay"\n',
+    "no spaces": RECORDING.replace('mode = "record"', 'mode="record"'),
+    "dotted keys": 'record_replay.mode = "record"\nrecord_replay.file = "s"\n',
+    "a huge comment": "# " + "x" * 200_000 + "\n" + RECORDING,
+}
+
+
+@pytest.mark.parametrize("text", TRICKY_OFF_CASES.values(), ids=TRICKY_OFF_CASES)
+def test_off_changes_the_one_value_whichever_way_it_is_edited(config: Path, text: str) -> None:
+    """``off`` rewrites the mode's value in the text when it can (a large file is not built
+    into a document), else edits the document: the result is the same file either way."""
+    write(config, text)
+    set_record_replay(mode="off")
+    edited = config.read_bytes()
+    assert load_config().settings.record_replay.mode == "off"  # type: ignore[union-attr]
+    assert edited.count(b"\n") == text.encode().count(b"\n")
+    assert edited == text.encode().replace(b'"record"', b'"off"').replace(b"'record'", b'"off"')
