@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from openprogram.config.paths import recordings_dir
 from tests.support.cli_runner import run
 from tests.support.http_call_rows import write_calls
@@ -44,8 +46,9 @@ def test_diff_of_two_sdk_recordings_is_as_documented(tmp_path: Path) -> None:
     )
 
 
-def test_list_of_an_sdk_recording_is_as_documented() -> None:
+def test_list_of_an_sdk_recording_is_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
     write_calls(recordings_dir() / "agent.jsonl", *documented_agent())
+    monkeypatch.setenv("COLUMNS", "160")  # the documented terminal: the models whole
 
     listed = run("list").stdout
 

@@ -115,7 +115,7 @@ def test_list_escapes_control_characters(control: str) -> None:
     assert result.exit_code == 0, result.stderr
     assert not any(char in result.stdout for char in control if not char.isprintable())
     assert f"n{escaped(control)}x" in result.stdout
-    assert f"fake:m{escaped(control)}" in result.stdout
+    assert f"m{escaped(control)}" in result.stdout  # in a narrow table, without its api
 
     listed = {item["name"]: item for item in json.loads(run("list", "--json").stdout)}
     assert listed[f"n{control}x"]["models"] == [f"fake:m{control}"]

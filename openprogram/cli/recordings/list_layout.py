@@ -9,7 +9,10 @@ the same fields::
     * rec-20261201-071300  valid  59ecb154b204
         created 2026-12-01 07:13:00 · 2 calls · 3.6 KB · echo:echo
 
-No field is ever dropped; every text is made :func:`~openprogram.cli.output.visible`.
+When the table is too wide, its models give way first: shown without their hosts and apis
+(``gpt-4o-mini, claude-sonnet-4-5``), then cut to the room left (at least
+:data:`MIN_MODELS` columns); ``--json`` and the two-line layout show them whole. No field
+is ever dropped; every text is made :func:`~openprogram.cli.output.visible`.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class ListedRecording:
     ``truncated`` or ``INVALID``."""
     problem: str
     hash: str
+    short_models: str = ""
+    """The models without their hosts and apis (``gpt-4o-mini``), for a narrow table."""
 
     @classmethod
     def of(cls, summary: RecordingSummary, *, active: bool) -> ListedRecording:
@@ -65,6 +70,7 @@ class ListedRecording:
             calls=summary.calls,
             size=size_text(summary.size),
             models=_text(", ".join(summary.models)),
+            short_models=_text(", ".join(dict.fromkeys(map(_short_label, summary.models)))),
             state=state if summary.valid else INVALID,
             problem=_text(summary.problem or ""),
             hash=short_hash(summary.transcript_hash) if summary.transcript_hash else "",
@@ -72,22 +78,50 @@ class ListedRecording:
 
 
 def lay_out(listed: list[ListedRecording], width: int) -> list[str]:
-    """The lines to print for ``listed`` in ``width`` columns."""
-    table = _table(listed, width)
+    """The lines to print for ``listed`` in ``width`` columns: the table, its models
+    shortened (their hosts and apis left out, then cut) before it gives way to two lines a
+    recording."""
+    full = [item.models for item in listed]
+    short = [item.short_models for item in listed]
+    table = (
+        _table(listed, width, full)
+        or _table(listed, width, short)
+        or _table(listed, width, short, clip_models=True)
+    )
     return table if table is not None else _two_lines_each(listed, width)
 
 
-def _table(listed: list[ListedRecording], width: int) -> list[str] | None:
-    """The table, its problems shortened to the room left; ``None`` when it cannot fit."""
+MIN_MODELS = 12
+"""The least room the models column is cut to before the two-line layout is used."""
+
+
+def _table(
+    listed: list[ListedRecording], width: int, models: list[str], *, clip_models: bool = False
+) -> list[str] | None:
+    """The table, its problems shortened to the room left (and, with ``clip_models``, its
+    models cut to the room left); ``None`` when it cannot fit."""
     rows = [
-        [item.mark, item.name, item.created, str(item.calls), item.size, item.models, "", item.hash]
-        for item in listed
+        [item.mark, item.name, item.created, str(item.calls), item.size, shown, "", item.hash]
+        for item, shown in zip(listed, models, strict=True)
     ]
     state_column = HEADERS.index("state")
+    models_column = HEADERS.index("models")
     widths = [
         max([_width(header), *(_width(row[column]) for row in rows)])
         for column, header in enumerate(HEADERS)
     ]
+    if clip_models:
+        states = [item.state if not item.problem else f"{item.state}: …" for item in listed]
+        fixed = sum(widths) - widths[state_column] - widths[models_column]
+        state_room = max([_width("state"), *(_width(state) for state in states)])
+        models_room = width - fixed - state_room - len(GAP) * (len(HEADERS) - 1)
+        if models_room < MIN_MODELS:
+            return None
+        for row in rows:
+            row[models_column] = _clipped(row[models_column], models_room)
+        widths[models_column] = max(
+            [_width("models"), *(_width(row[models_column]) for row in rows)]
+        )
     room = width - (sum(widths) - widths[state_column]) - len(GAP) * (len(HEADERS) - 1)
     states = [_state(item, room) for item in listed]
     needed = max([_width("state"), *(_width(state) for state in states)])
@@ -128,6 +162,14 @@ def _two_lines_each(listed: list[ListedRecording], width: int) -> list[str]:
             details.append(item.models)
         lines += [first, INDENT + " · ".join(details)]
     return lines
+
+
+def _short_label(label: str) -> str:
+    """A model's label without its host or api (``api.openai.com:gpt-4o-mini`` →
+    ``gpt-4o-mini``); a label of a call to no model (``GET host/path``) as it is."""
+    if " " in label or ":" not in label:
+        return label
+    return label.split(":", 1)[1] or label
 
 
 def size_text(size: int) -> str:
