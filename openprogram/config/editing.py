@@ -265,6 +265,9 @@ def _mode_set_in_place(original: bytes, mode: Mode, *, path: Path) -> bytes | No
         return None
     if file_value_errors(values):
         return None
+    file = values.get(TABLE, {}).get("file") if isinstance(values.get(TABLE), dict) else None
+    if isinstance(file, str) and file_setting_problem(file) is not None:
+        return None  # `off` also clears a file setting that can name no recording
     tables = list(_TABLE_HEADER.finditer(original))
     own = [n for n, table in enumerate(tables) if _RECORD_REPLAY_HEADER.match(table.group())]
     if len(own) != 1:
