@@ -354,21 +354,17 @@ def comparable_request(call: RecordedCall) -> tuple[Any, CallIds]:
     return part, ids
 
 
-def comparable_events(call: RecordedCall, ids: CallIds | None = None) -> list[Any]:
+def comparable_events(call: RecordedCall) -> list[Any]:
     """What is compared of each of ``call``'s events: its deterministic part, an HTTP
-    event's ids renamed (``ids``: its request's, from :func:`comparable_request`)."""
+    event's ids renamed (named after its request's, :func:`comparable_request`)."""
     names = request_ignore_fields(call.boundary)
     if call.boundary != "http":
         return [
             deterministic_part(deterministic_event(call.boundary, e), names)
             for e in call.event_rows
         ]
-    if ids is None:
-        ids = comparable_request(call)[1]
-    return [
-        ids.event(deterministic_part(deterministic_event(call.boundary, event), names))
-        for event in call.event_rows
-    ]
+    ids = comparable_request(call)[1]
+    return [ids.event_part(deterministic_event(call.boundary, e)) for e in call.event_rows]
 
 
 def call_ending(outcome: str | None, error: RecordedError | None) -> dict[str, Any]:

@@ -190,20 +190,15 @@ def _call_end(text: bytes) -> tuple[int, str, str, bytes, dict[str, Any] | None]
 def _ids_field(value: object) -> bool:
     """Whether ``value`` is the ``ids`` of a digest: ``refs`` and ``minted``, each a list of
     16 hex digits, and ``request`` (16 hex digits) when ``minted`` is not empty."""
-    if not isinstance(value, dict) or not {"refs", "minted"} <= set(value):
+    if not isinstance(value, dict):
         return False
-    if set(value) != ({"refs", "minted", "request"} if value["minted"] else {"refs", "minted"}):
+    refs, minted = value.get("refs"), value.get("minted")
+    if not isinstance(refs, list) or not isinstance(minted, list):
         return False
-    hashes = [*value["refs"], *value["minted"]] if _lists(value) else None
-    if "request" in value:
-        hashes = None if hashes is None else [*hashes, value["request"]]
-    return hashes is not None and all(
-        isinstance(h, str) and len(h) == 16 and set(h) <= _HEX for h in hashes
-    )
-
-
-def _lists(value: dict[str, Any]) -> bool:
-    return isinstance(value["refs"], list) and isinstance(value["minted"], list)
+    if set(value) != ({"refs", "minted", "request"} if minted else {"refs", "minted"}):
+        return False
+    hashes = [*refs, *minted, value["request"]] if minted else [*refs]
+    return all(isinstance(h, str) and len(h) == 16 and set(h) <= _HEX for h in hashes)
 
 
 def _sha256(value: object) -> str | None:

@@ -37,6 +37,7 @@ from openprogram.store.vendors.reply import (
     block_key,
     error_text,
     joined_texts,
+    messages_input,
 )
 
 __all__ = ["ANTHROPIC_MESSAGES", "AnthropicMessages"]
@@ -69,7 +70,7 @@ class AnthropicMessages:
 
     def reply(self, body: object, datas: list[object], whole: object) -> HttpReply:
         reply = HttpReply()
-        _input(as_dict(body), reply)
+        messages_input(as_dict(body), reply, _blocks_text)
         for data in datas:
             _stream_event(as_dict(data), reply)
         if whole is not None:
@@ -123,17 +124,6 @@ def _tool_name(messages: list[Any], tool_use_id: Any) -> str:
             if block.get("type") in _TOOL_BLOCKS and block.get("id") == tool_use_id:
                 return as_str(block.get("name")) or "?"
     return "?"
-
-
-def _input(body: dict[str, Any], reply: HttpReply) -> None:
-    messages = as_list(body.get("messages"))
-    if messages:
-        message = as_dict(messages[-1])
-        reply.input_role = as_str(message.get("role"))
-        reply.input_text = _blocks_text(message.get("content"), messages)
-    elif "system" in body:
-        reply.input_role = "system"
-        reply.input_text = _blocks_text(body["system"], [])
 
 
 def _stream_event(event: dict[str, Any], reply: HttpReply) -> None:

@@ -37,6 +37,7 @@ from openprogram.store.vendors.reply import (
     as_str,
     block_key,
     joined_texts,
+    messages_input,
 )
 
 __all__ = ["BEDROCK_CONVERSE", "BedrockConverse"]
@@ -61,7 +62,7 @@ class BedrockConverse:
 
     def reply(self, body: object, datas: list[object], whole: object) -> HttpReply:
         reply = HttpReply()
-        _input(as_dict(body), reply)
+        messages_input(as_dict(body), reply, _blocks_text)
         for data in datas:
             for kind, payload in as_dict(data).items():
                 _stream_event(kind, as_dict(payload), reply)
@@ -122,17 +123,6 @@ def _tool_name(messages: list[Any], tool_use_id: Any) -> str:
             if tool and tool.get("toolUseId") == tool_use_id:
                 return as_str(tool.get("name")) or "?"
     return "?"
-
-
-def _input(body: dict[str, Any], reply: HttpReply) -> None:
-    messages = as_list(body.get("messages"))
-    if messages:
-        message = as_dict(messages[-1])
-        reply.input_role = as_str(message.get("role"))
-        reply.input_text = _blocks_text(message.get("content"), messages)
-    elif "system" in body:
-        reply.input_role = "system"
-        reply.input_text = _blocks_text(body["system"], [])
 
 
 def _stream_event(kind: str, event: dict[str, Any], reply: HttpReply) -> None:

@@ -13,7 +13,7 @@ read in its own module of :mod:`openprogram.store.vendors`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "block_key",
     "error_text",
     "joined_texts",
+    "messages_input",
 ]
 
 BLOCK_SEPARATOR = "\n"
@@ -166,3 +167,19 @@ class Piece:
     event: int
     path: tuple[PathPart, ...]
     text: str
+
+
+def messages_input(
+    body: dict[str, Any], reply: HttpReply, blocks_text: Callable[[Any, list[Any]], str]
+) -> None:
+    """The new input of a request in the shape Anthropic Messages and Bedrock Converse
+    share: its last message (``blocks_text`` reading the content blocks, with the messages
+    before it for a tool result's name), else its ``system`` prompt."""
+    messages = as_list(body.get("messages"))
+    if messages:
+        message = as_dict(messages[-1])
+        reply.input_role = as_str(message.get("role"))
+        reply.input_text = blocks_text(message.get("content"), messages)
+    elif "system" in body:
+        reply.input_role = "system"
+        reply.input_text = blocks_text(body["system"], [])
