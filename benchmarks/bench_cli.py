@@ -4,9 +4,10 @@
 
 Runs, interleaved so that machine noise hits each alike:
 
-* ``python -c "import typer, rich.console, pydantic_settings, tomlkit"`` — the floor: a
+* ``python -c "import typer, rich, pydantic_settings, tomlkit, orjson"`` — the floor: a
   command built on these libraries cannot start faster than importing them;
 * ``openprogram recordings status`` (mode off, and mode replay on a 200-call recording);
+* ``openprogram recordings list`` of an empty store;
 * ``openprogram --help``.
 
 Prints the median wall time of each and its ratio to the floor (target: within 1.2×).
@@ -27,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-FLOOR = [sys.executable, "-c", "import typer, rich.console, pydantic_settings, tomlkit"]
+FLOOR = [sys.executable, "-c", "import typer, rich, pydantic_settings, tomlkit, orjson"]
 OPENPROGRAM = [sys.executable, "-m", "openprogram"]
 
 
@@ -92,7 +93,7 @@ def main() -> None:
         make_replay_home(replay_home, calls=200)
         base = {**os.environ, "NO_COLOR": "1"}
         cases = {
-            "floor: import typer, rich, pydantic_settings, tomlkit": (FLOOR, off_home),
+            "floor: import typer, rich, pydantic_settings, tomlkit, orjson": (FLOOR, off_home),
             "openprogram recordings status (off)": (
                 [*OPENPROGRAM, "recordings", "status"],
                 off_home,
@@ -100,6 +101,10 @@ def main() -> None:
             "openprogram recordings status (replay, 200 calls)": (
                 [*OPENPROGRAM, "recordings", "status"],
                 replay_home,
+            ),
+            "openprogram recordings list (empty store)": (
+                [*OPENPROGRAM, "recordings", "list"],
+                off_home,
             ),
             "openprogram --help": ([*OPENPROGRAM, "--help"], off_home),
         }

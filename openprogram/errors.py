@@ -489,7 +489,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
         tapes: Mapping[str, tuple[list[int], int]] | None = None,
     ) -> None:
         # Imported here, as in ReplayMismatch: importing errors.py loads nothing else.
-        from openprogram.recording.report import which_calls
+        from openprogram.wording import which_calls
 
         self.path = path
         self.unconsumed = unconsumed

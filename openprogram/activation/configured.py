@@ -64,11 +64,11 @@ from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths  # called through the module: one function answers for all
 from openprogram.config.problems import file_not_set_problem
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordingFileError
-from openprogram.recording.report import plural
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.recording.writer import forget_writer, writer_for
 from openprogram.store.names import is_path_argument, refuse_a_link_in_the_store, resolve_recording
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
+from openprogram.wording import plural
 
 if TYPE_CHECKING:
     from openprogram.config.models import RecordReplaySettings

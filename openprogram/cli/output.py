@@ -18,12 +18,12 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import typer
 
 from openprogram.errors import OpenProgramError
-from openprogram.recording.report import plural as plural
+from openprogram.wording import plural as plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,18 +95,27 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def _labelled(label: str, style: str, message: str) -> None:
-    from rich.text import Text
-
-    # Text, not markup: messages hold brackets ("[secret removed]", "messages[2]").
-    stderr().print(Text.assemble((label, style), " ", visible(message)))
+    _write_line(((label, style), " ", message), err=True)
 
 
 def say(*parts: str | tuple[str, str]) -> None:
     """One line on stdout, taken literally (paths and ids may hold brackets), with control
-    characters made :func:`visible`."""
+    characters made :func:`visible`; a part given with a style (``("mode:", "bold")``) is
+    shown in it on a terminal."""
+    _write_line(parts)
+
+
+def _write_line(parts: tuple[str | tuple[str, str], ...], *, err: bool = False) -> None:
+    # Text, not markup: messages hold brackets ("[secret removed]", "messages[2]").
+    stream = sys.stderr if err else sys.stdout
+    if _unstyled(stream):
+        text = "".join(visible(part if isinstance(part, str) else part[0]) for part in parts)
+        stream.write(text.expandtabs() + "\n")
+        return
     from rich.text import Text
 
-    stdout().print(
+    console = stderr() if err else stdout()
+    console.print(
         Text.assemble(
             *(
                 visible(part) if isinstance(part, str) else (visible(part[0]), part[1])
@@ -114,6 +123,19 @@ def say(*parts: str | tuple[str, str]) -> None:
             )
         )
     )
+
+
+def _unstyled(stream: TextIO) -> bool:
+    """Whether the console would write no style to ``stream``, so that a line is written as
+    it is without loading the console (as a script's or a CI job's pipe receives it): not a
+    terminal, and neither ``TTY_COMPATIBLE`` nor ``FORCE_COLOR`` asks for styles (the
+    console's own rules, which also expand tabs)."""
+    if "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return False
+    try:
+        return not stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return True
 
 
 def complain(message: str) -> None:

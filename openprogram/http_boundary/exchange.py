@@ -86,9 +86,9 @@ from openprogram.recording.redaction import (
     is_secret_field_name,
     known_secret_values,
 )
-from openprogram.recording.report import plural
 from openprogram.recording.tape_rows import taped_function_running
 from openprogram.recording.writer import CallWriter, recorded_error
+from openprogram.wording import plural
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.clients import (

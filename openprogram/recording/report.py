@@ -26,12 +26,12 @@ to this module only.
 A value is shown on a report line as its ``repr`` with line breaks escaped, cut after
 :data:`REPORT_LIMIT` characters (:func:`format_report_value`); a field path whole, or, when
 longer, its start and its end around a ``…`` (:func:`format_report_path`). :data:`MISSING`
-stands for the key or list item one side does not have. :func:`which_calls` names a set of
-calls (or tape entries) in a few words, for the errors and summaries that list them.
+stands for the key or list item one side does not have. :func:`which_calls` (a set of calls
+in a few words) and :func:`plural` (``1 call``, ``2 calls``) come from
+:mod:`openprogram.wording` and are named here too.
 
-The module imports nothing else of openprogram: :mod:`openprogram.errors`, which loads nothing
-when imported, reaches it for the messages it writes this way. :func:`plural` writes a count
-in any message (``1 call``, ``2 calls``).
+The module imports nothing else of openprogram but that: :mod:`openprogram.errors`, which
+loads nothing when imported, reaches it for the messages it writes this way.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from openprogram.wording import plural, which_calls
 
 __all__ = [
     "DIFF_SIDES",
@@ -252,27 +254,3 @@ def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:
     keep = limit - 1
     head = keep * 2 // 3
     return field_path[:head] + "…" + field_path[len(field_path) - (keep - head) :]
-
-
-_SHOWN_RANGES: Final = 5
-"""The runs of consecutive calls :func:`which_calls` names before ``…``."""
-
-
-def which_calls(indexes: list[int], *, unit: tuple[str, str] = ("call", "calls")) -> str:
-    """``call 3``, ``calls 1..2``, or, when calls were served out of order, the runs of
-    consecutive indexes: ``calls 0, 2..3, 5`` (the first few, then ``…``)."""
-    runs: list[tuple[int, int]] = []
-    for index in indexes:
-        if runs and index == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], index)
-        else:
-            runs.append((index, index))
-    shown = [str(a) if a == b else f"{a}..{b}" for a, b in runs[:_SHOWN_RANGES]]
-    more = ", …" if len(runs) > _SHOWN_RANGES else ""
-    return f"{unit[0] if len(indexes) == 1 else unit[1]} {', '.join(shown)}{more}"
-
-
-def plural(count: int, noun: str) -> str:
-    """``count`` and ``noun``, with an ``s`` unless the count is one: ``1 call``, ``2 calls``,
-    ``0 calls``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

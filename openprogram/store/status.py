@@ -35,9 +35,8 @@ from openprogram.config.problems import file_not_set_problem
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError
 from openprogram.recording.not_recorded import connection_text
-from openprogram.recording.redaction import SecretRedactor
-from openprogram.recording.report import plural
 from openprogram.store import names
+from openprogram.wording import plural
 
 if TYPE_CHECKING:
     from openprogram.config.editing import ConfigEdit
@@ -183,7 +182,18 @@ def configured_status() -> StatusReport:
 
 
 def _secret_remover() -> Callable[[str], str]:
-    return SecretRedactor().redact_text
+    """The redactor of the report's texts, built on the first text (a status of mode off with
+    defaults has none, and the patterns cost a few milliseconds to compile)."""
+    redactor: list[Callable[[str], str]] = []
+
+    def redact(text: str) -> str:
+        if not redactor:
+            from openprogram.recording.redaction import SecretRedactor
+
+            redactor.append(SecretRedactor().redact_text)
+        return redactor[0](text)
+
+    return redact
 
 
 def _without_secrets(state: FileState, redact: Callable[[str], str]) -> FileState:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import pytest
 
-from openprogram.recording.report import plural, which_calls
+from openprogram.wording import plural, which_calls
 
 if TYPE_CHECKING:
     from openprogram.testing.recording_settings import RecordMode

@@ -1,7 +1,8 @@
 """The ``recordings`` commands never start the provider runtime nor import a provider or httpx.
 
 Each case runs ``openprogram.cli.main()`` in a fresh interpreter, then reports which
-``httpx`` / ``openprogram.providers`` modules got imported and the runtime's state.
+``httpx``, ``openprogram.providers``, ``openprogram.recording``, ``openprogram.store`` and
+``rich.console`` modules got imported and the runtime's state.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from tests.support.recording_rows import write_corrupt_recording, write_recordin
 
 PROBE = """
 import json, sys
+PREFIXES = ("httpx", "openprogram.providers", "openprogram.recording", "openprogram.store")
+PREFIXES += ("rich.console",)
 sys.argv = ["openprogram", *sys.argv[1:]]
 from openprogram.cli import main
 try:
@@ -26,7 +29,7 @@ try:
     code = 0
 except SystemExit as exit:
     code = exit.code
-modules = sorted(m for m in sys.modules if m.startswith(("httpx", "openprogram.providers")))
+modules = sorted(m for m in sys.modules if m.startswith(PREFIXES))
 state = "new"  # a runtime module never imported never left NEW
 if "openprogram.providers.runtime" in sys.modules:
     state = str(sys.modules["openprogram.providers.runtime"].provider_runtime_status().state)
@@ -129,3 +132,34 @@ def test_no_command_imports_a_provider_or_starts_the_runtime(
     assert isinstance(modules, list)
     assert [m for m in modules if m.startswith(NEVER)] == []
     assert report["state"] == "new"
+
+
+START_UP_CASES: list[tuple[Setup, list[str]]] = [
+    (nothing, ["recordings", "status"]),
+    (nothing, ["recordings", "list"]),
+]
+"""The commands a user and a script run most, from the state of a fresh install."""
+NOT_AT_START_UP = (
+    "rich.console",  # a line written to a pipe carries no style: written as it is
+    "openprogram.recording.token_shapes",  # no text to redact
+    "openprogram.recording.report",
+    "openprogram.store.summary",  # an empty store has nothing to read
+    "openprogram.recording.format",
+)
+
+
+@pytest.mark.parametrize(
+    "case", START_UP_CASES, ids=lambda case: f"{case[1][1]}-{case[0].__name__}"
+)
+def test_the_start_up_commands_written_to_a_pipe_load_only_what_they_use(
+    case: tuple[Setup, list[str]],
+) -> None:
+    setup, argv = case
+    setup()
+
+    report = probe(*argv)
+
+    assert report["code"] == 0
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    assert [m for m in modules if m.startswith(NOT_AT_START_UP)] == []

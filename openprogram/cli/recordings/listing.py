@@ -14,12 +14,15 @@ def list_recordings(
     one. A table when it fits the width, else two lines per recording."""
     from openprogram.config.paths import recordings_dir
     from openprogram.config.settings import active_recording
-    from openprogram.store.names import is_same_file
-    from openprogram.store.summary_cache import summarize_store
+    from openprogram.store.names import is_same_file, recording_files
 
     with reporting_errors():
         store = recordings_dir()
-        summaries = summarize_store(store)
+        summaries = []
+        if recording_files(store):  # an empty store is listed without loading the reader
+            from openprogram.store.summary_cache import summarize_store
+
+            summaries = summarize_store(store)
         active = active_recording()
     if as_json:
         print_json(

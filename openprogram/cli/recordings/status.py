@@ -9,8 +9,7 @@ from openprogram.cli.output import (
     plural,
     print_json,
     reporting_errors,
-    stdout,
-    visible,
+    say,
 )
 
 
@@ -34,15 +33,12 @@ def status(
 
 
 def _render(report: object) -> None:
-    from rich.text import Text
-
     from openprogram.store.status import StatusReport, not_recorded_note
 
     assert isinstance(report, StatusReport)
-    console = stdout()
 
     def line(label: str, *parts: str, style: str = "bold") -> None:
-        console.print(Text.assemble((label, style), *(visible(part) for part in parts)))
+        say((label, style), *parts)
 
     line("mode:    ", report.mode or "unknown (the config is broken)")
     if report.recording is not None:
