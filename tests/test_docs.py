@@ -6,7 +6,8 @@ more in the same folder: a reader who runs an example twice gets the same output
 
 A ```python block marked ``<!-- example-file: NAME -->`` is a file the examples of its document
 use (a stand-in server, an agent to run): it is written as NAME into each example's folder.
-A shell example (``<!-- example-sh: NAME -->``) must exit 0.
+A shell example (``<!-- example-sh: NAME -->``) must exit 0, twice in the same folder and
+store, and print the transcript hashes its document shows.
 
 The README opens with two one-line commands (``<!-- one-liners -->``): install and run the
 demo, install the development extras and run the tests. Both are checked here.
@@ -59,6 +60,7 @@ def write_example_files(name: str, folder: Path) -> None:
 
 
 HASH_LINE = re.compile(r"^transcript hash: [0-9a-f]{64}$", re.MULTILINE)
+ANY_HASH = re.compile(r"\b[0-9a-f]{64}\b")
 
 
 def shell_examples() -> list[tuple[str, str, str]]:
@@ -120,21 +122,31 @@ def test_shell_example_runs(name: str, code: str, output: str, tmp_path: Path) -
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "OPENPROGRAM_HOME": str(tmp_path / "openprogram-home"),
     }
-    try:
-        result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", code],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=180,
+    # A reader runs a walkthrough again in the same folder and store: it must work again.
+    for attempt in ("first", "second"):
+        try:
+            result = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", code],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                env=environment,
+                timeout=180,
+            )
+        finally:
+            stop_background_server(tmp_path / "stand_in.pid")
+        assert result.returncode == 0, (
+            f"{name} failed on its {attempt} run:\n{result.stdout}\n{result.stderr}"
         )
-    finally:
-        stop_background_server(tmp_path / "stand_in.pid")
-    assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
-    # The transcript hashes the document shows are the ones the commands print.
-    printed = HASH_LINE.findall(result.stdout + result.stderr)
-    assert HASH_LINE.findall(output) == printed[: len(HASH_LINE.findall(output))], name
+        # The transcript hashes the document shows are the ones the commands print, and
+        # every hash the commands print is one the document shows (in its output or in a
+        # later example of the same session).
+        printed = HASH_LINE.findall(result.stdout + result.stderr)
+        shown = HASH_LINE.findall(output)
+        assert shown == printed[: len(shown)], f"{name}, {attempt} run"
+        document = (ROOT / name.split(":", 1)[0]).read_text()
+        unknown = [h for h in ANY_HASH.findall(result.stdout + result.stderr) if h not in document]
+        assert unknown == [], f"{name} printed hashes its document does not show"
 
 
 def stop_background_server(pid_file: Path) -> None:
