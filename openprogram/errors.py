@@ -477,7 +477,9 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
     ended earlier than the recording.
 
     ``unconsumed`` are the calls' indexes; ``tapes`` maps each tape with entries never read
-    to their indexes and the number of entries the tape holds.
+    to their indexes and the number of entries the tape holds; ``appended_sessions`` the
+    first call of each session recorded into the file after its first one (a file that holds
+    several sessions is replayed as one, so one run of the program leaves the later ones).
     """
 
     def __init__(
@@ -487,6 +489,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
         total: int,
         *,
         tapes: Mapping[str, tuple[list[int], int]] | None = None,
+        appended_sessions: list[int] | None = None,
     ) -> None:
         # Imported here, as in ReplayMismatch: importing errors.py loads nothing else.
         from openprogram.wording import which_calls
@@ -495,6 +498,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
         self.unconsumed = unconsumed
         self.total = total
         self.tapes = dict(tapes or {})
+        self.appended_sessions = list(appended_sessions or [])
         parts: list[str] = []
         if unconsumed:
             which = which_calls(unconsumed)
@@ -512,10 +516,16 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
                 parts.append(
                     f"tape {tape}: {len(entries)} of {length} entries never read ({which})"
                 )
-        super().__init__(
-            f"replay incomplete: {'; '.join(parts)} from {path}; the run stopped before the "
-            "recorded session did"
-        )
+        ending = "the run stopped before the recorded session did"
+        if self.appended_sessions:
+            later = len(self.appended_sessions)
+            starts = which_calls(self.appended_sessions)
+            ending = (
+                f"{path} holds {later + 1} sessions recorded one after the other (the later "
+                f"{'one starts' if later == 1 else 'ones start'} at {starts}), and a replay "
+                "serves them as one: record each session into its own file"
+            )
+        super().__init__(f"replay incomplete: {'; '.join(parts)} from {path}; {ending}")
 
 
 # --- tapes ---------------------------------------------------------------------------------

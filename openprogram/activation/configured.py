@@ -161,6 +161,7 @@ def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
     writer.user_redaction = user
     existing = writer.open()  # creates the file, or checks it can be appended to
     if existing:
+        writer.mark_new_session()
         logger.warning(
             "openprogram: recording into %s, which already holds %s; new calls are "
             "appended after them (replay serves every call in order from call 0)",

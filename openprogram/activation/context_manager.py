@@ -163,6 +163,7 @@ def record_replay(
     appended_to = writer.existing_calls if mode == "record" and writer is not None else 0
     active = RecordReplay(recording, mode, session, appended_to=appended_to)
     if appended_to and writer is not None:
+        writer.mark_new_session()
         logger.warning(
             "openprogram: %s already holds %s: this block's calls are appended after them, "
             "and a replay of it serves both sessions in order; record into a new file to keep "

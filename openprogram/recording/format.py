@@ -250,6 +250,9 @@ class RecordedCall:
     within: str | None = None
     """The tape whose call was being recorded when this call was made (a tool that calls a
     model or a web API), from the request row's optional ``within``; None otherwise."""
+    starts_session: bool = False
+    """Whether its ``call_end`` says it began a session appended to a file that held calls
+    (the optional ``new_session``): the file holds one session more from here."""
 
     @property
     def truncated(self) -> bool:
@@ -279,6 +282,13 @@ class Recording:
     @property
     def truncated_calls(self) -> list[int]:
         return [call.call_index for call in self.calls if call.truncated]
+
+    @property
+    def appended_sessions(self) -> list[int]:
+        """The first call of each session recorded into the file after its first one (a
+        second ``record_replay()`` block, a second process of the configured record mode),
+        as the ``call_end`` rows mark them; empty for a file of one session."""
+        return [call.call_index for call in self.calls if call.starts_session]
 
     @property
     def event_count(self) -> int:

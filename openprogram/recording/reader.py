@@ -409,6 +409,7 @@ class RecordingParser:
                     number, 'an error outcome needs error: {"type", "message"}', call.call_index
                 )
         call.outcome = cast(Outcome, outcome)
+        call.starts_session = row.get("new_session") is True
         self.ended.add(call.call_index)
 
 

@@ -215,7 +215,11 @@ class ReplaySession:
         if not unconsumed and not tapes:
             return None
         return UnconsumedCallsError(
-            str(self.path), unconsumed, len(self.recording.calls), tapes=tapes
+            str(self.path),
+            unconsumed,
+            len(self.recording.calls),
+            tapes=tapes,
+            appended_sessions=self.recording.appended_sessions,
         )
 
     def take_tape(self, tape: str, args: dict[str, Any]) -> TapeEntry:

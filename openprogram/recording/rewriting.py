@@ -237,6 +237,8 @@ def _end_row(call: RecordedCall, call_index: int) -> dict[str, Any]:
     }
     if call.error is not None:
         end["error"] = {"type": call.error.type, "message": call.error.message}
+    if call.starts_session:
+        end["new_session"] = True
     return end
 
 

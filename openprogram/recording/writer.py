@@ -88,6 +88,19 @@ class RecordingWriter:
         header records another one is not appended to)."""
         self._lock = threading.Lock()
         self._file: OpenRecording | None = None
+        self._new_session = False
+
+    def mark_new_session(self) -> None:
+        """Say that the calls recorded from now on are a new session appended to the calls
+        the file holds: the first of them to end marks its ``call_end`` (``new_session``), so
+        that a replay left incomplete can say the file holds several sessions."""
+        with self._lock:
+            self._new_session = True
+
+    def _take_new_session(self) -> bool:
+        with self._lock:
+            marked, self._new_session = self._new_session, False
+        return marked
 
     def open(self) -> int:
         """Open (creating the file with its header if needed); returns ``existing_calls``.
@@ -357,6 +370,8 @@ class CallWriter:
         }
         if error is not None:
             row["error"] = {"type": error.type, "message": error.message}
+        if self.writer._take_new_session():
+            row["new_session"] = True
         if self.digest is not None:
             row["digest"] = self.digest.finish(outcome, error)
         file, self.file = self.file, None  # ended even if the write fails: never twice

@@ -67,6 +67,9 @@ class FileState:
     problem: str | None = None
     not_recorded: list[dict[str, Any]] = field(default_factory=list)
     """The connections the recorded session opened that no boundary captured."""
+    sessions: int = 1
+    """How many sessions were recorded into it one after the other (a replay serves them as
+    one)."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,7 @@ def check_recording(path: Path, *, for_replay: bool) -> FileState:
         truncated_calls=parsed.truncated_calls,
         format_version=parsed.format_version,
         not_recorded=parsed.not_recorded,
+        sessions=1 + len(parsed.appended_sessions),
     )
 
 

@@ -62,7 +62,9 @@ async def test_recording_into_a_recording_with_calls_appends_and_says_so(
     with caplog.at_level(logging.WARNING, logger="openprogram"):
         await complete_simple(ECHO_MODEL, HELLO)
     assert "already holds 1 call;" in caplog.text
-    assert len(read_recording(recordings_dir() / "demo.jsonl").calls) == 2
+    recording = read_recording(recordings_dir() / "demo.jsonl")
+    assert len(recording.calls) == 2
+    assert recording.appended_sessions == [1]  # the second process began a second session
 
 
 async def test_replay_mode_answers_for_every_api() -> None:

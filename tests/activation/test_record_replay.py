@@ -265,6 +265,50 @@ def test_recording_into_a_recording_that_holds_calls_says_it_appends(
     )
 
 
+def test_a_replay_left_incomplete_says_the_file_holds_several_sessions(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "agent.jsonl"
+    server.serve(answering("one"), answering("two"), answering("three"), answering("four"))
+    for questions in (["hi"], ["again", "more"], ["last"]):
+        with openprogram.record_replay(path, mode="record"):
+            for question in questions:
+                ask(server.base_url, question)
+    recording = read_recording(path)
+    assert recording.appended_sessions == [1, 3]
+    ends = [line for line in path.read_text().splitlines() if '"call_end"' in line]
+    assert ['"new_session":true' in line for line in ends] == [False, True, False, True]
+
+    with (
+        offline(),
+        pytest.raises(UnconsumedCallsError) as raised,
+        openprogram.record_replay(path, mode="replay"),
+    ):
+        ask(server.base_url, "hi")  # one run of the program: the first session
+
+    assert str(raised.value) == (
+        f"replay incomplete: 3 of 4 recorded calls never requested (calls 1..3) from {path}; "
+        f"{path} holds 3 sessions recorded one after the other (the later ones start at "
+        "calls 1, 3), and a replay serves them as one: record each session into its own file"
+    )
+    assert raised.value.appended_sessions == [1, 3]
+
+
+def test_a_replay_of_one_session_left_incomplete_says_the_run_stopped_early(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "agent.jsonl"
+    record(server, path, "hi", "again")
+    assert read_recording(path).appended_sessions == []
+
+    with (
+        offline(),
+        pytest.raises(UnconsumedCallsError, match="the run stopped before the recorded session"),
+        openprogram.record_replay(path, mode="replay"),
+    ):
+        ask(server.base_url, "hi")
+
+
 @pytest.mark.parametrize(
     ("damage", "line"),
     [(b"not json\n", 2), (b'{"type":"event","call_index":0,"event_index":5,"event":{}}\n', 2)],

@@ -64,6 +64,19 @@ def test_replay_mode_with_a_valid_recording() -> None:
     assert f"{recordings_dir() / 'demo.jsonl'} (valid, 3 calls, format 1)" in result.stdout
 
 
+def test_replay_mode_names_the_sessions_a_recording_holds() -> None:
+    second = call_rows(1)
+    second[-1] = {**second[-1], "new_session": True}  # its call_end: a second session began
+    rows: list[Row] = [new_header("demo"), *call_rows(0), *second, *call_rows(2)]
+    write_rows(recordings_dir() / "demo.jsonl", rows)
+    assert run("replay", "demo").exit_code == 0
+
+    result = run("status")
+
+    assert "(valid, 3 calls in 2 sessions, format 1)" in result.stdout
+    assert json.loads(run("status", "--json").stdout)["recording"]["sessions"] == 2
+
+
 def test_replay_mode_with_a_missing_recording_exits_1_and_says_how_to_recover() -> None:
     write_recording("demo")
     assert run("replay", "demo").exit_code == 0
@@ -201,6 +214,7 @@ def test_json_output_parses_and_has_the_mode_broken_flag_and_recording() -> None
         "format_version": 1,
         "problem": None,
         "not_recorded": [],
+        "sessions": 1,
     }
 
 

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from openprogram.errors import RecordingFileError
+from openprogram.recording.format import new_header
 from openprogram.recording.reader import read_recording
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.store.hashing import transcript_hash
 from tests.support.http_call_rows import provider_call, sse_call, write_calls
+from tests.support.recording_rows import call_rows, write_rows
 from tests.support.tool_sessions import record_tool_session
 
 
@@ -113,3 +115,18 @@ def test_tape_entries_given_are_kept_with_their_order_and_fields(tmp_path: Path)
     ]
     assert transcript_hash(rewritten) == transcript_hash(recording)
     assert rewritten.calls[0].within == "tool:x"
+
+
+def test_the_sessions_a_file_holds_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.jsonl"
+    rows = [new_header("sessions"), *call_rows(0), *call_rows(1), *call_rows(2)]
+    rows[-1] = {**rows[-1], "new_session": True}  # a second session began at call 2
+    write_rows(path, rows)
+    recording = read_recording(path)
+    assert recording.appended_sessions == [2]
+    unmarked = write_rows(tmp_path / "one.jsonl", [*rows[:-1], {**rows[-1], "new_session": False}])
+    assert transcript_hash(recording) == transcript_hash(read_recording(unmarked))  # not hashed
+
+    rewrite_recording(path, recording.header, recording.calls[1:])  # call 0 dropped
+
+    assert read_recording(path).appended_sessions == [1]

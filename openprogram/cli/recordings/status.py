@@ -50,6 +50,8 @@ def _render(report: object) -> None:
                 f", call {state.truncated_calls[0]} truncated" if state.truncated_calls else ""
             )
             calls = plural(state.calls, "call")
+            if state.sessions > 1:  # a replay serves them as one: say so
+                calls += f" in {state.sessions} sessions"
             validity = f"valid, {calls}, format {state.format_version}{truncated}"
             if state.calls == 0 and report.mode == "replay":
                 validity += "; empty: nothing to replay"
