@@ -27,6 +27,7 @@ says what user redaction a recording started now uses. They are imported on firs
     json_nesting       the one nesting limit every reader of JSON-like values agrees on
     private_files      files written ``0600``, folders ``0700``, replaced atomically
     named_objects      what a ``module:attr`` name on the command line points at
+    wording            how a count and a set of calls read in every message
     lazy_exports       package exports loaded on first use
 """
 

@@ -521,7 +521,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
             later = len(self.appended_sessions)
             starts = which_calls(self.appended_sessions)
             ending = (
-                f"{path} holds {later + 1} sessions recorded one after the other (the later "
+                f"the file holds {later + 1} sessions recorded one after the other (the later "
                 f"{'one starts' if later == 1 else 'ones start'} at {starts}), and a replay "
                 "serves them as one: record each session into its own file"
             )

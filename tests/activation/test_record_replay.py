@@ -288,7 +288,7 @@ def test_a_replay_left_incomplete_says_the_file_holds_several_sessions(
 
     assert str(raised.value) == (
         f"replay incomplete: 3 of 4 recorded calls never requested (calls 1..3) from {path}; "
-        f"{path} holds 3 sessions recorded one after the other (the later ones start at "
+        "the file holds 3 sessions recorded one after the other (the later ones start at "
         "calls 1, 3), and a replay serves them as one: record each session into its own file"
     )
     assert raised.value.appended_sessions == [1, 3]

@@ -92,7 +92,9 @@ def test_recorded_calls_left_unconsumed_exit_1(env: dict[str, str], workdir: Pat
     store = Path(env["OPENPROGRAM_HOME"]) / "recordings"
     assert replayed.stderr.splitlines()[-1] == (
         "error: replay incomplete: 1 of 3 recorded calls never requested (call 2) from "
-        f"{store / 's2.jsonl'}; the run stopped before the recorded session did"
+        f"{store / 's2.jsonl'}; the file holds 2 sessions recorded one after the other (the "
+        "later one starts at call 2), and a replay serves them as one: record each session "
+        "into its own file"
     )
 
 
