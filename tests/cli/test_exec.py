@@ -4,6 +4,7 @@ without openprogram) or after (no process activated)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -329,34 +331,42 @@ except KeyboardInterrupt:
 """
 
 
-def started(env: dict[str, str], tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
-    """exec running a program that sleeps, with no terminal (as under a supervisor); the
-    program's pid once it is running."""
+@contextlib.contextmanager
+def started(
+    env: dict[str, str], tmp_path: Path, *, sigint: Any = signal.SIG_DFL
+) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """exec running a program that sleeps, with no terminal (as under a supervisor), started
+    with SIGINT as ``sigint`` says whatever the test run inherited (a shell's background job
+    ignores it); the program's pid once it is running. Exec and the program are killed if
+    they are still running at the end."""
     agent = write_agent(tmp_path, SLEEPER, name="sleeper.py")
     ready, interrupted = tmp_path / "ready", tmp_path / "interrupted"
     process = subprocess.Popen(
         [sys.executable, "-c", CLI_MAIN, "exec", "--record", "sleep", "--", sys.executable,
          str(agent), str(ready), str(interrupted)],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
+        text=True, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
     )  # fmt: skip
-    for _ in range(1200):  # a bound on a hang, not on speed
-        if ready.exists() and ready.read_text():
-            return process, int(ready.read_text())
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    raise AssertionError(f"the program never started: {process.communicate()}")
+    try:
+        for _ in range(1200):  # a bound on a hang, not on speed
+            if ready.exists() and ready.read_text():
+                break
+            if process.poll() is not None:
+                raise AssertionError(f"the program never started: {process.communicate()}")
+            time.sleep(0.05)
+        yield process, int(ready.read_text())
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # none left: all ended
+            os.killpg(process.pid, signal.SIGKILL)  # exec and the program: one session
+        process.communicate()
 
 
 def test_a_sigint_sent_to_exec_alone_reaches_the_command(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
-    process, _ = started(env, tmp_path)
-
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
+    with started(env, tmp_path) as (process, _):
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
 
     assert process.returncode == 130, stderr
     assert (tmp_path / "interrupted").exists()
@@ -364,18 +374,29 @@ def test_a_sigint_sent_to_exec_alone_reaches_the_command(
     assert not stored("sleep").exists()
 
 
+def test_a_command_started_with_sigint_ignored_keeps_ignoring_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    with started(env, tmp_path, sigint=signal.SIG_IGN) as (process, _):
+        process.send_signal(signal.SIGINT)  # passed on, and ignored, as without exec
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert not (tmp_path / "interrupted").exists()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_killed_exec_takes_the_command_with_it(tmp_path: Path, env: dict[str, str]) -> None:
-    process, child = started(env, tmp_path)
+    with started(env, tmp_path) as (process, child):
+        process.kill()
+        process.communicate(timeout=120)
 
-    process.kill()
-    process.communicate(timeout=120)
-
-    for _ in range(1200):  # a bound on a hang, not on speed
-        if not running(child):
-            break
-        time.sleep(0.05)
-    assert not running(child)
+        for _ in range(1200):  # a bound on a hang, not on speed
+            if not running(child):
+                break
+            time.sleep(0.05)
+        assert not running(child)
 
 
 def running(pid: int) -> bool:
