@@ -37,6 +37,9 @@ type and no HTTP client.
     difference        the first difference between two JSON values, the ignore rules, how a
                       value or a path is shown on a report line, the names of the matchings
     report            ``FirstDifference`` and ``format_report``: the one way a drift is written
+    response_shapes   the typed shape of a provider's answers per JSON path and event type,
+                      and how a live answer drifted from a recorded one (breaking, additive,
+                      content)
     mismatch          what replay raises when a run drifts from its recording, and its wording
     replay_session    ``ReplaySession``: one replay, serving calls to any boundary, with the
                       served calls, the comparison rules and ``order`` matching
