@@ -92,7 +92,11 @@ _LIBRARIES = (
 
 
 def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` (as given to ``connect``) is this machine."""
+    """Whether ``host`` (as given to ``connect``) is this machine. Stricter than the URL
+    rule replay compares by (``openprogram.recording.url_comparison.is_loopback_host``): a
+    connection is let through on it, so of names only ``localhost`` counts (a
+    ``*.localhost`` name resolves wherever the resolver says), and an IPv4-mapped address
+    counts by the address it maps."""
     name = host.lower().strip("[]")
     if name == "localhost":
         return True

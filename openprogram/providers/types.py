@@ -16,13 +16,14 @@ replay in CI matches a recording made with a key.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from openprogram.recording.url_comparison import is_loopback_host
 
 if TYPE_CHECKING:
     from openprogram.providers.events import AssistantMessageEvent
@@ -186,20 +187,13 @@ class SimpleStreamOptions(StreamOptions):
 
 
 def is_loopback_url(url: str) -> bool:
-    """True when ``url``'s host is this machine: ``localhost``, 127.0.0.0/8 or ``::1``."""
+    """True when ``url``'s host is this machine: ``localhost``, 127.0.0.0/8 or ``::1`` (the
+    rule replay's URL comparison applies, :func:`is_loopback_host`)."""
     try:
         host = urlsplit(url).hostname
     except ValueError:
         return False
-    if not host:
-        return False
-    host = host.rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host is not None and is_loopback_host(host)
 
 
 class StreamingProvider:

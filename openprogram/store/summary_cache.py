@@ -52,20 +52,25 @@ class CacheEntry:
         return self.size == info.st_size and self.mtime_ns == info.st_mtime_ns
 
 
-def summarize_store(store: Path) -> list[RecordingSummary]:
+def summarize_store(
+    store: Path, files: list[tuple[Path, os.stat_result]] | None = None
+) -> list[RecordingSummary]:
     """Every recording in ``store``, newest first (by ``created_at``, else mtime; then name).
 
     Paths are inside the resolved store folder (see
     :func:`~openprogram.store.names.resolve_store`). Files whose size and mtime match
     the summary cache are not read; the cache is rewritten (atomically, ``0600``) only when
-    an entry was added, changed or dropped.
+    an entry was added, changed or dropped. ``files`` are the store's
+    :func:`~openprogram.store.names.recording_files`, when the caller has read them already.
     """
     store = resolve_store(store)
+    if files is None:
+        files = recording_files(store)
     cache = load_summary_cache(store)
     entries: dict[str, CacheEntry] = {}
     summaries: list[RecordingSummary] = []
     stale: list[tuple[Path, os.stat_result]] = []
-    for path, info in recording_files(store):
+    for path, info in files:
         cached = _cached_summary(cache.get(str(path)), info, path)
         if cached is None:
             stale.append((path, info))

@@ -17,6 +17,7 @@ from openprogram.cli.app import app
 from openprogram.errors import ReplayMismatch
 from openprogram.recording.content_matching import RequestDigester, request_differences
 from openprogram.recording.difference import find_first_difference
+from openprogram.recording.format import Recording
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ComparisonRules
 from openprogram.recording.url_comparison import (
@@ -169,13 +170,18 @@ def test_two_recordings_on_two_loopback_ports_hash_equal_and_diff_the_same(
     assert result.exit_code == 0, result.output
 
 
-def test_diff_names_the_urls_as_sent_when_another_part_differs(tmp_path: Path) -> None:
+def rehosted_pair(tmp_path: Path, url_a: str, url_b: str) -> tuple[Recording, Recording]:
+    """The same session recorded twice, its request sent to ``url_a`` in one file and to
+    ``url_b`` in the other."""
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    record(first, "hi")
-    record(second, "hi")
-    rehost(first, "http://127.0.0.1:8000/ask")
-    rehost(second, "http://127.0.0.1:9000/other")
-    a, b = read_recording(first), read_recording(second)
+    for path, url in ((first, url_a), (second, url_b)):
+        record(path, "hi")
+        rehost(path, url)
+    return read_recording(first), read_recording(second)
+
+
+def test_diff_names_the_urls_as_sent_when_another_part_differs(tmp_path: Path) -> None:
+    a, b = rehosted_pair(tmp_path, "http://127.0.0.1:8000/ask", "http://127.0.0.1:9000/other")
     assert transcript_hash(a) != transcript_hash(b)
     found = compare_recordings(a, b).first
     assert found is not None
@@ -188,12 +194,9 @@ def test_diff_names_the_urls_as_sent_when_another_part_differs(tmp_path: Path) -
 
 
 def test_a_non_loopback_port_changes_the_hash(tmp_path: Path) -> None:
-    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    record(first, "hi")
-    record(second, "hi")
-    rehost(first, "https://models.example.test:8443/ask")
-    rehost(second, "https://models.example.test:9443/ask")
-    a, b = read_recording(first), read_recording(second)
+    a, b = rehosted_pair(
+        tmp_path, "https://models.example.test:8443/ask", "https://models.example.test:9443/ask"
+    )
     assert transcript_hash(a) != transcript_hash(b)
     assert not compare_recordings(a, b).same
 

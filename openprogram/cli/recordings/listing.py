@@ -19,10 +19,11 @@ def list_recordings(
     with reporting_errors():
         store = recordings_dir()
         summaries = []
-        if recording_files(store):  # an empty store is listed without loading the reader
+        files = recording_files(store)
+        if files:  # an empty store is listed without loading the reader
             from openprogram.store.summary_cache import summarize_store
 
-            summaries = summarize_store(store)
+            summaries = summarize_store(store, files)
         active = active_recording()
     if as_json:
         print_json(
