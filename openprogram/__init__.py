@@ -22,6 +22,7 @@ says what user redaction a recording started now uses. They are imported on firs
     activation         record/replay turned on for a block, a process, or ``openprogram exec``
     agent              the built-in agent loop ``openprogram run`` uses
     harness            sessions re-run under replay (``verify``) and the offline demo
+    drift              recorded calls re-sent live, and how the provider's answers drifted
     testing            the pytest plugin
     cli                the ``openprogram`` command line
     json_nesting       the one nesting limit every reader of JSON-like values agrees on

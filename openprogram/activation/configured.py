@@ -329,7 +329,12 @@ def _check_replay_source(path: Path) -> None:
     # the processes that check a recording, not by every one that imports the registry.
     from openprogram.provider_boundary.codec import read_for_replay
 
+    from openprogram.recording.format import snapshot_refusal
+
     recording = read_for_replay(path)
+    refusal = snapshot_refusal(recording.header)
+    if refusal is not None:
+        raise RecordingFileError(str(path), refusal, advice="")
     if not recording.calls and not recording.tapes:
         raise ExecSetupError(nothing_to_replay(path))
 

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import orjson
 
@@ -72,6 +72,7 @@ __all__ = [
     "PROVIDER_EVENT_TYPES",
     "PROVIDER_REQUEST_SECTIONS",
     "RECORDING_FORMAT_VERSION",
+    "SNAPSHOT_FEATURE",
     "UPGRADE",
     "WRITTEN_FEATURES",
     "Boundary",
@@ -85,6 +86,7 @@ __all__ = [
     "encode_row",
     "new_header",
     "request_sections",
+    "snapshot_refusal",
 ]
 
 
@@ -95,8 +97,20 @@ Bumped when the meaning of a row or field changes, or a field becomes required. 
 types and optional fields are additive: they are announced as header ``features`` instead.
 """
 
+SNAPSHOT_FEATURE: Final = "drift_snapshot"
+"""The header feature, and the header field, of a drift snapshot: a file of a drift check's
+live answers (:mod:`openprogram.drift.snapshot`), which replay refuses."""
+
 KNOWN_FEATURES: frozenset[str] = frozenset(
-    {"http", "tapes", DELTA_FEATURE, NOT_RECORDED_FEATURE, EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE}
+    {
+        "http",
+        "tapes",
+        DELTA_FEATURE,
+        NOT_RECORDED_FEATURE,
+        EVENTSTREAM_FEATURE,
+        RAW_TEXT_FEATURE,
+        SNAPSHOT_FEATURE,
+    }
 )
 """The header ``features`` this openprogram reads: the row types and optional fields added
 since its format version, each by name. A recording announcing any other was written by a
@@ -114,7 +128,9 @@ boundary captured (:mod:`openprogram.recording.not_recorded`).
 ``raw_text``: the ``raw`` field of ``sse`` and ``http_body`` events, the text of an event or
 a JSON body exactly as it came, where re-serializing the parsed value would not give its
 bytes back, and the ``sse_rest`` event, the text after a stream's last event; replay serves
-them, so the client reads the bytes it read live (:mod:`openprogram.http_boundary.codec`)."""
+them, so the client reads the bytes it read live (:mod:`openprogram.http_boundary.codec`).
+``drift_snapshot``: the file is a drift snapshot, not a recording of a session
+(:data:`SNAPSHOT_FEATURE`); it is read to show and diff, never replayed."""
 
 WRITTEN_FEATURES: tuple[str, ...] = (
     "http",
@@ -200,6 +216,23 @@ def new_header(
     if WRITTEN_FEATURES:
         header["features"] = list(WRITTEN_FEATURES)
     return header
+
+
+def snapshot_refusal(header: dict[str, Any]) -> str | None:
+    """Why a recording with ``header`` cannot be replayed — it is a drift snapshot — or
+    None."""
+    snapshot = header.get(SNAPSHOT_FEATURE)
+    features = header.get("features")
+    if not isinstance(snapshot, dict) and not (
+        isinstance(features, list) and SNAPSHOT_FEATURE in features
+    ):
+        return None
+    taken = snapshot if isinstance(snapshot, dict) else {}
+    return (
+        f"it is a drift snapshot (the live answers of {taken.get('recording', 'a recording')}, "
+        f"taken {taken.get('taken_at', 'by a drift check')}), which replay refuses: replay "
+        "the recording itself, or re-record it to accept the new answers"
+    )
 
 
 def encode_row(row: dict[str, Any]) -> bytes:

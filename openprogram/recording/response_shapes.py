@@ -11,7 +11,11 @@ JSON values — the body of a response, or every event of a stream — path by p
 * each key keeps how many of its parent objects held it, so that "the recording always had
   it" is known (``usage`` that comes only in the last chunk was never always there);
 * a field that names a kind (:data:`ENUM_FIELDS`: ``finish_reason``, ``type``, ``status``…)
-  keeps the values it took.
+  keeps the values it took;
+* a tool call's arguments (:data:`ARGUMENT_FIELDS`: ``input``, ``args``, ``arguments``) are one
+  value, not a shape: which tool the model chose, and so which keys its arguments hold, is
+  the model's answer, not the provider's format (their keys are checked against the tool's
+  schema instead, by :mod:`openprogram.drift.comparison`).
 
 A stream is summarized per event type (:func:`stream_summary`): the shapes of ``message_delta``
 events are compared with the recorded ``message_delta`` events, whatever their number.
@@ -32,7 +36,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+import orjson
+
 __all__ = [
+    "ARGUMENT_FIELDS",
     "ENUM_FIELDS",
     "PER_RUN_FIELDS",
     "DriftClass",
@@ -72,6 +79,10 @@ PER_RUN_FIELDS: Final = frozenset(
     }
 )
 """Keys whose value differs on every run: never content drift (their type still counts)."""
+
+ARGUMENT_FIELDS: Final = frozenset({"input", "args", "arguments"})
+"""Keys whose object value is a tool call's arguments (Anthropic's and Bedrock's ``input``,
+Gemini's ``args``): summarized as one value, never walked into."""
 
 _VALUES_KEPT: Final = 64
 """The distinct values a path keeps for the content comparison; past it, values are not
@@ -118,14 +129,21 @@ class ShapeSummary:
         kind = _json_type(value)
         if kind is not None:
             shape.types.add(kind)
-        if isinstance(value, dict):
+        if isinstance(value, dict | list) and _last_key(path) in ARGUMENT_FIELDS:
+            self._keep(shape, orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode())
+        elif isinstance(value, dict):
             shape.objects += 1
             for key, item in value.items():
                 self.add(item, _child(path, str(key)))
         elif isinstance(value, list):
             for item in value:
                 self.add(item, f"{path}[*]")
-        elif not shape.too_many_values:
+        else:
+            self._keep(shape, value)
+
+    @staticmethod
+    def _keep(shape: _PathShape, value: Any) -> None:
+        if not shape.too_many_values:
             shape.values.add(value)
             if len(shape.values) > _VALUES_KEPT:
                 shape.values.clear()
@@ -135,6 +153,11 @@ class ShapeSummary:
 def _child(path: str, key: str) -> str:
     simple = key.replace("_", "").replace("-", "").isalnum()
     return f"{path}.{key}" if simple else f'{path}["{key}"]'
+
+
+def _last_key(path: str) -> str | None:
+    found = _parent_and_key(path)
+    return None if found is None else found[1]
 
 
 def _parent_and_key(path: str) -> tuple[str, str] | None:

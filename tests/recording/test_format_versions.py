@@ -49,10 +49,10 @@ def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 
 
-def test_today_is_version_one_with_six_features() -> None:
+def test_today_is_version_one_with_six_features_written_and_the_snapshots_read() -> None:
     features = ("http", "tapes", "request_deltas", "not_recorded", "eventstream", "raw_text")
     assert RECORDING_FORMAT_VERSION == 1
-    assert frozenset(features) == KNOWN_FEATURES
+    assert frozenset({*features, "drift_snapshot"}) == KNOWN_FEATURES
     assert features == WRITTEN_FEATURES
     assert new_header()["features"] == list(features)
 

@@ -10,6 +10,7 @@ or the config itself is broken. Each is thin over the library.
     scan         ``scan``: credentials a recording may still hold
     diff         ``diff``: the first difference between two recordings
     verify       ``verify``: re-run a recorded session under replay
+    drift        ``drift``: re-send recorded calls live, and how the answers drifted
     delete       ``delete``: remove recordings, never the active one
     prune        ``prune``: remove old recordings
     status       ``status``: what is configured, and whether the next start would work
@@ -23,6 +24,7 @@ import typer
 from openprogram.cli.recordings import (
     delete,
     diff,
+    drift,
     listing,
     prune,
     scan,
@@ -39,5 +41,5 @@ recordings_app = typer.Typer(
 )
 status.register(recordings_app)
 switch.register(recordings_app)
-for module in (listing, show, delete, prune, diff, verify, scan):
+for module in (listing, show, delete, prune, diff, verify, drift, scan):
     module.register(recordings_app)

@@ -58,7 +58,7 @@ def scan(
     from openprogram.config.paths import recordings_dir
     from openprogram.store.scan import scan_recordings, scan_targets
 
-    user = _user_redaction(redactor)
+    user = configured_user_redaction(redactor)
     try:
         targets = scan_targets(list(paths or []), cwd=Path.cwd(), store=recordings_dir())
     except RecordingNameError as error:
@@ -79,7 +79,7 @@ def scan(
         raise typer.Exit(EXIT_FAILURE)
 
 
-def _user_redaction(spec: str | None) -> UserRedaction | None:
+def configured_user_redaction(spec: str | None) -> UserRedaction | None:
     """The configuration's patterns and ``--redactor``; exit 2 when either is unusable."""
     from openprogram.config.settings import load_config
     from openprogram.recording.redaction import remember_secret_variable

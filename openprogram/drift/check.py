@@ -1,0 +1,272 @@
+"""A drift check of one recording: its calls re-sent live, each answer compared with the
+recorded one, and the report.
+
+:func:`check_drift` sends the calls in recorded order, a few at a time (``concurrency``),
+and reports them in that order whatever order their answers came in. Each call is one
+:class:`CallDrift`: ``drifted`` (its drift, path by path, breaking first), ``unchanged``,
+``skipped`` (not sent, with the reason: :mod:`openprogram.drift.sending`) or ``failed`` (sent,
+but no answer came: the reason is the transport's error, redacted). :class:`DriftReport`
+says whether the check failed: drift of the class ``fail_on`` or worse (``breaking`` by
+default; ``additive`` also fails on new fields; ``content`` on any drift), or a call that
+could not be sent — a check that did not run is no pass.
+
+The recording itself is never changed: accepting the provider's new behaviour is
+re-recording it (:data:`ACCEPTING`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import urlsplit
+
+from openprogram.drift.comparison import LiveAnswer, answer_drift, answer_of_rows
+from openprogram.drift.credentials import Credentials
+from openprogram.drift.sending import (
+    LiveRequest,
+    Unsent,
+    live_request,
+    send_http,
+    send_provider_call,
+)
+from openprogram.recording.response_shapes import DriftClass, PathDrift
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import httpx
+
+    from openprogram.recording.format import RecordedCall, Recording
+    from openprogram.recording.user_redaction import UserRedaction
+
+__all__ = [
+    "ACCEPTING",
+    "DRIFT_CLASSES",
+    "CallDrift",
+    "DriftReport",
+    "check_drift",
+]
+
+DRIFT_CLASSES: Final[tuple[DriftClass, ...]] = ("breaking", "additive", "content")
+"""The classes of drift, worst first."""
+
+ACCEPTING: Final = (
+    "the recording is unchanged; to accept the provider's new answers, re-record it "
+    "(openprogram exec --record NAME -- COMMAND, or pytest --openprogram-record-mode=all)"
+)
+
+Result = Literal["drifted", "unchanged", "skipped", "failed"]
+
+
+@dataclass
+class CallDrift:
+    """One recorded call, checked against its live answer (or not sent, and why)."""
+
+    call_index: int
+    boundary: str
+    label: str
+    """``POST api.openai.com/v1/chat/completions``, or ``openai-completions gpt-4o-mini``."""
+    result: Result
+    drift: list[PathDrift] = field(default_factory=list)
+    reason: str | None = None
+    live_rows: list[dict[str, Any]] | None = None
+    """The live answer's event rows (redacted), when one came."""
+
+    @property
+    def worst(self) -> DriftClass | None:
+        return self.drift[0].kind if self.drift else None
+
+    def lines(self) -> list[str]:
+        head = f"call {self.call_index} {self.label}"
+        if self.result == "drifted":
+            return [f"{head}: {drift.line()}" for drift in self.drift]
+        if self.result == "unchanged":
+            return [f"{head}: no drift"]
+        return [f"{head}: {self.result}: {self.reason}"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call_index": self.call_index,
+            "boundary": self.boundary,
+            "call": self.label,
+            "result": self.result,
+            "worst": self.worst,
+            "reason": self.reason,
+            "drift": [
+                {
+                    "class": drift.kind,
+                    "path": drift.path,
+                    "what": drift.what,
+                    "recorded": drift.recorded,
+                    "live": drift.live,
+                }
+                for drift in self.drift
+            ],
+        }
+
+
+@dataclass
+class DriftReport:
+    """The drift of one recording's calls."""
+
+    path: Path
+    calls: list[CallDrift]
+    fail_on: DriftClass = "breaking"
+
+    def counts(self) -> dict[str, int]:
+        """How many calls drifted at worst breaking, additive, content; how many did not
+        drift, were skipped, failed."""
+        counts = dict.fromkeys((*DRIFT_CLASSES, "unchanged", "skipped", "failed"), 0)
+        for call in self.calls:
+            key = call.worst if call.result == "drifted" else call.result
+            counts[str(key)] += 1
+        return counts
+
+    @property
+    def failing(self) -> list[CallDrift]:
+        """The calls that fail the check."""
+        limit = DRIFT_CLASSES.index(self.fail_on)
+        return [
+            call
+            for call in self.calls
+            if call.result == "failed"
+            or any(DRIFT_CLASSES.index(drift.kind) <= limit for drift in call.drift)
+        ]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failing)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recording": str(self.path),
+            "fail_on": self.fail_on,
+            "failed": self.failed,
+            "counts": self.counts(),
+            "calls": [call.to_json() for call in self.calls],
+        }
+
+
+def check_drift(
+    recording: Recording,
+    *,
+    credentials: Credentials,
+    base_urls: Mapping[str, str] | None = None,
+    concurrency: int = 4,
+    timeout: float = 120.0,
+    max_calls: int | None = None,
+    only: Sequence[int] | None = None,
+    fail_on: DriftClass = "breaking",
+    user: UserRedaction | None = None,
+    client: httpx.Client | None = None,
+) -> DriftReport:
+    """Re-send ``recording``'s calls live and compare each answer with the recorded one.
+
+    ``max_calls``: at most this many calls are sent (the rest are skipped, counted);
+    ``only``: the call indexes to check (all by default); ``client``: the httpx client to
+    send with (one made for the check by default, closed after it)."""
+    import httpx
+
+    from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
+
+    rehost = dict(base_urls or {})
+    chosen = [call for call in recording.calls if only is None or call.call_index in set(only)]
+    owned = client is None
+    if client is None:
+        client = httpx.Client(timeout=timeout, follow_redirects=False)
+    # A client the HTTP boundary leaves alone: a check run inside a replayed test is sent.
+    setattr(client, PROVIDER_CLIENT_MARK, True)
+    planned: list[tuple[RecordedCall, LiveRequest | None, str | None]] = []
+    budget = max_calls
+    for call in chosen:
+        try:
+            request = live_request(call, credentials, rehost) if call.boundary == "http" else None
+        except Unsent as unsent:
+            planned.append((call, None, str(unsent)))
+            continue
+        if budget is not None and budget <= 0:
+            planned.append((call, None, f"over the budget of {max_calls} calls sent"))
+            continue
+        if budget is not None:
+            budget -= 1
+        planned.append((call, request, None))
+
+    def checked(entry: tuple[RecordedCall, LiveRequest | None, str | None]) -> CallDrift:
+        call, request, reason = entry
+        label = _label(call)
+        if reason is not None:
+            return CallDrift(call.call_index, call.boundary, label, "skipped", reason=reason)
+        return _checked(call, label, request, client, credentials, rehost, user)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            results = list(pool.map(checked, planned))
+    finally:
+        if owned:
+            client.close()
+    return DriftReport(recording.path, results, fail_on=fail_on)
+
+
+def _checked(
+    call: RecordedCall,
+    label: str,
+    request: LiveRequest | None,
+    client: httpx.Client,
+    credentials: Credentials,
+    base_urls: Mapping[str, str],
+    user: UserRedaction | None,
+) -> CallDrift:
+    import httpx
+
+    send: Callable[[], list[dict[str, Any]]]
+    if request is not None:
+        send = lambda: send_http(client, request, user)  # noqa: E731
+    else:
+        send = lambda: send_provider_call(call, credentials, base_urls)  # noqa: E731
+    try:
+        rows = send()
+    except Unsent as unsent:
+        return CallDrift(call.call_index, call.boundary, label, "skipped", reason=str(unsent))
+    except (httpx.HTTPError, OSError) as error:
+        return CallDrift(
+            call.call_index, call.boundary, label, "failed", reason=_failure(error, credentials)
+        )
+    drift = answer_drift(call.request, _recorded(call), _live(call, rows))
+    result: Result = "drifted" if drift else "unchanged"
+    return CallDrift(call.call_index, call.boundary, label, result, drift, live_rows=rows)
+
+
+def _recorded(call: RecordedCall) -> LiveAnswer:
+    if call.boundary == "provider":
+        return _provider_answer(call.event_rows)
+    return answer_of_rows(call.event_rows)
+
+
+def _live(call: RecordedCall, rows: list[dict[str, Any]]) -> LiveAnswer:
+    return _provider_answer(rows) if call.boundary == "provider" else answer_of_rows(rows)
+
+
+def _provider_answer(rows: list[dict[str, Any]]) -> LiveAnswer:
+    """A provider call's events, compared per event type as a stream is."""
+    return LiveAnswer(kind="events", events=[(str(row.get("type")), row) for row in rows])
+
+
+def _label(call: RecordedCall) -> str:
+    request = call.request
+    if call.boundary == "provider":
+        model = request.get("model")
+        model = model if isinstance(model, dict) else {}
+        return f"{model.get('api')} {model.get('id')}"
+    parts = urlsplit(str(request.get("url")))
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{request.get('method')} {parts.netloc}{parts.path}{query}"
+
+
+def _failure(error: BaseException, credentials: Credentials) -> str:
+    from openprogram.recording.redaction import SecretRedactor, known_secret_values
+
+    known = known_secret_values(credentials.environ) | {v for _, v in credentials.headers}
+    message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return str(SecretRedactor(known).redact_text(message))

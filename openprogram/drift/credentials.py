@@ -1,0 +1,173 @@
+"""The credentials a re-sent request carries: applied per vendor, from where its SDK reads
+them, and never written anywhere.
+
+A recording holds no credential (the recorder drops ``Authorization``, ``x-api-key`` and the
+AWS signature, and redacts a ``key=`` in a URL), so drift puts the vendor's back:
+
+=========  ==========================================================  =====================
+vendor     taken from                                                  sent as
+=========  ==========================================================  =====================
+openai     ``OPENAI_API_KEY``                                          ``Authorization: Bearer``
+anthropic  ``ANTHROPIC_API_KEY``                                       ``x-api-key``
+google     ``GOOGLE_API_KEY``, else ``GEMINI_API_KEY``                 ``x-goog-api-key``, or the
+                                                                       ``key=`` query parameter
+                                                                       when the recorded URL had one
+aws        botocore's credential chain (``AWS_ACCESS_KEY_ID``…, the    a SigV4 signature
+           shared files, a profile); the region from the host, else    (``Authorization``,
+           ``AWS_REGION`` / ``AWS_DEFAULT_REGION``                     ``X-Amz-Date``…)
+=========  ==========================================================  =====================
+
+The vendor is known from the API the request was made to (its path, as ``show`` reads it),
+else from the host. ``--header NAME: VALUE`` adds a header to every request (after the
+vendor's, so it can replace it). A request for which neither gives a credential is not sent:
+drift never sends a recorded request unauthenticated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from openprogram.store.vendors import vendor_api
+
+__all__ = [
+    "VENDORS",
+    "Credentials",
+    "MissingCredentials",
+    "apply_credentials",
+    "vendor_of",
+]
+
+VENDORS: Final = ("openai", "anthropic", "google", "aws")
+
+_VENDOR_OF_API: Final = {
+    "openai-completions": "openai",
+    "openai-responses": "openai",
+    "anthropic-messages": "anthropic",
+    "gemini": "google",
+    "bedrock-converse": "aws",
+}
+_VENDOR_OF_HOST: Final = (
+    ("api.openai.com", "openai"),
+    ("api.anthropic.com", "anthropic"),
+    ("googleapis.com", "google"),
+    ("amazonaws.com", "aws"),
+)
+_KEY_VARIABLES: Final = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+}
+_AWS_REGION_IN_HOST: Final = re.compile(r"\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com$")
+
+
+class MissingCredentials(Exception):
+    """No credential for a request: it is skipped, with this reason."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Where credentials come from: the environment, and the ``--header`` values."""
+
+    environ: Mapping[str, str]
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_environment(cls, headers: tuple[tuple[str, str], ...] = ()) -> Credentials:
+        return cls(dict(os.environ), headers)
+
+
+def vendor_of(request: Mapping[str, object]) -> str | None:
+    """The vendor a recorded request was sent to (one of :data:`VENDORS`), or None."""
+    api = vendor_api(dict(request), None)
+    if api is not None:
+        return _VENDOR_OF_API.get(api.name)
+    host = (urlsplit(str(request.get("url"))).hostname or "").lower()
+    return next((vendor for suffix, vendor in _VENDOR_OF_HOST if host.endswith(suffix)), None)
+
+
+def apply_credentials(
+    vendor: str | None,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    credentials: Credentials,
+) -> str:
+    """Put ``vendor``'s credentials into ``headers`` (in place) and return the URL to send
+    to; raises :class:`MissingCredentials` when there is none to put."""
+    given = {name.lower() for name, _ in credentials.headers}
+    if vendor == "aws":
+        if not given & {"authorization"}:
+            headers.update(_aws_signature(method, url, headers, body, credentials))
+    elif vendor in _KEY_VARIABLES:
+        variables = _KEY_VARIABLES[vendor]
+        key = next((credentials.environ[v] for v in variables if credentials.environ.get(v)), None)
+        if key is not None:
+            url = _with_key(vendor, url, key, headers)
+        elif not given:
+            named = " or ".join(variables)
+            raise MissingCredentials(f"no {vendor} key: set {named} (or pass --header)")
+    elif not given:
+        raise MissingCredentials("no credentials known for this API: pass --header NAME:VALUE")
+    for name, value in credentials.headers:
+        for existing in [key for key in headers if key.lower() == name.lower()]:
+            del headers[existing]
+        headers[name] = value
+    return url
+
+
+def _with_key(vendor: str, url: str, key: str, headers: dict[str, str]) -> str:
+    if vendor == "openai":
+        headers["authorization"] = f"Bearer {key}"
+    elif vendor == "anthropic":
+        headers["x-api-key"] = key
+    else:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        if any(name == "key" for name, _ in query):
+            query = [(name, key if name == "key" else value) for name, value in query]
+            return urlunsplit(parts._replace(query=urlencode(query)))
+        headers["x-goog-api-key"] = key
+    return url
+
+
+def _aws_signature(
+    method: str, url: str, headers: dict[str, str], body: bytes, credentials: Credentials
+) -> dict[str, str]:
+    """The SigV4 headers of a Bedrock request, signed through botocore."""
+    try:
+        from botocore.auth import SigV4Auth  # type: ignore[import-untyped]
+        from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
+        from botocore.session import Session  # type: ignore[import-untyped]
+    except ImportError:
+        raise MissingCredentials(
+            "signing a Bedrock request needs botocore: pip install botocore (or pass --header)"
+        ) from None
+    session = Session()
+    environ = credentials.environ
+    if environ.get("AWS_ACCESS_KEY_ID") and environ.get("AWS_SECRET_ACCESS_KEY"):
+        session.set_credentials(
+            environ["AWS_ACCESS_KEY_ID"],
+            environ["AWS_SECRET_ACCESS_KEY"],
+            environ.get("AWS_SESSION_TOKEN") or None,
+        )
+    found = session.get_credentials()
+    if found is None:
+        raise MissingCredentials(
+            "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)"
+        )
+    host = urlsplit(url).hostname or ""
+    match = _AWS_REGION_IN_HOST.search(host)
+    region = (
+        match.group(1) if match else environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+    )
+    if not region:
+        raise MissingCredentials("no AWS region: set AWS_REGION (the host names none)")
+    signed = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
+    SigV4Auth(found.get_frozen_credentials(), "bedrock", region).add_auth(signed)
+    return {name: str(value) for name, value in signed.headers.items()}
