@@ -328,7 +328,6 @@ def _check_replay_source(path: Path) -> None:
     # The recording's reader and the provider's event models cost ~100 ms to import: paid by
     # the processes that check a recording, not by every one that imports the registry.
     from openprogram.provider_boundary.codec import read_for_replay
-
     from openprogram.recording.format import snapshot_refusal
 
     recording = read_for_replay(path)

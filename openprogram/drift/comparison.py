@@ -12,8 +12,9 @@ same code that records, redaction included), so the comparison sees the two alik
 * **the compared headers** (:data:`COMPARED_HEADERS`): one that no longer comes is breaking,
   a new one additive, another value content;
 * **the tool calls**: a tool the request did not offer, or argument keys outside the
-  offered tool's schema (when the schema names its properties and allows no others), are
-  breaking; which offered tool the model chose is content.
+  offered tool's schema (when the schema names its properties and allows no others) that no
+  recorded call of that tool held, are breaking; which offered tool the model chose is
+  content.
 """
 
 from __future__ import annotations
@@ -117,8 +118,7 @@ def answer_drift(
             for drift in shapes
         ]
     found += shapes
-    if not live.is_error:
-        found += _tool_call_drift(request, live)
+    found += _tool_call_drift(request, recorded, live)
     return _ordered(found)
 
 
@@ -191,44 +191,59 @@ def _tool_schemas(request: dict[str, Any]) -> Iterator[tuple[object, object]]:
         yield spec.get("name"), as_dict(spec.get("inputSchema")).get("json")
 
 
-def _tool_call_drift(request: dict[str, Any], live: LiveAnswer) -> list[PathDrift]:
-    body = request.get("body")
-    offered = offered_tools(body)
+def _tool_call_drift(
+    request: dict[str, Any], recorded: LiveAnswer, live: LiveAnswer
+) -> list[PathDrift]:
+    """The live tool calls of a tool the request did not offer, or with argument keys
+    outside its schema that no recorded call of that tool held either."""
+    offered = offered_tools(request.get("body"))
     if not offered:
         return []
-    first = live.events[0][1] if live.events else live.whole
-    api = vendor_api(request, first)
-    if api is None:
-        return []
-    datas = [_reader_data(name, data, live.kind) for name, data in live.events]
-    reply = api.reply(body, datas, live.whole if live.kind == "json" else None)
+    already: dict[str, set[str]] = {}
+    for name, arguments in _tool_calls(request, recorded):
+        if isinstance(arguments, dict):
+            already.setdefault(name, set()).update(str(key) for key in arguments)
     found = []
-    for call in reply.tools.values():
-        if not call.name:
-            continue
-        if call.name not in offered:
+    for name, arguments in _tool_calls(request, live):
+        if name not in offered:
             found.append(
                 PathDrift(
                     "breaking",
-                    f"tool call {call.name}",
+                    f"tool call {name}",
                     "a tool the request did not offer",
                     ", ".join(sorted(offered)),
-                    call.name,
+                    name,
                 )
             )
             continue
-        unknown = _keys_outside(offered[call.name], call.arguments())
+        schema = offered[name]
+        unknown = [
+            key for key in _keys_outside(schema, arguments) if key not in already.get(name, ())
+        ]
         if unknown:
             found.append(
                 PathDrift(
                     "breaking",
-                    f"tool call {call.name}",
+                    f"tool call {name}",
                     "argument keys outside the tool's schema",
-                    ", ".join(sorted(as_dict(as_dict(offered[call.name]).get("properties")))),
+                    ", ".join(sorted(as_dict(as_dict(schema).get("properties")))),
                     ", ".join(unknown),
                 )
             )
     return found
+
+
+def _tool_calls(request: dict[str, Any], answer: LiveAnswer) -> Iterator[tuple[str, Any]]:
+    """Each tool call an answer holds: the tool's name and its arguments."""
+    first = answer.events[0][1] if answer.events else answer.whole
+    api = vendor_api(request, first)
+    if api is None or answer.is_error:
+        return
+    datas = [_reader_data(name, data, answer.kind) for name, data in answer.events]
+    reply = api.reply(request.get("body"), datas, answer.whole if answer.kind == "json" else None)
+    for call in reply.tools.values():
+        if call.name:
+            yield call.name, call.arguments()
 
 
 def _reader_data(name: str | None, data: Any, kind: str) -> Any:

@@ -33,6 +33,11 @@ from typing import Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from openprogram.store.vendors import vendor_api
+from openprogram.store.vendors.anthropic_messages import ANTHROPIC_MESSAGES
+from openprogram.store.vendors.bedrock_converse import BEDROCK_CONVERSE
+from openprogram.store.vendors.gemini import GEMINI
+from openprogram.store.vendors.openai_chat import OPENAI_CHAT
+from openprogram.store.vendors.openai_responses import OPENAI_RESPONSES
 
 __all__ = [
     "VENDORS",
@@ -45,11 +50,11 @@ __all__ = [
 VENDORS: Final = ("openai", "anthropic", "google", "aws")
 
 _VENDOR_OF_API: Final = {
-    "openai-completions": "openai",
-    "openai-responses": "openai",
-    "anthropic-messages": "anthropic",
-    "gemini": "google",
-    "bedrock-converse": "aws",
+    OPENAI_CHAT.name: "openai",
+    OPENAI_RESPONSES.name: "openai",
+    ANTHROPIC_MESSAGES.name: "anthropic",
+    GEMINI.name: "google",
+    BEDROCK_CONVERSE.name: "aws",
 }
 _VENDOR_OF_HOST: Final = (
     ("api.openai.com", "openai"),
@@ -156,7 +161,10 @@ def _aws_signature(
             environ["AWS_SECRET_ACCESS_KEY"],
             environ.get("AWS_SESSION_TOKEN") or None,
         )
-    found = session.get_credentials()
+    try:  # botocore's chain: variables, shared files, a profile, a container or instance role
+        found = session.get_credentials()
+    except Exception as error:  # botocore raises its own errors, and whatever a socket raises
+        raise MissingCredentials(f"AWS credentials could not be read: {error}") from None
     if found is None:
         raise MissingCredentials(
             "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)"

@@ -138,7 +138,7 @@ class ShapeSummary:
         elif isinstance(value, list):
             for item in value:
                 self.add(item, f"{path}[*]")
-        else:
+        elif value is not None:  # null is optional, not a value
             self._keep(shape, value)
 
     @staticmethod
@@ -228,7 +228,7 @@ def _summary_drift(recorded: ShapeSummary, live: ShapeSummary, *, prefix: str) -
     for path in sorted(recorded.paths.keys() | live.paths.keys()):
         before, after = recorded.paths.get(path), live.paths.get(path)
         parent, key = _parent_and_key(path) or (None, "")
-        shown = prefix + path
+        shown = prefix + _shown_path(path)
         if before is None:
             assert after is not None
             if parent in recorded.paths:  # a new key (the keys under it are not named again)
@@ -271,6 +271,12 @@ def _summary_drift(recorded: ShapeSummary, live: ShapeSummary, *, prefix: str) -
                 )
             )
     return found
+
+
+def _shown_path(path: str) -> str:
+    """A path as a report names it: from the value's top (``choices[*].finish_reason``),
+    ``$`` for the value itself."""
+    return path.removeprefix(f"{_ROOT}.") if path.startswith(f"{_ROOT}.") else path
 
 
 def _always_there(summary: ShapeSummary, path: str, parent: str | None) -> bool:

@@ -23,6 +23,9 @@
 - ``sse_server``, ``vendor_wire`` and ``vendors``: the loopback server the vendor providers
   talk to, the bytes each vendor sends, and the one table of vendors.
 - ``sdk_server``: the loopback server that answers the official SDKs as the vendors do.
+- ``drift_server``: the loopback server that answers with a recording's responses, as
+  recorded or drifted (a field renamed, another type or kind, a new field or event type, an
+  error body, other chunking, other values), for the drift check's tests.
 - ``recording_mutations``, ``http_fuzz_session`` and ``read_commands``: damaged recordings
   (of provider calls, and of SDK traffic), and what each read command must do with one.
 - ``inner_project``: an inner pytest project for the pytest plugin's tests.
