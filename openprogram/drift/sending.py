@@ -300,14 +300,15 @@ def send_provider_call(
     from pydantic import ValidationError
 
     from openprogram.providers.builtins import BUILTIN_PROVIDER_FACTORIES, VENDOR_OF_API
-    from openprogram.providers.types import Context, Model, StreamOptions
+    from openprogram.providers.types import Context, Model, SimpleStreamOptions
     from openprogram.recording.redaction import SecretRedactor
 
     request = call.request
     try:
         model = Model.model_validate(request["model"])
         context = Context.model_validate(request["context"])
-        options = StreamOptions.model_validate(request["options"])
+        # the options of either entry point (``stream_simple``'s hold ``reasoning`` too)
+        options = SimpleStreamOptions.model_validate(request["options"])
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -335,7 +336,7 @@ def send_provider_call(
 
     async def streamed() -> list[dict[str, Any]]:
         provider = factory(None)
-        events = provider.stream(model, context, options)
+        events = provider.stream_simple(model, context, options)
         rows = [event.model_dump(mode="json") async for event in events]
         return [redactor.redact_model_output(row) for row in rows]
 

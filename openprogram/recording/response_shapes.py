@@ -55,6 +55,7 @@ ENUM_FIELDS: Final = frozenset(
     {
         "finish_reason",
         "stop_reason",
+        "reason",
         "finishReason",
         "stopReason",
         "blockReason",
@@ -73,6 +74,7 @@ PER_RUN_FIELDS: Final = frozenset(
         "created_at",
         "completed_at",
         "createTime",
+        "timestamp",
         "responseId",
         "system_fingerprint",
         "latencyMs",
