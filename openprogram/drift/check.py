@@ -72,7 +72,7 @@ class CallDrift:
     drift: list[PathDrift] = field(default_factory=list)
     reason: str | None = None
     live_rows: list[dict[str, Any]] | None = None
-    """The live answer's event rows (redacted), when one came."""
+    """The live answer's event rows (redacted), when one came and the check keeps them."""
 
     @property
     def worst(self) -> DriftClass | None:
@@ -161,12 +161,15 @@ def check_drift(
     fail_on: DriftClass = "breaking",
     user: UserRedaction | None = None,
     client: httpx.Client | None = None,
+    keep_live: bool = False,
 ) -> DriftReport:
     """Re-send ``recording``'s calls live and compare each answer with the recorded one.
 
     ``max_calls``: at most this many calls are sent (the rest are skipped, counted);
     ``only``: the call indexes to check (all by default); ``client``: the httpx client to
-    send with (one made for the check by default, closed after it)."""
+    send with (one made for the check by default, closed after it); ``keep_live``: each
+    :class:`CallDrift` keeps its live answer's rows (for a snapshot), else they are dropped
+    once compared."""
     import httpx
 
     from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
@@ -198,7 +201,10 @@ def check_drift(
         label = _label(call)
         if reason is not None:
             return CallDrift(call.call_index, call.boundary, label, "skipped", reason=reason)
-        return _checked(call, label, request, client, credentials, rehost, user)
+        checked = _checked(call, label, request, client, credentials, rehost, user)
+        if not keep_live:
+            checked.live_rows = None
+        return checked
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:

@@ -32,6 +32,7 @@ once, with its class:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -125,22 +126,32 @@ class ShapeSummary:
 
     paths: dict[str, _PathShape] = field(default_factory=dict)
 
-    def add(self, value: Any, path: str = _ROOT) -> None:
-        shape = self.paths.setdefault(path, _PathShape())
+    def add(self, value: Any, path: str = _ROOT, key: object = None) -> None:
+        """Add the shape of ``value``, found at ``path`` (under the object key ``key``)."""
+        shape = self.paths.get(path)
+        if shape is None:
+            shape = self.paths[path] = _PathShape()
         shape.seen += 1
-        kind = _json_type(value)
-        if kind is not None:
-            shape.types.add(kind)
-        if isinstance(value, dict | list) and _last_key(path) in ARGUMENT_FIELDS:
-            self._keep(shape, orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode())
-        elif isinstance(value, dict):
+        if value is None:  # null is optional, not a type or a value
+            return
+        if isinstance(value, dict):
+            shape.types.add("object")
+            if key in ARGUMENT_FIELDS:
+                self._keep(shape, _json_text(value))
+                return
             shape.objects += 1
-            for key, item in value.items():
-                self.add(item, _child(path, str(key)))
+            for name, item in value.items():
+                self.add(item, _child(path, str(name)), name)
         elif isinstance(value, list):
+            shape.types.add("array")
+            if key in ARGUMENT_FIELDS:
+                self._keep(shape, _json_text(value))
+                return
+            items = f"{path}[*]"
             for item in value:
-                self.add(item, f"{path}[*]")
-        elif value is not None:  # null is optional, not a value
+                self.add(item, items)
+        else:
+            shape.types.add(_json_type(value) or "null")
             self._keep(shape, value)
 
     @staticmethod
@@ -152,14 +163,18 @@ class ShapeSummary:
                 shape.too_many_values = True
 
 
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # an integer beyond 64 bits: the reader keeps what JSON holds
+        return repr(value)
+
+
+@functools.lru_cache(maxsize=8192)
 def _child(path: str, key: str) -> str:
+    """The path of ``key`` under the object at ``path`` (asked again and again, per event)."""
     simple = key.replace("_", "").replace("-", "").isalnum()
     return f"{path}.{key}" if simple else f'{path}["{key}"]'
-
-
-def _last_key(path: str) -> str | None:
-    found = _parent_and_key(path)
-    return None if found is None else found[1]
 
 
 def _parent_and_key(path: str) -> tuple[str, str] | None:

@@ -117,6 +117,7 @@ def drift(
                 only=call,
                 fail_on=cast("DriftClass", fail_on),
                 user=user,
+                keep_live=save is not None,
             )
             reports.append(report)
             if not as_json:
