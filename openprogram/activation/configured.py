@@ -328,12 +328,10 @@ def _check_replay_source(path: Path) -> None:
     # The recording's reader and the provider's event models cost ~100 ms to import: paid by
     # the processes that check a recording, not by every one that imports the registry.
     from openprogram.provider_boundary.codec import read_for_replay
-    from openprogram.recording.format import snapshot_refusal
+    from openprogram.recording.format import refuse_a_snapshot
 
     recording = read_for_replay(path)
-    refusal = snapshot_refusal(recording.header)
-    if refusal is not None:
-        raise RecordingFileError(str(path), refusal, advice="")
+    refuse_a_snapshot(recording)
     if not recording.calls and not recording.tapes:
         raise ExecSetupError(nothing_to_replay(path))
 

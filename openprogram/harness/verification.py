@@ -43,6 +43,7 @@ from openprogram.providers.registry import provider_scope
 from openprogram.providers.runtime import remember_key_variables
 from openprogram.providers.types import Context, Model, SimpleStreamOptions, UserMessage
 from openprogram.recording.difference import DEFAULT_MATCHING, join_field_path
+from openprogram.recording.format import refuse_a_snapshot
 from openprogram.recording.reader import read_recording as read_rows
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.store.hashing import transcript_hash
@@ -154,6 +155,7 @@ def verify_command(
     """
 
     recording = read_rows(path)  # strict: a damaged file is refused before anything runs
+    refuse_a_snapshot(recording)
     if not recording.calls and not recording.tapes:
         raise VerifySetupError(nothing_to_replay(path))
     settings = _configured_settings()

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 import orjson
 
 from openprogram import __version__
-from openprogram.errors import UnrecordableValueError
+from openprogram.errors import RecordingFileError, UnrecordableValueError
 from openprogram.json_nesting import MAX_NESTING_DEPTH, json_text_may_exceed_nesting_limit
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE, SSE_REST
@@ -85,6 +85,7 @@ __all__ = [
     "encode_recordable_row",
     "encode_row",
     "new_header",
+    "refuse_a_snapshot",
     "request_sections",
     "snapshot_refusal",
 ]
@@ -233,6 +234,14 @@ def snapshot_refusal(header: dict[str, Any]) -> str | None:
         f"taken {taken.get('taken_at', 'by a drift check')}), which replay refuses: replay "
         "the recording itself, or re-record it to accept the new answers"
     )
+
+
+def refuse_a_snapshot(recording: Recording) -> None:
+    """Raise :class:`~openprogram.errors.RecordingFileError` when ``recording`` is a drift
+    snapshot: every way into replay asks this before anything runs."""
+    refusal = snapshot_refusal(recording.header)
+    if refusal is not None:
+        raise RecordingFileError(str(recording.path), refusal, advice="")
 
 
 def encode_row(row: dict[str, Any]) -> bytes:

@@ -48,7 +48,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from openprogram.errors import RecordingFileError, ReplayMismatch, UnconsumedCallsError
+from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.call_digest import request_ignore_fields
 from openprogram.recording.content_matching import ContentMatching
 from openprogram.recording.difference import (
@@ -61,8 +61,8 @@ from openprogram.recording.difference import (
 from openprogram.recording.format import (
     RecordedCall,
     Recording,
+    refuse_a_snapshot,
     request_sections,
-    snapshot_refusal,
 )
 from openprogram.recording.mismatch import (
     more_calls_than_recorded,
@@ -117,9 +117,7 @@ class ReplaySession:
         user_redaction: UserRedaction | None = None,
         compare_loopback_ports: bool = False,
     ) -> None:
-        refusal = snapshot_refusal(recording.header)
-        if refusal is not None:
-            raise RecordingFileError(str(recording.path), refusal, advice="")
+        refuse_a_snapshot(recording)
         self.recording = recording
         self._user_redaction = user_redaction
         self._ignore_fields = frozenset(ignore_fields)

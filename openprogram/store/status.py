@@ -332,9 +332,11 @@ def start_replay(argument: str) -> ModeChange:
     """Check the recording ``argument`` (a name or a path) and set mode=replay."""
     from openprogram.config.editing import set_record_replay
     from openprogram.provider_boundary.codec import read_recording
+    from openprogram.recording.format import refuse_a_snapshot
 
     ref = names.resolve_recording(argument, recordings_dir())
     recording = read_recording(ref.path)  # refuses a missing, corrupt or other-version file
+    refuse_a_snapshot(recording)
     setting = ref.name if ref.name is not None else str(ref.path)
     edit = set_record_replay(mode="replay", file=setting)
     return ModeChange(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from openprogram.errors import RecordingFileError
 from openprogram.recording import read_recording
 from tests.support.bedrock_server import MODEL_ID, BedrockServer, bedrock_client
 from tests.support.cli_runner import error_line, run
+from tests.support.cli_runner import openprogram as openprogram_command
 from tests.support.drift_server import (
     Add,
     Change,
@@ -356,7 +358,41 @@ def test_a_saved_snapshot_is_shown_and_diffed_and_replay_refuses_it(
         pass
 
 
-def test_bad_options_and_a_snapshot_as_input_exit_2(recording: Path, tmp_path: Path) -> None:
+def marked_as_a_snapshot(recording: Path, snapshot: Path) -> Path:
+    lines = recording.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["features"].append("drift_snapshot")
+    header["drift_snapshot"] = {"recording": "x.jsonl", "taken_at": "2026-12-04T00:00:00Z"}
+    snapshot.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    return snapshot
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["recordings", "replay", "{path}"],
+        ["recordings", "verify", "{path}", "--", sys.executable, "-c", "open('ran', 'w')"],
+        ["exec", "--replay", "{path}", "--", sys.executable, "-c", "open('ran', 'w')"],
+        ["recordings", "drift", "{path}"],
+    ],
+    ids=["replay", "verify -- COMMAND", "exec --replay", "drift"],
+)
+def test_every_way_into_replay_refuses_a_snapshot_before_anything_runs(
+    recording: Path, tmp_path: Path, command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    snapshot = marked_as_a_snapshot(recording, tmp_path / "snap.jsonl")
+    result = openprogram_command(*(part.format(path=snapshot) for part in command))
+    assert result.exit_code == 2
+    assert error_line(result) == (
+        f"error: {snapshot}: it is a drift snapshot (the live answers of x.jsonl, taken "
+        "2026-12-04T00:00:00Z), which replay refuses: replay the recording itself, or "
+        "re-record it to accept the new answers"
+    )
+    assert not (tmp_path / "ran").exists()
+
+
+def test_bad_options_exit_2_and_never_echo_a_header(recording: Path) -> None:
     result = run("drift", str(recording), "--fail-on", "everything")
     assert result.exit_code == 2
     assert "--fail-on takes breaking, additive or content" in error_line(result)
@@ -366,12 +402,3 @@ def test_bad_options_and_a_snapshot_as_input_exit_2(recording: Path, tmp_path: P
     result = run("drift", str(recording), "--header", "Authorization Bearer sk-abcdefghijklmnop")
     assert result.exit_code == 2
     assert "sk-abcdefghijklmnop" not in result.output
-    snapshot = tmp_path / "snap.jsonl"
-    lines = recording.read_text().splitlines()
-    header = json.loads(lines[0])
-    header["features"].append("drift_snapshot")
-    header["drift_snapshot"] = {"recording": "x.jsonl", "taken_at": "2026-12-04T00:00:00Z"}
-    snapshot.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
-    result = run("drift", str(snapshot))
-    assert result.exit_code == 2
-    assert "is a drift snapshot (the live answers of x.jsonl" in error_line(result)

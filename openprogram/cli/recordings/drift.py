@@ -85,7 +85,7 @@ def drift(
     from openprogram.drift.check import ACCEPTING, check_drift
     from openprogram.drift.credentials import Credentials
     from openprogram.recording import read_recording
-    from openprogram.recording.format import snapshot_refusal
+    from openprogram.recording.format import refuse_a_snapshot
     from openprogram.store.names import resolve_recording
 
     if fail_on not in FAIL_ON:
@@ -103,9 +103,7 @@ def drift(
         paths = [resolve_recording(argument, store).path for argument in recordings]
         read = [read_recording(path) for path in paths]
         for recording in read:
-            refusal = snapshot_refusal(recording.header)
-            if refusal is not None:
-                raise RecordingFileError(str(recording.path), refusal, advice="")
+            refuse_a_snapshot(recording)
         for recording in read:
             report = check_drift(
                 recording,
