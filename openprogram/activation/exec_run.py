@@ -96,6 +96,9 @@ class ExecOutcome:
     """record: the connections (``host:port (library)``) no boundary captured."""
     discarded: int = 0
     """record: the calls a failed command recorded that were not kept."""
+    put_back: bool = False
+    """record: the command failed, so the recording was put back as it was before it (a
+    recording exec created for it removed), whatever it recorded."""
 
     @property
     def exit_status(self) -> int:
@@ -166,7 +169,7 @@ def run_with_plan(
         exchange.remove()
     if discard_failed and status != 0 and plan.mode == "record" and plan.path is not None:
         _put_back(plan.path, prior)
-        return dataclasses.replace(outcome, calls=0, discarded=outcome.calls)
+        return dataclasses.replace(outcome, calls=0, discarded=outcome.calls, put_back=True)
     return outcome
 
 

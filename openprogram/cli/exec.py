@@ -95,9 +95,16 @@ def _report(outcome: object) -> None:
     if plan.mode == "record" and outcome.discarded:
         line(
             f"the command exited with status {outcome.status}, so the "
-            f"{plural(outcome.discarded, 'call')} it recorded were not kept in {plan.path} "
+            f"{plural(outcome.discarded, 'call')} it recorded "
+            f"{'was' if outcome.discarded == 1 else 'were'} not kept in {plan.path} "
             "(a session cut short would not replay); run it again, or add --keep-partial "
             "to keep them",
+            "bold yellow",
+        )
+    elif plan.mode == "record" and outcome.put_back:
+        line(
+            f"the command exited with status {outcome.status} before recording any call, so "
+            f"nothing was kept in {plan.path}",
             "bold yellow",
         )
     elif plan.mode == "record":

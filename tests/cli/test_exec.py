@@ -309,7 +309,7 @@ def test_a_command_that_fails_under_record_keeps_nothing_unless_asked(
 
     assert result.returncode == 3, result.stderr
     assert result.stderr.splitlines()[-1] == (
-        f"openprogram: the command exited with status 3, so the 1 call it recorded were not "
+        f"openprogram: the command exited with status 3, so the 1 call it recorded was not "
         f"kept in {stored('cut')} (a session cut short would not replay); run it again, or "
         "add --keep-partial to keep them"
     )
@@ -317,6 +317,21 @@ def test_a_command_that_fails_under_record_keeps_nothing_unless_asked(
     kept = run_exec("--record", "cut", "--keep-partial", "--", sys.executable, str(agent), env=env)
     assert kept.returncode == 3
     assert len(read_recording(stored("cut")).calls) == 1
+
+
+def test_a_command_that_fails_before_recording_any_call_says_nothing_was_kept(
+    env: dict[str, str],
+) -> None:
+    result = run_exec(
+        "--record", "early", "--", sys.executable, "-c", "raise SystemExit(3)", env=env
+    )
+
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "openprogram: the command exited with status 3 before recording any call, so nothing "
+        f"was kept in {stored('early')}"
+    )
+    assert not stored("early").exists()
 
 
 SLEEPER = """\
@@ -370,7 +385,7 @@ def test_a_sigint_sent_to_exec_alone_reaches_the_command(
 
     assert process.returncode == 130, stderr
     assert (tmp_path / "interrupted").exists()
-    assert "were not kept" not in stderr  # it recorded no call
+    assert "exited with status 130 before recording any call, so nothing was kept" in stderr
     assert not stored("sleep").exists()
 
 
