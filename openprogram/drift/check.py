@@ -59,6 +59,10 @@ ACCEPTING: Final = (
 
 Result = Literal["drifted", "unchanged", "skipped", "failed"]
 
+_CONTENT_LINES: Final = 2
+"""The content drifts of a call the text report shows one by one; more are named on one
+line (the model's text, and with it every token count, differs on every run)."""
+
 
 @dataclass
 class CallDrift:
@@ -79,9 +83,21 @@ class CallDrift:
         return self.drift[0].kind if self.drift else None
 
     def lines(self) -> list[str]:
+        """The report's lines for this call: each breaking and additive drift, and the
+        content drift — each path when there are a few, else one line naming them."""
         head = f"call {self.call_index} {self.label}"
         if self.result == "drifted":
-            return [f"{head}: {drift.line()}" for drift in self.drift]
+            content = [drift for drift in self.drift if drift.kind == "content"]
+            lines = [f"{head}: {drift.line()}" for drift in self.drift if drift.kind != "content"]
+            if len(content) <= _CONTENT_LINES:
+                return lines + [f"{head}: {drift.line()}" for drift in content]
+            paths = ", ".join(drift.path for drift in content[:_CONTENT_LINES])
+            more = len(content) - _CONTENT_LINES
+            return [
+                *lines,
+                f"{head}: content: other values at {len(content)} paths: {paths} and {more} "
+                "more (--json lists each)",
+            ]
         if self.result == "unchanged":
             return [f"{head}: no drift"]
         return [f"{head}: {self.result}: {self.reason}"]

@@ -325,3 +325,22 @@ def test_a_header_given_stands_in_for_a_missing_key_and_replaces_the_vendors() -
     assert headers == {"Authorization": "Bearer proxy-token-0123456789"}
     with pytest.raises(MissingCredentials, match="no credentials known for this API"):
         apply_credentials(None, "POST", "https://example.invalid/x", {}, b"", Credentials({}))
+
+
+def test_the_text_report_names_many_content_paths_on_one_line() -> None:
+    from openprogram.drift.check import CallDrift
+    from openprogram.recording.response_shapes import PathDrift
+
+    drift = [PathDrift("breaking", "status", "changed", "200", "500")]
+    drift += [PathDrift("content", f"usage.n{i}", "other values", "1", "2") for i in range(4)]
+    checked = CallDrift(3, "http", "POST api.x/v1", "drifted", drift)
+    assert checked.lines() == [
+        "call 3 POST api.x/v1: breaking: status changed: 200 → 500",
+        "call 3 POST api.x/v1: content: other values at 4 paths: usage.n0, usage.n1 and 2 more "
+        "(--json lists each)",
+    ]
+    few = CallDrift(3, "http", "POST api.x/v1", "drifted", drift[1:3])
+    assert few.lines() == [
+        "call 3 POST api.x/v1: content: usage.n0 other values: 1 → 2",
+        "call 3 POST api.x/v1: content: usage.n1 other values: 1 → 2",
+    ]
