@@ -676,11 +676,11 @@ class ExecSetupError(OpenProgramError):
 class RecordingMissingError(OpenProgramError):
     """Replay-only mode and the test has no recording yet."""
 
-    def __init__(self, path: str, command: str) -> None:
+    def __init__(self, path: str, command: str, *, mode: str = "none") -> None:
         self.path = path
         self.command = command
         super().__init__(
-            f"no recording at {path} (record mode 'none' only replays); record it with "
+            f"no recording at {path} (record mode {mode!r} only replays); record it with "
             f"`{command}`, then commit it"
         )
 

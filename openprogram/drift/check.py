@@ -178,6 +178,7 @@ def check_drift(
     user: UserRedaction | None = None,
     client: httpx.Client | None = None,
     keep_live: bool = False,
+    over_budget: str | None = None,
 ) -> DriftReport:
     """Re-send ``recording``'s calls live and compare each answer with the recorded one.
 
@@ -185,7 +186,8 @@ def check_drift(
     ``only``: the call indexes to check (all by default); ``client``: the httpx client to
     send with (one made for the check by default, closed after it); ``keep_live``: each
     :class:`CallDrift` keeps its live answer's rows (for a snapshot), else they are dropped
-    once compared."""
+    once compared; ``over_budget``: the reason a call over ``max_calls`` is skipped for
+    (``over the budget of N calls sent`` by default)."""
     import httpx
 
     from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
@@ -206,7 +208,9 @@ def check_drift(
             planned.append((call, None, str(unsent)))
             continue
         if budget is not None and budget <= 0:
-            planned.append((call, None, f"over the budget of {max_calls} calls sent"))
+            planned.append(
+                (call, None, over_budget or f"over the budget of {max_calls} calls sent")
+            )
             continue
         if budget is not None:
             budget -= 1

@@ -80,10 +80,15 @@ class Credentials:
 
     environ: Mapping[str, str]
     headers: tuple[tuple[str, str], ...] = ()
+    other_way: str = ""
+    """How else a credential may be given, as the reason a call is skipped adds it (the
+    command line: `` (or pass --header)``)."""
 
     @classmethod
-    def from_environment(cls, headers: tuple[tuple[str, str], ...] = ()) -> Credentials:
-        return cls(dict(os.environ), headers)
+    def from_environment(
+        cls, headers: tuple[tuple[str, str], ...] = (), *, other_way: str = ""
+    ) -> Credentials:
+        return cls(dict(os.environ), headers, other_way)
 
 
 def vendor_of(request: Mapping[str, object]) -> str | None:
@@ -116,9 +121,9 @@ def apply_credentials(
             url = _with_key(vendor, url, key, headers)
         elif not given:
             named = " or ".join(variables)
-            raise MissingCredentials(f"no {vendor} key: set {named} (or pass --header)")
+            raise MissingCredentials(f"no {vendor} key: set {named}{credentials.other_way}")
     elif not given:
-        raise MissingCredentials("no credentials known for this API: pass --header NAME:VALUE")
+        raise MissingCredentials(f"no credentials known for this API{credentials.other_way}")
     for name, value in credentials.headers:
         for existing in [key for key in headers if key.lower() == name.lower()]:
             del headers[existing]
@@ -151,7 +156,7 @@ def _aws_signature(
         from botocore.session import Session  # type: ignore[import-untyped]
     except ImportError:
         raise MissingCredentials(
-            "signing a Bedrock request needs botocore: pip install botocore (or pass --header)"
+            f"signing a Bedrock request needs botocore: pip install botocore{credentials.other_way}"
         ) from None
     session = Session()
     environ = credentials.environ

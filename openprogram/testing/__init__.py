@@ -7,13 +7,15 @@ request the ``openprogram_recording`` fixture. See ``docs/testing.md``.
     pytest_plugin        the hooks: configure, the fixture, the wrappers around each test
     plugin_options       the plugin's options and markers, declared and read once per run
     recording_settings   a test's settings (record modes none, once, new_episodes, all,
-                         rewrite, live), combined from every place they can be set:
+                         rewrite, live, drift), combined from every place they can be set:
                          configuration, ini file, command line, fixture, markers
     recording_paths      where a test's recording lives; a collected test's recording, shown
                          path and command-line argument
     recording_session    opening one test's recording: recorded, replayed, merged or left alone
     session_lifecycle    that session installed while the test runs, judged, then finished
     saving               putting a new or merged recording in place, and what changed
+    drift_mode           the drift mode's check: a passing test's calls sent live, the
+                         answers compared with the recorded ones, the spending budget
     network_block        --openprogram-block-network: connections to other machines refused
     suite_summary        what one test did with its recording, as plain data; the summary's
                          lines and its JSON report

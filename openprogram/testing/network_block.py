@@ -17,7 +17,8 @@ case-insensitively with the host given to ``connect``; a host name a program res
 addresses it resolved to as well. Nothing else is changed: a lookup is never refused.
 
 :meth:`NetworkBlock.lifted` lifts the block for a block of code (the fixture, for a test that
-records or runs live).
+records or runs live); :meth:`NetworkBlock.allowing` lets a few more hosts through for one
+(the ``drift`` check, to the hosts of the calls it sends live).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class NetworkBlock:
         self.refusals: list[NetworkBlockedError] = []
         """Every refusal since the test started (the plugin fails the test with the first)."""
         self._lifted = 0
+        self._also_allowed: tuple[frozenset[str], ...] = ()
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
 
@@ -63,6 +65,21 @@ class NetworkBlock:
         finally:
             with self._lock:
                 self._lifted -= 1
+
+    @contextmanager
+    def allowing(self, hosts: Iterable[str]) -> Iterator[None]:
+        """Connections to ``hosts`` (``host`` or ``host:port``) go through too inside the
+        block."""
+        allowed = normalized_hosts(hosts)
+        with self._lock:
+            self._also_allowed = (*self._also_allowed, allowed)
+        try:
+            yield
+        finally:
+            with self._lock:
+                others = list(self._also_allowed)
+                others.remove(allowed)
+                self._also_allowed = tuple(others)
 
     def check(self, family: int, address: object) -> None:
         """Raise (inside a ``RecordReplayEscape``) if a socket of ``family`` may not connect
@@ -82,6 +99,8 @@ class NetworkBlock:
         if self._lifted or is_loopback_host(host):
             return
         if is_allowed(self.allowed_hosts, host, port, name):
+            return
+        if any(is_allowed(hosts, host, port, name) for hosts in self._also_allowed):
             return
         error = NetworkBlockedError(self.test, host, port, name)
         self.refusals.append(error)

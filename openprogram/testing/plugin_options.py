@@ -13,6 +13,10 @@ Options (command line, or the ini file):
   ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``;
 * ``--openprogram-report=PATH`` — write the suite summary as JSON
   (:mod:`~openprogram.testing.suite_summary`);
+* ``--openprogram-drift-fail-on=CLASS`` — in ``drift`` mode, fail a test on live drift of
+  this class or worse: ``breaking`` (default), ``additive`` or ``content``;
+* ``--openprogram-drift-max-calls=N`` — in ``drift`` mode, send at most N calls live in the
+  whole run (in each pytest-xdist worker); the rest are skipped, and counted;
 * ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
   ``tests/recordings``; the layout is described in ``recording_paths.py``);
 * ``openprogram_ignore_fields``, ``openprogram_match``, ``openprogram_http_passthrough_hosts``,
@@ -41,18 +45,26 @@ RecordMode`):
 * ``all`` records every test afresh, replacing its recording; ``rewrite`` is another name
   for it (pytest-recording's);
 * ``live`` calls the providers live and records nothing (pytest-recording's
-  ``--disable-recording``).
+  ``--disable-recording``);
+* ``drift`` replays as ``none``; then, when the test's body passed, the calls it was served
+  are sent live and each answer is compared with the recorded one
+  (:mod:`~openprogram.testing.drift_mode`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from openprogram.testing import recording_settings
 from openprogram.testing.recording_settings import RECORD_MODES, Layer
+from openprogram.testing.suite_summary import DRIFT_CLASSES
+
+if TYPE_CHECKING:
+    from openprogram.recording.response_shapes import DriftClass
 
 DEFAULT_RECORDINGS_DIR = "tests/recordings"
 
@@ -76,6 +88,10 @@ class PluginSettings:
     allow_record_on_ci: bool
     ini_layer: Layer
     command_line_layer: Layer
+    drift_fail_on: DriftClass = "breaking"
+    """``drift`` mode: the class of drift (or worse) that fails a test."""
+    drift_max_calls: int | None = None
+    """``drift`` mode: the most calls sent live in the run (None: no limit)."""
 
 
 PLUGIN_SETTINGS = pytest.StashKey[PluginSettings]()
@@ -94,7 +110,8 @@ def add_options(parser: pytest.Parser) -> None:
             "without a recording, replay the others; new_episodes: replay what a recording "
             "holds, record the other calls live, drop the recorded calls never requested; "
             "all (or rewrite): re-record every test that uses the openprogram_recording "
-            "fixture; live: call live, record nothing"
+            "fixture; live: call live, record nothing; drift: replay as none, then send each "
+            "passing test's calls live and report how the answers drifted"
         ),
     )
     group.addoption(
@@ -123,6 +140,27 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         metavar="PATH",
         help="write the suite summary of the recordings as JSON to PATH",
+    )
+    group.addoption(
+        "--openprogram-drift-fail-on",
+        choices=DRIFT_CLASSES,
+        default="breaking",
+        metavar="CLASS",
+        help=(
+            "drift mode: fail a test whose live answers drifted this much or more: breaking "
+            "(default: a field gone, a type or a kind never recorded, another status), additive "
+            "(also a new field or event type) or content (any drift, other text too)"
+        ),
+    )
+    group.addoption(
+        "--openprogram-drift-max-calls",
+        type=int,
+        default=None,
+        metavar="N",
+        help=(
+            "drift mode: send at most N calls live in the whole run (in each pytest-xdist "
+            "worker); the calls over it are skipped and counted"
+        ),
     )
     parser.addini(
         "openprogram_record_mode",
@@ -197,11 +235,18 @@ def read_plugin_settings(config: pytest.Config) -> PluginSettings:
     option = config.getoption("openprogram_record_mode")
     command_line_layer: Layer = {} if option is None else {"record_mode": option}
     recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
+    max_calls = config.getoption("openprogram_drift_max_calls")
+    if max_calls is not None and max_calls < 0:
+        raise pytest.UsageError(
+            f"--openprogram-drift-max-calls takes a count of 0 or more, not {max_calls}"
+        )
     return PluginSettings(
         recordings_dir=config.rootpath / recordings_dir,
         allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
         ini_layer=ini_layer,
         command_line_layer=command_line_layer,
+        drift_fail_on=cast("DriftClass", config.getoption("openprogram_drift_fail_on")),
+        drift_max_calls=max_calls,
     )
 
 

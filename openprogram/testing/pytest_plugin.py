@@ -16,16 +16,18 @@ call and teardown.
 
 The fixture covers both boundaries: the provider registry and every httpx / httpx2 client
 (so the official ``openai`` and ``anthropic`` SDKs), in every thread of the process. When
-the record mode only replays (``none``), ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are
-set to a placeholder at start-up when unset, so SDK clients built when a test module is
-imported build without a key.
+the record mode replays (``none``, ``drift``), ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY``
+are set to a placeholder at start-up when unset, so SDK clients built when a test module is
+imported build without a key (drift's own sends never read the placeholders).
 
 A test fails when replay mismatches (the :class:`ReplayMismatch` is an ``AssertionError``;
 at the HTTP boundary it leaves the SDK inside a ``RecordReplayEscape``, which the test's
 failure shows as the mismatch it carries), and also — right after its body returns — when
 the code under test caught a mismatch and carried on (even with ``except BaseException``),
 or left recorded calls unmade (or tape entries unread). A test that fails while recording
-keeps the previous recording.
+keeps the previous recording. In ``drift`` mode a test that passed against its recording then
+has its calls sent live (:mod:`~openprogram.testing.drift_mode`), still in its call phase,
+and fails on their drift.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from openprogram.testing.recording_settings import SettingsError, combine_layers
 from openprogram.testing.suite_summary import OUTCOME_KEY, TestOutcome
 
 if TYPE_CHECKING:
+    from openprogram.testing.drift_mode import DriftBudget
     from openprogram.testing.network_block import NetworkBlock
     from openprogram.testing.session_lifecycle import RecordingSession
 
@@ -64,6 +67,7 @@ _BLOCK = pytest.StashKey["NetworkBlock"]()
 _ACTIVE = pytest.StashKey["RecordingSession"]()
 _BODY_PASSED = pytest.StashKey[bool]()
 _SKIPPED = pytest.StashKey[bool]()
+_DRIFT_BUDGET: pytest.StashKey[DriftBudget] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read_plugin_settings(config)
     config.stash[PLUGIN_SETTINGS] = settings
     run_mode = combine_layers([settings.ini_layer, settings.command_line_layer]).record_mode
-    if run_mode == "none":
+    if run_mode in ("none", "drift"):  # drift's own sends never read the placeholders
         from openprogram.activation.boundaries import set_placeholder_keys
 
         config.stash[_RESTORE_KEYS] = set_placeholder_keys()
@@ -324,4 +328,29 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if problem is not None:
         pytest.fail(problem, pytrace=False)
     item.stash[_BODY_PASSED] = True
+    if session.record_mode == "drift":
+        problem = _drift_problem(item, session)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
     return result
+
+
+def _drift_problem(item: pytest.Item, session: RecordingSession) -> str | None:
+    """``drift`` mode, once the test passed against its recording: send its calls live and
+    say why it fails on their drift (None when it does not)."""
+    from openprogram.testing.drift_mode import (
+        DriftBudget,
+        check_test_drift,
+        drift_failure,
+    )
+
+    config = item.config
+    settings = config.stash[PLUGIN_SETTINGS]
+    budget = config.stash.setdefault(_DRIFT_BUDGET, DriftBudget(settings.drift_max_calls))
+    report = check_test_drift(
+        session,
+        fail_on=settings.drift_fail_on,
+        budget=budget,
+        block=config.stash.get(_BLOCK, None),
+    )
+    return drift_failure(report, session)

@@ -3,6 +3,9 @@
 :func:`open_recording_session` decides from the record mode and whether the file exists:
 
 * ``none`` replays, and refuses a missing recording (:class:`RecordingMissingError`);
+* ``drift`` is ``none`` for the test (it replays; a missing recording is refused); after the
+  test's body passed, the plugin sends the calls it was served live and compares the answers
+  (:mod:`~openprogram.testing.drift_mode`);
 * ``once`` replays an existing recording and records a missing one;
 * ``new_episodes`` records a missing recording; for an existing one, it replays each request
   the recording holds an equal unconsumed call for and records every other live (a
@@ -88,6 +91,7 @@ def open_recording_session(
             passthrough_hosts=passthrough_hosts,
             allowed_hosts=allowed_hosts,
             http_headers=http_headers,
+            user_redaction=user_redaction,
             **kind,
         )
 
@@ -102,10 +106,12 @@ def open_recording_session(
         )
 
     exists = path.exists()
-    if record_mode in ("none", "once") and exists:
+    if record_mode in ("none", "once", "drift") and exists:
         return session(replay=replay(), existed=True)
-    if record_mode == "none":
-        raise RecordingMissingError(display_path, record_command("once", test_argument))
+    if record_mode in ("none", "drift"):
+        raise RecordingMissingError(
+            display_path, record_command("once", test_argument), mode=record_mode
+        )
     if env_flag(environ, "CI") and not (
         allow_record_on_ci or env_flag(environ, "OPENPROGRAM_ALLOW_RECORD_ON_CI")
     ):

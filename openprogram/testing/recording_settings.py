@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 
-RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite", "live"]
+RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite", "live", "drift"]
 
 
 RECORD_MODES: tuple[RecordMode, ...] = get_args(RecordMode)

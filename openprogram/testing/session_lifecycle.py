@@ -18,6 +18,10 @@ calls live never sends the placeholder (it is unset while the test runs). Taped 
 agent tools (``openprogram.tape_boundary``) record into the same file and replay from the same
 session; under ``new_episodes`` they run live and their entries are recorded afresh.
 
+In ``drift`` mode, :meth:`RecordingSession.suspended` leaves the replay for the check of the
+live answers once the body has passed, and enters it again on the same replay session, so the
+fixtures' teardowns still replay; the check's report is :attr:`RecordingSession.drift`.
+
 Once the body has run, the session judges it: :meth:`RecordingSession.problem_after_call`
 and :meth:`RecordingSession.problem_at_teardown` find a replay mismatch the code under test
 caught and carried on past, or recorded calls (and tape entries) it never requested;
@@ -37,7 +41,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -52,7 +56,7 @@ from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.provider_boundary.replay_or_record import replay_or_record_transform
 from openprogram.provider_boundary.transforms import record_transform, replay_transform
-from openprogram.providers.registry import process_wide_scope
+from openprogram.providers.registry import current_scope, process_wide_scope
 from openprogram.recording.rewriting import RecordingMerge
 from openprogram.recording.writer import forget_writer, writer_for
 from openprogram.store.vendors import call_tokens
@@ -62,7 +66,10 @@ from openprogram.testing.saving import SavedRecording, merge_recording, save_rec
 from openprogram.testing.suite_summary import OutcomeKind, TestOutcome
 
 if TYPE_CHECKING:
+    from openprogram.drift.check import DriftReport
+    from openprogram.providers.registry import ProviderScope
     from openprogram.recording.format import RecordedCall
+    from openprogram.recording.user_redaction import UserRedaction
     from openprogram.testing.recording_settings import RecordingSettings
 
 __all__ = ["RecordingSession", "SessionMode"]
@@ -94,6 +101,7 @@ class RecordingSession:
         passthrough_hosts: Iterable[str] = (),
         allowed_hosts: Iterable[str] = (),
         http_headers: Iterable[str] = (),
+        user_redaction: UserRedaction | None = None,
     ) -> None:
         self.path = path
         self.record_mode: RecordMode = record_mode
@@ -134,7 +142,13 @@ class RecordingSession:
         openprogram does not record, a raw socket); a replay would refuse them."""
         self.left_calls_unconsumed = False
         """Whether the test's body returned with recorded calls never requested (replay)."""
+        self.user_redaction = user_redaction
+        """The user's redaction the session records and compares with."""
+        self.drift: DriftReport | None = None
+        """``drift`` mode: the check of the live answers, once the test's body passed."""
         self._mismatches_reported = 0
+        self._replay_scope: ExitStack | None = None
+        self._scope_entered: ProviderScope | None = None
 
     def __repr__(self) -> str:
         return f"<RecordingSession {self.mode} {self.display_path}>"
@@ -152,31 +166,60 @@ class RecordingSession:
     def installed(self) -> Iterator[None]:
         """Record, replay or both at both boundaries, in every thread and task, inside this
         block (see the module's docstring)."""
-        hosts, headers = self.passthrough_hosts, self.http_headers
         if self.mode == "replay":
-            assert self.replay is not None
-            http = HttpBoundary(
-                "replay",
-                session=self.replay.session,
-                passthrough_hosts=hosts,
-                extra_headers=headers,
-            )
-            restore_keys = set_placeholder_keys()
-            tapes = TapePlayer(self.replay.session)
-            try:
-                self._refusals_reported = len(REPLAY_GUARD.refusals)
-                with both_boundaries_active(
-                    replay_transform(self.replay), http, tapes, allowed_hosts=self.allowed_hosts
-                ):
+            with ExitStack() as scope:
+                scope.enter_context(self._replay_boundaries())
+                self._replay_scope = scope
+                try:
                     yield
-            finally:
-                restore_keys()
+                finally:
+                    self._replay_scope = None
             return
         restore_keys = hide_placeholder_keys()
         try:
             with self._live_boundaries():
                 yield
         finally:
+            restore_keys()
+
+    @contextmanager
+    def suspended(self) -> Iterator[bool]:
+        """Replay left for the block, and entered again after it on the same replay session:
+        what the ``drift`` check runs in, so that its live sends are neither served from the
+        recording nor refused, while whatever the test's fixtures do after it is replayed
+        again. Yields whether replay was left: not outside :meth:`installed`, nor while a
+        record/replay scope entered after the test's (a fixture's own ``record_replay``) is
+        still active, since scopes are left in the reverse order they were entered."""
+        scope = self._replay_scope
+        if scope is None or current_scope() is not self._scope_entered:
+            yield False
+            return
+        scope.close()
+        try:
+            yield True
+        finally:
+            scope.enter_context(self._replay_boundaries())
+
+    @contextmanager
+    def _replay_boundaries(self) -> Iterator[None]:
+        assert self.replay is not None
+        http = HttpBoundary(
+            "replay",
+            session=self.replay.session,
+            passthrough_hosts=self.passthrough_hosts,
+            extra_headers=self.http_headers,
+        )
+        restore_keys = set_placeholder_keys()
+        tapes = TapePlayer(self.replay.session)
+        try:
+            self._refusals_reported = len(REPLAY_GUARD.refusals)
+            with both_boundaries_active(
+                replay_transform(self.replay), http, tapes, allowed_hosts=self.allowed_hosts
+            ):
+                self._scope_entered = current_scope()
+                yield
+        finally:
+            self._scope_entered = None
             restore_keys()
 
     @contextmanager
@@ -315,6 +358,8 @@ class RecordingSession:
             kind=self._outcome_kind(passed),
         )
         outcome.not_recorded = [str(connection) for connection in self.not_recorded]
+        if self.drift is not None:
+            outcome.drift = self.drift.to_json()
         saved = self.saved
         if saved is not None:
             outcome.recorded_calls = saved.live_calls

@@ -6,7 +6,11 @@ pytest-xdist workers too) and the orphans
 kind, calls replayed and recorded, tokens replayed instead of spent (the recorded usage of
 every replayed call) — then one line per test that did anything but replay cleanly (every
 test with ``-v``), the first difference under a re-recorded or mismatched one, and the
-orphans. ``--openprogram-report PATH`` writes :meth:`SuiteSummary.to_json`.
+orphans. In ``drift`` mode a section on the live answers comes before the orphans: the totals
+of the drift checks (calls sent, by worst class; calls skipped, by reason), then each test
+whose answers drifted in shape or got none, with those calls' lines (every test and line with
+``-v``). ``--openprogram-report PATH`` writes :meth:`SuiteSummary.to_json`, each test's drift
+report and the drift totals included.
 
 What one test did with its recording is a :class:`TestOutcome`: the fixture stores it on the
 test item (:data:`OUTCOME_KEY`) when it
@@ -72,6 +76,10 @@ class TestOutcome:
     summary; None when no replayed call recorded its usage."""
     not_recorded: list[str] = field(default_factory=list)
     """While recording: the connections (``host:port (library)``) no boundary captured."""
+    drift: dict[str, Any] | None = None
+    """``drift`` mode: the drift check of the calls the test was served, as
+    :meth:`openprogram.drift.check.DriftReport.to_json` gives it (None: not checked — another
+    mode, or the test did not pass against its recording)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,6 +150,31 @@ class SuiteSummary:
             "tests": [outcome.to_json() for outcome in self.outcomes],
             "orphans": self.orphans,
             "orphans_not_checked": self.orphans_not_checked,
+            "drift": self.drift_totals(),
+        }
+
+    def drift_totals(self) -> dict[str, Any] | None:
+        """The totals of the drift checks (None when no test was checked): tests checked and
+        failing, calls sent, calls by result (a drifted call counted under its worst class),
+        and the calls skipped by reason."""
+        checked = [outcome.drift for outcome in self.outcomes if outcome.drift is not None]
+        if not checked:
+            return None
+        counts = dict.fromkeys(DRIFT_RESULTS, 0)
+        reasons: dict[str, int] = {}
+        for report in checked:
+            for key, count in report["counts"].items():
+                counts[key] = counts.get(key, 0) + count
+            for call in report["calls"]:
+                if call["result"] == "skipped":
+                    reason = str(call["reason"])
+                    reasons[reason] = reasons.get(reason, 0) + 1
+        return {
+            "tests": len(checked),
+            "failing_tests": sum(1 for report in checked if report["failed"]),
+            "calls_sent": sum(counts[key] for key in SENT_RESULTS),
+            **counts,
+            "skipped_reasons": reasons,
         }
 
     def lines(self, *, verbose: bool) -> list[str]:
@@ -150,6 +183,7 @@ class SuiteSummary:
         for outcome in self.outcomes:
             if verbose or outcome.kind != "replayed" or outcome.unconsumed_calls:
                 lines.extend(_test_lines(outcome))
+        lines.extend(self._drift_lines(verbose=verbose))
         if self.orphans:
             lines.append(
                 f"{plural(len(self.orphans), 'orphaned recording')} (no collected test uses them):"
@@ -158,6 +192,46 @@ class SuiteSummary:
         elif self.orphans_not_checked is not None and verbose:
             # Said only when asked (-v): a run that selects tests selects them on purpose.
             lines.append(f"orphaned recordings not looked for: {self.orphans_not_checked}")
+        return lines
+
+    def _drift_lines(self, *, verbose: bool) -> list[str]:
+        """The drift section: its totals (with the reasons calls were skipped), then each test
+        whose live answers drifted in shape (breaking or additive) or could not be had, its
+        worst result and those calls' lines. A live answer always holds other text, so
+        content drift is counted, and its lines shown only with ``-v`` (which lists every
+        test checked, and every call's line)."""
+        totals = self.drift_totals()
+        if totals is None:
+            return []
+        sent = ", ".join(f"{totals[key]} {key}" for key in SENT_RESULTS if totals[key])
+        head = (
+            f"drift against the live providers: {plural(totals['tests'], 'test')} checked, "
+            f"{totals['failing_tests']} failing; {plural(totals['calls_sent'], 'call')} sent"
+        )
+        head += f" ({sent})" if sent else ""
+        if totals["skipped"]:
+            head += f"; {plural(totals['skipped'], 'call')} skipped"
+        lines = [head]
+        lines += [
+            f"{_INDENT}skipped {count}: {reason}"
+            for reason, count in totals["skipped_reasons"].items()
+        ]
+        for outcome in self.outcomes:
+            report = outcome.drift
+            if report is None:
+                continue
+            worst = _worst(report["counts"])
+            if not verbose and worst not in SHOWN_RESULTS:
+                continue
+            failing = "  (the test failed)" if report["failed"] else ""
+            lines.append(f"{worst:<12} {outcome.nodeid}{failing}")
+            for call in report["calls"]:
+                if not verbose:
+                    shown = [drift for drift in call["drift"] if drift["class"] in SHOWN_RESULTS]
+                    if call["result"] != "failed" and not shown:
+                        continue
+                    call = {**call, "drift": shown}
+                lines.extend(f"{_INDENT}{line}" for line in drift_call_lines(call))
         return lines
 
     def _totals(self) -> str:
@@ -171,6 +245,44 @@ class SuiteSummary:
         if self.calls_dropped:
             parts.append(f"{plural(self.calls_dropped, 'unused call')} dropped")
         return "; ".join(parts)
+
+
+DRIFT_CLASSES = ("breaking", "additive", "content")
+"""The classes of drift, worst first (:data:`openprogram.drift.check.DRIFT_CLASSES`, which
+this module does not import: the plugin loads it in every pytest run)."""
+
+SENT_RESULTS = (*DRIFT_CLASSES, "unchanged", "failed")
+"""What a call sent live came to: its worst drift, no drift, or no answer."""
+
+DRIFT_RESULTS = (*SENT_RESULTS, "skipped")
+"""The keys of a drift report's ``counts``."""
+
+SHOWN_RESULTS = ("breaking", "additive", "failed")
+"""What the summary shows the lines of without ``-v``: drift in shape, and calls that got no
+answer."""
+
+
+def _worst(counts: dict[str, int]) -> str:
+    """A checked test's worst result: its worst drift class, else ``failed`` (a call got no
+    answer), ``unchanged``, or ``skipped`` (no call sent)."""
+    order = (*DRIFT_CLASSES, "failed", "unchanged")
+    return next((key for key in order if counts.get(key)), "skipped")
+
+
+def drift_call_lines(call: dict[str, Any]) -> list[str]:
+    """One checked call's lines, from its JSON: the lines
+    :meth:`openprogram.drift.check.CallDrift.lines` writes (the summary gets the calls as
+    plain data, from pytest-xdist workers too)."""
+    head = f"call {call['call_index']} {call['call']}"
+    if call["result"] == "drifted":
+        return [
+            f"{head}: {drift['class']}: {drift['path']} {drift['what']}: "
+            f"{drift['recorded']} → {drift['live']}"
+            for drift in call["drift"]
+        ]
+    if call["result"] == "unchanged":
+        return [f"{head}: no drift"]
+    return [f"{head}: {call['result']}: {call['reason']}"]
 
 
 def _test_lines(outcome: TestOutcome) -> list[str]:

@@ -323,8 +323,12 @@ def test_a_header_given_stands_in_for_a_missing_key_and_replaces_the_vendors() -
     headers: dict[str, str] = {}
     apply_credentials("openai", "POST", CHAT_URL, headers, b"", given)
     assert headers == {"Authorization": "Bearer proxy-token-0123456789"}
-    with pytest.raises(MissingCredentials, match="no credentials known for this API"):
+    with pytest.raises(MissingCredentials, match=r"^no credentials known for this API$"):
         apply_credentials(None, "POST", "https://example.invalid/x", {}, b"", Credentials({}))
+    with pytest.raises(MissingCredentials, match=r"^no openai key: set OPENAI_API_KEY \(or ask\)$"):
+        apply_credentials(
+            "openai", "POST", CHAT_URL, {}, b"", Credentials({}, other_way=" (or ask)")
+        )
 
 
 def test_the_text_report_names_many_content_paths_on_one_line() -> None:

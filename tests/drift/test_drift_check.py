@@ -312,7 +312,9 @@ def test_a_call_without_a_key_is_skipped_never_sent_unauthenticated(
         "skipped", "skipped", "skipped", "unchanged", "skipped", "skipped"
     ]  # fmt: skip
     assert calls[CHAT]["reason"] == "no openai key: set OPENAI_API_KEY (or pass --header)"
-    assert calls[GEMINI]["reason"].startswith("no google key: set GOOGLE_API_KEY or GEMINI_API_KEY")
+    assert calls[GEMINI]["reason"] == (
+        "no google key: set GOOGLE_API_KEY or GEMINI_API_KEY (or pass --header)"
+    )
     assert calls[CONVERSE_TOOL]["reason"].startswith("no AWS credentials")
     assert [received.path for received in server.received] == ["/v1/messages"]
     assert report["recordings"][0]["counts"]["skipped"] == 5

@@ -241,7 +241,7 @@ def test_ignore_fields_from_the_ini_file(project: InnerProject) -> None:
         (
             "openprogram_record_mode = always",
             "*openprogram_record_mode: must be one of none, once, new_episodes, all, rewrite, "
-            "live, not 'always'*",
+            "live, drift, not 'always'*",
         ),
         (
             "openprogram_ignore_fields = a..b",

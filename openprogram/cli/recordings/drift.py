@@ -92,7 +92,9 @@ def drift(
         abort(f"--fail-on takes breaking, additive or content, found {fail_on!r}", EXIT_USAGE)
     if save is not None and len(recordings) > 1:
         abort("--save writes the live answers of one recording: name one", EXIT_USAGE)
-    credentials = Credentials.from_environment(_headers(header or []))
+    credentials = Credentials.from_environment(
+        _headers(header or []), other_way=" (or pass --header)"
+    )
     base_urls = _base_urls(base_url or [])
     from openprogram.cli.recordings.scan import configured_user_redaction
 
@@ -116,6 +118,7 @@ def drift(
                 fail_on=cast("DriftClass", fail_on),
                 user=user,
                 keep_live=save is not None,
+                over_budget=f"over --max-calls {max_calls}",
             )
             reports.append(report)
             if not as_json:
