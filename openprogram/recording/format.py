@@ -255,17 +255,30 @@ class RecordedError:
 
     type: str
     message: str
+    reason: str | None = None
+    """The redacted message of the operating system's error the exception wraps (the
+    ``OSError`` beneath an ``httpx.ConnectError``: ``[Errno 111] Connect call failed …``),
+    when it says more than ``message``: an SDK that reads the exception's chain shows it, so
+    replay puts it back beneath the rebuilt exception. Not compared, not hashed."""
 
     @classmethod
     def from_row(cls, value: object) -> RecordedError | None:
         """The error a row's ``error`` value holds, or None when it is not an object with
-        a string ``type`` and ``message``."""
+        a string ``type`` and ``message`` (a ``reason`` that is not a string is left out)."""
         if not isinstance(value, dict):
             return None
         type_name, message = value.get("type"), value.get("message")
         if not isinstance(type_name, str) or not isinstance(message, str):
             return None
-        return cls(type_name, message)
+        reason = value.get("reason")
+        return cls(type_name, message, reason if isinstance(reason, str) else None)
+
+    def to_row(self) -> dict[str, str]:
+        """The ``error`` value of a ``call_end`` row."""
+        row = {"type": self.type, "message": self.message}
+        if self.reason is not None:
+            row["reason"] = self.reason
+        return row
 
 
 @dataclass(slots=True)

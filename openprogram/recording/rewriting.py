@@ -236,7 +236,7 @@ def _end_row(call: RecordedCall, call_index: int) -> dict[str, Any]:
         "outcome": call.outcome,
     }
     if call.error is not None:
-        end["error"] = {"type": call.error.type, "message": call.error.message}
+        end["error"] = call.error.to_row()
     if call.starts_session:
         end["new_session"] = True
     return end

@@ -369,7 +369,7 @@ class CallWriter:
             "outcome": outcome,
         }
         if error is not None:
-            row["error"] = {"type": error.type, "message": error.message}
+            row["error"] = error.to_row()
         if self.writer._take_new_session():
             row["new_session"] = True
         if self.digest is not None:
@@ -418,5 +418,29 @@ def _exception_type_name(error: BaseException) -> str:
 
 
 def recorded_error(error: BaseException, redactor: SecretRedactor) -> RecordedError:
-    """``error`` as a ``call_end`` records it: its type name and its redacted message."""
-    return RecordedError(_exception_type_name(error), redactor.redact_text(str(error)))
+    """``error`` as a ``call_end`` records it: its type name, its redacted message and the
+    message of the operating system's error it wraps, when that says more."""
+    message = redactor.redact_text(str(error))
+    beneath = _innermost_os_error(error)
+    reason = None if beneath is None else redactor.redact_text(str(beneath))
+    return RecordedError(
+        _exception_type_name(error), message, reason if reason and reason != message else None
+    )
+
+
+def _innermost_os_error(error: BaseException) -> OSError | None:
+    """The last ``OSError`` down ``error``'s chain — the errors of a group (anyio groups a
+    host's addresses), the cause, the arguments (httpcore wraps an error as its argument) —
+    as an SDK reading the chain finds it; None when there is none beneath ``error``."""
+    found: OSError | None = None
+    seen: set[int] = {id(error)}
+    current: BaseException | None = error
+    while current is not None:
+        wrapped = [*getattr(current, "exceptions", ()), current.__cause__, *current.args]
+        current = next((inner for inner in wrapped if isinstance(inner, BaseException)), None)
+        if current is None or id(current) in seen:
+            break
+        seen.add(id(current))
+        if isinstance(current, OSError) and str(current):
+            found = current
+    return found

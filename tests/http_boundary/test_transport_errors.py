@@ -66,6 +66,29 @@ def test_a_refused_connection_replays_as_the_same_error_before_any_response(
         replayed = failure(lib, mode, url)
     assert type(replayed) is type(live)
     assert str(replayed) == str(live)
+    # The operating system's error beneath it, which an SDK reading the chain shows
+    # (anthropic: "Connection to … failed: [Errno 111] …"), is put back beneath it.
+    beneath = deepest_os_error(live)
+    assert end["error"].get("reason") == (None if beneath is None else str(beneath))
+    if beneath is not None:
+        assert isinstance(replayed.__cause__, OSError)
+        assert str(replayed.__cause__) == str(beneath)
+
+
+def deepest_os_error(error: BaseException) -> OSError | None:
+    """The last OSError down the chain (groups, causes, arguments) whose text is not the
+    error's own."""
+    found, current, seen = None, error, {id(error)}
+    while True:
+        inner = [*getattr(current, "exceptions", ()), current.__cause__, *current.args]
+        following = next((item for item in inner if isinstance(item, BaseException)), None)
+        if following is None or id(following) in seen:
+            break
+        seen.add(id(following))
+        current = following
+        if isinstance(current, OSError) and str(current):
+            found = current
+    return None if found is None or str(found) == str(error) else found
 
 
 @pytest.mark.parametrize(

@@ -162,18 +162,21 @@ class HttpxLibrary(ReadsThroughProtocols):
         return JoinedDecoder(probe._get_content_decoder())
 
     def rebuild_error(self, recorded: RecordedError, request: HttpRequest) -> BaseException:
-        """The class of this library by that name for an httpx/httpx2 (or httpcore) error,
-        the built-in class for a built-in, else ``RecordedProviderError`` naming the recorded
-        type."""
+        """The class of this library by that name for an httpx/httpx2 (or httpcore) error —
+        with the recorded ``reason`` as an ``OSError`` for its cause — the built-in class
+        for a built-in, else ``RecordedProviderError`` naming the recorded type."""
         module, _, name = recorded.type.rpartition(".")
         if module in _EXCEPTION_MODULES:
             cls = getattr(self.module, name, None)
             if isinstance(cls, type) and issubclass(cls, Exception):
                 for arguments in ({"request": request}, {}):
                     try:
-                        return cls(recorded.message, **arguments)
+                        rebuilt = cls(recorded.message, **arguments)
                     except TypeError:
                         continue
+                    if recorded.reason is not None:  # what an SDK reading the chain shows
+                        rebuilt.__cause__ = OSError(recorded.reason)
+                    return rebuilt
         elif not module:
             cls = getattr(builtins, name, None)
             if isinstance(cls, type) and issubclass(cls, Exception):
