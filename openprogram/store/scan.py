@@ -293,7 +293,11 @@ def _scan_call(call: RecordedCall, redactor: SecretRedactor, spots: list[_Spot])
     if error is not None:
         message = redactor.redact_text(error.message)
         _note(index, "end", 0, "error.message", error.message, message, redactor, spots)
-        fixed.error = RecordedError(error.type, message)
+        reason = error.reason
+        if reason is not None:
+            reason = redactor.redact_text(error.reason or "")
+            _note(index, "end", 0, "error.reason", error.reason, reason, redactor, spots)
+        fixed.error = RecordedError(error.type, message, reason)
     return fixed
 
 

@@ -200,3 +200,22 @@ def test_a_configured_providers_key_is_found_whatever_its_variables_name(
     assert result.exit_code == 1, result.output
     assert "field event[3..4].delta" in result.stdout
     assert key[:9] not in result.stdout + result.stderr
+
+
+def test_a_transport_errors_reason_is_scanned_and_fixed_in_place(project: Path) -> None:
+    path = project / "refused.jsonl"
+    request = {"type": "request", "call_index": 0, "boundary": "http", "method": "POST"}
+    request |= {"url": "http://127.0.0.1:9/v1/messages", "headers": {}}
+    reason = f"[Errno 111] proxy said token={GITHUB_TOKEN}"
+    end = {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "error"}
+    end["error"] = {"type": "httpx2.ConnectError", "message": "refused", "reason": reason}
+    header = {"type": "header", "format_version": 1, "features": ["http"]}
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in (header, request, end)))
+    result = run("scan", str(path))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == f"{path}:3: call 0, field error.reason: github-token"
+    assert run("scan", "--fix", str(path)).exit_code == 1
+    fixed = orjson.loads(path.read_bytes().splitlines()[-1])["error"]
+    assert fixed["message"] == "refused"
+    assert fixed["reason"] == "[Errno 111] proxy said token=[secret removed]"
+    assert run("scan", str(path)).exit_code == 0
