@@ -18,7 +18,7 @@ import pytest
 import openprogram
 from openprogram.errors import RecordingFileError
 from openprogram.recording import read_recording
-from tests.support.bedrock_server import MODEL_ID, BedrockServer, bedrock_client
+from tests.support.bedrock_server import MODEL_ID, WEATHER_TOOL, BedrockServer, bedrock_client
 from tests.support.cli_runner import error_line, run
 from tests.support.cli_runner import openprogram as openprogram_command
 from tests.support.drift_server import (
@@ -60,23 +60,6 @@ WEATHER = {
         },
     },
 }
-BEDROCK_WEATHER = {
-    "tools": [
-        {
-            "toolSpec": {
-                "name": "get_weather",
-                "description": "The weather in a city.",
-                "inputSchema": {
-                    "json": {
-                        "type": "object",
-                        "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                        "required": ["city"],
-                    }
-                },
-            }
-        }
-    ]
-}
 # the calls of the session, by index
 CHAT, CHAT_STREAM, CHAT_ERROR, MESSAGES_STREAM, GEMINI, CONVERSE_TOOL = range(6)
 """The Chat Completions 400 is answered once (the SDK does not retry a 400)."""
@@ -110,7 +93,7 @@ def record_session(path: Path) -> None:
             aws.converse(
                 modelId=MODEL_ID,
                 messages=[{"role": "user", "content": [{"text": "weather?"}]}],
-                toolConfig=BEDROCK_WEATHER,
+                toolConfig=WEATHER_TOOL,
             )
 
 

@@ -33,6 +33,7 @@ from openprogram.store.vendors import http_call_parts, streamed_blocks
 from tests.support.bedrock_server import (
     MODEL_ID,
     TOOL_INPUT,
+    WEATHER_TOOL,
     BedrockServer,
     bedrock_client,
     converse_events,
@@ -41,24 +42,6 @@ from tests.support.bedrock_server import (
 from tests.support.offline import offline
 
 eventstream = pytest.importorskip("botocore.eventstream")
-
-WEATHER_TOOL = {
-    "tools": [
-        {
-            "toolSpec": {
-                "name": "get_weather",
-                "description": "The weather in a city.",
-                "inputSchema": {
-                    "json": {
-                        "type": "object",
-                        "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                        "required": ["city"],
-                    }
-                },
-            }
-        }
-    ]
-}
 
 
 def ask(text: str) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ from tests.support.loopback_server import LoopbackHandler, LoopbackServer, Recei
 __all__ = [
     "MODEL_ID",
     "TOOL_INPUT",
+    "WEATHER_TOOL",
     "BedrockServer",
     "bedrock_client",
     "converse_events",
@@ -42,6 +43,25 @@ __all__ = [
 
 MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0"
 TOOL_INPUT = {"city": "Paris", "unit": "celsius"}
+WEATHER_TOOL: dict[str, Any] = {
+    "tools": [
+        {
+            "toolSpec": {
+                "name": "get_weather",
+                "description": "The weather in a city.",
+                "inputSchema": {
+                    "json": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+                        "required": ["city"],
+                    }
+                },
+            }
+        }
+    ]
+}
+
+"""Converse's ``toolConfig`` offering the one tool the server calls with :data:`TOOL_INPUT`."""
 ACCESS_KEY_ID = "AKIATESTFAKE"
 SECRET_ACCESS_KEY = "fake"
 SESSION_TOKEN = "faketoken"
