@@ -16,6 +16,7 @@
     ├── UserRedactionError (+ValueError)  a redaction pattern or function that cannot be
     │                                     used (a bad regular expression, a failing function)
     ├── RecordingFileError                a recording cannot be read (file, line, call)
+    ├── CassetteError                     a vcrpy cassette cannot be imported (file, line)
     ├── ReplayMismatch (+AssertionError)  an incoming request differs from the recording
     │   ├── RecordingTruncatedError       replay reached a call the recording cut short
     │   ├── ReplayInAnotherProcessError   ``exec``: a second process of the command asked
@@ -357,6 +358,17 @@ class RecordingFileError(OpenProgramError):
         call = "" if call_index is None else f" (call {call_index})"
         tail = f"; {advice}" if advice else ""
         super().__init__(f"{where}: {problem}{call}{tail}")
+
+
+class CassetteError(OpenProgramError):
+    """A vcrpy cassette cannot be imported: the file, and the line, say where."""
+
+    def __init__(self, path: str, problem: str, *, line: int | None = None) -> None:
+        self.path = path
+        self.problem = problem
+        self.line = line
+        where = path if line is None else f"{path}, line {line}"
+        super().__init__(f"{where}: {problem}")
 
 
 # --- replay --------------------------------------------------------------------------------

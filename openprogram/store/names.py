@@ -15,6 +15,7 @@ them (``record_replay.file`` names a recording by them: see
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -43,6 +44,7 @@ __all__ = [
     "recording_files",
     "resolve_recording",
     "resolve_store",
+    "safe_file_name",
     "suggested_name",
     "validate_name",
 ]
@@ -66,6 +68,21 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
 
 _ALLOWED = "use letters, digits, '.', '_' and '-', not starting with '.' or '-'"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_HASH_LENGTH = 8
+
+
+def safe_file_name(text: str) -> str:
+    """``text`` if it is already a safe, short file name; else a safe name with a hash suffix."""
+    safe = _UNSAFE.sub("_", text)
+    if safe[:1] in ("", ".", "-"):
+        safe = "_" + safe[1:]
+    if safe == text and 0 < len(text) <= MAX_TEST_PART_LENGTH:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
+    return f"{safe[: MAX_TEST_PART_LENGTH - _HASH_LENGTH - 1]}-{digest}"
 
 
 def validate_name(name: str) -> str:

@@ -30,16 +30,14 @@ heavy: the plugin loads it in every pytest run.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from openprogram.store.names import MAX_TEST_PART_LENGTH, RECORDING_SUFFIX
+from openprogram.store.names import MAX_TEST_PART_LENGTH, RECORDING_SUFFIX, safe_file_name
 from openprogram.testing.plugin_options import PLUGIN_SETTINGS
 
 MAX_NAME_LENGTH = MAX_TEST_PART_LENGTH
@@ -50,21 +48,6 @@ is told beside both, in :mod:`openprogram.store.names`."""
 TEMPORARY_FOLDER_PREFIX = ".openprogram-recording-"
 """The name start of the private folder, next to a test's recording, that a new recording is
 written into until the test passes (never a recording of its own)."""
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_HASH_LENGTH = 8
-
-
-def safe_file_name(text: str) -> str:
-    """``text`` if it is already a safe, short file name; else a safe name with a hash suffix."""
-    safe = _UNSAFE.sub("_", text)
-    if safe[:1] in ("", ".", "-"):
-        safe = "_" + safe[1:]
-    if safe == text and 0 < len(text) <= MAX_NAME_LENGTH:
-        return text
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
-    return f"{safe[: MAX_NAME_LENGTH - _HASH_LENGTH - 1]}-{digest}"
 
 
 def module_folder_name(test_file: Path, *, recordings_dir: Path, rootdir: Path) -> str:

@@ -11,6 +11,7 @@ or the config itself is broken. Each is thin over the library.
     diff         ``diff``: the first difference between two recordings
     verify       ``verify``: re-run a recorded session under replay
     drift        ``drift``: re-send recorded calls live, and how the answers drifted
+    importing    ``import``: vcrpy cassettes made into recordings
     delete       ``delete``: remove recordings, never the active one
     prune        ``prune``: remove old recordings
     status       ``status``: what is configured, and whether the next start would work
@@ -25,6 +26,7 @@ from openprogram.cli.recordings import (
     delete,
     diff,
     drift,
+    importing,
     listing,
     prune,
     scan,
@@ -41,5 +43,5 @@ recordings_app = typer.Typer(
 )
 status.register(recordings_app)
 switch.register(recordings_app)
-for module in (listing, show, delete, prune, diff, verify, drift, scan):
+for module in (listing, show, delete, prune, diff, verify, drift, importing, scan):
     module.register(recordings_app)

@@ -1,0 +1,337 @@
+"""A vcrpy cassette made into a recording: each interaction an HTTP call, as the HTTP boundary
+would have recorded it.
+
+A cassette (vcrpy 4 to 9, YAML or JSON, and pydantic-ai's serializer that stores JSON bodies
+parsed as ``parsed_body``) is ``{"version": 1, "interactions": [{"request", "response"}]}``:
+
+* the request: ``method``, ``uri``, ``headers`` (each name to a list of values, or one),
+  ``body`` (text, bytes, a file-like or iterator body, or none) — or ``parsed_body``;
+* the response: ``status`` (``{"code", "message"}``), ``headers``, ``body`` (``{"string":
+  text or bytes}``) — or ``parsed_body``.
+
+Each becomes a call through the recorder's own code (:mod:`openprogram.http_boundary.codec`):
+the request's sections (method, URL, the headers that change what it means, the body parsed
+when JSON), the response's head, and its body — a ``text/event-stream`` body split into one
+``sse`` event per server-sent event, an AWS event stream into one ``eventstream`` event per
+message, any other body one ``http_body`` — so an imported recording replays an SDK call as
+one recorded by openprogram does. A body recorded compressed (``content-encoding: gzip``,
+``deflate``, ``br``) is stored decoded. Redaction runs over everything: cassettes often hold
+``authorization`` headers and keys in URLs. :class:`ImportedCassette` counts what it removed
+(never what it was), the interactions skipped and why, and the requests that repeat a method
+and URL (vcrpy's default matching served those in order; openprogram serves them by body).
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from openprogram.errors import CassetteError
+from openprogram.http_boundary.codec import (
+    body_event,
+    is_event_stream,
+    request_sections,
+    response_event,
+    sse_event_row,
+    sse_rest_row,
+)
+from openprogram.http_boundary.eventstream import (
+    MessageSplitter,
+    eventstream_row,
+    is_amazon_event_stream,
+)
+from openprogram.http_boundary.exchange import call_redactor
+from openprogram.http_boundary.sse import SseParser
+from openprogram.importing.cassette_files import read_cassette_file
+from openprogram.private_files import make_private_dirs
+from openprogram.recording.format import RecordedCall, new_header
+from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
+from openprogram.recording.rewriting import rewrite_recording
+from openprogram.recording.token_shapes import PLACEHOLDER
+
+__all__ = ["ImportedCassette", "cassette_files", "import_cassette", "write_imported"]
+
+_SIGNING_HEADERS: Final = frozenset({"authorization", "x-amz-security-token", "cookie"})
+_DECODED: Final = ("gzip", "x-gzip", "deflate", "br")
+
+
+@dataclass
+class ImportedCassette:
+    """What one cassette held, made into calls."""
+
+    path: Path
+    serializer: str
+    calls: list[RecordedCall] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    """Each interaction not converted: its index in the cassette, and why."""
+    secrets: Counter[str] = field(default_factory=Counter)
+    """What redaction removed, by where: ``authorization header``, ``url``, ``request
+    body``, ``response``…"""
+    repeated: dict[str, int] = field(default_factory=dict)
+    """``METHOD URL`` of each request the cassette holds more than once, and how often."""
+
+    def summary(self) -> str:
+        """One line: calls converted, interactions skipped and why, secrets removed, repeated
+        requests."""
+        parts = [f"{len(self.calls)} call{'s' if len(self.calls) != 1 else ''}"]
+        if self.skipped:
+            reasons = Counter(reason for _, reason in self.skipped)
+            shown = ", ".join(f"{reason} ×{count}" for reason, count in reasons.items())
+            parts.append(f"{len(self.skipped)} interactions skipped ({shown})")
+        removed = sum(self.secrets.values())
+        if removed:
+            where = ", ".join(f"{place} ×{count}" for place, count in sorted(self.secrets.items()))
+            parts.append(f"{removed} secret{'s' if removed != 1 else ''} removed ({where})")
+        if self.repeated:
+            shown = ", ".join(f"{request} ×{count}" for request, count in self.repeated.items())
+            parts.append(
+                f"requests sharing a method and URL ({shown}): vcrpy served them in order "
+                "whatever their bodies, replay matches each by its body"
+            )
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cassette": str(self.path),
+            "serializer": self.serializer,
+            "calls": len(self.calls),
+            "skipped": [{"interaction": index, "reason": why} for index, why in self.skipped],
+            "secrets_removed": dict(sorted(self.secrets.items())),
+            "repeated_requests": self.repeated,
+        }
+
+
+def import_cassette(path: Path) -> ImportedCassette:
+    """The calls of the cassette at ``path``; raises :class:`CassetteError` for a file that
+    is not a cassette (or holds a tag vcrpy never writes)."""
+    data, serializer = read_cassette_file(path)
+    interactions = data.get("interactions") if isinstance(data, dict) else None
+    if not isinstance(interactions, list):
+        raise CassetteError(
+            str(path), "is not a vcrpy cassette (no list of interactions at its top)"
+        )
+    imported = ImportedCassette(path, serializer)
+    seen: Counter[str] = Counter()
+    for index, interaction in enumerate(interactions):
+        try:
+            call = _call(len(imported.calls), interaction, imported.secrets, path)
+        except _Skip as skip:
+            imported.skipped.append((index, str(skip)))
+            continue
+        imported.calls.append(call)
+        seen[f"{call.request['method']} {call.request['url']}"] += 1
+    imported.repeated = {request: count for request, count in seen.items() if count > 1}
+    return imported
+
+
+def write_imported(imported: ImportedCassette, destination: Path) -> None:
+    """Write ``imported``'s calls as the recording at ``destination`` (private, atomic)."""
+    make_private_dirs(destination.parent)
+    header = new_header(destination.stem)
+    header["imported_from"] = {"cassette": str(imported.path), "serializer": imported.serializer}
+    rewrite_recording(destination, header, imported.calls)
+
+
+class _Skip(Exception):
+    """An interaction that is not converted, and why."""
+
+
+def _call(call_index: int, interaction: object, secrets: Counter[str], path: Path) -> RecordedCall:
+    if not isinstance(interaction, dict):
+        raise _Skip("not an interaction")
+    request, response = interaction.get("request"), interaction.get("response")
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        raise _Skip("no request or no response")
+    method, uri = request.get("method"), request.get("uri")
+    if not isinstance(method, str) or not method or not isinstance(uri, str):
+        raise _Skip("a request without a method or URI")
+    status = response.get("status")
+    code = status.get("code") if isinstance(status, dict) else status
+    if not isinstance(code, int) or not 100 <= code <= 599:
+        raise _Skip("a response without a status code")
+
+    headers = _headers(request.get("headers"))
+    for name, _ in headers:
+        if is_secret_field_name(name) or name in _SIGNING_HEADERS:
+            secrets[f"{name} header"] += 1
+    content = _request_body(request)
+    sections = request_sections(method.upper(), uri, headers, content)
+    redactor = call_redactor(headers)
+    redacted = redactor.redact_http_request(sections)
+    _count(secrets, "url", sections["url"], redacted["url"])
+    for form in ("body", "body_text"):
+        if form in sections:
+            _count(secrets, "request body", sections[form], redacted[form])
+
+    response_headers = _headers(response.get("headers"))
+    body = _response_body(response)
+    body, response_headers = _decoded(body, response_headers, path)
+    for name, _ in response_headers:
+        if name == "set-cookie":
+            secrets["set-cookie header"] += 1
+    rows = [response_event(code, response_headers, redactor)]
+    content_type = next((value for name, value in response_headers if name == "content-type"), None)
+    if is_event_stream(content_type):
+        rows += _sse_rows(body, redactor)
+    elif is_amazon_event_stream(content_type):
+        splitter = MessageSplitter()
+        rows += [eventstream_row(message, redactor) for message in splitter.feed(body)]
+        rest = splitter.rest()
+        if rest:
+            rows.append(eventstream_row(rest, redactor))
+    else:
+        row = body_event(content_type, body, redactor, keep_raw=True)
+        if row is not None:
+            rows.append(row)
+    _count(secrets, "response", body.decode("utf-8", "replace"), rows[1:])
+    return RecordedCall(
+        call_index=call_index,
+        line=0,
+        request=redacted,
+        event_rows=rows,
+        outcome="complete",
+        boundary="http",
+    )
+
+
+def _headers(value: object) -> list[tuple[str, str]]:
+    """A cassette's headers as (lower-case name, value) pairs: each name maps to a list of
+    values (vcrpy), or to one."""
+    pairs: list[tuple[str, str]] = []
+    if not isinstance(value, Mapping):
+        return pairs
+    for name, values in value.items():
+        for item in values if isinstance(values, list | tuple) else [values]:
+            if item is not None:
+                pairs.append((str(name).lower(), _text(item)))
+    return pairs
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return str(value)
+
+
+def _request_body(request: dict[str, Any]) -> bytes:
+    if "parsed_body" in request:  # pydantic-ai's serializer: a JSON body stored parsed
+        return orjson.dumps(request["parsed_body"])
+    return _bytes(request.get("body"))
+
+
+def _response_body(response: dict[str, Any]) -> bytes:
+    if "parsed_body" in response:
+        return orjson.dumps(response["parsed_body"])
+    body = response.get("body")
+    return _bytes(body.get("string") if isinstance(body, dict) else body)
+
+
+def _bytes(value: object) -> bytes:
+    """A body as vcrpy stores it: text, bytes (``!!binary``), the items of an iterator body,
+    or none."""
+    if value is None:
+        return b""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    if isinstance(value, list):
+        return b"".join(_bytes(item) for item in value)
+    if isinstance(value, int | float | bool | dict):
+        return orjson.dumps(value)
+    return str(value).encode()
+
+
+def _decoded(
+    body: bytes, headers: list[tuple[str, str]], path: Path
+) -> tuple[bytes, list[tuple[str, str]]]:
+    """The body decoded of its ``content-encoding`` (the header and the encoded length left
+    out), as the recorder stores it; as it is when it does not decode."""
+    encodings = [value.strip().lower() for name, value in headers if name == "content-encoding"]
+    coding = next((item for item in encodings if item in _DECODED), None)
+    if coding is None or not body:
+        return body, headers
+    try:
+        if coding in ("gzip", "x-gzip"):
+            decoded = gzip.decompress(body)
+        elif coding == "deflate":
+            decoded = _inflate(body)
+        else:
+            decoded = _brotli(body, path)
+    except (OSError, EOFError, zlib.error, ValueError):
+        return body, headers  # recorded decoded already (vcrpy's decode_compressed_response)
+    kept = [
+        (name, value)
+        for name, value in headers
+        if name not in ("content-encoding", "content-length")
+    ]
+    return decoded, kept
+
+
+def _inflate(body: bytes) -> bytes:
+    try:
+        return zlib.decompress(body)
+    except zlib.error:
+        return zlib.decompress(body, -zlib.MAX_WBITS)  # raw deflate, as some servers send it
+
+
+def _brotli(body: bytes, path: Path) -> bytes:
+    try:
+        import brotli  # type: ignore[import-untyped]
+    except ImportError:
+        raise CassetteError(
+            str(path), "a brotli-encoded body needs brotli: pip install 'openprogram[vcr]'"
+        ) from None
+    try:
+        decoded: bytes = brotli.decompress(body)
+    except brotli.error as error:
+        raise ValueError(str(error)) from None
+    return decoded
+
+
+def _sse_rows(body: bytes, redactor: SecretRedactor) -> list[dict[str, Any]]:
+    parser = SseParser(keep_raw=True)
+    text = body.decode("utf-8", errors="replace")
+    events = parser.feed(text) + parser.finish()
+    rows = [sse_event_row(event, redactor, keep_raw=True) for event in events]
+    rest = sse_rest_row(parser.rest(), redactor)
+    if rest is not None:
+        rows.append(rest)
+    return rows
+
+
+def _count(secrets: Counter[str], where: str, before: object, after: object) -> None:
+    """Count the placeholders redaction put into ``after`` that ``before`` did not hold."""
+    added = _placeholders(after) - _placeholders(before)
+    if added > 0:
+        secrets[where] += added
+
+
+def _placeholders(value: object) -> int:
+    if isinstance(value, str):
+        return value.count(PLACEHOLDER)
+    try:
+        return orjson.dumps(value).decode().count(PLACEHOLDER)
+    except TypeError:
+        return 0
+
+
+def cassette_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """The cassettes ``paths`` name — files, and the ``.yaml``, ``.yml`` and ``.json`` files
+    under folders — each with its path relative to the folder it was found in (a file given
+    alone: its name)."""
+    found: list[tuple[Path, Path]] = []
+    for given in paths:
+        if given.is_dir():
+            for suffix in ("*.yaml", "*.yml", "*.json"):
+                found += [(path, path.relative_to(given)) for path in sorted(given.rglob(suffix))]
+        else:
+            found.append((given, Path(given.name)))
+    return sorted(found, key=lambda pair: str(pair[1]))
