@@ -11,6 +11,9 @@ Options (command line, or the ini file):
 * ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
   connection to another machine (:mod:`~openprogram.testing.network_block`), except to
   ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``;
+* ``--openprogram-import-cassettes`` — before a test without a recording runs, import its
+  vcrpy cassette, where pytest-recording keeps it, into its recording
+  (:mod:`~openprogram.testing.cassette_import`);
 * ``--openprogram-report=PATH`` — write the suite summary as JSON
   (:mod:`~openprogram.testing.suite_summary`);
 * ``--openprogram-drift-fail-on=CLASS`` — in ``drift`` mode, fail a test on live drift of
@@ -112,6 +115,16 @@ def add_options(parser: pytest.Parser) -> None:
             "all (or rewrite): re-record every test that uses the openprogram_recording "
             "fixture; live: call live, record nothing; drift: replay as none, then send each "
             "passing test's calls live and report how the answers drifted"
+        ),
+    )
+    group.addoption(
+        "--openprogram-import-cassettes",
+        action="store_true",
+        default=False,
+        help=(
+            "before a test without a recording runs, import its vcrpy cassette (where "
+            "pytest-recording keeps it, its vcr_cassette_dir and cassette name obeyed) into "
+            "its recording"
         ),
     )
     group.addoption(

@@ -87,6 +87,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from openprogram.testing.summary_plugin import SummaryPlugin
 
     config.pluginmanager.register(SummaryPlugin(config), "openprogram-summary")
+    if config.getoption("openprogram_import_cassettes", False):
+        from openprogram.testing.cassette_import import ImportSummary
+
+        config.pluginmanager.register(ImportSummary(), "openprogram-cassette-import")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -149,6 +153,10 @@ def openprogram_recording(
     path = item_recording_path(item, plugin.recordings_dir, config.rootpath, settings.name)
     display = display_path(path, config.rootpath)
     argument = selecting_argument(item, config)
+    if config.getoption("openprogram_import_cassettes", False) and not path.exists():
+        from openprogram.testing.cassette_import import import_test_cassette
+
+        import_test_cassette(request, path, display)
     refusal: str | None = None
     try:
         session = open_recording_session(
