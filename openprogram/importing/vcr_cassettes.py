@@ -55,6 +55,7 @@ from openprogram.recording.format import RecordedCall, new_header
 from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.token_shapes import PLACEHOLDER
+from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["ImportedCassette", "cassette_files", "import_cassette", "write_imported"]
 
@@ -76,6 +77,9 @@ class ImportedCassette:
     body``, ``response``…"""
     repeated: dict[str, int] = field(default_factory=dict)
     """``METHOD URL`` of each request the cassette holds more than once, and how often."""
+    user: UserRedaction | None = None
+    """The user redaction the calls were redacted with (its fingerprint goes in the header,
+    as a recording made with it holds)."""
 
     def summary(self) -> str:
         """One line: calls converted, interactions skipped and why, secrets removed, repeated
@@ -108,20 +112,22 @@ class ImportedCassette:
         }
 
 
-def import_cassette(path: Path) -> ImportedCassette:
-    """The calls of the cassette at ``path``; raises :class:`CassetteError` for a file that
-    is not a cassette (or holds a tag vcrpy never writes)."""
+def import_cassette(path: Path, user: UserRedaction | None = None) -> ImportedCassette:
+    """The calls of the cassette at ``path``, redacted by the built-in rules and ``user``'s
+    (the configuration's ``redact_patterns``, a registered redactor); raises
+    :class:`CassetteError` for a file that is not a cassette (or holds a tag vcrpy never
+    writes)."""
     data, serializer = read_cassette_file(path)
     interactions = data.get("interactions") if isinstance(data, dict) else None
     if not isinstance(interactions, list):
         raise CassetteError(
             str(path), "is not a vcrpy cassette (no list of interactions at its top)"
         )
-    imported = ImportedCassette(path, serializer)
+    imported = ImportedCassette(path, serializer, user=user)
     seen: Counter[str] = Counter()
     for index, interaction in enumerate(interactions):
         try:
-            call = _call(len(imported.calls), interaction, imported.secrets, path)
+            call = _call(len(imported.calls), interaction, imported.secrets, path, user)
         except _Skip as skip:
             imported.skipped.append((index, str(skip)))
             continue
@@ -134,7 +140,8 @@ def import_cassette(path: Path) -> ImportedCassette:
 def write_imported(imported: ImportedCassette, destination: Path) -> None:
     """Write ``imported``'s calls as the recording at ``destination`` (private, atomic)."""
     make_private_dirs(destination.parent)
-    header = new_header(destination.stem)
+    fingerprint = None if imported.user is None else imported.user.fingerprint
+    header = new_header(destination.stem, redaction_fingerprint=fingerprint)
     header["imported_from"] = {"cassette": str(imported.path), "serializer": imported.serializer}
     rewrite_recording(destination, header, imported.calls)
 
@@ -143,7 +150,13 @@ class _Skip(Exception):
     """An interaction that is not converted, and why."""
 
 
-def _call(call_index: int, interaction: object, secrets: Counter[str], path: Path) -> RecordedCall:
+def _call(
+    call_index: int,
+    interaction: object,
+    secrets: Counter[str],
+    path: Path,
+    user: UserRedaction | None,
+) -> RecordedCall:
     if not isinstance(interaction, dict):
         raise _Skip("not an interaction")
     request, response = interaction.get("request"), interaction.get("response")
@@ -163,7 +176,7 @@ def _call(call_index: int, interaction: object, secrets: Counter[str], path: Pat
             secrets[f"{name} header"] += 1
     content = _request_body(request)
     sections = request_sections(method.upper(), uri, headers, content)
-    redactor = call_redactor(headers)
+    redactor = call_redactor(headers, user)
     redacted = redactor.redact_http_request(sections)
     _count(secrets, "url", sections["url"], redacted["url"])
     for form in ("body", "body_text"):

@@ -25,6 +25,7 @@ import pytest
 
 from openprogram.errors import CassetteError, RecordingFileError
 from openprogram.importing.vcr_cassettes import import_cassette, write_imported
+from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = ["IMPORT_OPTION", "ImportSummary", "import_test_cassette"]
 
@@ -32,10 +33,12 @@ IMPORT_OPTION = "openprogram_import_cassettes"
 _PROPERTY = "openprogram_cassette_imported"
 
 
-def import_test_cassette(request: pytest.FixtureRequest, recording: Path, shown: str) -> None:
-    """Import the test's cassette into ``recording`` (shown as ``shown``) when it has one;
-    fails the test in one line when pytest-recording is not there, or the cassette cannot be
-    imported."""
+def import_test_cassette(
+    request: pytest.FixtureRequest, recording: Path, shown: str, user: UserRedaction | None
+) -> None:
+    """Import the test's cassette into ``recording`` (shown as ``shown``), redacted by the
+    test's own redaction ``user`` too, when it has one; fails the test in one line when
+    pytest-recording is not there, or the cassette cannot be imported."""
     try:
         folder = Path(str(request.getfixturevalue("vcr_cassette_dir")))
         name = str(request.getfixturevalue("default_cassette_name"))
@@ -64,7 +67,7 @@ def import_test_cassette(request: pytest.FixtureRequest, recording: Path, shown:
     if not own.exists():
         return
     try:
-        imported = import_cassette(own)
+        imported = import_cassette(own, user)
         write_imported(imported, recording)
     except (CassetteError, RecordingFileError) as error:
         pytest.fail(str(error), pytrace=False)

@@ -156,7 +156,8 @@ def openprogram_recording(
     if config.getoption("openprogram_import_cassettes", False) and not path.exists():
         from openprogram.testing.cassette_import import import_test_cassette
 
-        import_test_cassette(request, path, display)
+        user = user_redaction_in_effect(patterns=settings.redact_patterns, redact=settings.redact)
+        import_test_cassette(request, path, display, user)
     refusal: str | None = None
     try:
         session = open_recording_session(

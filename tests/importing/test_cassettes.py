@@ -345,3 +345,29 @@ def test_a_pytest_recording_folder_maps_onto_the_fixtures_recordings(
     ]
     assert f"- {Path('tests/fixtures/not_a_cassette.json')}: not a test's cassette" in result.stdout
     assert result.stdout.splitlines()[-1] == "4 cassettes imported, 0 failed, 1 not a test's"
+
+
+def test_the_configured_redact_patterns_apply_to_an_import(tmp_path: Path) -> None:
+    from tests.support.config_files import write_config
+
+    write_config('[record_replay]\nredact_patterns = ["acct-[0-9]{6}"]\n')
+    interaction = {
+        "request": {
+            "method": "POST",
+            "uri": "https://api.example.test/v1/chat/completions",
+            "body": '{"messages":[{"role":"user","content":"bill acct-123456"}]}',
+            "headers": {"Content-Type": ["application/json"]},
+        },
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": ["application/json"]},
+            "body": {"string": '{"note":"acct-123456 billed"}'},
+        },
+    }
+    cassette = tmp_path / "billing.json"
+    cassette.write_text(json.dumps({"version": 1, "interactions": [interaction]}))
+    summary, path = imported(cassette)
+    assert summary["secrets_removed"] == {"request body": 1, "response": 1}
+    assert "acct-123456" not in path.read_text()
+    header = read_recording(path).header
+    assert str(header["redaction_fingerprint"]).startswith("sha256:")

@@ -82,6 +82,9 @@ def import_cassettes(
     if name is not None and len(found) > 1:
         given = plural(len(found), "cassette")
         abort(f"--name names one recording, but {given} were given", EXIT_USAGE)
+    from openprogram.cli.recordings.scan import configured_user_redaction
+
+    user = configured_user_redaction(None)
     results = []
     failed = skipped = 0
     with reporting_errors(usage_errors=(RecordingNameError,)):
@@ -107,7 +110,7 @@ def import_cassettes(
                         str(cassette),
                         f"{destination} exists: pass --force to replace it (nothing was written)",
                     )
-                imported = import_cassette(cassette)
+                imported = import_cassette(cassette, user)
                 write_imported(imported, destination)
             except (CassetteError, RecordingFileError) as error:
                 failed += 1
