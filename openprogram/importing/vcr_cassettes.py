@@ -56,6 +56,7 @@ from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.recording.user_redaction import UserRedaction
+from openprogram.wording import plural
 
 __all__ = ["ImportedCassette", "cassette_files", "import_cassette", "write_imported"]
 
@@ -77,6 +78,9 @@ class ImportedCassette:
     body``, ``response``…"""
     repeated: dict[str, int] = field(default_factory=dict)
     """``METHOD URL`` of each request the cassette holds more than once, and how often."""
+    content_types_restored: int = 0
+    """Requests whose JSON body came without the ``content-type`` header (a cassette filter
+    removed it), stored with ``application/json``: the SDK sends it, and replay compares it."""
     user: UserRedaction | None = None
     """The user redaction the calls were redacted with (its fingerprint goes in the header,
     as a recording made with it holds)."""
@@ -84,20 +88,25 @@ class ImportedCassette:
     def summary(self) -> str:
         """One line: calls converted, interactions skipped and why, secrets removed, repeated
         requests."""
-        parts = [f"{len(self.calls)} call{'s' if len(self.calls) != 1 else ''}"]
+        parts = [plural(len(self.calls), "call")]
         if self.skipped:
             reasons = Counter(reason for _, reason in self.skipped)
             shown = ", ".join(f"{reason} ×{count}" for reason, count in reasons.items())
-            parts.append(f"{len(self.skipped)} interactions skipped ({shown})")
+            parts.append(f"{plural(len(self.skipped), 'interaction')} skipped ({shown})")
         removed = sum(self.secrets.values())
         if removed:
             where = ", ".join(f"{place} ×{count}" for place, count in sorted(self.secrets.items()))
-            parts.append(f"{removed} secret{'s' if removed != 1 else ''} removed ({where})")
+            parts.append(f"{plural(removed, 'secret')} removed ({where})")
+        if self.content_types_restored:
+            parts.append(
+                f"content-type restored on {plural(self.content_types_restored, 'JSON body')} "
+                "(a filter had removed it)"
+            )
         if self.repeated:
             shown = ", ".join(f"{request} ×{count}" for request, count in self.repeated.items())
             parts.append(
                 f"requests sharing a method and URL ({shown}): vcrpy served them in order "
-                "whatever their bodies, replay matches each by its body"
+                "whatever else they held, replay matches each by its whole request"
             )
         return "; ".join(parts)
 
@@ -109,6 +118,7 @@ class ImportedCassette:
             "skipped": [{"interaction": index, "reason": why} for index, why in self.skipped],
             "secrets_removed": dict(sorted(self.secrets.items())),
             "repeated_requests": self.repeated,
+            "content_types_restored": self.content_types_restored,
         }
 
 
@@ -127,7 +137,7 @@ def import_cassette(path: Path, user: UserRedaction | None = None) -> ImportedCa
     seen: Counter[str] = Counter()
     for index, interaction in enumerate(interactions):
         try:
-            call = _call(len(imported.calls), interaction, imported.secrets, path, user)
+            call = _call(len(imported.calls), interaction, imported, path, user)
         except _Skip as skip:
             imported.skipped.append((index, str(skip)))
             continue
@@ -153,10 +163,11 @@ class _Skip(Exception):
 def _call(
     call_index: int,
     interaction: object,
-    secrets: Counter[str],
+    imported: ImportedCassette,
     path: Path,
     user: UserRedaction | None,
 ) -> RecordedCall:
+    secrets = imported.secrets
     if not isinstance(interaction, dict):
         raise _Skip("not an interaction")
     request, response = interaction.get("request"), interaction.get("response")
@@ -175,6 +186,9 @@ def _call(
         if is_secret_field_name(name) or name in _SIGNING_HEADERS:
             secrets[f"{name} header"] += 1
     content = _request_body(request)
+    if content and not any(name == "content-type" for name, _ in headers) and _is_json(content):
+        headers.append(("content-type", "application/json"))
+        imported.content_types_restored += 1
     sections = request_sections(method.upper(), uri, headers, content)
     redactor = call_redactor(headers, user)
     redacted = redactor.redact_http_request(sections)
@@ -212,6 +226,17 @@ def _call(
         outcome="complete",
         boundary="http",
     )
+
+
+def _is_json(content: bytes) -> bool:
+    """Whether a body is a JSON object or array (what an API client sends as JSON)."""
+    if content.lstrip()[:1] not in (b"{", b"["):
+        return False
+    try:
+        orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _headers(value: object) -> list[tuple[str, str]]:

@@ -150,7 +150,10 @@ def test_an_older_vcrpy_yaml_cassette_with_python_tags_and_a_gzip_body(tmp_path:
     assert head["headers"] == {"content-type": "application/json", "openai-version": "2020-10-01"}
     assert body == {"type": "http_body", "body": CHAT}, "stored decoded, without content-encoding"
     assert second.request["url"].endswith("/v1beta/models?key=[secret removed]")
-    assert second.request["body_text"] == REQUEST_BODY, "an iterator body's items joined"
+    # an iterator body's items joined; JSON without its content-type (a filter removed it)
+    assert second.request["body"] == json.loads(REQUEST_BODY)
+    assert second.request["headers"] == {"content-type": "application/json"}
+    assert summary["content_types_restored"] == 1
 
 
 def test_the_imported_call_replays_to_the_real_sdk_offline(tmp_path: Path) -> None:
@@ -371,3 +374,26 @@ def test_the_configured_redact_patterns_apply_to_an_import(tmp_path: Path) -> No
     assert "acct-123456" not in path.read_text()
     header = read_recording(path).header
     assert str(header["redaction_fingerprint"]).startswith("sha256:")
+
+
+def test_a_redactor_of_your_own_applies_to_an_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "house_rules.py").write_text(
+        "def redact(text):\n    return text.replace('tenant-77', '[secret removed]')\n"
+    )
+    interaction = {
+        "request": {"method": "GET", "uri": "https://api.example.test/t/tenant-77", "headers": {}},
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": ["text/plain"]},
+            "body": {"string": "hello tenant-77"},
+        },
+    }
+    cassette = tmp_path / "tenant.json"
+    cassette.write_text(json.dumps({"version": 1, "interactions": [interaction]}))
+    summary, path = imported(cassette, "--redactor", "house_rules:redact")
+    assert summary["secrets_removed"] == {"response": 1, "url": 1}
+    assert "tenant-77" not in path.read_text()

@@ -96,7 +96,7 @@ def test_each_tests_cassette_is_imported_where_pytest_recording_says_then_replay
 
     result.assert_outcomes(passed=1, errors=1)  # the fixture's setup refused it
     recording = project.recording("test_weather", "test_weather")
-    source = project.root / "tests" / "vcr" / "test_weather" / "test_weather.json"
+    source = Path("tests/vcr/test_weather/test_weather.json")
     result.stdout.fnmatch_lines(
         [
             "*= openprogram: cassettes imported =*",
@@ -113,6 +113,8 @@ def test_each_tests_cassette_is_imported_where_pytest_recording_says_then_replay
         ]
     )
     assert KEY not in recording.read_text()
+    header = json.loads(recording.read_text().splitlines()[0])
+    assert header["imported_from"]["cassette"] == str(source), "no home folder in the file"
     assert not project.recording("test_weather", "test_two_cassettes").exists()
 
     # From now on the test replays its recording, the option or not.

@@ -46,6 +46,12 @@ def import_cassettes(
     into: Path | None = INTO,
     name: str | None = NAME,
     pytest_layout: bool = PYTEST_LAYOUT,
+    redactor: str | None = typer.Option(
+        None,
+        "--redactor",
+        metavar="MODULE:ATTR",
+        help="A redaction function of your own, applied after the built-in rules.",
+    ),
     force: bool = typer.Option(False, "--force", help="Replace recordings that exist."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -84,7 +90,7 @@ def import_cassettes(
         abort(f"--name names one recording, but {given} were given", EXIT_USAGE)
     from openprogram.cli.recordings.scan import configured_user_redaction
 
-    user = configured_user_redaction(None)
+    user = configured_user_redaction(redactor)
     results = []
     failed = skipped = 0
     with reporting_errors(usage_errors=(RecordingNameError,)):
@@ -95,8 +101,10 @@ def import_cassettes(
                 fixture_path = fixture_recording(relative)
                 if fixture_path is None:
                     skipped += 1
+                    reason = "not a test's cassette where pytest-recording keeps one"
+                    results.append({"cassette": str(cassette), "skipped": reason})
                     if not as_json:
-                        say(f"- {cassette}: not a test's cassette where pytest-recording keeps one")
+                        say(f"- {cassette}: {reason}")
                     continue
                 destination = into.expanduser().absolute() / fixture_path
             elif into is not None:
@@ -121,7 +129,7 @@ def import_cassettes(
             if not as_json:
                 say(f"✔ {cassette} → {destination}: {imported.summary()}")
     if as_json:
-        print_json({"imported": results, "failed": failed})
+        print_json({"imported": results, "failed": failed, "skipped": skipped})
     elif len(found) > 1:
         imported_count = len(found) - failed - skipped
         tail = f", {skipped} not a test's" if skipped else ""
