@@ -23,6 +23,7 @@ says what user redaction a recording started now uses. They are imported on firs
     agent              the built-in agent loop ``openprogram run`` uses
     harness            sessions re-run under replay (``verify``) and the offline demo
     drift              recorded calls re-sent live, and how the provider's answers drifted
+    importing          other tools' files made into recordings: vcrpy cassettes
     testing            the pytest plugin
     cli                the ``openprogram`` command line
     json_nesting       the one nesting limit every reader of JSON-like values agrees on

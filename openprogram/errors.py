@@ -78,6 +78,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ActiveRecordingUnknownError",
     "CanonicalJSONError",
+    "CassetteError",
     "ConfigError",
     "ExecSetupError",
     "MissingApiKeyError",

@@ -348,6 +348,11 @@ def test_a_pytest_recording_folder_maps_onto_the_fixtures_recordings(
     ]
     assert f"- {Path('tests/fixtures/not_a_cassette.json')}: not a test's cassette" in result.stdout
     assert result.stdout.splitlines()[-1] == "4 cassettes imported, 0 failed, 1 not a test's"
+    # A subfolder given alone: its module is still counted from the recordings' folder.
+    (tmp_path / "tests/recordings/agent.test_loop/test_runs.jsonl").unlink()
+    result = run("import", "tests/agent", "--pytest-recording")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "tests/recordings/agent.test_loop/test_runs.jsonl").exists()
 
 
 def test_the_configured_redact_patterns_apply_to_an_import(tmp_path: Path) -> None:

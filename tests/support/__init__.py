@@ -23,6 +23,8 @@
 - ``sse_server``, ``vendor_wire`` and ``vendors``: the loopback server the vendor providers
   talk to, the bytes each vendor sends, and the one table of vendors.
 - ``sdk_server``: the loopback server that answers the official SDKs as the vendors do.
+- ``models_sdk_server``: the SDK server, also answering ``GET /v1/models`` and refusing a
+  ``temperature`` above 2 as OpenAI does, for the vcrpy suite's migration test.
 - ``drift_server``: the loopback server that answers with a recording's responses, as
   recorded or drifted (a field renamed, another type or kind, a new field or event type, an
   error body, other chunking, other values), for the drift check's tests.

@@ -98,7 +98,8 @@ def import_cassettes(
         for cassette, relative in found:
             if pytest_layout:
                 assert into is not None
-                fixture_path = fixture_recording(relative)
+                base = into.expanduser().absolute().parent
+                fixture_path = fixture_recording(cassette.absolute(), relative, base)
                 if fixture_path is None:
                     skipped += 1
                     reason = "not a test's cassette where pytest-recording keeps one"
@@ -146,17 +147,25 @@ def _store_name(relative: Path) -> str:
     return safe_file_name("-".join(relative.with_suffix("").parts))
 
 
-def fixture_recording(relative: Path) -> Path | None:
+def fixture_recording(cassette: Path, relative: Path, base: Path) -> Path | None:
     """Where the ``openprogram_recording`` fixture reads the recording of the test whose
-    pytest-recording cassette is at ``relative`` below a test folder, or None when it is not
-    at ``[<folders>/]cassettes/<module>/<test>.<ext>``: ``<folders>.<module>/<test>.jsonl``,
-    the test's ``[parameters]`` written ``-parameters``, each part made a safe name."""
+    pytest-recording cassette is ``cassette`` (found at ``relative`` below the folder
+    given), or None when it is not at ``<test folder>/cassettes/<module>/<test>.<ext>``:
+    ``<module path>/<test>.jsonl`` in the recordings folder, the module path being the test
+    file's path relative to ``base`` (the folder that holds the recordings folder, as the
+    fixture counts it) with its folders joined by ``.``; the test's ``[parameters]`` written
+    ``-parameters``; each part made a safe name."""
     from openprogram.store.names import RECORDING_SUFFIX, safe_file_name
 
     parts = relative.parts
     if len(parts) < 3 or parts[-3] != "cassettes":
         return None
-    module = ".".join((*parts[:-3], parts[-2]))
+    test_folder = cassette.parent.parent.parent
+    try:
+        folders = test_folder.relative_to(base).parts
+    except ValueError:
+        folders = parts[:-3]
+    module = ".".join((*folders, parts[-2]))
     test = relative.stem
     if test.endswith("]") and "[" in test:
         function, _, parameters = test[:-1].partition("[")
