@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import codecs
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -242,52 +241,18 @@ def send_http(
     """Send ``request`` and read its whole answer into event rows, as the recorder writes
     them (redacted, the credentials sent known as secrets). A transport failure raises
     httpx's error."""
-    from openprogram.http_boundary.codec import (
-        body_event,
-        is_event_stream,
-        response_event,
-        sse_event_row,
-        sse_rest_row,
-    )
-    from openprogram.http_boundary.eventstream import (
-        MessageSplitter,
-        eventstream_row,
-        is_amazon_event_stream,
-    )
     from openprogram.http_boundary.exchange import call_redactor
-    from openprogram.http_boundary.sse import SseParser
+    from openprogram.http_boundary.whole_answers import answer_rows
 
     headers = [(name.lower(), value) for name, value in request.headers.items()]
     redactor = call_redactor(headers, user)
     with client.stream(
         request.method, request.url, headers=request.headers, content=request.body or None
     ) as response:
+        # httpx decodes the body; the head's content-encoding (and the encoded length) are
+        # left out of its row, as the recorder leaves them out
         received = [(name.lower(), value) for name, value in response.headers.multi_items()]
-        rows = [response_event(response.status_code, received, redactor)]
-        content_type = response.headers.get("content-type")
-        if is_event_stream(content_type):
-            parser = SseParser(keep_raw=True)
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            for chunk in response.iter_bytes():
-                for event in parser.feed(decoder.decode(chunk)):
-                    rows.append(sse_event_row(event, redactor))
-            for event in parser.feed(decoder.decode(b"", final=True)) + parser.finish():
-                rows.append(sse_event_row(event, redactor))
-            rest = sse_rest_row(parser.rest(), redactor)
-            if rest is not None and rest["raw"].strip():
-                rows.append(rest)
-        elif is_amazon_event_stream(content_type):
-            splitter = MessageSplitter()
-            for chunk in response.iter_bytes():
-                rows += [eventstream_row(message, redactor) for message in splitter.feed(chunk)]
-            rest_bytes = splitter.rest()
-            if rest_bytes:
-                rows.append(eventstream_row(rest_bytes, redactor))
-        else:
-            body = body_event(content_type, response.read(), redactor)
-            if body is not None:
-                rows.append(body)
-    return rows
+        return answer_rows(response.status_code, received, response.iter_bytes(), redactor)
 
 
 def send_provider_call(

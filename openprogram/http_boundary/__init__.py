@@ -14,6 +14,8 @@ into, and replayed from, the same recordings as the provider boundary.
     codec               an exchange as rows, and rows as response bytes
     sse                 the server-sent event parser and encoder
     eventstream         AWS's binary event stream, one row per message, byte for byte
+    whole_answers       an answer read whole (drift's live one, a cassette's) made into the
+                        rows the recorder writes
     websocket_refusal   WebSocket connections: sent uncaptured when recording, refused
                         under replay
 

@@ -34,25 +34,13 @@ from typing import Any, Final
 import orjson
 
 from openprogram.errors import CassetteError
-from openprogram.http_boundary.codec import (
-    body_event,
-    is_event_stream,
-    request_sections,
-    response_event,
-    sse_event_row,
-    sse_rest_row,
-)
-from openprogram.http_boundary.eventstream import (
-    MessageSplitter,
-    eventstream_row,
-    is_amazon_event_stream,
-)
+from openprogram.http_boundary.codec import request_sections
 from openprogram.http_boundary.exchange import call_redactor
-from openprogram.http_boundary.sse import SseParser
+from openprogram.http_boundary.whole_answers import answer_rows
 from openprogram.importing.cassette_files import read_cassette_file
 from openprogram.private_files import make_private_dirs
 from openprogram.recording.format import RecordedCall, new_header
-from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
+from openprogram.recording.redaction import is_secret_field_name
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.recording.user_redaction import UserRedaction
@@ -203,20 +191,7 @@ def _call(
     for name, _ in response_headers:
         if name == "set-cookie":
             secrets["set-cookie header"] += 1
-    rows = [response_event(code, response_headers, redactor)]
-    content_type = next((value for name, value in response_headers if name == "content-type"), None)
-    if is_event_stream(content_type):
-        rows += _sse_rows(body, redactor)
-    elif is_amazon_event_stream(content_type):
-        splitter = MessageSplitter()
-        rows += [eventstream_row(message, redactor) for message in splitter.feed(body)]
-        rest = splitter.rest()
-        if rest:
-            rows.append(eventstream_row(rest, redactor))
-    else:
-        row = body_event(content_type, body, redactor, keep_raw=True)
-        if row is not None:
-            rows.append(row)
+    rows = answer_rows(code, response_headers, [body], redactor)
     _count(secrets, "response", body.decode("utf-8", "replace"), rows[1:])
     return RecordedCall(
         call_index=call_index,
@@ -332,17 +307,6 @@ def _brotli(body: bytes, path: Path) -> bytes:
     except brotli.error as error:
         raise ValueError(str(error)) from None
     return decoded
-
-
-def _sse_rows(body: bytes, redactor: SecretRedactor) -> list[dict[str, Any]]:
-    parser = SseParser(keep_raw=True)
-    text = body.decode("utf-8", errors="replace")
-    events = parser.feed(text) + parser.finish()
-    rows = [sse_event_row(event, redactor, keep_raw=True) for event in events]
-    rest = sse_rest_row(parser.rest(), redactor)
-    if rest is not None:
-        rows.append(rest)
-    return rows
 
 
 def _count(secrets: Counter[str], where: str, before: object, after: object) -> None:

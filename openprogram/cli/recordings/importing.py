@@ -17,6 +17,7 @@ from openprogram.cli.output import (
     reporting_errors,
     say,
 )
+from openprogram.cli.recordings.scan import REDACTOR
 from openprogram.errors import RecordingNameError
 
 CASSETTES = typer.Argument(
@@ -46,12 +47,7 @@ def import_cassettes(
     into: Path | None = INTO,
     name: str | None = NAME,
     pytest_layout: bool = PYTEST_LAYOUT,
-    redactor: str | None = typer.Option(
-        None,
-        "--redactor",
-        metavar="MODULE:ATTR",
-        help="A redaction function of your own, applied after the built-in rules.",
-    ),
+    redactor: str | None = REDACTOR,
     force: bool = typer.Option(False, "--force", help="Replace recordings that exist."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:

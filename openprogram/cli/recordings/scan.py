@@ -32,17 +32,20 @@ PATHS = typer.Argument(
 )
 
 
+REDACTOR = typer.Option(
+    None,
+    "--redactor",
+    metavar="MODULE:ATTR",
+    help="Your redaction function (str -> str), as your tests register it.",
+)
+
+
 def scan(
     paths: list[str] | None = PATHS,
     fix: bool = typer.Option(
         False, "--fix", help="Replace every finding in place (atomically); the recording replays."
     ),
-    redactor: str | None = typer.Option(
-        None,
-        "--redactor",
-        metavar="MODULE:ATTR",
-        help="Your redaction function (str -> str), as your tests register it.",
-    ),
+    redactor: str | None = REDACTOR,
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
 ) -> None:
     """Find secrets left in recordings: credentials of every shape openprogram removes
