@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.recording.call_digest import (
@@ -225,6 +225,8 @@ class RecordingComparison:
     """Every difference, in the order of the module's docstring."""
     tape_entries_a: int = 0
     tape_entries_b: int = 0
+    pairs: dict[int, int] = field(default_factory=dict)
+    """Each of B's calls paired with one of A's: B's ``call_index`` to A's."""
 
     @property
     def same(self) -> bool:
@@ -284,6 +286,7 @@ def compare_recordings(a: Recording, b: Recording) -> RecordingComparison:
         differences=differences,
         tape_entries_a=len(a.tapes),
         tape_entries_b=len(b.tapes),
+        pairs={b.calls[j].call_index: a.calls[i].call_index for i, j in pairs},
     )
 
 

@@ -39,7 +39,7 @@ from openprogram.store.hashing import transcript_hash
 from openprogram.store.summary import call_label
 from openprogram.store.vendors import HttpExchange, http_call_parts, usage_tokens
 
-__all__ = ["CallView", "TapeView", "call_views", "tape_view"]
+__all__ = ["CallView", "RecordingView", "TapeView", "call_views", "tape_view", "view_of"]
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,13 @@ class RecordingView:
 
 def view_recording(path: str | os.PathLike[str], *, call: int | None = None) -> RecordingView:
     """The recording at ``path`` with its hash, and its calls (or only call ``call``)."""
-    recording = read_recording(path)
+    return view_of(read_recording(path), path, call=call)
+
+
+def view_of(
+    recording: Recording, path: str | os.PathLike[str], *, call: int | None = None
+) -> RecordingView:
+    """:func:`view_recording` of a recording already read (as replay reads it)."""
     return RecordingView(
         Path(path),
         transcript_hash(recording),

@@ -3,6 +3,7 @@ by content."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -12,9 +13,11 @@ from openprogram.cli.output import (
     plural,
     print_json,
     reporting_errors,
+    say,
     stdout,
     visible,
 )
+from openprogram.cli.recordings.show import HTML, write_page
 from openprogram.errors import RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
@@ -30,6 +33,7 @@ def diff(
         ..., metavar="B", help="A recording name in the store, or a path."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print every difference as JSON."),
+    html: Path | None = HTML,
 ) -> None:
     """Show how two recordings differ, their call counts and transcript hashes.
 
@@ -47,8 +51,18 @@ def diff(
     with reporting_errors(usage_errors=(RecordingNameError, RecordingFileError)):
         store = recordings_dir()
         paths = [resolve_recording(argument, store).path for argument in (first, second)]
-        recordings = [read_recording(path, validate_events=False) for path in paths]
+        recordings = [read_recording(path, validate_events=html is not None) for path in paths]
         comparison = compare_recordings(*recordings)
+        if html is not None:
+            from openprogram.store.html_pages import diff_page
+            from openprogram.store.show import view_of
+
+            views = [view_of(read, path) for read, path in zip(recordings, paths, strict=True)]
+            write_page(
+                html, diff_page(views[0], views[1], (recordings[0], recordings[1]), comparison)
+            )
+    if html is not None and not as_json:
+        say(f"the page is {html}")
     if as_json:
         print_json({"a": str(paths[0]), "b": str(paths[1]), **comparison.to_json()})
     else:

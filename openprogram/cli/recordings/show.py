@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -22,6 +23,21 @@ if TYPE_CHECKING:
     from openprogram.store.show import CallView, TapeView
     from openprogram.store.vendors import HttpExchange
 
+HTML = typer.Option(
+    None,
+    "--html",
+    metavar="FILE",
+    help="Write one self-contained HTML page (no script, nothing fetched) to FILE instead.",
+)
+
+
+def write_page(path: Path, page: str) -> None:
+    """Write a review page, private (``0600``: it shows what the recording holds)."""
+    from openprogram.private_files import replace_file
+
+    replace_file(path.expanduser().absolute(), page.encode("utf-8"), mode=0o600)
+
+
 PRIVACY_WARNING = (
     "recordings may hold personal data: prompts, replies and tool results are stored as "
     "they were (only credentials are removed)"
@@ -32,13 +48,16 @@ def show(
     recording: str = typer.Argument(..., help="A recording name in the store, or a path."),
     call: int | None = typer.Option(None, "--call", help="Show only call N (from 0)."),
     as_json: bool = typer.Option(False, "--json", help="Print the calls as JSON."),
+    html: Path | None = HTML,
 ) -> None:
     """Show each call: model, new input, streamed reply, tool calls, stop reason, usage; an
     HTTP call also shows its request and what came back (status, SSE events or body). Then
-    each tape entry: its tape and index, arguments, and result or exception."""
+    each tape entry: its tape and index, arguments, and result or exception. --html FILE
+    writes the session as one self-contained page to review instead."""
     from openprogram.config.paths import recordings_dir
+    from openprogram.provider_boundary.codec import read_recording
     from openprogram.store.names import resolve_recording
-    from openprogram.store.show import view_recording
+    from openprogram.store.show import view_of
     from openprogram.store.status import not_recorded_note
 
     warn(PRIVACY_WARNING)
@@ -46,7 +65,14 @@ def show(
         usage_errors=(RecordingNameError, RecordingFileError, RecordingCallNotFoundError)
     ):
         path = resolve_recording(recording, recordings_dir()).path
-        shown = view_recording(path, call=call)
+        read = read_recording(path)
+        shown = view_of(read, path, call=call)
+        if html is not None:
+            from openprogram.store.html_pages import recording_page
+
+            write_page(html, recording_page(shown, read))
+            say(f"{path}: the page is {html}")
+            return
     if as_json:
         print_json(shown.to_json())
         return
