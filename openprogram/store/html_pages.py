@@ -125,26 +125,33 @@ def diff_page(
     if comparison.first is not None:
         report = format_report(comparison.first.difference)
         parts.append(f'<p class="first">first difference: {_text(report)}</p>')
+    # B's calls paired with A's: equal requests (their replies may differ), and the unpaired
+    # calls whose nearest request on the other side diff compared them with
+    pairs = dict(comparison.pairs)
+    for difference in comparison.differences:
+        if difference.kind == "request":
+            a_index, b_index = difference.a_call_index, difference.b_call_index
+            if a_index is not None and b_index is not None:
+                pairs[b_index] = a_index
+    paired_a = set(pairs.values())
     for index in comparison.only_in_a:
         view = calls_a.get(index)
-        if view is not None:
+        if view is not None and index not in paired_a:
             parts.append(_call(view, None, note=f"only in A (call {index})", kind="only-a"))
     for view in b.calls:
         index = view.call_index
-        if index in comparison.only_in_b:
+        pair = pairs.get(index)
+        if pair is None:
             parts.append(_call(view, raw_b.get(index), note="only in B", kind="only-b"))
             continue
-        pair = comparison.pairs.get(index)
-        before = calls_a.get(pair) if pair is not None else None
         reports = by_b.get(index, [])
-        note = f"paired with A's call {pair}" if pair is not None else None
         parts.append(
             _call(
                 view,
                 raw_b.get(index),
-                note=note,
+                note=f"paired with A's call {pair}",
                 kind="differs" if reports else "",
-                before=before,
+                before=calls_a.get(pair),
                 reports=reports,
             )
         )
@@ -244,9 +251,13 @@ def _call(
             f"{_clipped(shown)}</div>"
         )
     if before is not None and before.tool_calls != view.tool_calls:
+        called = "; ".join(
+            f"{name} {arguments if isinstance(arguments, str) else _compact(arguments)}"
+            for name, arguments in before.tool_calls
+        )
         parts.append(
-            f'<p class="facts"><mark>the tool calls differ from A\'s: '
-            f"{_text(', '.join(name for name, _ in before.tool_calls) or 'none')}</mark></p>"
+            f'<p class="facts"><mark>A called: {_text(_clip_text(called or "no tool", 400))}'
+            "</mark></p>"
         )
     if view.error:
         parts.append(
@@ -390,6 +401,13 @@ def _clip_text(text: str, limit: int) -> str:
     return (
         text if len(text) <= limit else f"{text[:limit]}\n… ({len(text) - limit:,} more characters)"
     )
+
+
+def _compact(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
 
 
 def _json(value: Any) -> str:
