@@ -12,6 +12,7 @@ fast; re-running a recorded session (``verify``) lives above them, in
     summary_cache  every recording in a store summarized, through a cache in the store
     store          create, delete and prune recordings in the store
     show           each recorded call as a person wants to read it
+    html_pages     a recording, and two compared, as one self-contained page to review
     vendors        what the store knows of each model API (one object per API), and an HTTP
                    call's exchange, streamed text and tokens read through them
     scan           the secrets a recording still holds, found by the rules replay applies
