@@ -31,7 +31,7 @@ from openprogram.recording.report import format_report
 from openprogram.store.comparison import RecordingComparison
 from openprogram.store.show import CallView, RecordingView, TapeView
 
-__all__ = ["CLIP", "diff_page", "recording_page"]
+__all__ = ["CLIP", "clipped", "diff_page", "escaped", "page_document", "recording_page"]
 
 CLIP: Final = 2_000
 """Characters of a text shown before it is clipped (the rest one click away)."""
@@ -62,6 +62,10 @@ details>summary{cursor:pointer;color:var(--muted);font-size:.85rem}
 .facts{color:var(--muted);font-size:.85rem}
 .only-a{border-left:4px solid var(--a)}.only-b{border-left:4px solid var(--b)}
 .differs{border-left:4px solid #b54708}
+table{border-collapse:collapse;width:100%;font-size:.9rem}
+td,th{border-bottom:1px solid var(--line);padding:.35rem .5rem;text-align:left;vertical-align:top}
+.kind{font-weight:600}.kind-replayed{color:var(--b)}.kind-mismatched,.kind-failed,
+.kind-error,.kind-unconsumed{color:var(--a)}.kind-re-recorded,.kind-recorded{color:#b54708}
 .first{background:var(--mark);padding:.5rem .75rem;border-radius:6px;white-space:pre-wrap;
 font-family:ui-monospace,monospace;font-size:.85rem}
 mark{background:var(--mark)}ins{background:var(--add);text-decoration:none}
@@ -79,23 +83,23 @@ def recording_page(view: RecordingView, recording: Recording) -> str:
         ("redaction version", header.get("redaction_version")),
         ("recording id", header.get("recording_id")),
     ]
-    shown = " · ".join(f"{name} {_text(value)}" for name, value in facts if value is not None)
+    shown = " · ".join(f"{name} {escaped(value)}" for name, value in facts if value is not None)
     calls = {call.call_index: call for call in recording.calls}
     parts = [
-        f"<h1>{_text(view.path.name)}</h1>",
-        f'<p class="meta">{_text(view.path)}<br>{plural(view.total_calls, "call")}, '
+        f"<h1>{escaped(view.path.name)}</h1>",
+        f'<p class="meta">{escaped(view.path)}<br>{plural(view.total_calls, "call")}, '
         f"{plural(len(view.tapes), 'tape entry', 'tape entries')} · {shown}<br>"
-        f"transcript hash <code>{_text(view.transcript_hash)}</code></p>",
+        f"transcript hash <code>{escaped(view.transcript_hash)}</code></p>",
     ]
     if view.not_recorded:
         hosts = ", ".join(f"{entry.get('host')}:{entry.get('port')}" for entry in view.not_recorded)
-        parts.append(f'<p class="msg error">connections no boundary captured: {_text(hosts)}</p>')
+        parts.append(f'<p class="msg error">connections no boundary captured: {escaped(hosts)}</p>')
     for item in _in_file_order(view, calls):
         if isinstance(item, TapeView):
             parts.append(_tape(item))
         else:
             parts.append(_call(item, calls.get(item.call_index)))
-    return _document(f"{view.path.name} — openprogram", parts)
+    return page_document(f"{view.path.name} — openprogram", parts)
 
 
 def diff_page(
@@ -116,15 +120,15 @@ def diff_page(
             )
     same = "the same" if comparison.same else f"{plural(len(comparison.differences), 'difference')}"
     parts = [
-        f"<h1>{_text(a.path.name)} → {_text(b.path.name)}</h1>",
-        f'<p class="meta">A {_text(a.path)} · {plural(comparison.calls_a, "call")} · '
-        f"<code>{_text(comparison.hash_a)}</code><br>B {_text(b.path)} · "
-        f"{plural(comparison.calls_b, 'call')} · <code>{_text(comparison.hash_b)}</code>"
+        f"<h1>{escaped(a.path.name)} → {escaped(b.path.name)}</h1>",
+        f'<p class="meta">A {escaped(a.path)} · {plural(comparison.calls_a, "call")} · '
+        f"<code>{escaped(comparison.hash_a)}</code><br>B {escaped(b.path)} · "
+        f"{plural(comparison.calls_b, 'call')} · <code>{escaped(comparison.hash_b)}</code>"
         f"<br>{same}</p>",
     ]
     if comparison.first is not None:
         report = format_report(comparison.first.difference)
-        parts.append(f'<p class="first">first difference: {_text(report)}</p>')
+        parts.append(f'<p class="first">first difference: {escaped(report)}</p>')
     # B's calls paired with A's: equal requests (their replies may differ), and the unpaired
     # calls whose nearest request on the other side diff compared them with
     pairs = dict(comparison.pairs)
@@ -158,8 +162,8 @@ def diff_page(
     for difference in comparison.differences:
         if difference.kind == "tape":
             report = format_report(difference.difference)
-            parts.append(f'<p class="first">tape: {_text(report)}</p>')
-    return _document(f"{a.path.name} → {b.path.name} — openprogram", parts)
+            parts.append(f'<p class="first">tape: {escaped(report)}</p>')
+    return page_document(f"{a.path.name} → {b.path.name} — openprogram", parts)
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
@@ -169,14 +173,16 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
 # --- pieces ----------------------------------------------------------------------------------
 
 
-def _document(title: str, parts: Iterable[str]) -> str:
+def page_document(title: str, parts: Iterable[str]) -> str:
+    """A whole page: ``parts`` (HTML, escaped already) under ``title``, with the house's
+    inline style and a content security policy that lets nothing load."""
     body = "\n".join(parts)
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{_text(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
+        f"<title>{escaped(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
         "</body></html>\n"
     )
 
@@ -206,7 +212,7 @@ def _call(
     boundary = "HTTP" if view.boundary == "http" else "provider"
     head = [
         f'<section class="call {kind}" id="call-{view.call_index}"><header>',
-        f"<h2>call {view.call_index} · {_text(view.model)}</h2>",
+        f"<h2>call {view.call_index} · {escaped(view.model)}</h2>",
         f'<span class="tag">{boundary}</span>',
     ]
     if view.http is not None:
@@ -214,13 +220,13 @@ def _call(
         status = "no response" if exchange.status is None else str(exchange.status)
         api = f"{exchange.api} · " if exchange.api else ""
         head.append(
-            f'<span class="endpoint">{_text(api)}{_text(exchange.method)} '
-            f"{_text(exchange.url)} → {_text(status)}</span>"
+            f'<span class="endpoint">{escaped(api)}{escaped(exchange.method)} '
+            f"{escaped(exchange.url)} → {escaped(status)}</span>"
         )
     if note:
-        head.append(f'<span class="tag">{_text(note)}</span>')
+        head.append(f'<span class="tag">{escaped(note)}</span>')
     head.append("</header>")
-    parts = head + [f'<p class="first">{_text(report)}</p>' for report in reports]
+    parts = head + [f'<p class="first">{escaped(report)}</p>' for report in reports]
     if raw is not None:
         parts.append(_earlier_context(raw))
         parts.append(_tools(raw))
@@ -247,8 +253,8 @@ def _call(
     for name, arguments in view.tool_calls:
         shown = arguments if isinstance(arguments, str) else _json(arguments)
         parts.append(
-            f'<div class="msg tool"><span class="who">tool call {_text(name)}</span>'
-            f"{_clipped(shown)}</div>"
+            f'<div class="msg tool"><span class="who">tool call {escaped(name)}</span>'
+            f"{clipped(shown)}</div>"
         )
     if before is not None and before.tool_calls != view.tool_calls:
         called = "; ".join(
@@ -256,23 +262,23 @@ def _call(
             for name, arguments in before.tool_calls
         )
         parts.append(
-            f'<p class="facts"><mark>A called: {_text(_clip_text(called or "no tool", 400))}'
+            f'<p class="facts"><mark>A called: {escaped(_clip_text(called or "no tool", 400))}'
             "</mark></p>"
         )
     if view.error:
         parts.append(
-            f'<div class="msg error"><span class="who">error</span>{_text(view.error)}</div>'
+            f'<div class="msg error"><span class="who">error</span>{escaped(view.error)}</div>'
         )
     facts = []
     if view.stop_reason is not None:
-        stop = _text(view.stop_reason)
+        stop = escaped(view.stop_reason)
         if before is not None and before.stop_reason != view.stop_reason:
-            stop = f"<mark>{stop}</mark> (A: {_text(before.stop_reason)})"
+            stop = f"<mark>{stop}</mark> (A: {escaped(before.stop_reason)})"
         facts.append(f"stop reason {stop}")
     tokens = view.tokens
     if tokens is not None:
         facts.append(f"tokens {tokens[0]} in, {tokens[1]} out")
-    facts.append(f"outcome {_text(view.outcome or 'cut short')}")
+    facts.append(f"outcome {escaped(view.outcome or 'cut short')}")
     facts.append(plural(view.event_count, "event"))
     parts.append(f'<p class="facts">{" · ".join(facts)}</p>')
     if raw is not None:
@@ -285,8 +291,8 @@ def _message(role: str, text: str, kind: str, before: str | None = None) -> str:
     if before is not None and before != text:
         shown = _word_diff(before, text)
     else:
-        shown = _clipped(text) if text else '<span class="facts">(empty)</span>'
-    return f'<div class="msg {kind}"><span class="who">{_text(role)}</span>{shown}</div>'
+        shown = clipped(text) if text else '<span class="facts">(empty)</span>'
+    return f'<div class="msg {kind}"><span class="who">{escaped(role)}</span>{shown}</div>'
 
 
 def _earlier_context(call: RecordedCall) -> str:
@@ -295,7 +301,7 @@ def _earlier_context(call: RecordedCall) -> str:
     if len(messages) <= 1:
         return ""
     shown = "".join(
-        f'<div class="msg"><span class="who">{_text(role)}</span>{_clipped(text)}</div>'
+        f'<div class="msg"><span class="who">{escaped(role)}</span>{clipped(text)}</div>'
         for role, text in messages[:-1]
     )
     return (
@@ -344,7 +350,7 @@ def _tools(call: RecordedCall) -> str:
         return ""
     return (
         f"<details><summary>tools offered ({len(tools)})</summary>"
-        f"<pre>{_text(_clip_text(_json(tools), _RAW_CLIP))}</pre></details>"
+        f"<pre>{escaped(_clip_text(_json(tools), _RAW_CLIP))}</pre></details>"
     )
 
 
@@ -352,7 +358,7 @@ def _raw(call: RecordedCall) -> str:
     rows = _json({"request": call.request, "events": call.event_rows, "outcome": call.outcome})
     return (
         "<details><summary>raw exchange</summary>"
-        f"<pre>{_text(_clip_text(rows, _RAW_CLIP))}</pre></details>"
+        f"<pre>{escaped(_clip_text(rows, _RAW_CLIP))}</pre></details>"
     )
 
 
@@ -360,10 +366,10 @@ def _tape(entry: TapeView) -> str:
     outcome = f"raised {entry.error}" if entry.error else _json(entry.result)
     kind = "tool" if entry.tool else "tape"
     return (
-        f'<section class="tape" id="tape-{_text(entry.label)}"><span class="tag">{kind}</span> '
-        f"<strong>{_text(entry.label)}</strong> "
-        f'<span class="facts">{_text(_clip_text(_json(entry.args), 400))}</span>'
-        f'<div class="msg">{_clipped(outcome)}</div></section>'
+        f'<section class="tape" id="tape-{escaped(entry.label)}"><span class="tag">{kind}</span> '
+        f"<strong>{escaped(entry.label)}</strong> "
+        f'<span class="facts">{escaped(_clip_text(_json(entry.args), 400))}</span>'
+        f'<div class="msg">{clipped(outcome)}</div></section>'
     )
 
 
@@ -379,21 +385,22 @@ def _word_diff(before: str, after: str) -> str:
     parts: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if op == "equal":
-            parts.append(_text("".join(new[j1:j2])))
+            parts.append(escaped("".join(new[j1:j2])))
             continue
         if i2 > i1:
-            parts.append(f"<del>{_text(''.join(old[i1:i2]))}</del>")
+            parts.append(f"<del>{escaped(''.join(old[i1:i2]))}</del>")
         if j2 > j1:
-            parts.append(f"<ins>{_text(''.join(new[j1:j2]))}</ins>")
+            parts.append(f"<ins>{escaped(''.join(new[j1:j2]))}</ins>")
     return "".join(parts)
 
 
-def _clipped(text: str) -> str:
+def clipped(text: str) -> str:
+    """``text`` escaped; past :data:`CLIP` characters, cut, the whole one click away."""
     if len(text) <= CLIP:
-        return _text(text)
+        return escaped(text)
     return (
-        f"{_text(text[:CLIP])}…<details><summary>all {len(text):,} characters</summary>"
-        f"{_text(text)}</details>"
+        f"{escaped(text[:CLIP])}…<details><summary>all {len(text):,} characters</summary>"
+        f"{escaped(text)}</details>"
     )
 
 
@@ -417,6 +424,6 @@ def _json(value: Any) -> str:
         return repr(value)
 
 
-def _text(value: object) -> str:
+def escaped(value: object) -> str:
     """A recorded value as HTML text: every character that means something escaped."""
     return html.escape(str(value), quote=True)

@@ -21,6 +21,7 @@ request the ``openprogram_recording`` fixture. See ``docs/testing.md``.
                          pytest-recording, made into its recording before it runs
     suite_summary        what one test did with its recording, as plain data; the summary's
                          lines and its JSON report
+    suite_pages          the suite summary as a page to review, and as Markdown for a CI job
     summary_plugin       the hooks that gather the outcomes, also from pytest-xdist workers,
                          and the recordings no collected test uses
 """

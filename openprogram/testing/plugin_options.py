@@ -14,7 +14,9 @@ Options (command line, or the ini file):
 * ``--openprogram-import-cassettes`` — before a test without a recording runs, import its
   vcrpy cassette, where pytest-recording keeps it, into its recording
   (:mod:`~openprogram.testing.cassette_import`);
-* ``--openprogram-report=PATH`` — write the suite summary as JSON
+* ``--openprogram-report=PATH`` — write the suite summary as JSON; ``--openprogram-html=PATH``
+  as a page to review, ``--openprogram-summary-md=PATH`` as a few lines of Markdown
+  (:mod:`~openprogram.testing.suite_pages`)
   (:mod:`~openprogram.testing.suite_summary`);
 * ``--openprogram-drift-fail-on=CLASS`` — in ``drift`` mode, fail a test on live drift of
   this class or worse: ``breaking`` (default), ``additive`` or ``content``;
@@ -153,6 +155,18 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         metavar="PATH",
         help="write the suite summary of the recordings as JSON to PATH",
+    )
+    group.addoption(
+        "--openprogram-html",
+        default=None,
+        metavar="PATH",
+        help="write the suite summary as a self-contained HTML page to PATH",
+    )
+    group.addoption(
+        "--openprogram-summary-md",
+        default=None,
+        metavar="PATH",
+        help="write a short Markdown summary to PATH (for $GITHUB_STEP_SUMMARY or a comment)",
     )
     group.addoption(
         "--openprogram-drift-fail-on",

@@ -63,6 +63,7 @@ class SummaryPlugin:
         self.outcomes: list[TestOutcome] = []
         self.scope: CollectionScope | None = None
         self.report_written: Path | None = None
+        self.pages_written: list[Path] = []
         self._summary: SuiteSummary | None = None
         self._deselected = 0
         self._collection_errors = 0
@@ -113,6 +114,19 @@ class SummaryPlugin:
         if report_path is not None:
             self.report_written = Path(self.config.invocation_params.dir, report_path)
             _write_report(self.report_written, self.summary())
+        page_path = self.config.getoption("openprogram_html", None)
+        markdown_path = self.config.getoption("openprogram_summary_md", None)
+        if page_path is not None or markdown_path is not None:
+            from openprogram.testing.suite_pages import suite_markdown, suite_page
+
+            here = self.config.invocation_params.dir
+            if page_path is not None:
+                _write_private(Path(here, page_path), suite_page(self.summary()).encode())
+                self.pages_written.append(Path(here, page_path))
+            if markdown_path is not None:
+                markdown = suite_markdown(self.summary(), page_path)
+                _write_private(Path(here, markdown_path), markdown.encode())
+                self.pages_written.append(Path(here, markdown_path))
 
     # --- where the summary is printed ------------------------------------------------------
 
@@ -177,6 +191,8 @@ class SummaryPlugin:
             terminalreporter.write_line(
                 f"openprogram: wrote the recordings report to {self.report_written}"
             )
+        for written in self.pages_written:
+            terminalreporter.write_line(f"openprogram: wrote the summary to {written}")
 
 
 def _args_are_testpaths(config: pytest.Config) -> bool:
@@ -191,8 +207,12 @@ def _args_are_testpaths(config: pytest.Config) -> bool:
 
 def _write_report(path: Path, summary: SuiteSummary) -> None:
     """The JSON report, written privately (it may quote recorded values) and atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+    _write_private(path, data)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     replace_file(path, data, mode=PRIVATE_FILE_MODE)
 
 

@@ -1,0 +1,62 @@
+"""``--openprogram-html`` and ``--openprogram-summary-md``: the suite summary as a page to
+review and as Markdown for a CI job — each test's outcome, the first difference of a
+mismatched or re-recorded one, recorded strings escaped, under pytest-xdist too."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.inner_project import InnerProject
+
+pytest_plugins = ["pytester"]
+
+SUITE = """
+import os
+
+WORD = os.environ.get("WORD", "steady")
+
+
+async def test_replays(openprogram_recording):
+    assert await ask("steady") == "echo:steady"
+
+
+async def test_changes(openprogram_recording):
+    assert await ask(WORD) == "echo:" + WORD
+"""
+
+
+def test_the_run_as_a_page_and_as_markdown(
+    project: InnerProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.write_tests(SUITE)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=2)
+    monkeypatch.setenv("WORD", "<script>window.pwned=1</script>")
+    result = project.run(
+        "-n", "2", "--openprogram-html=out/run.html", "--openprogram-summary-md=out/run.md"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    page = (project.root / "out" / "run.html").read_text()
+    assert "<script" not in page
+    assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page
+    assert page.index("test_changes") < page.index("test_replays"), "what failed comes first"
+    assert 'class="kind kind-mismatched"' in page
+    assert "replay mismatch at call 0, field context.messages[0].content" in page
+    markdown = (project.root / "out" / "run.md").read_text()
+    assert markdown.splitlines()[:3] == [
+        "### openprogram recordings",
+        "",
+        "2 tests: 1 replayed, 1 mismatched · 1 call replayed, 0 calls recorded · "
+        "5 tokens replayed instead of spent",
+    ]
+    row = next(line for line in markdown.splitlines() if "test_changes" in line)
+    assert row.startswith("| `tests/test_agent.py::test_changes` | mismatched | replay mismatch")
+    assert "<script" not in markdown
+    assert markdown.endswith("The whole run, test by test: `out/run.html` (the job's artifact).\n")
+    result.stdout.fnmatch_lines(["openprogram: wrote the summary to */out/run.html"])
+
+    # Re-recorded: the page names the first difference from the recording it replaced.
+    monkeypatch.setenv("WORD", "changed")
+    project.run("--openprogram-record-mode=all", "--openprogram-html=out/again.html")
+    again = (project.root / "out" / "again.html").read_text()
+    assert "first difference from the recording it replaced" in again
+    assert 'class="kind kind-re-recorded"' in again
