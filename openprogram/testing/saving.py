@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.report import ReportSides, format_report
 from openprogram.recording.rewriting import rewrite_recording
-from openprogram.store.comparison import first_difference
+from openprogram.store.comparison import compare_recordings
 from openprogram.store.hashing import tape_entry_digest
 from openprogram.store.scan import redacted_call
 
@@ -59,6 +59,9 @@ class SavedRecording:
     difference: str | None = None
     """The first difference from the old recording (None when there was none, or the two
     hold the same calls)."""
+    differences: list[str] = field(default_factory=list)
+    """Every difference from the old recording (the first :data:`DIFFERENCES_KEPT`), each a
+    report as ``recordings diff`` writes it: what the summary page shows of a re-recording."""
 
 
 def save_recording(
@@ -79,10 +82,11 @@ def save_recording(
     new = _read_or_none(path)
     if new is None:  # saved all the same: only what the summary says of it is lost
         return SavedRecording(True, difference="the new recording could not be read back")
-    difference = None if old is None else _first_difference(old, new)
+    found = [] if old is None else _differences(old, new)
+    difference = found[0] if found else None
     if replaced and old is None:
         difference = "the old recording could not be read, so it is not compared"
-    return SavedRecording(True, live_calls=len(new.calls), difference=difference)
+    return SavedRecording(True, live_calls=len(new.calls), difference=difference, differences=found)
 
 
 def merge_recording(
@@ -117,12 +121,15 @@ def merge_recording(
         expected=expected,
     )
     new = _read_or_none(path)
-    difference = (
-        "the merged recording could not be read back"
-        if new is None
-        else _first_difference(old, new)
+    found = [] if new is None else _differences(old, new)
+    difference = "the merged recording could not be read back" if new is None else None
+    return SavedRecording(
+        True,
+        live_calls=live,
+        dropped_calls=dropped,
+        difference=difference or (found[0] if found else None),
+        differences=found,
     )
-    return SavedRecording(True, live_calls=live, dropped_calls=dropped, difference=difference)
 
 
 def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> None:
@@ -161,15 +168,22 @@ def _read_or_none(path: Path) -> Recording | None:
         return None
 
 
-def _first_difference(old: Recording, new: Recording) -> str | None:
+DIFFERENCES_KEPT = 50
+"""The differences from the old recording a re-recorded test's outcome keeps."""
 
+
+def _differences(old: Recording, new: Recording) -> list[str]:
+    """Every difference between ``old`` and ``new`` (the first :data:`DIFFERENCES_KEPT`),
+    each a report with the sides named old and new, in ``recordings diff``'s order."""
     try:
-        found = first_difference(old, new)
+        found = compare_recordings(old, new).differences
     except OpenProgramError as error:  # a value the comparison cannot carry
-        return f"the old and new recordings could not be compared ({error})"
-    if found is None:
-        return None
-    return format_report(dataclasses.replace(found, sides=ReportSides("difference", "old", "new")))
+        return [f"the old and new recordings could not be compared ({error})"]
+    sides = ReportSides("difference", "old", "new")
+    return [
+        format_report(dataclasses.replace(item.difference, sides=sides))
+        for item in found[:DIFFERENCES_KEPT]
+    ]
 
 
 def _flush_to_disk(path: Path) -> None:

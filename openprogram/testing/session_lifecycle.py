@@ -365,6 +365,7 @@ class RecordingSession:
             outcome.recorded_calls = saved.live_calls
             outcome.dropped_calls = saved.dropped_calls
             outcome.difference = saved.difference
+            outcome.differences = saved.differences
         if self.replay is None:
             return outcome
         session = self.replay.session

@@ -154,6 +154,12 @@ def _row(outcome: TestOutcome) -> str:
             else "first difference"
         )
         details.append(f'<p class="first">{escaped(label)}: {clipped(outcome.difference)}</p>')
+    if len(outcome.differences) > 1:
+        shown = "".join(f'<p class="first">{clipped(item)}</p>' for item in outcome.differences)
+        details.append(
+            f"<details><summary>all {len(outcome.differences)} differences from the "
+            f"recording it replaced</summary>{shown}</details>"
+        )
     if outcome.drift is not None:
         lines = [
             f"{escaped(call.get('call', ''))}: {escaped(drift['class'])}: "

@@ -71,6 +71,9 @@ class TestOutcome:
     difference: str | None = None
     """The first difference: the mismatch report, or for a re-recorded test the first
     difference between the old recording and the new one (None when they are the same)."""
+    differences: list[str] = field(default_factory=list)
+    """For a re-recorded test: every difference between the recording it replaced and the
+    new one (the first 50), each a report; the page to review shows them."""
     tokens_replayed: int | None = None
     """Tokens the replayed calls' recorded usage counts (input and output), filled in by the
     summary; None when no replayed call recorded its usage."""

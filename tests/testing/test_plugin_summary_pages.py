@@ -60,3 +60,23 @@ def test_the_run_as_a_page_and_as_markdown(
     again = (project.root / "out" / "again.html").read_text()
     assert "first difference from the recording it replaced" in again
     assert 'class="kind kind-re-recorded"' in again
+
+
+def test_every_difference_of_a_re_recording_is_one_click_away() -> None:
+    from openprogram.testing.suite_pages import suite_page
+    from openprogram.testing.suite_summary import SuiteSummary, TestOutcome
+
+    reports = [f"difference at call {index}, field x:\nold 'a', new '<b>'" for index in range(3)]
+    outcome = TestOutcome(
+        "tests/test_a.py::test_x",
+        "tests/recordings/test_a/test_x.jsonl",
+        "all",
+        "re-recorded",
+        recorded_calls=3,
+        difference=reports[0],
+        differences=reports,
+    )
+    page = suite_page(SuiteSummary([outcome]))
+    assert "all 3 differences from the recording it replaced" in page
+    assert page.count("old &#x27;a&#x27;, new &#x27;&lt;b&gt;&#x27;") == 4  # the first, then all
+    assert TestOutcome.from_json(outcome.to_json()) == outcome
