@@ -194,3 +194,27 @@ def test_a_diff_page_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert page.locator("section.call.differs ins").count() > 0
     assert page.locator("#call-0 .tag").last.inner_text() == "paired with A's call 0"
     assert page.asked == []
+
+
+def test_a_test_run_page_in_chromium(browser: Any, tmp_path: Path) -> None:
+    from openprogram.testing.suite_pages import suite_page
+    from openprogram.testing.suite_summary import SuiteSummary, TestOutcome
+
+    mismatch = f"replay mismatch at call 1, field x:\nrecorded 'a', incoming '{SCRIPT}'"
+    outcomes = [
+        TestOutcome("tests/test_a.py::test_fine", "tests/recordings/test_a/test_fine.jsonl",
+                    "none", "replayed", replayed_calls=[0, 1]),
+        TestOutcome("tests/test_a.py::test_changed", "tests/recordings/test_a/test_changed.jsonl",
+                    "none", "mismatched", replayed_calls=[0],
+                    difference=mismatch),
+    ]  # fmt: skip
+    html = tmp_path / "run.html"
+    html.write_text(suite_page(SuiteSummary(outcomes)))
+    page = opened(browser, html, tmp_path / "run.png")
+    rows = page.locator("tbody tr")
+    assert rows.count() == 2
+    assert "test_changed" in rows.first.inner_text(), "what failed comes first"
+    assert page.locator("td.kind-mismatched").inner_text() == "mismatched"
+    assert SCRIPT in page.locator("tbody tr .first").inner_text()
+    assert page.evaluate("window.pwned === undefined")
+    assert page.asked == []
