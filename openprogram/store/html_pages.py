@@ -70,7 +70,7 @@ td,th{border-bottom:1px solid var(--line);padding:.35rem .5rem;text-align:left;v
 font-family:ui-monospace,monospace;font-size:.85rem}
 mark{background:var(--mark)}ins{background:var(--add);text-decoration:none}
 del{background:var(--del);margin-right:.25em}
-@media print{details{display:block}details>*{display:block}}
+@media print{details::details-content{content-visibility:visible;display:block}}
 """
 
 

@@ -173,6 +173,10 @@ def test_a_session_page_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert "<script>window.pwned = true</script>" in shown, "shown as text, never run"
     folded = page.locator("#call-0 details").first
     assert not folded.evaluate("element => element.open")  # the tools offered, folded
+    assert not folded.locator("pre").is_visible()
+    page.emulate_media(media="print")
+    assert folded.locator("pre").is_visible(), "a printed page shows what is folded"
+    page.emulate_media(media="screen")
     page = opened(browser, tmp_path / "agent.html", tmp_path / "agent-again.png")
     assert "lookup[0]" in page.locator("section.tape").inner_text()
     order = page.evaluate("[...document.querySelectorAll('section')].map(section => section.id)")
