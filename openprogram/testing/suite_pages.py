@@ -17,7 +17,12 @@ request comment, naming the HTML page (an artifact of the job) when one is writt
 from __future__ import annotations
 
 from openprogram.store.html_pages import clipped, escaped, page_document
-from openprogram.testing.suite_summary import OUTCOME_KINDS, SuiteSummary, TestOutcome
+from openprogram.testing.suite_summary import (
+    OUTCOME_KINDS,
+    SuiteSummary,
+    TestOutcome,
+    outcome_detail,
+)
 from openprogram.wording import plural, which_calls
 
 __all__ = ["suite_markdown", "suite_page"]
@@ -139,13 +144,6 @@ def _look_at(outcome: TestOutcome) -> str:
 
 
 def _row(outcome: TestOutcome) -> str:
-    calls = []
-    if outcome.replayed_calls:
-        calls.append(f"{len(outcome.replayed_calls)} replayed")
-    if outcome.recorded_calls:
-        calls.append(f"{outcome.recorded_calls} recorded")
-    if outcome.unconsumed_calls:
-        calls.append(f"{which_calls(outcome.unconsumed_calls)} never requested")
     details = []
     if outcome.difference:
         label = (
@@ -180,7 +178,7 @@ def _row(outcome: TestOutcome) -> str:
     return (
         f"<tr><td><code>{escaped(outcome.nodeid)}</code></td>"
         f'<td class="kind kind-{escaped(outcome.kind)}">{escaped(_kind(outcome))}</td>'
-        f"<td>{escaped(outcome.recording)}</td><td>{escaped(', '.join(calls))}</td>"
+        f"<td>{escaped(outcome.recording)}</td><td>{escaped(outcome_detail(outcome))}</td>"
         f"<td>{''.join(details)}</td></tr>"
     )
 

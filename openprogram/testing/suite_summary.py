@@ -31,7 +31,7 @@ from openprogram.wording import plural, which_calls
 if TYPE_CHECKING:
     from openprogram.testing.recording_settings import RecordMode
 
-__all__ = ["REPORT_VERSION", "SuiteSummary"]
+__all__ = ["REPORT_VERSION", "SuiteSummary", "outcome_detail"]
 
 
 OutcomeKind = Literal[
@@ -290,14 +290,15 @@ def drift_call_lines(call: dict[str, Any]) -> list[str]:
 
 def _test_lines(outcome: TestOutcome) -> list[str]:
     head = f"{outcome.kind:<12} {outcome.nodeid}"
-    detail = _detail(outcome)
+    detail = outcome_detail(outcome)
     lines = [f"{head}  ({detail})" if detail else head]
     if outcome.difference and outcome.kind in ("re-recorded", "mismatched", "error"):
         lines.extend(f"{_INDENT}{line}" for line in outcome.difference.splitlines())
     return lines
 
 
-def _detail(outcome: TestOutcome) -> str:
+def outcome_detail(outcome: TestOutcome) -> str:
+    """What a test's calls came to, on one line (the terminal's and the page's)."""
     parts = []
     if outcome.replayed_calls:
         parts.append(f"{plural(len(outcome.replayed_calls), 'call')} replayed")
