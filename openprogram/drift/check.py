@@ -16,7 +16,7 @@ re-recording it (:data:`ACCEPTING`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -31,7 +31,7 @@ from openprogram.drift.sending import (
     send_http,
     send_provider_call,
 )
-from openprogram.recording.response_shapes import DriftClass, PathDrift
+from openprogram.recording.response_shapes import DRIFT_CLASSES, DriftClass, PathDrift
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -48,9 +48,6 @@ __all__ = [
     "DriftReport",
     "check_drift",
 ]
-
-DRIFT_CLASSES: Final[tuple[DriftClass, ...]] = ("breaking", "additive", "content")
-"""The classes of drift, worst first."""
 
 ACCEPTING: Final = (
     "the recording is unchanged; to accept the provider's new answers, re-record it "
@@ -193,7 +190,8 @@ def check_drift(
     from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
 
     rehost = dict(base_urls or {})
-    chosen = [call for call in recording.calls if only is None or call.call_index in set(only)]
+    wanted = None if only is None else set(only)
+    chosen = [call for call in recording.calls if wanted is None or call.call_index in wanted]
     owned = client is None
     if client is None:
         client = httpx.Client(timeout=timeout, follow_redirects=False)
@@ -246,13 +244,11 @@ def _checked(
 ) -> CallDrift:
     import httpx
 
-    send: Callable[[], list[dict[str, Any]]]
-    if request is not None:
-        send = lambda: send_http(client, request, user)  # noqa: E731
-    else:
-        send = lambda: send_provider_call(call, credentials, base_urls)  # noqa: E731
     try:
-        rows = send()
+        if request is not None:
+            rows = send_http(client, request, user)
+        else:
+            rows = send_provider_call(call, credentials, base_urls)
     except Unsent as unsent:
         return CallDrift(call.call_index, call.boundary, label, "skipped", reason=str(unsent))
     except (httpx.HTTPError, OSError) as error:

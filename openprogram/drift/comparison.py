@@ -27,6 +27,7 @@ from openprogram.recording.response_shapes import (
     DriftClass,
     PathDrift,
     ShapeSummary,
+    by_severity,
     shape_drift,
     stream_summary,
 )
@@ -110,7 +111,7 @@ def answer_drift(
     found += _header_drift(recorded.headers, live.headers)
     if recorded.kind != live.kind:
         found.append(PathDrift("breaking", "body", "kind changed", recorded.kind, live.kind))
-        return _ordered(found)
+        return by_severity(found)
     shapes = shape_drift(recorded.summary(), live.summary())
     if recorded.is_error:  # the error's shape is the contract a client parses
         shapes = [
@@ -119,17 +120,12 @@ def answer_drift(
         ]
     found += shapes
     found += _tool_call_drift(request, recorded, live)
-    return _ordered(found)
+    return by_severity(found)
 
 
 def _as_breaking(drift: PathDrift, where: str) -> PathDrift:
     what = f"{drift.what} in the {where}"
     return PathDrift("breaking", drift.path, what, drift.recorded, drift.live)
-
-
-def _ordered(found: list[PathDrift]) -> list[PathDrift]:
-    order = {"breaking": 0, "additive": 1, "content": 2}
-    return sorted(found, key=lambda drift: order[drift.kind])
 
 
 def _shown(value: object) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -52,6 +52,7 @@ __all__ = [
     "LiveRequest",
     "Unsent",
     "live_request",
+    "provider_base_url",
     "send_http",
     "send_provider_call",
 ]
@@ -162,20 +163,28 @@ def _check_sendable(call: RecordedCall) -> None:
         raise Unsent(f"it depends on state the server keeps ({field})")
 
 
-def _state_field(value: Any, path: str, depth: int = 0) -> str | None:
+def _state_field(value: Any, path: str) -> str | None:
     """The first field of ``value`` that names server-side state, as a path."""
-    if depth > 8:
-        return None
+    return _first_path(
+        value, path, lambda key, item: key in STATE_FIELDS and item not in (None, "", [], {})
+    )
+
+
+def _first_path(value: Any, path: str, holds: Callable[[str | None, Any], bool]) -> str | None:
+    """The path of the first place in the JSON ``value`` (at ``path``) that ``holds``: each
+    key with its value, each string (``key`` None) as found, depth first."""
+    if isinstance(value, str):
+        return path if holds(None, value) else None
     if isinstance(value, dict):
         for key, item in value.items():
-            if key in STATE_FIELDS and item not in (None, "", [], {}):
+            if holds(str(key), item):
                 return f"{path}.{key}"
-            found = _state_field(item, f"{path}.{key}", depth + 1)
+            found = _first_path(item, f"{path}.{key}", holds)
             if found is not None:
                 return found
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found = _state_field(item, f"{path}[{index}]", depth + 1)
+            found = _first_path(item, f"{path}[{index}]", holds)
             if found is not None:
                 return found
     return None
@@ -215,21 +224,10 @@ def _redacted_field(url: str, headers: Mapping[str, str], request: Mapping[str, 
 
 
 def _placeholder_path(value: Any, path: str) -> str | None:
-    if isinstance(value, str):
-        return path if PLACEHOLDER in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if PLACEHOLDER in str(key):
-                return f"{path}.{key}"
-            found = _placeholder_path(item, f"{path}.{key}")
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _placeholder_path(item, f"{path}[{index}]")
-            if found is not None:
-                return found
-    return None
+    """The path of the first key or string of ``value`` that holds the placeholder."""
+    return _first_path(
+        value, path, lambda key, item: PLACEHOLDER in (key if key is not None else item)
+    )
 
 
 # --- sending -------------------------------------------------------------------------------
@@ -253,6 +251,18 @@ def send_http(
         # left out of its row, as the recorder leaves them out
         received = [(name.lower(), value) for name, value in response.headers.multi_items()]
         return answer_rows(response.status_code, received, response.iter_bytes(), redactor)
+
+
+def provider_base_url(model: Mapping[str, Any]) -> str | None:
+    """Where a recorded provider call is re-sent: its model's ``base_url``, else the default
+    of openprogram's own provider for its api (None for one without a server, as echo)."""
+    from openprogram.providers.builtins import BUILTIN_PROVIDER_FACTORIES
+
+    if model.get("base_url"):
+        return str(model["base_url"])
+    factory = BUILTIN_PROVIDER_FACTORIES.get(str(model.get("api")))
+    default = getattr(factory(None), "base_url", None) if factory is not None else None
+    return default if isinstance(default, str) else None
 
 
 def send_provider_call(

@@ -41,16 +41,21 @@ import orjson
 
 __all__ = [
     "ARGUMENT_FIELDS",
+    "DRIFT_CLASSES",
     "ENUM_FIELDS",
     "PER_RUN_FIELDS",
     "DriftClass",
     "PathDrift",
     "ShapeSummary",
+    "by_severity",
     "shape_drift",
     "stream_summary",
 ]
 
 DriftClass = Literal["breaking", "additive", "content"]
+
+DRIFT_CLASSES: Final[tuple[DriftClass, ...]] = ("breaking", "additive", "content")
+"""The classes of drift, worst first."""
 
 ENUM_FIELDS: Final = frozenset(
     {
@@ -236,8 +241,12 @@ def shape_drift(
                 found.append(PathDrift("additive", kind, "new event type", "—", kind))
             else:
                 found += _summary_drift(recorded[kind], live[kind], prefix=f"{kind}: ")
-    order = {"breaking": 0, "additive": 1, "content": 2}
-    return sorted(found, key=lambda drift: order[drift.kind])
+    return by_severity(found)
+
+
+def by_severity(found: Iterable[PathDrift]) -> list[PathDrift]:
+    """``found`` breaking first, then additive, then content (each kept in its order)."""
+    return sorted(found, key=lambda drift: DRIFT_CLASSES.index(drift.kind))
 
 
 def _summary_drift(recorded: ShapeSummary, live: ShapeSummary, *, prefix: str) -> list[PathDrift]:

@@ -30,6 +30,7 @@ from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.report import format_report
 from openprogram.store.comparison import RecordingComparison
 from openprogram.store.show import CallView, RecordingView, TapeView
+from openprogram.wording import plural
 
 __all__ = ["CLIP", "clipped", "diff_page", "escaped", "page_document", "recording_page"]
 
@@ -88,7 +89,7 @@ def recording_page(view: RecordingView, recording: Recording) -> str:
     parts = [
         f"<h1>{escaped(view.path.name)}</h1>",
         f'<p class="meta">{escaped(view.path)}<br>{plural(view.total_calls, "call")}, '
-        f"{plural(len(view.tapes), 'tape entry', 'tape entries')} · {shown}<br>"
+        f"{len(view.tapes)} tape {'entry' if len(view.tapes) == 1 else 'entries'} · {shown}<br>"
         f"transcript hash <code>{escaped(view.transcript_hash)}</code></p>",
     ]
     if view.not_recorded:
@@ -164,10 +165,6 @@ def diff_page(
             report = format_report(difference.difference)
             parts.append(f'<p class="first">tape: {escaped(report)}</p>')
     return page_document(f"{a.path.name} → {b.path.name} — openprogram", parts)
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
 
 # --- pieces ----------------------------------------------------------------------------------

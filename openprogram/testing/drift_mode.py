@@ -37,6 +37,7 @@ from urllib.request import getproxies
 from openprogram.activation.boundaries import PLACEHOLDER_API_KEY, hide_placeholder_keys
 from openprogram.drift.check import DriftReport, check_drift
 from openprogram.drift.credentials import Credentials
+from openprogram.drift.sending import provider_base_url
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.wording import plural
 
@@ -57,12 +58,6 @@ TIMEOUT = 120.0
 
 _NOT_SENT = "not sent"
 """The reason :func:`_unsent` has the calls it asks nothing of skipped for, then replaces."""
-
-_DEFAULT_HOSTS = {
-    "openai-completions": "api.openai.com",
-    "anthropic-messages": "api.anthropic.com",
-}
-"""Where openprogram's own vendor providers send a call whose model names no base URL."""
 
 
 @dataclass
@@ -193,9 +188,7 @@ def _hosts(recording: Recording, served: list[int]) -> set[str]:
             url = request.get("url")
         else:
             model = request.get("model")
-            model = model if isinstance(model, dict) else {}
-            default = _DEFAULT_HOSTS.get(str(model.get("api")), "")
-            url = model.get("base_url") or f"https://{default}"
+            url = provider_base_url(model if isinstance(model, dict) else {})
         host = urlsplit(str(url or "")).hostname
         if host:
             hosts.add(host)
