@@ -86,3 +86,4 @@ def test_a_vendor_providers_call_without_its_key_is_skipped(
     assert result.exit_code == 0
     assert "skipped: no openai key: set OPENAI_API_KEY (or pass --header)" in result.stdout
     assert len(server.received) == sent
+    assert result.stdout.splitlines()[-1] == f"- {path}: 1 skipped: nothing was sent"

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 FAIL_ON = ("breaking", "additive", "content")
 
 RECORDINGS = typer.Argument(
-    ..., metavar="NAME|PATH...", help="Recording names in the store, or paths."
+    ..., metavar="NAME|PATH", help="Recording names in the store, or paths."
 )
 HEADER = typer.Option(
     None,
@@ -158,8 +158,12 @@ def _render(report: DriftReport) -> None:
         calls = plural(sum(counts[kind] for kind in FAIL_ON), "call")
         parts.append(f"{calls} drifted ({', '.join(drifted)})")
     parts += [f"{counts[key]} {key}" for key in ("unchanged", "skipped", "failed") if counts[key]]
-    mark = "✘" if report.failed else "✔"
+    sent = len(report.calls) - counts["skipped"]
+    # nothing sent is no pass: a check whose every call was skipped (no key) says so
+    mark = "✘" if report.failed else "✔" if sent else "-"
     summary = "; ".join(parts) if parts else "no calls"
+    if not sent and report.calls:
+        summary += ": nothing was sent"
     say(f"{mark} {report.path}: {summary}")
 
 

@@ -21,7 +21,7 @@ from openprogram.cli.recordings.scan import REDACTOR
 from openprogram.errors import RecordingNameError
 
 CASSETTES = typer.Argument(
-    ..., metavar="CASSETTE...", help="vcrpy cassettes (.yaml, .yml, .json), or folders of them."
+    ..., metavar="CASSETTE", help="vcrpy cassettes (.yaml, .yml, .json), or folders of them."
 )
 INTO = typer.Option(
     None,
