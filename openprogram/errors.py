@@ -43,6 +43,8 @@
     ├── VerifySetupError                  a recorded session that verify cannot re-run
     ├── ExecSetupError                    ``exec``: a command that cannot run with
     │                                     record/replay active, or that ran without it
+    ├── ServeSetupError                   ``serve``: a server that cannot start (its port
+    │                                     taken, a host not on loopback, no aiohttp)
     ├── RecordingMissingError             pytest: replay-only, and the test has no recording
     ├── RecordingOnCiRefusedError         pytest: a test would record (or call live) on CI
     ├── ReplayConnectionRefusedError      a connection under replay that no recording serves
@@ -103,6 +105,7 @@ __all__ = [
     "ReplayConnectionRefusedError",
     "ReplayInAnotherProcessError",
     "ReplayMismatch",
+    "ServeSetupError",
     "TapeValueError",
     "ToolDefinitionError",
     "ToolInputError",
@@ -677,6 +680,16 @@ class VerifySetupError(OpenProgramError):
 class ExecSetupError(OpenProgramError):
     """``openprogram exec`` cannot run the command with record/replay active, or the command
     ran without it (a usage problem: exit 2). ``cause`` says why."""
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+        super().__init__(cause)
+
+
+class ServeSetupError(OpenProgramError):
+    """``openprogram serve`` cannot start: its port is taken, its host is not a loopback
+    one, or aiohttp (the ``serve`` extra) is missing (a usage problem: exit 2). ``cause``
+    says why."""
 
     def __init__(self, cause: str) -> None:
         self.cause = cause

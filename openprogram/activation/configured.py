@@ -76,7 +76,14 @@ if TYPE_CHECKING:
     from openprogram.providers.registry import RegistryTransform
     from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["Activation", "Mode", "activate_record_replay", "exec_plan", "preset_activation"]
+__all__ = [
+    "Activation",
+    "Mode",
+    "activate_record_replay",
+    "exec_plan",
+    "preset_activation",
+    "recording_plan",
+]
 
 logger = logging.getLogger("openprogram")
 
@@ -232,6 +239,20 @@ def exec_plan(
     if replay is not None:
         return _plan("replay", path, settings)
     return _configured(settings)
+
+
+def recording_plan(
+    mode: Literal["record", "replay"], path: Path, settings: RecordReplaySettings
+) -> RecordReplayPlan:
+    """The plan to record into, or replay, the recording at ``path`` with the configured
+    ``settings`` (a session of ``openprogram serve``). record: the recording is created with
+    its header, or checked to be appendable; replay: it is read strictly and must hold
+    something to replay. Raises ``RecordingFileError`` / :class:`ExecSetupError`."""
+    if mode == "record":
+        _open_for_recording(path, settings)
+    else:
+        _check_replay_source(path)
+    return _plan(mode, path, settings)
 
 
 def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:

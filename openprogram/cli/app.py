@@ -181,11 +181,12 @@ def root(
 
 
 def _add_groups() -> None:
-    from openprogram.cli import demo, exec, run
+    from openprogram.cli import demo, exec, run, serve
     from openprogram.cli.recordings import recordings_app
 
     run.register(app)
     exec.register(app)
+    serve.register(app)
     demo.register(app)
     app.add_typer(recordings_app, name="recordings")
 

@@ -91,6 +91,11 @@ class HttpBoundary:
     """Hosts (``host`` or ``host:port``) whose requests are sent as they are, uncaptured."""
     extra_headers: frozenset[str] = frozenset()
     """Request headers stored and compared besides the semantic ones (never credentials)."""
+    relays: bool = False
+    """The boundary's client relays each response to a client of its own (``openprogram
+    serve``), reading every byte it is given: a recorded call whose client stopped reading is
+    replayed as far as it was recorded, then cut (whether the client behind would have read
+    on is the client's to show), where a client of its own would be told of a mismatch."""
     destinations: set[tuple[str, int]] = field(default_factory=set, compare=False, repr=False)
     """record: the ``(host, port)`` every request the boundary saw went to — captured, or
     left to another boundary (a vendor provider's, a taped function's) or passed through —

@@ -191,7 +191,9 @@ def exchange_flow(
             )
         except ReplayMismatch as mismatch:
             raise RecordReplayEscape(mismatch) from None
-        return response_of_call(call, session, library, request, asynchronous=asynchronous)
+        return response_of_call(
+            call, session, library, request, asynchronous=asynchronous, relayed=boundary.relays
+        )
     if boundary.mode == "replay_or_record":
         # the recorded response when the merge's recording holds an equal unconsumed call,
         # else the request is sent and recorded
@@ -200,7 +202,12 @@ def exchange_flow(
         recorded = merge.take_recorded("http", sections, redactor=redactor.redact_http_request)
         if recorded is not None:
             return response_of_call(
-                recorded, merge.session, library, request, asynchronous=asynchronous
+                recorded,
+                merge.session,
+                library,
+                request,
+                asynchronous=asynchronous,
+                relayed=boundary.relays,
             )
     recorder = _start(boundary, sections, redactor, library)
     try:
@@ -553,9 +560,10 @@ def response_of_call(
     request: HttpRequest,
     *,
     asynchronous: bool,
+    relayed: bool = False,
 ) -> HttpResponse:
     """The response to ``request`` of ``call``, a recorded HTTP call of ``session`` already
-    taken."""
+    taken (``relayed``: see :attr:`HttpBoundary.relays`)."""
     events = call.event_rows
     if not events:
         _end(call, session, library, request, responded=False)
@@ -588,7 +596,7 @@ def response_of_call(
         method=request.method,
         complete=call.outcome == "complete",
     )
-    body = _body(content, call, session, library, request)
+    body = _body(content, call, session, library, request, relayed=relayed)
     return library.response(request, status, headers, body, asynchronous=asynchronous)
 
 
@@ -598,10 +606,12 @@ def _body(
     session: ReplaySession,
     library: ClientLibrary,
     request: HttpRequest,
+    *,
+    relayed: bool,
 ) -> Iterator[bytes]:
     if content:
         yield content
-    _end(call, session, library, request, responded=True)
+    _end(call, session, library, request, responded=True, relayed=relayed)
 
 
 def _end(
@@ -611,6 +621,7 @@ def _end(
     request: HttpRequest,
     *,
     responded: bool,
+    relayed: bool = False,
 ) -> None:
     """End the replayed exchange as the recorded one ended (returns for a body that
     simply ends)."""
@@ -623,6 +634,10 @@ def _end(
         raise library.rebuild_error(call.error, request)
     if call.outcome == "cancelled" and not responded:
         raise asyncio.CancelledError()
+    if call.outcome == "abandoned" and relayed:
+        raise ConnectionResetError(
+            f"the recorded client stopped reading the response after {plural(count, 'event')}"
+        )
     if call.outcome == "abandoned":
         raise RecordReplayEscape(
             session.keep(

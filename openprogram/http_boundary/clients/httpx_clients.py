@@ -67,6 +67,15 @@ class HttpxLibrary(ReadsThroughProtocols):
         self._replay_sync: type[ReplaySyncStream] = ReplaySyncStream
         self._replay_async: type[ReplayAsyncStream] = ReplayAsyncStream
 
+    @classmethod
+    def bound_to(cls, module: ModuleType) -> HttpxLibrary:
+        """The library of ``module`` (httpx or httpx2) for a caller that wraps its transport
+        in a ``CapturingTransport`` itself (``openprogram serve``): bound to the module, whose
+        clients are left unpatched."""
+        library = cls(module.__name__)
+        library._bind(module)
+        return library
+
     @property
     def name(self) -> str:
         return self._name

@@ -1,0 +1,169 @@
+"""``openprogram serve``: a recording proxy for the OpenAI, Anthropic and Gemini APIs on
+loopback, for programs in any language.
+
+The server's addresses go to stdout once it listens (the base URLs to give the clients);
+what it does — a line per request, every mismatch, every refusal — goes to stderr as it
+happens. At SIGINT or SIGTERM it finishes its recordings, says what each session did, and
+exits 1 when a request differed from its recording or recorded calls were never asked for,
+else 0; 2 when it cannot start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+
+import typer
+
+from openprogram.cli.output import EXIT_USAGE, abort, plural, reporting_errors, say, warn
+from openprogram.errors import (
+    ExecSetupError,
+    RecordingFileError,
+    RecordingNameError,
+    ServeSetupError,
+)
+
+MISSING_AIOHTTP = (
+    "openprogram serve needs aiohttp, which is not installed: pip install 'openprogram[serve]'"
+)
+
+
+MORE_UPSTREAMS = typer.Argument(None, hidden=True, metavar="VENDOR=URL", show_default=False)
+UPSTREAM = typer.Option(
+    [],
+    "--upstream",
+    metavar="VENDOR=URL",
+    help="Forward a vendor (openai, anthropic, gemini) to this URL instead of its public "
+    "API: a litellm proxy, a local vLLM. Several may follow one --upstream.",
+)
+FOLDER = typer.Option(
+    None,
+    "--dir",
+    metavar="DIR",
+    help="Where the recordings that requests and sessions name are (default: the store).",
+)
+
+
+def serve_command(
+    more_upstreams: list[str] | None = MORE_UPSTREAMS,
+    record: str | None = typer.Option(
+        None,
+        "--record",
+        metavar="NAME",
+        help="Record into this recording (a name in the store, or a path); must hold no call.",
+    ),
+    replay: str | None = typer.Option(
+        None, "--replay", metavar="NAME", help="Replay this recording (a name, or a path)."
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="The loopback address to listen on."),
+    port: int = typer.Option(7878, "--port", help="The port to listen on (0: a free one)."),
+    upstream: list[str] = UPSTREAM,
+    folder: Path | None = FOLDER,
+    timeout: float = typer.Option(
+        600.0, "--timeout", metavar="SECONDS", help="The longest wait for the upstream's bytes."
+    ),
+    max_request_size: int = typer.Option(
+        64, "--max-request-size", metavar="MB", help="The largest request body accepted."
+    ),
+    grace: float = typer.Option(
+        10.0,
+        "--grace",
+        metavar="SECONDS",
+        help="At a stop, how long requests in flight may take to finish.",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="Log problems only, not every request."),
+) -> None:
+    """Serve the OpenAI, Anthropic and Gemini APIs on loopback, recording or replaying.
+
+    Point a program in any language at it by base URL (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+    GOOGLE_GEMINI_BASE_URL): under record each request is forwarded to its vendor and the
+    exchange recorded, the response streamed through as it arrives; under replay it is
+    answered from the recording and nothing is sent. Without --record or --replay, the
+    configured mode applies. Tests can name their own recording per request (the header
+    x-openprogram-recording) or open sessions (POST /__openprogram/sessions). Stops at
+    Ctrl-C or SIGTERM, finishing the recordings; exits 1 if a request differed from the
+    recording or recorded calls were never requested.
+    """
+    if importlib.util.find_spec("aiohttp") is None:
+        abort(MISSING_AIOHTTP, EXIT_USAGE)
+    from openprogram.serving.routes import parse_upstreams
+    from openprogram.serving.running import (
+        ServeOptions,
+        check_host,
+        open_sessions,
+        serve_until_stopped,
+        server_plan,
+    )
+
+    usage = (ServeSetupError, ExecSetupError, RecordingNameError, RecordingFileError)
+    with reporting_errors(usage_errors=usage):
+        if more_upstreams and not upstream:
+            raise ServeSetupError(
+                f"unexpected argument {more_upstreams[0]!r}: serve takes options only "
+                "(--upstream VENDOR=URL ...)"
+            )
+        try:
+            upstreams = parse_upstreams([*upstream, *(more_upstreams or ())])
+        except ValueError as error:
+            raise ServeSetupError(str(error)) from None
+        if port < 0 or port > 65535 or timeout <= 0 or max_request_size <= 0 or grace < 0:
+            raise ServeSetupError(
+                "--port is 0 to 65535, --timeout and --max-request-size above 0, --grace 0 or more"
+            )
+        check_host(host)
+        options = ServeOptions(
+            host=host,
+            port=port,
+            upstreams=upstreams,
+            folder=folder,
+            read_timeout=timeout,
+            max_request_size=max_request_size * 1024 * 1024,
+            grace=grace,
+        )
+        plan, settings = server_plan(record=record, replay=replay)
+        table = open_sessions(plan, folder, settings)
+        _log_to_stderr(quiet)
+        outcome = serve_until_stopped(table, options, ready=_announce)
+    for account in outcome.accounts:
+        if account.mode == "record" and account.path is not None:
+            say(f"recorded {plural(account.calls, 'call')} into {account.path}")
+        elif account.path is not None and account.ok:
+            say(f"{plural(account.calls, 'call')} replayed from {account.path} and matched")
+        for problem in account.problems:
+            warn(f"{account.name}: {problem}")
+    raise typer.Exit(outcome.exit_status)
+
+
+def _announce(listening: object) -> None:
+    from openprogram.serving.routes import VENDORS
+    from openprogram.serving.running import Listening
+
+    assert isinstance(listening, Listening)
+    own = listening.server.table.own
+    if own is None:
+        what = "no recording of its own: each request or session names one"
+    elif own.mode == "record":
+        what = f"recording into {own.path}"
+    else:
+        what = f"replaying {own.path}"
+    say(f"openprogram serve: {what}, on {listening.url}")
+    for vendor in VENDORS:
+        say(f"  {vendor.base_url_variables[0]}={listening.url}/{vendor.name}{vendor.base_path}")
+    say("Ctrl-C stops it (its recordings are finished first).")
+    sys.stdout.flush()
+
+
+def _log_to_stderr(quiet: bool) -> None:
+    from openprogram.serving.server import logger
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("openprogram serve: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    logger.propagate = False
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_command)

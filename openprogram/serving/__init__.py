@@ -1,0 +1,18 @@
+"""``openprogram serve``: the recording proxy that records and replays programs in any
+language by base URL, and ``openprogram exec`` for a program that is not Python.
+
+    routes          where a request goes: its vendor (``/openai``, ``/anthropic``,
+                    ``/gemini``, or ``/v1`` for OpenAI), its session, its upstream URL
+    forwarding      the headers that cross the server each way, the upstreams' connections
+    sessions        the recordings one server records and replays at once: its own, and one
+                    per test (by a request header, or a session of the control API)
+    server          the aiohttp application: each request through its session's HTTP
+                    boundary, the response relayed as it arrives; the control API
+    running         a server's life: listening, stopping without losing a recording, in
+                    the foreground or in a thread
+    proxied_exec    ``openprogram exec`` of a program through a server of its own, and
+                    ``--isolate``: the program in a network namespace with loopback only
+
+The server stands on aiohttp (the optional extra ``serve``): importing this package imports
+nothing, its modules import aiohttp.
+"""

@@ -1,0 +1,187 @@
+"""Where a request to ``openprogram serve`` goes: its vendor, its session, and the upstream
+URL it is forwarded to (and recorded under).
+
+The vendors' paths overlap (``/v1/models`` and ``/v1/files`` exist at OpenAI and at
+Anthropic), so each vendor has a path prefix of its own, and everything after the prefix is
+the vendor's path, forwarded as it is::
+
+    /openai/v1/chat/completions           → https://api.openai.com/v1/chat/completions
+    /anthropic/v1/messages                → https://api.anthropic.com/v1/messages
+    /gemini/v1beta/models/m:generateContent?alt=sse
+                                          → https://generativelanguage.googleapis.com/v1beta/…
+    /v1/chat/completions                  → OpenAI's (no prefix: OPENAI_BASE_URL=…/v1 works)
+
+A request of a session opened through the control API carries the session in its path
+(``/__openprogram/s/<id>/openai/v1/…``); the rest is routed as above. Each vendor's upstream
+is its public API unless the server was given another (``--upstream openai=URL``: a litellm
+proxy, a local vLLM); an upstream may hold a path, which the vendor's path is appended to.
+
+:data:`VENDORS` also says, for each vendor, which environment variables the clients read
+their base URL from (``openprogram exec`` points them at the server) and how the vendor's
+API writes an error body (the errors the server answers itself are written so, so that an
+SDK shows their message as it shows the vendor's own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "CONTROL_PREFIX",
+    "SESSION_PREFIX",
+    "VENDORS",
+    "Route",
+    "RouteError",
+    "Vendor",
+    "check_upstream",
+    "parse_upstreams",
+    "route_of",
+    "vendor_named",
+]
+
+CONTROL_PREFIX = "/__openprogram"
+"""The server's own API: sessions, health."""
+SESSION_PREFIX = f"{CONTROL_PREFIX}/s/"
+"""A session's requests: ``/__openprogram/s/<id>/<vendor>/…``."""
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """One vendor API the server forwards."""
+
+    name: str
+    """Its path prefix too: ``/openai``."""
+    upstream: str
+    """Its public API's origin."""
+    base_path: str
+    """The path of the official SDKs' default base URL (OpenAI's holds ``/v1``)."""
+    base_url_variables: tuple[str, ...]
+    """The variables clients read their base URL from, the official SDKs' first."""
+    error_style: str
+    """How its error bodies are written: ``openai``, ``anthropic`` or ``google``."""
+
+    def error_body(self, status: int, kind: str, message: str) -> dict[str, Any]:
+        """An error body as this vendor writes one, holding ``message``: the SDKs show it as
+        the error's message (``412 replay mismatch at call 1, …``)."""
+        if self.error_style == "anthropic":
+            return {"type": "error", "error": {"type": kind, "message": message}}
+        if self.error_style == "google":
+            return {"error": {"code": status, "message": message, "status": kind.upper()}}
+        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
+VENDORS: tuple[Vendor, ...] = (
+    Vendor(
+        "openai",
+        "https://api.openai.com",
+        "/v1",
+        # the official SDKs (Python, Node, Go, .NET), the Vercel AI SDK, Codex; litellm and
+        # LangChain (Python) read the older name
+        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        "openai",
+    ),
+    Vendor(
+        "anthropic",
+        "https://api.anthropic.com",
+        "",
+        # the official SDKs, the Vercel AI SDK, Claude Code; litellm reads the second
+        ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
+        "anthropic",
+    ),
+    Vendor(
+        "gemini",
+        "https://generativelanguage.googleapis.com",
+        "",
+        # google-genai (Python and JavaScript) and the Gemini CLI; litellm reads the second
+        ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_BASE"),
+        "google",
+    ),
+)
+_BY_NAME = {vendor.name: vendor for vendor in VENDORS}
+_UNPREFIXED = "openai"
+"""The vendor of a path under no prefix (``/v1/...``): OpenAI-compatible."""
+
+
+def vendor_named(name: str) -> Vendor:
+    """The vendor called ``name``; ``KeyError`` for another name."""
+    return _BY_NAME[name]
+
+
+class RouteError(ValueError):
+    """A path the server does not forward (``status``: what it answers)."""
+
+    def __init__(self, message: str, status: int = 404) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one request goes."""
+
+    vendor: Vendor
+    path: str
+    """The vendor's path, from its first ``/``, with the query: ``/v1/messages?beta=true``."""
+    session: str | None = None
+    """The control API's session it belongs to (its id), or None."""
+
+    def upstream_url(self, upstreams: Mapping[str, str]) -> str:
+        """The URL it is forwarded to: the vendor's upstream (``upstreams[vendor]``, else its
+        public API), then its path."""
+        base = upstreams.get(self.vendor.name, self.vendor.upstream)
+        return base.rstrip("/") + self.path
+
+
+def route_of(path: str, query: str = "") -> Route:
+    """The route of a request for ``path`` (as it came, still percent-encoded) with ``query``
+    (without its ``?``); :class:`RouteError` for a path under no vendor."""
+    session = None
+    if path.startswith(SESSION_PREFIX):
+        session, slash, path = path[len(SESSION_PREFIX) :].partition("/")
+        if not session or not slash:
+            raise RouteError(f"{path!r} names no session: /__openprogram/s/<id>/<vendor>/…")
+        path = "/" + path
+    elif path == CONTROL_PREFIX or path.startswith(CONTROL_PREFIX + "/"):
+        raise RouteError(f"no such control path: {path}")
+    first, _, rest = path.lstrip("/").partition("/")
+    vendor = _BY_NAME.get(first)
+    if vendor is not None:
+        path = "/" + rest
+    elif first == "v1":
+        vendor = _BY_NAME[_UNPREFIXED]
+    else:
+        prefixes = ", ".join(f"/{v.name}/…" for v in VENDORS)
+        raise RouteError(
+            f"{path} is under no vendor's prefix: use {prefixes} (or /v1/… for OpenAI)"
+        )
+    return Route(vendor, path + (f"?{query}" if query else ""), session)
+
+
+def check_upstream(url: str) -> str:
+    """``url`` as an upstream (without a trailing ``/``); ``ValueError`` saying what is wrong
+    with it."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http:// or https:// URL")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{url!r} holds a query or a fragment: give the origin and path only")
+    return url.rstrip("/")
+
+
+def parse_upstreams(items: Iterable[str]) -> dict[str, str]:
+    """``--upstream`` values (``VENDOR=URL``, several in one value separated by spaces or
+    commas) as a mapping; ``ValueError`` naming the item at fault."""
+    upstreams: dict[str, str] = {}
+    for item in (piece for value in items for piece in value.replace(",", " ").split()):
+        name, equals, url = item.partition("=")
+        if not equals or name not in _BY_NAME:
+            known = ", ".join(_BY_NAME)
+            raise ValueError(f"--upstream {item!r}: write VENDOR=URL, VENDOR one of {known}")
+        try:
+            upstreams[name] = check_upstream(url)
+        except ValueError as error:
+            raise ValueError(f"--upstream {name}: {error}") from None
+    return upstreams

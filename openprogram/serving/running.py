@@ -1,0 +1,248 @@
+"""A server's life: opened on its port, run until it is told to stop, then stopped so that
+nothing recorded is lost, and its sessions' accounts given back.
+
+:func:`open_sessions` decides what the server serves — its own recording (the plan
+``exec_plan`` makes of ``--record``, ``--replay`` or the configured mode) and the
+configuration the sessions of its control API record and replay with. :class:`Listening`
+is a started server on its event loop; :func:`serve_until_stopped` runs one in the
+foreground until SIGINT or SIGTERM (``openprogram serve``), :class:`BackgroundServer` in a
+thread of its own for as long as a command runs (``openprogram exec`` for a program that is
+not Python).
+
+**Stopping.** The server stops listening, then waits up to ``grace`` seconds for the
+requests in flight to finish; the ones still running are cancelled (their calls end
+``cancelled`` in the recording), then every session ends: a recording recorded anew replaces
+the one it was recorded for. Every line was written whole as it happened, so a server killed
+outright (SIGKILL) loses only the calls in flight, and keeps a session recorded anew beside
+its recording (``NAME.jsonl.recording``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from openprogram.activation.configured import exec_plan
+from openprogram.activation.plan import RecordReplayPlan
+from openprogram.config import paths
+from openprogram.config.models import RecordReplaySettings
+from openprogram.config.settings import load_config
+from openprogram.errors import RecordReplayBlockedError, ServeSetupError
+from openprogram.serving.forwarding import Upstreams
+from openprogram.serving.server import DEFAULT_MAX_REQUEST_SIZE, ProxyServer, finish_in_flight
+from openprogram.serving.sessions import ProxySession, SessionAccount, SessionTable
+
+__all__ = [
+    "DEFAULT_PORT",
+    "BackgroundServer",
+    "Listening",
+    "ServeOptions",
+    "ServeOutcome",
+    "open_sessions",
+    "serve_until_stopped",
+]
+
+DEFAULT_PORT = 7878
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How a server listens and forwards."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    """0: a free port."""
+    upstreams: Mapping[str, str] = field(default_factory=dict)
+    """Each vendor's upstream other than its public API."""
+    folder: Path | None = None
+    """Where session names are recordings (None: the store)."""
+    read_timeout: float = 600.0
+    """The longest wait for the upstream's next bytes, in seconds."""
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
+    grace: float = 10.0
+    """At the stop, how long the requests in flight may take to finish."""
+    unix_socket: Path | None = None
+    """A Unix socket to listen on besides the port (the bridge into an isolated command)."""
+
+
+@dataclass(frozen=True)
+class ServeOutcome:
+    """How a server's run went: every session's account, its own first."""
+
+    accounts: tuple[SessionAccount, ...]
+
+    @property
+    def problems(self) -> list[str]:
+        return [problem for account in self.accounts for problem in account.problems]
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if self.problems else 0
+
+
+def check_host(host: str) -> str:
+    """``host`` if it is a loopback address (or ``localhost``); ``ServeSetupError`` else."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ServeSetupError(
+            f"--host {host}: the server listens on loopback only (127.0.0.1, ::1, localhost), "
+            "since anyone who reaches it may record through it and read what it replays"
+        )
+    return host
+
+
+def open_sessions(
+    plan: RecordReplayPlan | None,
+    folder: Path | None,
+    settings: RecordReplaySettings,
+) -> SessionTable:
+    """The sessions of a server whose own recording is ``plan``'s (None: it has none)."""
+    own = None if plan is None else ProxySession(_own_name(plan), plan)
+    return SessionTable(own, folder=folder or paths.recordings_dir(), settings=settings)
+
+
+def _own_name(plan: RecordReplayPlan) -> str:
+    return "(blocked)" if plan.path is None else plan.path.stem
+
+
+def server_plan(
+    *, record: str | None, replay: str | None
+) -> tuple[RecordReplayPlan | None, RecordReplaySettings]:
+    """The server's own recording (``--record``, ``--replay`` or the configured mode), and
+    the settings its sessions use. Raises what ``exec_plan`` raises, and
+    ``RecordReplayBlockedError`` when the configured state is broken."""
+    loaded = load_config()
+    plan = exec_plan(record=record, replay=replay, loaded=loaded)
+    if plan is not None and plan.mode == "blocked":
+        raise RecordReplayBlockedError(plan.blocked_reason or "")
+    settings = loaded.settings.record_replay if loaded.settings is not None else None
+    return plan, settings or RecordReplaySettings()
+
+
+class Listening:
+    """A server listening on its port (and socket), on the running event loop."""
+
+    def __init__(self, server: ProxyServer, runner: web.AppRunner, port: int) -> None:
+        self.server = server
+        self.runner = runner
+        self.port = port
+
+    @classmethod
+    async def start(cls, table: SessionTable, options: ServeOptions) -> Listening:
+        """Listen as ``options`` say; ``ServeSetupError`` when the port is taken or the
+        socket cannot be made."""
+        check_host(options.host)
+        upstreams = Upstreams(options.upstreams, read_timeout=options.read_timeout)
+        server = ProxyServer(table, upstreams, max_request_size=options.max_request_size)
+        runner = web.AppRunner(server.application(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, options.host, options.port, shutdown_timeout=options.grace)
+        try:
+            await site.start()
+            if options.unix_socket is not None:
+                await web.UnixSite(runner, str(options.unix_socket)).start()
+        except OSError as error:
+            await runner.cleanup()
+            await upstreams.aclose()
+            raise ServeSetupError(_listen_problem(options, error)) from None
+        port = options.port
+        for address in runner.addresses:
+            if isinstance(address, tuple) and len(address) >= 2:
+                port = int(address[1])
+                break
+        return cls(server, runner, port)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def stop(self, grace: float) -> ServeOutcome:
+        """Stop listening, let the requests in flight finish (up to ``grace`` seconds, then
+        cancel them), end every session; the sessions' accounts."""
+        await finish_in_flight(self.server, grace)
+        await self.runner.cleanup()
+        await self.server.upstreams.aclose()
+        return ServeOutcome(tuple(self.server.table.end_all()))
+
+
+def _listen_problem(options: ServeOptions, error: OSError) -> str:
+    where = f"{options.host}:{options.port}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"cannot listen on {where}: the port is in use (another server, or an "
+            "earlier one still running); choose another with --port, or --port 0 for a free one"
+        )
+    return f"cannot listen on {where}: {error.strerror or error}"
+
+
+def serve_until_stopped(
+    table: SessionTable, options: ServeOptions, *, ready: Callable[[Listening], None]
+) -> ServeOutcome:
+    """Run a server in the foreground until SIGINT or SIGTERM; ``ready`` is called once it
+    listens. Raises ``ServeSetupError`` when it cannot listen."""
+
+    async def main() -> ServeOutcome:
+        listening = await Listening.start(table, options)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            ready(listening)
+            await stop.wait()
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        return await listening.stop(options.grace)
+
+    return asyncio.run(main())
+
+
+class BackgroundServer:
+    """A server on an event loop of its own, in a thread, for as long as the caller needs
+    it: :meth:`start` returns once it listens, :meth:`stop` once it has stopped."""
+
+    def __init__(self, table: SessionTable, options: ServeOptions) -> None:
+        self.table = table
+        self.options = options
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                        name="openprogram-serve")  # fmt: skip
+        self._listening: Listening | None = None
+
+    def start(self) -> Listening:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(
+            Listening.start(self.table, self.options), self._loop
+        )
+        try:
+            self._listening = future.result()
+        except BaseException:
+            self._close_loop()
+            raise
+        return self._listening
+
+    def stop(self) -> ServeOutcome:
+        listening = self._listening
+        assert listening is not None, "stop() before start()"
+        future = asyncio.run_coroutine_threadsafe(listening.stop(self.options.grace), self._loop)
+        try:
+            return future.result()
+        finally:
+            self._close_loop()
+
+    def _close_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()

@@ -1,0 +1,337 @@
+"""The server of ``openprogram serve``: an aiohttp application that records, replays or
+refuses each request, by its session, and the control API of the sessions.
+
+Each request is routed (:mod:`~openprogram.serving.routes`) and given to its session
+(:mod:`~openprogram.serving.sessions`), whose HTTP boundary takes it exactly as it takes a
+request an SDK sends in-process — the same rows, redaction, per-run rules, matching and
+report — through a ``CapturingTransport`` over the upstream's connections: under record the
+request is forwarded and the response relayed to the client as its bytes arrive, each chunk
+written to the recording before it is passed on; under replay it is answered from the
+recording and no upstream connection is opened.
+
+What the client is answered when it is not the upstream's answer — always a JSON error body
+in the vendor's own shape, so the SDK shows its message, with ``x-should-retry: false`` where
+no retry can help (the SDKs honour it before their status rules) and the kind in
+``x-openprogram-error``:
+
+====  =========================================  ==============================================
+412   ``openprogram_replay_mismatch``            the two-line report of the first difference
+412   ``openprogram_blocked``, ``…_no_recording``  record/replay blocked; no recording to use
+404   ``openprogram_no_route``, ``…_no_session``   a path under no vendor; a session not open
+413   ``openprogram_request_too_large``          a request body over the server's limit
+500   ``openprogram_recording_error``            the recording cannot be written
+502   ``openprogram_upstream_error``             the upstream could not be reached, or failed
+504   ``openprogram_upstream_timeout``           the upstream did not answer in time
+====  =========================================  ==============================================
+
+A failure of the upstream is recorded as the call's transport error and replayed as the same
+answer (502/504 with the same body before a response, a cut connection in the middle of one).
+The client going away in the middle of a response closes the upstream's response: the call
+is recorded as abandoned.
+
+The control API (JSON): ``GET /__openprogram/health``; ``POST /__openprogram/sessions``
+``{"name": …, "mode": "replay"|"record"|"once"}`` opens a session and answers its base URLs;
+``GET /__openprogram/sessions`` lists the open and ended ones; ``DELETE
+/__openprogram/sessions/<id>`` (``?keep=false`` to throw away what it recorded) ends one and
+answers its account.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any, cast
+
+import httpx
+from aiohttp import web
+
+from openprogram import __version__
+from openprogram.errors import RecordingFileError, ReplayMismatch
+from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
+from openprogram.http_boundary.exchange import CapturingTransport, call_redactor, captures
+from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.serving.forwarding import Upstreams, client_headers, upstream_headers
+from openprogram.serving.routes import CONTROL_PREFIX, VENDORS, RouteError, Vendor, route_of
+from openprogram.serving.sessions import (
+    MODE_HEADER,
+    RECORDING_HEADER,
+    ProxySession,
+    SessionRefused,
+    SessionTable,
+)
+from openprogram.wording import plural
+
+if TYPE_CHECKING:
+    from openprogram.errors import OpenProgramError
+    from openprogram.http_boundary.clients import AsyncTransport
+
+__all__ = ["DEFAULT_MAX_REQUEST_SIZE", "ProxyServer", "logger"]
+
+logger = logging.getLogger("openprogram.serve")
+
+DEFAULT_MAX_REQUEST_SIZE = 64 * 1024 * 1024
+"""The largest request body the server reads (64 MiB: a conversation with images)."""
+_NO_RETRY = {"x-should-retry": "false"}
+_LIBRARY = HttpxLibrary.bound_to(httpx)
+
+
+class ProxyServer:
+    """The application of one server: ``table``'s sessions, forwarding to ``upstreams``."""
+
+    def __init__(
+        self,
+        table: SessionTable,
+        upstreams: Upstreams,
+        *,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+    ) -> None:
+        self.table = table
+        self.upstreams = upstreams
+        self.max_request_size = max_request_size
+        self.in_flight = 0
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_request_size, handler_args=None)
+        app.router.add_get(f"{CONTROL_PREFIX}/health", self._health)
+        app.router.add_post(f"{CONTROL_PREFIX}/sessions", self._open_session)
+        app.router.add_get(f"{CONTROL_PREFIX}/sessions", self._list_sessions)
+        app.router.add_delete(f"{CONTROL_PREFIX}/sessions/{{id}}", self._close_session)
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        return app
+
+    # --- forwarding ---------------------------------------------------------------------
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
+        self.in_flight += 1
+        try:
+            response, what = await self._answer(request)
+        finally:
+            self.in_flight -= 1
+        elapsed = (time.perf_counter() - started) * 1000
+        logger.info("%s %s → %d %s (%.0f ms)", request.method, request.path, response.status,
+                    what, elapsed)  # fmt: skip
+        return response
+
+    async def _answer(self, request: web.Request) -> tuple[web.StreamResponse, str]:
+        try:
+            route = route_of(request.rel_url.raw_path, request.rel_url.raw_query_string)
+        except RouteError as error:
+            return _error(None, error.status, "openprogram_no_route", str(error)), "no route"
+        vendor = route.vendor
+        try:
+            session = self.table.for_request(
+                route.session,
+                request.headers.get(RECORDING_HEADER),
+                request.headers.get(MODE_HEADER),
+            )
+        except SessionRefused as refused:
+            logger.warning("refused %s %s: %s", request.method, request.path, refused)
+            return _error(vendor, refused.status, refused.kind, str(refused)), "refused"
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            message = (
+                f"the request body is over the server's limit of {self.max_request_size} bytes: "
+                "start it with a larger --max-request-size"
+            )
+            return _error(vendor, 413, "openprogram_request_too_large", message), "too large"
+        url = route.upstream_url(self.upstreams.urls)
+        outgoing = httpx.Request(
+            request.method,
+            url,
+            headers=upstream_headers(request.headers.items()),
+            content=body,
+            extensions={"timeout": self.upstreams.timeout.as_dict()},
+        )
+        transport = self._transport(session, outgoing)
+        try:
+            upstream = await transport.handle_async_request(outgoing)
+        except RecordReplayEscape as escape:
+            return self._refused(session, vendor, escape.error), "refused"
+        except Exception as error:  # the upstream failed (live or as recorded)
+            return _upstream_failed(session, vendor, outgoing, error), "upstream failed"
+        if session.mode == "record":
+            session.calls += 1
+        what = "recorded" if session.mode == "record" else f"replayed from {session.name}"
+        return await self._relay(request, upstream, session), what
+
+    def _transport(self, session: ProxySession, outgoing: httpx.Request) -> Any:
+        """The session's capturing transport for ``outgoing`` (the upstream's own for a
+        passthrough host, whose requests go live uncaptured)."""
+        upstream = self.upstreams.transport_for(str(outgoing.url))
+        boundary = session.boundary
+        if not captures(None, outgoing.url, boundary, _LIBRARY):
+            return upstream
+        return CapturingTransport(cast("AsyncTransport", upstream), boundary, _LIBRARY)
+
+    async def _relay(
+        self, request: web.Request, upstream: httpx.Response, session: ProxySession
+    ) -> web.StreamResponse:
+        """Pass ``upstream``'s response to the client as it arrives; a failure in the middle
+        cuts the client's connection, as the upstream cut the server's."""
+        relayed = web.StreamResponse(status=upstream.status_code, reason=upstream.reason_phrase)
+        for name, value in client_headers(upstream.headers.multi_items()):
+            relayed.headers.add(name, value)
+        try:
+            await relayed.prepare(request)
+            async for chunk in upstream.aiter_raw():
+                try:
+                    await relayed.write(chunk)
+                except ConnectionResetError:
+                    # the client went away: closing the upstream's response records the
+                    # call as abandoned (and closes that connection)
+                    logger.info("the client of %s went away in the middle of the response",
+                                request.path)  # fmt: skip
+                    return relayed
+        except RecordReplayEscape as escape:
+            logger.warning("%s: %s", request.path, escape.error)
+            self._note_refusal(session, escape.error)
+            _cut(request)
+            return relayed
+        except Exception as error:  # the upstream failed in the middle (live or as recorded)
+            logger.warning("%s: the response was cut: %s: %s", request.path,
+                           type(error).__name__, error)  # fmt: skip
+            _cut(request)
+            return relayed
+        finally:
+            await upstream.aclose()
+        await relayed.write_eof()
+        return relayed
+
+    def _refused(
+        self, session: ProxySession, vendor: Vendor, error: OpenProgramError
+    ) -> web.Response:
+        self._note_refusal(session, error)
+        if isinstance(error, ReplayMismatch):
+            logger.warning("%s", error)
+            return _error(vendor, 412, "openprogram_replay_mismatch", str(error))
+        logger.warning("refused: %s", error)
+        if isinstance(error, RecordingFileError):
+            return _error(vendor, 500, "openprogram_recording_error", str(error))
+        return _error(vendor, 412, "openprogram_blocked", str(error))
+
+    @staticmethod
+    def _note_refusal(session: ProxySession, error: OpenProgramError) -> None:
+        """A refusal other than a mismatch (which the replay keeps) goes into the account."""
+        if not isinstance(error, ReplayMismatch):
+            session.refuse(str(error))
+
+    # --- the control API ----------------------------------------------------------------
+
+    async def _health(self, request: web.Request) -> web.Response:
+        own = self.table.own
+        return web.json_response(
+            {
+                "ok": True,
+                "version": __version__,
+                "mode": None if own is None else own.mode,
+                "recording": None if own is None or own.path is None else str(own.path),
+                "sessions": len(self.table.open_sessions()),
+            }
+        )
+
+    async def _open_session(self, request: web.Request) -> web.Response:
+        try:
+            given = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            given = None
+        if not isinstance(given, dict) or not isinstance(given.get("name"), str):
+            shape = 'send a JSON object: {"name": "…", "mode": "replay"}'
+            return _control_error(400, "openprogram_bad_session", shape)
+        mode = given.get("mode")
+        if mode is not None and not isinstance(mode, str):
+            return _control_error(400, "openprogram_bad_session", "mode must be a string")
+        try:
+            session = self.table.open(given["name"], mode)
+        except SessionRefused as refused:
+            return _control_error(refused.status, refused.kind, str(refused))
+        assert session.session_id is not None
+        prefix = f"{CONTROL_PREFIX}/s/{session.session_id}"
+        origin = f"http://{request.host}"
+        logger.info("session %s opened: %s %s", session.session_id, session.mode, session.name)
+        return web.json_response(
+            {
+                "id": session.session_id,
+                "name": session.name,
+                "mode": session.mode,
+                "opened_mode": session.opened_mode,
+                "path": None if session.path is None else str(session.path),
+                "prefix": prefix,
+                "base_urls": {
+                    vendor.name: f"{origin}{prefix}/{vendor.name}{vendor.base_path}"
+                    for vendor in VENDORS
+                },
+            },
+            status=201,
+        )
+
+    async def _list_sessions(self, request: web.Request) -> web.Response:
+        open_ = [{"id": s.session_id, **s.account().to_json()} for s in self.table.open_sessions()]
+        ended = [account.to_json() for account in self.table.ended]
+        return web.json_response({"open": open_, "ended": ended})
+
+    async def _close_session(self, request: web.Request) -> web.Response:
+        keep = request.query.get("keep", "true").lower() not in ("false", "0", "no")
+        try:
+            account = self.table.close(request.match_info["id"], keep=keep)
+        except SessionRefused as refused:
+            return _control_error(refused.status, refused.kind, str(refused))
+        for problem in account.problems:
+            logger.warning("session %s: %s", account.name, problem)
+        logger.info("session %s ended: %s %s", account.name, account.mode,
+                    plural(account.calls, "call"))  # fmt: skip
+        return web.json_response(account.to_json())
+
+
+def _error(vendor: Vendor | None, status: int, kind: str, message: str) -> web.Response:
+    """An answer of the server's own, in ``vendor``'s error shape (OpenAI's for none)."""
+    shape = vendor if vendor is not None else VENDORS[0]
+    headers = {"x-openprogram-error": kind}
+    if status < 500 or kind.startswith("openprogram_recording"):
+        headers.update(_NO_RETRY)
+    return web.json_response(
+        shape.error_body(status, kind, message), status=status, headers=headers
+    )
+
+
+def _control_error(status: int, kind: str, message: str) -> web.Response:
+    return web.json_response(
+        {"error": {"type": kind, "message": message}},
+        status=status,
+        headers={"x-openprogram-error": kind, **_NO_RETRY},
+    )
+
+
+def _upstream_failed(
+    session: ProxySession, vendor: Vendor, outgoing: httpx.Request, error: Exception
+) -> web.Response:
+    """The answer to a request whose upstream failed before answering: 504 for a timeout,
+    else 502, naming the error as it was recorded (redacted the same way)."""
+    redactor = call_redactor(outgoing.headers.multi_items(), session.boundary.user_redaction)
+    detail = redactor.redact_text(f"{type(error).__name__}: {error}")
+    host = outgoing.url.host
+    logger.warning("%s %s: the upstream failed: %s", outgoing.method, host, detail)
+    if isinstance(error, httpx.TimeoutException):
+        status, kind = 504, "openprogram_upstream_timeout"
+    else:
+        status, kind = 502, "openprogram_upstream_error"
+    response = _error(vendor, status, kind, f"upstream {host}: {detail}")
+    if session.mode == "replay":
+        response.headers["retry-after-ms"] = "1"  # replay need not wait out a back-off
+    return response
+
+
+def _cut(request: web.Request) -> None:
+    """Close the client's connection without ending the response: the client sees it cut."""
+    if request.transport is not None:
+        request.transport.abort()
+
+
+async def finish_in_flight(server: ProxyServer, grace: float) -> None:
+    """Wait up to ``grace`` seconds for the requests in flight to finish."""
+    deadline = time.monotonic() + grace
+    while server.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
