@@ -59,6 +59,7 @@ __all__ = [
     "child_environment",
     "open_exchange",
     "python_of",
+    "runs_python",
     "skipping_activation",
 ]
 
@@ -247,6 +248,14 @@ def check_command(
     _check_imports_openprogram(python, environ)
 
 
+def runs_python(command: Sequence[str], environ: Mapping[str, str]) -> bool:
+    """Whether ``command`` runs a Python that exec activates record/replay in: a Python
+    interpreter, or a script whose ``#!`` line names one (a console script such as
+    ``pytest``). Raises :class:`ExecSetupError` when it cannot be found."""
+    program = _find(command[0], environ)
+    return python_of(program, command[1:], environ) is not None
+
+
 def skipping_activation(command: Sequence[str], environ: Mapping[str, str]) -> str | None:
     """Why ``command`` would run a Python that skips exec's ``sitecustomize`` (``-I``, ``-E``,
     ``-S``), or None (not Python, not found, or a Python that activates)."""
@@ -283,8 +292,8 @@ def _check_replayable(program: str) -> None:
     if named in NOT_PYTHON:
         raise ExecSetupError(
             f"{os.path.basename(program)} is not a Python program ({named}), so exec cannot "
-            "replay it: its connections would reach the live servers. exec records and "
-            "replays Python processes only; run it without --replay (nothing was run)"
+            "replay it in-process: its connections would reach the live servers. Run it "
+            "without --no-proxy, through the recording proxy (nothing was run)"
         )
 
 

@@ -1,11 +1,13 @@
-"""``openprogram exec``: run a command with record/replay active in each of its Python
-processes from their first line, and tell what happened.
+"""``openprogram exec`` of a Python command: run it with record/replay active in each of
+its Python processes from their first line, and tell what happened. (Which way a command
+runs, and the run of any other through a recording proxy, is
+:mod:`openprogram.serving.proxied_exec`'s.)
 
-:func:`exec_command` resolves the plan once (:mod:`openprogram.activation.configured`),
-checks the command's Python (:mod:`openprogram.activation.exec_environment`), runs the
-command in the environment of :mod:`openprogram.activation.exec_environment` — its standard
-streams are the caller's — and, when it has exited, reads what its processes left in the
-exchange folder (:mod:`openprogram.activation.exec_child`):
+:func:`run_with_plan` runs a command with the plan exec resolved once
+(:mod:`openprogram.activation.configured`): it checks the command's Python
+(:mod:`openprogram.activation.exec_environment`), runs the command in the environment that
+module makes — its standard streams are the caller's — and, when it has exited, reads what
+its processes left in the exchange folder (:mod:`openprogram.activation.exec_child`):
 
 * no process activated (no handshake): the command ran without record/replay — it ran no
   Python, or one that skipped the ``sitecustomize`` — :class:`ExecSetupError`;
@@ -19,12 +21,6 @@ exec owns the exit status (an ``atexit`` handler of the program cannot change it
 :attr:`ExecOutcome.exit_status` is the command's own when it failed, 1 when it exited 0
 but replay found a problem or record/replay was blocked, else 0.
 
-**A command that fails under ``--record`` leaves no recording behind**, as the pytest
-fixture does for a failed test: a session cut short by Ctrl-C, or ended by an error, would
-replay as a "run makes more calls than the recording holds" later, and a name that holds
-calls cannot be recorded into again. The recording goes back to what it was before (removed
-when exec created it) unless ``keep_partial`` asks to keep it.
-
 **Signals.** Ctrl-C at a terminal reaches the whole foreground process group, the command
 with it, so exec itself then only waits; a SIGINT sent to exec alone (a supervisor,
 ``timeout -s INT``, ``kill -INT``) — when exec is not in the foreground group of a terminal —
@@ -37,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import json
 import os
 import signal
@@ -50,7 +45,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from openprogram.activation.configured import exec_plan
 from openprogram.activation.exec_environment import (
     CLAIM_FILE,
     Exchange,
@@ -59,16 +53,18 @@ from openprogram.activation.exec_environment import (
     open_exchange,
 )
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.config import paths
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
-from openprogram.store.names import resolve_recording
 
 if TYPE_CHECKING:
     from openprogram.errors import UnconsumedCallsError
 
-__all__ = ["ExecOutcome", "exec_command", "run_with_plan"]
+__all__ = [
+    "ExecOutcome",
+    "run_process",
+    "run_with_plan",
+]
 
 NO_HANDSHAKE = (
     "no Python process of the command activated record/replay, so it ran without it: the "
@@ -111,86 +107,30 @@ class ExecOutcome:
         return self.exit_status == 0
 
 
-def exec_command(
-    command: Sequence[str],
-    *,
-    record: str | None = None,
-    replay: str | None = None,
-    keep_partial: bool = False,
-) -> ExecOutcome:
-    """Run ``command`` under ``--record``, ``--replay`` or the configured mode (see the
-    module's docstring); under ``--record``, what a command that fails recorded is kept only
-    with ``keep_partial``. Raises :class:`ExecSetupError` (and, for a flag's recording,
-    ``RecordingNameError`` / ``RecordingFileError``) for what is wrong before it runs, and
-    ``ExecSetupError`` when it ran without record/replay."""
-
-    if not command:
-        raise ExecSetupError("no command given: openprogram exec -- python agent.py")
-    new = record is not None and not _names_a_file(record)
-    plan = exec_plan(record=record, replay=replay)  # creates a new recording, with its header
-    discard = record is not None and not keep_partial
-    return run_with_plan(command, plan, discard_failed=discard, recording_is_new=new)
-
-
-def _names_a_file(argument: str) -> bool:
-    """Whether the recording ``--record`` names is a file already."""
-    try:
-        return resolve_recording(argument, paths.recordings_dir()).path.exists()
-    except (OSError, OpenProgramError):
-        return False  # exec_plan says what is wrong with it
-
-
 def run_with_plan(
     command: Sequence[str],
     plan: RecordReplayPlan | None,
     environ: Mapping[str, str] | None = None,
-    *,
-    discard_failed: bool = False,
-    recording_is_new: bool = False,
 ) -> ExecOutcome:
     """Run ``command`` with ``plan`` active in each of its Python processes (None: as it
-    is), in ``environ`` (default: this process's); with ``discard_failed``, the recording of
-    a command that failed is put back as it was (removed when ``recording_is_new``: exec
-    made it)."""
+    is), in ``environ`` (default: this process's)."""
     base = dict(os.environ if environ is None else environ)
     argv = tuple(command)
     if not argv:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
     if plan is None:
-        return ExecOutcome(argv, _run(argv, base), None)
+        return ExecOutcome(argv, run_process(argv, base), None)
     check_command(argv, base, replay=plan.mode == "replay")
     before = _recorded_calls(plan) if plan.mode == "record" else 0
-    prior = None if recording_is_new else _size_of(plan.path)
     exchange = open_exchange()
     try:
-        status = _run(argv, child_environment(base, plan, exchange))
-        outcome = _outcome(argv, status, plan, exchange, before)
+        status = run_process(argv, child_environment(base, plan, exchange))
+        return _outcome(argv, status, plan, exchange, before)
     finally:
         exchange.remove()
-    if discard_failed and status != 0 and plan.mode == "record" and plan.path is not None:
-        _put_back(plan.path, prior)
-        return dataclasses.replace(outcome, calls=0, discarded=outcome.calls, put_back=True)
-    return outcome
 
 
-def _size_of(path: Path | None) -> int | None:
-    """The size of the file at ``path`` (None: there is none)."""
-    try:
-        return None if path is None else os.stat(path).st_size
-    except OSError:
-        return None
-
-
-def _put_back(path: Path, size: int | None) -> None:
-    """Make the recording at ``path`` what it was (``size`` bytes; None: absent)."""
-    with contextlib.suppress(OSError):
-        if size is None:
-            path.unlink()
-        else:
-            os.truncate(path, size)
-
-
-def _run(command: tuple[str, ...], environ: dict[str, str]) -> int:
+def run_process(command: tuple[str, ...], environ: dict[str, str]) -> int:
     """Run the command to its end while exec waits to report; Ctrl-C reaches it from the
     terminal, a SIGINT sent to exec alone and a SIGTERM are passed on (see the module's
     docstring)."""

@@ -1,5 +1,6 @@
-"""``openprogram exec [--record NAME | --replay NAME] -- COMMAND [ARGS...]``: run a program
-with record/replay active in each of its Python processes from their first line.
+"""``openprogram exec [--record NAME | --replay NAME] [--proxy | --isolate] -- COMMAND
+[ARGS...]``: run a program with record/replay active — a Python one in each of its Python
+processes from their first line, any other through a recording proxy its base URLs point at.
 
 The command's standard streams are its own; what exec says — what was recorded or
 replayed, the mismatch report, why the command ran without record/replay — goes to
@@ -21,6 +22,19 @@ CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 COMMAND = typer.Argument(
     ..., metavar="COMMAND", help="The program to run and its arguments, after --."
 )
+PROXY = typer.Option(
+    None,
+    "--proxy/--no-proxy",
+    help="Run the command through the recording proxy (by base URL), or activate it "
+    "in-process (a shell script that starts Python); by default, by the command.",
+    show_default=False,
+)
+ISOLATE = typer.Option(
+    False,
+    "--isolate",
+    help="Linux: run the command through the proxy in a network namespace with loopback "
+    "only, so that nothing it does can reach a live server.",
+)
 
 
 def exec_command(
@@ -39,25 +53,47 @@ def exec_command(
         "--keep-partial",
         help="With --record: keep what a command that fails or is interrupted recorded.",
     ),
+    proxy: bool | None = PROXY,
+    isolate: bool = ISOLATE,
 ) -> None:
-    """Run a Python program with record/replay on, both boundaries, from its first line.
+    """Run a program with record/replay on, from its first line.
 
-    Records or replays every call the program makes through openprogram's providers and
-    through httpx / httpx2 (the openai and anthropic SDKs), in every Python process it
-    starts. Without --record or --replay, the configured mode applies. Exits with the
-    command's status; 1 if it exited 0 but replay diverged, left calls unrequested or was
-    blocked; 2 if the command could not run with record/replay active.
+    A Python program (python, or a script whose #! line names it) is recorded or replayed
+    inside each of its Python processes: every call through openprogram's providers and
+    every request through httpx, httpx2, requests/urllib3, aiohttp or urllib (the openai,
+    anthropic, google-genai and boto3 SDKs). Any other program (node, a Go binary, a shell
+    script), or one given --proxy, runs against a recording proxy that OPENAI_BASE_URL,
+    ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL point at. Without --record or --replay,
+    the configured mode applies. Exits with the command's status; 1 if it exited 0 but
+    replay diverged, left calls unrequested or was blocked; 2 if the command could not run
+    with record/replay active.
     """
-    from openprogram.activation.exec_run import exec_command as run
+    from openprogram.serving.proxied_exec import exec_command as run
 
     _refuse_an_unknown_option(command[0])
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
-        outcome = run(command, record=record, replay=replay, keep_partial=keep_partial)
+        outcome = run(
+            command,
+            record=record,
+            replay=replay,
+            keep_partial=keep_partial,
+            proxy=proxy,
+            isolate=isolate,
+        )
     _report(outcome)
     raise typer.Exit(outcome.exit_status)
 
 
-EXEC_OPTIONS = ("--record", "--replay", "--keep-partial", "--help", "-h")
+EXEC_OPTIONS = (
+    "--record",
+    "--replay",
+    "--keep-partial",
+    "--proxy",
+    "--no-proxy",
+    "--isolate",
+    "--help",
+    "-h",
+)
 
 
 def _refuse_an_unknown_option(first: str) -> None:
@@ -70,7 +106,7 @@ def _refuse_an_unknown_option(first: str) -> None:
     import click
 
     name = first.split("=", 1)[0]
-    close = difflib.get_close_matches(name, EXEC_OPTIONS[:3], n=1)
+    close = difflib.get_close_matches(name, EXEC_OPTIONS[:-2], n=1)
     raise click.NoSuchOption(name, possibilities=close)
 
 

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from openprogram.activation.configured import nothing_to_replay
-from openprogram.activation.exec_run import run_with_plan
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import run_agent
@@ -46,6 +45,7 @@ from openprogram.recording.difference import DEFAULT_MATCHING, join_field_path
 from openprogram.recording.format import refuse_a_snapshot
 from openprogram.recording.reader import read_recording as read_rows
 from openprogram.recording.user_redaction import user_redaction_in_effect
+from openprogram.serving.proxied_exec import run_command
 from openprogram.store.hashing import transcript_hash
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
 
@@ -170,7 +170,7 @@ def verify_command(
         redact_patterns=tuple(settings.redact_patterns) if settings else (),
         tools=tuple({**(settings.tools if settings else {}), **(tool_policies or {})}.items()),
     )
-    outcome = run_with_plan(command, plan)
+    outcome = run_command(command, plan)
     divergence = outcome.problems[0] if outcome.problems else None
     if divergence is None and outcome.status != 0:
         divergence = f"the command exited with status {outcome.status}"

@@ -1,0 +1,284 @@
+"""``openprogram exec`` for any program: a Python one activated in each of its processes, any
+other through a recording proxy of its own.
+
+:func:`exec_command` resolves the plan (``--record``, ``--replay`` or the configured mode)
+and :func:`run_command` runs the command one of two ways:
+
+* **in-process**, for a Python interpreter or a script whose ``#!`` line names one
+  (:mod:`openprogram.activation.exec_run`): every request its Python processes send through
+  a captured client library is recorded or replayed, whatever its URL;
+* **through the proxy**, for anything else (``node``, ``npx vitest``, a Go binary, a shell
+  script) or with ``--proxy``: a server (:mod:`~openprogram.serving.running`) on a free
+  loopback port for the length of the command, with its own recording the plan's, and the
+  variables the clients read their base URL from (``OPENAI_BASE_URL``,
+  ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``, and the older names some read)
+  pointed at it. The upstream of each vendor is the one the command's environment had
+  configured (its public API when none was). Only requests sent to those base URLs are
+  recorded or replayed: a program that writes its URL in its code is not captured this way.
+
+**--isolate** (Linux) runs the command through the proxy in a network namespace of its own,
+with loopback only, so that under replay nothing it does can reach a live server: the
+server listens on a Unix socket too, and a bridge inside the namespace
+(:mod:`~openprogram.serving.namespace_bridge`) listens on the command's loopback and passes
+each connection to that socket. Where a namespace cannot be made (containers often forbid
+unprivileged ``unshare``), exec refuses before anything runs; it never runs the command
+unisolated instead.
+
+Under replay, the key variables the SDKs need are set to a placeholder where unset, as for
+Python. What the command did is reported as for Python: the calls recorded or replayed, the
+mismatches and the calls never requested (:class:`~openprogram.activation.exec_run.
+ExecOutcome`), and a failed ``--record`` is put back unless ``--keep-partial``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from openprogram.activation.boundaries import set_placeholder_keys
+from openprogram.activation.configured import exec_plan
+from openprogram.activation.exec_environment import runs_python
+from openprogram.activation.exec_run import ExecOutcome, run_process, run_with_plan
+from openprogram.activation.plan import RecordReplayPlan
+from openprogram.config import paths
+from openprogram.config.models import RecordReplaySettings
+from openprogram.errors import (
+    ExecSetupError,
+    OpenProgramError,
+    RecordReplayBlockedError,
+    ServeSetupError,
+)
+from openprogram.serving.routes import VENDORS, check_upstream
+from openprogram.store.names import resolve_recording
+
+__all__ = ["exec_command", "proxied_environment", "run_command", "upstreams_of"]
+
+MISSING_AIOHTTP = (
+    "{what} runs through the recording proxy, which needs aiohttp: "
+    "pip install 'openprogram[serve]' (nothing was run)"
+)
+
+
+def exec_command(
+    command: Sequence[str],
+    *,
+    record: str | None = None,
+    replay: str | None = None,
+    keep_partial: bool = False,
+    proxy: bool | None = None,
+    isolate: bool = False,
+) -> ExecOutcome:
+    """Run ``command`` under ``--record``, ``--replay`` or the configured mode, in-process or
+    through the proxy (``proxy``: None decides by the command, see the module's docstring;
+    ``isolate`` implies the proxy). Raises :class:`ExecSetupError` (and, for a flag's
+    recording, ``RecordingNameError`` / ``RecordingFileError``) for what is wrong before it
+    runs."""
+    if not command:
+        raise ExecSetupError("no command given: openprogram exec -- python agent.py")
+    if isolate and proxy is False:
+        raise ExecSetupError("--isolate runs the command through the proxy: drop --no-proxy")
+    new = record is not None and not _names_a_file(record)
+    plan = exec_plan(record=record, replay=replay)  # creates a new recording, with its header
+    discard = record is not None and not keep_partial
+    return run_command(
+        command, plan, discard_failed=discard, recording_is_new=new, proxy=proxy, isolate=isolate
+    )
+
+
+def run_command(
+    command: Sequence[str],
+    plan: RecordReplayPlan | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    discard_failed: bool = False,
+    recording_is_new: bool = False,
+    proxy: bool | None = None,
+    isolate: bool = False,
+) -> ExecOutcome:
+    """Run ``command`` with ``plan`` (None: as it is) in ``environ`` (default: this
+    process's), in-process or through the proxy as ``proxy`` and ``isolate`` say (None: by
+    the command); see :func:`exec_command`."""
+    base = dict(os.environ if environ is None else environ)
+    if not command:
+        raise ExecSetupError("no command given: openprogram exec -- python agent.py")
+    through_proxy = isolate or (proxy if proxy is not None else not runs_python(command, base))
+    if plan is None:
+        return run_with_plan(command, None, base)
+    prior = None if recording_is_new else _size_of(plan.path)
+    if through_proxy:
+        if isolate:
+            check_isolation()
+        outcome = _run_through_proxy(tuple(command), plan, base, isolate=isolate)
+    else:
+        outcome = run_with_plan(command, plan, base)
+    if discard_failed and outcome.status != 0 and plan.mode == "record" and plan.path:
+        _put_back(plan.path, prior)
+        return dataclasses.replace(outcome, calls=0, discarded=outcome.calls, put_back=True)
+    return outcome
+
+
+def _names_a_file(argument: str) -> bool:
+    """Whether the recording ``--record`` names is a file already."""
+    try:
+        return resolve_recording(argument, paths.recordings_dir()).path.exists()
+    except (OSError, OpenProgramError):
+        return False  # exec_plan says what is wrong with it
+
+
+def _size_of(path: Path | None) -> int | None:
+    """The size of the file at ``path`` (None: there is none)."""
+    try:
+        return None if path is None else os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _put_back(path: Path, size: int | None) -> None:
+    """Make the recording at ``path`` what it was (``size`` bytes; None: absent): a command
+    that fails under ``--record`` leaves no recording behind (a session cut short would
+    replay as more calls than the recording holds)."""
+    with contextlib.suppress(OSError):
+        if size is None:
+            path.unlink()
+        else:
+            os.truncate(path, size)
+
+
+def _run_through_proxy(
+    command: tuple[str, ...], plan: RecordReplayPlan, base: dict[str, str], *, isolate: bool
+) -> ExecOutcome:
+    try:
+        from openprogram.serving.running import BackgroundServer, ServeOptions, open_sessions
+    except ImportError:
+        raise ExecSetupError(MISSING_AIOHTTP.format(what=os.path.basename(command[0]))) from None
+
+    folder = Path(tempfile.mkdtemp(prefix="openprogram-proxy-")) if isolate else None
+    socket = None if folder is None else folder / "serve.sock"
+    options = ServeOptions(port=0, upstreams=upstreams_of(base), unix_socket=socket)
+    server = BackgroundServer(open_sessions(plan, None, RecordReplaySettings()), options)
+    try:
+        try:
+            listening = server.start()
+        except ServeSetupError as error:
+            raise ExecSetupError(f"cannot start the recording proxy: {error}") from None
+        environ = proxied_environment(base, listening.url, replay=plan.mode == "replay")
+        argv = command
+        if socket is not None:
+            argv = (*_isolated_prefix(socket, listening.port), *command)
+        try:
+            status = run_process(argv, environ)
+        finally:
+            accounts = server.stop().accounts
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    own = accounts[0]
+    if plan.mode == "blocked":
+        problems = [str(RecordReplayBlockedError(plan.blocked_reason or ""))]
+    else:
+        problems = [entry["report"] for entry in own.mismatches] + own.refused
+        if own.unconsumed_report and not own.mismatches:
+            problems.append(own.unconsumed_report)
+    return ExecOutcome(command, status, plan, 0, own.calls, tuple(problems))
+
+
+def upstreams_of(environ: Mapping[str, str]) -> dict[str, str]:
+    """The upstream each vendor's clients in ``environ`` would reach: the origin (and the
+    path before the SDK's own) of the first of its base URL variables that is set, else
+    none (its public API)."""
+    upstreams: dict[str, str] = {}
+    for vendor in VENDORS:
+        configured = _configured_base(vendor.base_url_variables, environ)
+        if configured is not None:
+            parts = urlsplit(configured)
+            path = parts.path.rstrip("/")
+            prefix = (
+                path[: -len(vendor.base_path)]
+                if vendor.base_path and path.endswith(vendor.base_path)
+                else path
+            )
+            upstreams[vendor.name] = check_upstream(f"{parts.scheme}://{parts.netloc}{prefix}")
+    return upstreams
+
+
+def _configured_base(variables: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    for name in variables:
+        value = environ.get(name, "").strip()
+        if value:
+            try:
+                check_upstream(value)
+            except ValueError as error:
+                raise ExecSetupError(f"{name}: {error} (nothing was run)") from None
+            return value
+    return None
+
+
+def proxied_environment(environ: Mapping[str, str], url: str, *, replay: bool) -> dict[str, str]:
+    """``environ`` for a command run through the server at ``url``: each vendor's base URL
+    variables pointed at its prefix (keeping the path the command's own had after its
+    upstream), and under ``replay`` the placeholder keys where unset."""
+    child = dict(environ)
+    for vendor in VENDORS:
+        configured = _configured_base(vendor.base_url_variables, environ)
+        path = vendor.base_path
+        if configured is not None:
+            own = urlsplit(configured).path.rstrip("/")
+            path = vendor.base_path if own.endswith(vendor.base_path) else ""
+        for name in vendor.base_url_variables:
+            child[name] = f"{url}/{vendor.name}{path}"
+    if replay:
+        set_placeholder_keys(child)
+    return child
+
+
+def check_isolation() -> None:
+    """Refuse ``--isolate`` where a network namespace cannot be made (:class:`ExecSetupError`,
+    before anything runs)."""
+    if not sys.platform.startswith("linux"):
+        raise ExecSetupError(
+            "--isolate needs Linux network namespaces, which this system lacks; run without "
+            "--isolate (nothing was run)"
+        )
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        raise ExecSetupError(
+            "--isolate needs the unshare command (util-linux), which is not installed; "
+            "nothing was run"
+        )
+    probe = subprocess.run(
+        [unshare, *_UNSHARE_OPTIONS, "true"], capture_output=True, text=True, check=False
+    )
+    if probe.returncode != 0:
+        reason = " ".join(probe.stderr.split()) or f"exit status {probe.returncode}"
+        raise ExecSetupError(
+            f"--isolate cannot make a network namespace here ({reason}): unprivileged user "
+            "namespaces are off or forbidden (as in many containers); nothing was run, and "
+            "exec does not run the command unisolated instead"
+        )
+
+
+_UNSHARE_OPTIONS = ("--user", "--map-root-user", "--net")
+
+
+def _isolated_prefix(socket: Path, port: int) -> tuple[str, ...]:
+    """What runs the command in a namespace with only loopback, where the bridge passes
+    ``127.0.0.1:port`` on to the server's ``socket``."""
+    bridge = ("-m", "openprogram.serving.namespace_bridge", "--socket", str(socket))
+    return (
+        "unshare",
+        *_UNSHARE_OPTIONS,
+        "--",
+        sys.executable,
+        *bridge,
+        "--port",
+        str(port),
+        "--",
+    )
