@@ -20,6 +20,8 @@ says what user redaction a recording started now uses. They are imported on firs
     store              the recordings folder: names, list, show, scan, diff, status, switching
     config             ``config.toml`` and the ``OPENPROGRAM_…`` variables
     activation         record/replay turned on for a block, a process, or ``openprogram exec``
+    serving            ``openprogram serve``, the recording proxy for programs in any
+                       language, and ``exec`` of a program that is not Python
     agent              the built-in agent loop ``openprogram run`` uses
     harness            sessions re-run under replay (``verify``) and the offline demo
     drift              recorded calls re-sent live, and how the provider's answers drifted

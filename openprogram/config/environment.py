@@ -3,7 +3,8 @@ from any mapping (not only ``os.environ``) through pydantic-settings' own parsin
 
 ``OPENPROGRAM_RECORD_REPLAY__MODE=replay`` sets ``record_replay.mode`` (``__`` nests, names
 are case-insensitive, list and table values are JSON). ``OPENPROGRAM_HOME``,
-``OPENPROGRAM_CONFIG`` and ``OPENPROGRAM_DEBUG`` are not settings.
+``OPENPROGRAM_CONFIG``, ``OPENPROGRAM_DEBUG`` and ``OPENPROGRAM_SERVE_URL`` (where ``exec``
+tells a command its recording proxy is) are not settings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 
 ENV_PREFIX = "OPENPROGRAM_"
 NESTING = "__"
-NOT_SETTINGS = frozenset({"OPENPROGRAM_HOME", "OPENPROGRAM_CONFIG", "OPENPROGRAM_DEBUG"})
+NOT_SETTINGS = frozenset(
+    {"OPENPROGRAM_HOME", "OPENPROGRAM_CONFIG", "OPENPROGRAM_DEBUG", "OPENPROGRAM_SERVE_URL"}
+)
 MODE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY__MODE"
 FILE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY__FILE"
 RECORD_REPLAY_VARIABLE = "OPENPROGRAM_RECORD_REPLAY"

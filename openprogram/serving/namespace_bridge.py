@@ -73,9 +73,7 @@ async def _run(path: str, port: int, command: Sequence[str]) -> int:
         )
     ]
     with contextlib.suppress(OSError):  # no IPv6 in the namespace
-        servers.append(
-            await asyncio.start_server(lambda r, w: _bridge(path, r, w), "::1", port)
-        )
+        servers.append(await asyncio.start_server(lambda r, w: _bridge(path, r, w), "::1", port))
     process = await asyncio.create_subprocess_exec(*command)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -59,8 +59,17 @@ from openprogram.errors import (
 from openprogram.serving.routes import VENDORS, check_upstream
 from openprogram.store.names import resolve_recording
 
-__all__ = ["exec_command", "proxied_environment", "run_command", "upstreams_of"]
+__all__ = [
+    "SERVE_URL_VARIABLE",
+    "exec_command",
+    "proxied_environment",
+    "run_command",
+    "upstreams_of",
+]
 
+SERVE_URL_VARIABLE = "OPENPROGRAM_SERVE_URL"
+"""Where the command finds the server exec runs for it (its control API: a test runner's
+setup opens a session per test there)."""
 MISSING_AIOHTTP = (
     "{what} runs through the recording proxy, which needs aiohttp: "
     "pip install 'openprogram[serve]' (nothing was run)"
@@ -224,8 +233,10 @@ def _configured_base(variables: Sequence[str], environ: Mapping[str, str]) -> st
 def proxied_environment(environ: Mapping[str, str], url: str, *, replay: bool) -> dict[str, str]:
     """``environ`` for a command run through the server at ``url``: each vendor's base URL
     variables pointed at its prefix (keeping the path the command's own had after its
-    upstream), and under ``replay`` the placeholder keys where unset."""
+    upstream), ``OPENPROGRAM_SERVE_URL`` at the server, and under ``replay`` the placeholder
+    keys where unset."""
     child = dict(environ)
+    child[SERVE_URL_VARIABLE] = url
     for vendor in VENDORS:
         configured = _configured_base(vendor.base_url_variables, environ)
         path = vendor.base_path

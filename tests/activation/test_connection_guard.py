@@ -335,9 +335,11 @@ def test_exec_record_says_which_connections_it_did_not_record(
 
 
 @pytest.mark.parametrize("script", ["#!/usr/bin/env node\nconsole.log('live')\n", None])
-def test_exec_replay_refuses_a_command_known_not_to_be_python_before_it_runs(
+def test_exec_replay_in_process_refuses_a_command_known_not_to_be_python_before_it_runs(
     tmp_path: Path, script: str | None
 ) -> None:
+    # By default such a command runs through the recording proxy (tests/serving); asked to
+    # run it in-process, exec cannot activate replay in it, so it would go live.
     env = user_environment(tmp_path / "exec-home")
     env.pop("PYTHONPATH", None)
     record_one_call(env)
@@ -346,11 +348,14 @@ def test_exec_replay_refuses_a_command_known_not_to_be_python_before_it_runs(
     program = bin_dir / ("tool.js" if script is not None else "node")
     program.write_text(script if script is not None else "not run\n")
     program.chmod(0o755)
-    result = openprogram_process("exec", "--replay", "quiet", "--", str(program), env=env)
-    assert result.returncode == 2, result.stderr
-    assert "is not a Python program (node), so exec cannot replay it" in " ".join(
-        result.stderr.split()
+    result = openprogram_process(
+        "exec", "--replay", "quiet", "--no-proxy", "--", str(program), env=env
     )
+    assert result.returncode == 2, result.stderr
+    assert (
+        "is not a Python program (node), so exec cannot replay it in-process: its connections "
+        "would reach the live servers. Run it without --no-proxy"
+    ) in " ".join(result.stderr.split())
     assert result.stdout == ""
 
 

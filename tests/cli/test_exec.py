@@ -184,8 +184,10 @@ def test_an_interpreter_without_openprogram_is_refused_before_anything_runs(
 def test_a_command_whose_python_never_activated_exits_2_naming_why(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
-    result = run_exec("--record", "first", "--", "sh", "-c", f"{sys.executable} -I -c pass",
-                      env=env)  # fmt: skip
+    # --no-proxy: a shell script runs in-process, as Python (by default it would run
+    # through the recording proxy, as any program that is not Python)
+    result = run_exec("--record", "first", "--no-proxy", "--", "sh", "-c",
+                      f"{sys.executable} -I -c pass", env=env)  # fmt: skip
     assert result.returncode == 2
     assert "no Python process of the command activated record/replay" in result.stderr
     assert "-I, -E or -S" in result.stderr
@@ -234,7 +236,7 @@ def test_a_process_whose_openprogram_lacks_the_activation_makes_exec_exit_2(
     other.mkdir(parents=True)
     (other / "__init__.py").write_text("")
     inner = f'PYTHONPATH="$PYTHONPATH:{other.parent}" exec {sys.executable} -c pass'
-    result = run_exec("--record", "first", "--", "sh", "-c", inner, env=env)
+    result = run_exec("--record", "first", "--no-proxy", "--", "sh", "-c", inner, env=env)
     assert result.returncode == 2
     assert "ran without record/replay: it cannot import openprogram" in result.stderr
 
