@@ -1,7 +1,8 @@
 """``openprogram serve``: a recording proxy for the OpenAI, Anthropic and Gemini APIs on
 loopback, for programs in any language.
 
-The server's addresses go to stdout once it listens (the base URLs to give the clients);
+The server's addresses go to stdout once it listens (``OPENPROGRAM_SERVE_URL=…`` first, a
+line a test runner's setup can read, then the base URLs to give the clients);
 what it does — a line per request, every mismatch, every refusal — goes to stderr as it
 happens. At SIGINT or SIGTERM it finishes its recordings, says what each session did, and
 exits 1 when a request differed from its recording or recorded calls were never asked for,
@@ -30,7 +31,12 @@ MISSING_AIOHTTP = (
 )
 
 
-MORE_UPSTREAMS = typer.Argument(None, hidden=True, metavar="VENDOR=URL", show_default=False)
+MORE_UPSTREAMS = typer.Argument(
+    None,
+    metavar="VENDOR=URL",
+    show_default=False,
+    help="More upstreams, as --upstream takes them: --upstream openai=URL anthropic=URL.",
+)
 UPSTREAM = typer.Option(
     [],
     "--upstream",
@@ -57,8 +63,12 @@ def serve_command(
     replay: str | None = typer.Option(
         None, "--replay", metavar="NAME", help="Replay this recording (a name, or a path)."
     ),
-    host: str = typer.Option("127.0.0.1", "--host", help="The loopback address to listen on."),
-    port: int = typer.Option(7878, "--port", help="The port to listen on (0: a free one)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", metavar="HOST", help="The loopback address to listen on."
+    ),
+    port: int = typer.Option(
+        7878, "--port", metavar="PORT", help="The port to listen on (0: a free one)."
+    ),
     upstream: list[str] = UPSTREAM,
     folder: Path | None = FOLDER,
     timeout: float = typer.Option(
@@ -73,7 +83,9 @@ def serve_command(
         metavar="SECONDS",
         help="At a stop, how long requests in flight may take to finish.",
     ),
-    quiet: bool = typer.Option(False, "--quiet", help="Log problems only, not every request."),
+    quiet: bool = typer.Option(
+        False, "--quiet", help="Log nothing while serving: only what each session did, at the end."
+    ),
 ) -> None:
     """Serve the OpenAI, Anthropic and Gemini APIs on loopback, recording or replaying.
 
@@ -99,11 +111,6 @@ def serve_command(
 
     usage = (ServeSetupError, ExecSetupError, RecordingNameError, RecordingFileError)
     with reporting_errors(usage_errors=usage):
-        if more_upstreams and not upstream:
-            raise ServeSetupError(
-                f"unexpected argument {more_upstreams[0]!r}: serve takes options only "
-                "(--upstream VENDOR=URL ...)"
-            )
         try:
             upstreams = parse_upstreams([*upstream, *(more_upstreams or ())])
         except ValueError as error:
@@ -148,7 +155,8 @@ def _announce(listening: object) -> None:
         what = f"recording into {own.path}"
     else:
         what = f"replaying {own.path}"
-    say(f"openprogram serve: {what}, on {listening.url}")
+    say(f"openprogram serve: {what}")
+    say(f"  OPENPROGRAM_SERVE_URL={listening.url}")
     for vendor in VENDORS:
         say(f"  {vendor.base_url_variables[0]}={listening.url}/{vendor.name}{vendor.base_path}")
     say("Ctrl-C stops it (its recordings are finished first).")
@@ -158,10 +166,13 @@ def _announce(listening: object) -> None:
 def _log_to_stderr(quiet: bool) -> None:
     from openprogram.serving.server import logger
 
+    for handler in [h for h in logger.handlers if getattr(h, "_openprogram_cli", False)]:
+        logger.removeHandler(handler)  # an earlier run's (the tests run the CLI in-process)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("openprogram serve: %(message)s"))
+    handler._openprogram_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
-    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    logger.setLevel(logging.CRITICAL if quiet else logging.INFO)
     logger.propagate = False
 
 

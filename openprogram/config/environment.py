@@ -3,8 +3,9 @@ from any mapping (not only ``os.environ``) through pydantic-settings' own parsin
 
 ``OPENPROGRAM_RECORD_REPLAY__MODE=replay`` sets ``record_replay.mode`` (``__`` nests, names
 are case-insensitive, list and table values are JSON). ``OPENPROGRAM_HOME``,
-``OPENPROGRAM_CONFIG``, ``OPENPROGRAM_DEBUG`` and ``OPENPROGRAM_SERVE_URL`` (where ``exec``
-tells a command its recording proxy is) are not settings.
+``OPENPROGRAM_CONFIG``, ``OPENPROGRAM_DEBUG`` and the ``OPENPROGRAM_SERVE_…`` variables of the
+recording proxy's integrations (``OPENPROGRAM_SERVE_URL``: where ``exec`` tells a command
+its proxy is) are not settings.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ NESTING = "__"
 NOT_SETTINGS = frozenset(
     {"OPENPROGRAM_HOME", "OPENPROGRAM_CONFIG", "OPENPROGRAM_DEBUG", "OPENPROGRAM_SERVE_URL"}
 )
+SERVE_PREFIX = "OPENPROGRAM_SERVE_"
+"""Variables of the recording proxy's integrations (``OPENPROGRAM_SERVE_URL``, and the test
+runners' setup files: ``OPENPROGRAM_SERVE_MODE``…): never settings."""
 MODE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY__MODE"
 FILE_VARIABLE = "OPENPROGRAM_RECORD_REPLAY__FILE"
 RECORD_REPLAY_VARIABLE = "OPENPROGRAM_RECORD_REPLAY"
@@ -36,7 +40,7 @@ def variable_path(name: str) -> tuple[str, ...] | None:
     """``OPENPROGRAM_PROVIDERS__X__TIMEOUT`` → ``("providers", "x", "timeout")``; ``None``
     for a name that is not ``OPENPROGRAM_…`` or is one of the variables that are not settings."""
     upper = name.upper()
-    if not upper.startswith(ENV_PREFIX) or upper in NOT_SETTINGS:
+    if not upper.startswith(ENV_PREFIX) or upper in NOT_SETTINGS or upper.startswith(SERVE_PREFIX):
         return None
     return tuple(name[len(ENV_PREFIX) :].lower().split(NESTING))
 

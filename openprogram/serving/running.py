@@ -145,9 +145,11 @@ class Listening:
         check_host(options.host)
         upstreams = Upstreams(options.upstreams, read_timeout=options.read_timeout)
         server = ProxyServer(table, upstreams, max_request_size=options.max_request_size)
-        runner = web.AppRunner(server.application(), access_log=None)
+        runner = web.AppRunner(
+            server.application(), access_log=None, shutdown_timeout=options.grace
+        )
         await runner.setup()
-        site = web.TCPSite(runner, options.host, options.port, shutdown_timeout=options.grace)
+        site = web.TCPSite(runner, options.host, options.port)
         try:
             await site.start()
             if options.unix_socket is not None:

@@ -39,9 +39,11 @@ answers its account.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_REQUEST_SIZE", "ProxyServer", "logger"]
 
 logger = logging.getLogger("openprogram.serve")
+logger.addHandler(logging.NullHandler())  # silent unless the command line gives it a handler
 
 DEFAULT_MAX_REQUEST_SIZE = 64 * 1024 * 1024
 """The largest request body the server reads (64 MiB: a conversation with images)."""
@@ -130,6 +133,10 @@ class ProxyServer:
         except SessionRefused as refused:
             logger.warning("refused %s %s: %s", request.method, request.path, refused)
             return _error(vendor, refused.status, refused.kind, str(refused)), "refused"
+        if session.missing is not None:
+            session.refuse(session.missing)
+            logger.warning("refused %s %s: %s", request.method, request.path, session.missing)
+            return _error(vendor, 412, "openprogram_no_recording", session.missing), "refused"
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
@@ -147,14 +154,15 @@ class ProxyServer:
             extensions={"timeout": self.upstreams.timeout.as_dict()},
         )
         transport = self._transport(session, outgoing)
+        recorded = session.mode == "record" and isinstance(transport, CapturingTransport)
         try:
             upstream = await transport.handle_async_request(outgoing)
         except RecordReplayEscape as escape:
             return self._refused(session, vendor, escape.error), "refused"
         except Exception as error:  # the upstream failed (live or as recorded)
+            session.calls += recorded  # the failure is a recorded call too
             return _upstream_failed(session, vendor, outgoing, error), "upstream failed"
-        if session.mode == "record":
-            session.calls += 1
+        session.calls += recorded
         what = "recorded" if session.mode == "record" else f"replayed from {session.name}"
         return await self._relay(request, upstream, session), what
 
@@ -177,12 +185,15 @@ class ProxyServer:
             relayed.headers.add(name, value)
         try:
             await relayed.prepare(request)
-            async for chunk in upstream.aiter_raw():
+            reads = upstream.aiter_raw().__aiter__()
+            while (chunk := await _next_chunk(reads, upstream, request)) is not None:
                 try:
                     await relayed.write(chunk)
                 except ConnectionResetError:
-                    # the client went away: closing the upstream's response records the
-                    # call as abandoned (and closes that connection)
+                    chunk = _CLIENT_GONE
+                if chunk is _CLIENT_GONE:
+                    # closing the upstream's response records the call as abandoned and
+                    # closes that connection
                     logger.info("the client of %s went away in the middle of the response",
                                 request.path)  # fmt: skip
                     return relayed
@@ -198,7 +209,8 @@ class ProxyServer:
             return relayed
         finally:
             await upstream.aclose()
-        await relayed.write_eof()
+        with contextlib.suppress(ConnectionResetError):  # a client gone after the last byte
+            await relayed.write_eof()
         return relayed
 
     def _refused(
@@ -322,6 +334,45 @@ def _upstream_failed(
     if session.mode == "replay":
         response.headers["retry-after-ms"] = "1"  # replay need not wait out a back-off
     return response
+
+
+_CLIENT_GONE = b""
+"""What :func:`_next_chunk` gives when the client went away while the upstream was silent."""
+_CLIENT_CHECK = 0.2
+"""How often (seconds) a client is looked at while its upstream sends nothing."""
+
+
+async def _next_chunk(
+    reads: AsyncIterator[bytes], upstream: httpx.Response, request: web.Request
+) -> bytes | None:
+    """The upstream's next chunk (None at the end of the body), or :data:`_CLIENT_GONE` when
+    the client went away first: a client that stops reading while the upstream is silent
+    (a model thinking) is noticed without waiting for the upstream's next bytes, and the
+    upstream's response closed under the read (the call is recorded as abandoned, not as a
+    read cancelled)."""
+    read = asyncio.ensure_future(reads.__anext__())
+    try:
+        while not read.done():
+            await asyncio.wait({read}, timeout=_CLIENT_CHECK)
+            if not read.done() and request.transport is None:
+                await _abandon(read, upstream)
+                return _CLIENT_GONE
+    except BaseException:  # the server stops, and cancels its requests in flight
+        await _abandon(read, upstream)
+        raise
+    try:
+        return read.result()
+    except StopAsyncIteration:
+        return None
+
+
+async def _abandon(read: asyncio.Future[bytes], upstream: httpx.Response) -> None:
+    """Close ``upstream``'s response under its pending ``read`` (the recording ends the call
+    abandoned), then drop the read."""
+    await upstream.aclose()
+    read.cancel()
+    with contextlib.suppress(BaseException):
+        await read
 
 
 def _cut(request: web.Request) -> None:

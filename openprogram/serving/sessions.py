@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.activation.boundaries import prepare_boundaries
 from openprogram.activation.configured import recording_plan
+from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import OpenProgramError, RecordingNameError
 from openprogram.private_files import make_private_dirs
 from openprogram.provider_boundary.codec import read_for_replay
@@ -42,7 +43,6 @@ from openprogram.recording.writer import forget_writer
 from openprogram.store.names import RECORDING_SUFFIX, validate_name
 
 if TYPE_CHECKING:
-    from openprogram.activation.plan import RecordReplayPlan
     from openprogram.config.models import RecordReplaySettings
     from openprogram.http_boundary.boundary import HttpBoundary
     from openprogram.recording.replay_session import ReplaySession
@@ -62,6 +62,7 @@ MODE_HEADER = "x-openprogram-mode"
 SESSION_MODES = ("replay", "record", "once")
 SessionMode = Literal["replay", "record", "once"]
 PARTIAL_SUFFIX = ".recording"
+_ORIGIN = ("url.scheme", "url.host", "url.port")
 """What a recording recorded anew is written to until its session ends."""
 
 
@@ -99,11 +100,12 @@ class SessionAccount:
 
     @property
     def problems(self) -> list[str]:
-        """The mismatch reports, the unconsumed report and the refusals, one string each."""
-        found = [entry["report"] for entry in self.mismatches]
+        """The mismatch reports, the refusals, then the unconsumed report (calls left
+        unrequested are often what a mismatch left), one string each."""
+        found = [entry["report"] for entry in self.mismatches] + self.refused
         if self.unconsumed_report:
             found.append(self.unconsumed_report)
-        return found + self.refused
+        return found
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +113,7 @@ class SessionAccount:
             "mode": self.mode,
             "path": self.path,
             "ok": self.ok,
+            "report": "\n".join(self.problems) or None,
             "calls": self.calls,
             "mismatches": self.mismatches,
             "unconsumed": self.unconsumed,
@@ -132,9 +135,13 @@ class ProxySession:
         target: Path | None = None,
         session_id: str | None = None,
         opened_mode: str | None = None,
+        missing: str | None = None,
     ) -> None:
         self.name = name
         self.plan = plan
+        self.missing = missing
+        """Why a session to replay has no recording: each request is refused with it (a
+        test that makes no call needs none)."""
         self.opened_mode = opened_mode or plan.mode
         """The mode it was opened in (``once`` too)."""
         self.target = target
@@ -142,6 +149,10 @@ class ProxySession:
         self.session_id = session_id
         # relays: what a recorded client stopped reading is cut, not a mismatch (the
         # server reads every byte; the client behind it decides)
+        # The upstream is the server's to choose, not the program's: replay compares the
+        # path a request asks for, not the origin it would have been forwarded to.
+        if plan.mode == "replay" and missing is None:
+            plan = dataclasses.replace(plan, ignore_fields=(*plan.ignore_fields, *_ORIGIN))
         self.boundary: HttpBoundary = dataclasses.replace(
             prepare_boundaries(plan).http, relays=True
         )
@@ -161,6 +172,12 @@ class ProxySession:
     @property
     def replay(self) -> ReplaySession | None:
         return self.boundary.session if self.plan.mode == "replay" else None
+
+    @classmethod
+    def without_recording(cls, name: str, target: Path, reason: str) -> ProxySession:
+        """A session to replay ``target``, which holds nothing: its requests are refused
+        with ``reason``."""
+        return cls(name, RecordReplayPlan.blocked(reason, target), missing=reason)
 
     def refuse(self, reason: str) -> None:
         """Note a request refused for ``reason`` (each reason once)."""
@@ -197,18 +214,16 @@ class ProxySession:
             return self.ended
         account = self.account()
         recorded = self.plan.path
-        if self.plan.mode == "record" and recorded is not None:
+        if self.plan.mode == "record" and recorded is not None and self.target is not None:
+            # a session recorded anew: it replaces its recording, unless it is thrown away
+            # or recorded no call (a test that makes none needs no recording)
             forget_writer(recorded)
-            if self.target is not None:
-                if keep:
-                    os.replace(recorded, self.target)
-                else:
-                    with contextlib.suppress(OSError):
-                        recorded.unlink()
-            elif not keep:
+            account.kept = keep and self.calls > 0
+            if account.kept:
+                os.replace(recorded, self.target)
+            else:
                 with contextlib.suppress(OSError):
                     recorded.unlink()
-            account.kept = keep
         self.ended = account
         return account
 
@@ -318,9 +333,16 @@ class SessionTable:
 
     def _session(self, name: str, opened: SessionMode, target: Path) -> ProxySession:
         mode = opened
+        holds_calls = _holds_calls(target)
         if mode == "once":
-            mode = "replay" if _holds_calls(target) else "record"
+            mode = "replay" if holds_calls else "record"
         try:
+            if mode == "replay" and not holds_calls:
+                reason = (
+                    f"recording {name!r} does not exist or holds no call ({target}): record "
+                    "it first (mode once or record)"
+                )
+                return ProxySession.without_recording(name, target, reason)
             if mode == "replay":
                 plan = recording_plan("replay", target, self.settings)
                 return ProxySession(name, plan, opened_mode=opened)

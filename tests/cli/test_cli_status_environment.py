@@ -125,3 +125,15 @@ def test_switching_commands_never_print_a_secret_either(
         overrides = json.loads(result.stdout)["env_overrides"]
         assert overrides["OPENPROGRAM_RECORD_REPLAY"] == HIDDEN
         assert overrides["OPENPROGRAM_RECORD_REPLAY__FILE"] == "[secret removed].jsonl"
+
+
+def test_the_recording_proxy_s_variables_are_not_taken_for_misspelt_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # exec tells a command where its proxy is; the test runners' setup files read their own
+    monkeypatch.setenv("OPENPROGRAM_SERVE_URL", "http://127.0.0.1:7878")
+    monkeypatch.setenv("OPENPROGRAM_SERVE_MODE", "replay")
+
+    as_json = json.loads(run("status", "--json").stdout)
+
+    assert as_json["ignored_env"] == {}

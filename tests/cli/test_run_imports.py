@@ -1,4 +1,5 @@
-"""Registering ``run`` keeps ``openprogram --help`` light: no provider, no agent, no httpx."""
+"""Registering ``run`` and ``serve`` keeps ``openprogram --help`` light: no provider, no agent,
+no httpx, no aiohttp (the recording proxy's server)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,19 @@ try:
     main()
 except SystemExit:
     pass
-heavy = ("httpx", "openprogram.providers", "openprogram.agent")
+heavy = ("httpx", "openprogram.providers", "openprogram.agent", "aiohttp", "openprogram.serving")
 print("PROBE " + json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]], ids=" ".join)
-def test_help_imports_no_provider_agent_or_httpx(argv: list[str]) -> None:
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["serve", "--help"]], ids=" ".join)
+def test_help_imports_no_provider_agent_httpx_or_aiohttp(argv: list[str]) -> None:
     result = python_process(PROBE, *argv, env=dict(os.environ))
     assert reported(result) == []
-    assert "run" in result.stdout
+    assert "Usage: openprogram" in result.stdout
+
+
+def test_recordings_status_imports_no_provider_agent_httpx_or_aiohttp() -> None:
+    result = python_process(PROBE, "recordings", "status", env=dict(os.environ))
+    assert reported(result) == []
+    assert "mode:" in result.stdout

@@ -78,6 +78,7 @@ def sse_event(
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # a suite of parallel clients (socketserver's default is 5)
     owner: LoopbackServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
