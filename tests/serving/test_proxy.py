@@ -81,7 +81,8 @@ def test_the_proxy_writes_the_recording_the_sdk_writes_in_process(tmp_path: Path
     assert len(through.calls) == 4
     assert transcript_hash(through) == transcript_hash(direct)  # per-run ids and times differ
     text = proxied.read_text()
-    assert KEY not in text and ANTHROPIC_KEY not in text  # the clients' keys, never stored
+    assert KEY not in text  # the clients' keys, never stored
+    assert ANTHROPIC_KEY not in text
     assert proxied.stat().st_mode & 0o777 == 0o600
 
 
@@ -99,9 +100,11 @@ def test_a_replay_serves_what_was_recorded_and_a_changed_request_gets_the_report
     with running_proxy(replay=path, upstreams=hosts) as proxy:
         assert _session(proxy.openai_url, proxy.anthropic_url) == live
     assert proxy.stop().exit_status == 0
-    with running_proxy(replay=path, upstreams=hosts) as proxy:
-        with pytest.raises(openai.APIStatusError) as caught:
-            _session(proxy.openai_url, proxy.anthropic_url, prompt="goodbye")
+    with (
+        running_proxy(replay=path, upstreams=hosts) as proxy,
+        pytest.raises(openai.APIStatusError) as caught,
+    ):
+        _session(proxy.openai_url, proxy.anthropic_url, prompt="goodbye")
     error = caught.value
     assert error.status_code == 412
     assert error.response.headers["x-openprogram-error"] == "openprogram_replay_mismatch"
@@ -125,7 +128,8 @@ def test_concurrent_streams_are_recorded_and_replayed_by_content(tmp_path: Path)
         async with httpx.AsyncClient(timeout=30) as client:
 
             async def one(i: int) -> bytes:
-                body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": f"#{i}"}]}  # fmt: skip
+                message = {"role": "user", "content": f"#{i}"}
+                body = {"model": "m", "stream": True, "messages": [message]}
                 response = await client.post(f"{url}/v1/chat/completions", json=body)
                 assert response.status_code == 200
                 return response.content
@@ -136,9 +140,11 @@ def test_concurrent_streams_are_recorded_and_replayed_by_content(tmp_path: Path)
             answers = await asyncio.gather(*(one(i) for i in order))
             return [answer for _, answer in sorted(zip(order, answers, strict=True))]
 
-    with SdkServer() as upstream:
-        with running_proxy(record=path, upstreams={"openai": upstream.base_url}) as proxy:
-            live = asyncio.run(fifty(proxy.url))
+    with (
+        SdkServer() as upstream,
+        running_proxy(record=path, upstreams={"openai": upstream.base_url}) as proxy,
+    ):
+        live = asyncio.run(fifty(proxy.url))
     assert len(read_for_replay(Path(path)).calls) == 50
     path_replayed = path
     path = path.replace("fifty", "replay")  # the answers asked for in the reverse order
@@ -186,12 +192,12 @@ def test_a_client_that_leaves_mid_stream_is_recorded_as_abandoned_and_the_upstre
     assert call.outcome == "abandoned"
     # replayed, the client gets what was recorded, then the connection is cut
     received: list[str] = []
-    with running_proxy(replay=str(path), upstreams={"openai": server.base_url}) as proxy:
-        with (
-            pytest.raises(httpx.RemoteProtocolError),
-            httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=body) as answer,
-        ):
-            received.extend(answer.iter_lines())
+    with (
+        running_proxy(replay=str(path), upstreams={"openai": server.base_url}) as proxy,
+        pytest.raises(httpx.RemoteProtocolError),
+        httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=body) as answer,
+    ):
+        received.extend(answer.iter_lines())
     served = [json.loads(line.removeprefix("data: ")) for line in received if line]
     assert served == [row["data"] for row in call.event_rows[1:]]
     assert len(served) >= 1
