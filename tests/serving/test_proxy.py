@@ -39,29 +39,31 @@ def _session(openai_url: str, anthropic_url: str, prompt: str = "hello") -> list
     import anthropic
     import openai
 
-    client = openai.OpenAI(base_url=openai_url, api_key=KEY)
     seen: list[Any] = []
-    stream = client.chat.completions.create(
-        model="gpt-4o-mini",
-        messages=[{"role": "user", "content": f"weather? {prompt}"}],
-        tools=[WEATHER],  # type: ignore[list-item]
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    seen.append([chunk.model_dump() for chunk in stream])
-    events = client.responses.create(model="gpt-4o-mini", input=prompt, stream=True)
-    seen.append([event.model_dump() for event in events])
-    whole = client.chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
-    )
-    seen.append(whole.model_dump())
-    claude = anthropic.Anthropic(base_url=anthropic_url, api_key=ANTHROPIC_KEY)
-    with claude.messages.stream(
-        model="claude-3-5-haiku-latest",
-        max_tokens=64,
-        messages=[{"role": "user", "content": prompt}],
-    ) as messages:
-        seen.append([event.model_dump() for event in messages])
+    with (
+        openai.OpenAI(base_url=openai_url, api_key=KEY) as client,
+        anthropic.Anthropic(base_url=anthropic_url, api_key=ANTHROPIC_KEY) as claude,
+    ):
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": f"weather? {prompt}"}],
+            tools=[WEATHER],  # type: ignore[list-item]
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        seen.append([chunk.model_dump() for chunk in stream])
+        events = client.responses.create(model="gpt-4o-mini", input=prompt, stream=True)
+        seen.append([event.model_dump() for event in events])
+        whole = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
+        )
+        seen.append(whole.model_dump())
+        with claude.messages.stream(
+            model="claude-3-5-haiku-latest",
+            max_tokens=64,
+            messages=[{"role": "user", "content": prompt}],
+        ) as messages:
+            seen.append([event.model_dump() for event in messages])
     return seen
 
 

@@ -1,7 +1,8 @@
 // Two tests whose OpenAI calls openprogram-jest.cjs records, then replays.
 const { OpenAI } = require('openai');
 
-const PROMPTS = { streamed: 'Say hello', whole: 'Name a colour' };
+// EXAMPLE_PROMPT: the serve tests change a prompt to see the replay name the drift.
+const PROMPTS = { streamed: 'Say hello', whole: process.env.EXAMPLE_PROMPT ?? 'Name a colour' };
 
 test('streams a reply', async () => {
   const client = new OpenAI(); // OPENAI_BASE_URL points at this test's session
