@@ -4,8 +4,9 @@ exec``, Vitest and Jest with a recording per test, ``curl`` for the raw bytes, a
 --isolate``.
 
 The Node package is ``tests/serving/node`` (``npm ci --prefix tests/serving/node``, which
-``.ci/run`` does). Without node or its packages these tests skip, saying so — except where
-``OPENPROGRAM_REQUIRE_NODE`` is set (``.ci/run`` sets it), where they fail instead.
+``.ci/run`` does). Without node, its packages or curl these tests skip, saying so — except
+where ``OPENPROGRAM_REQUIRE_NODE`` is set (``.ci/run`` sets it), where they fail instead. The
+isolation test runs where an unprivileged network namespace can be made.
 """
 
 from __future__ import annotations
@@ -226,8 +227,10 @@ class RawBytesServer(LoopbackServer):
 @pytest.fixture
 def curl() -> str:
     found = shutil.which("curl")
+    if found is None and os.environ.get("OPENPROGRAM_REQUIRE_NODE"):
+        pytest.fail("curl is not installed (.ci/run installs it)")
     if found is None:
-        pytest.skip("curl is not installed")
+        pytest.skip("curl is not installed (.ci/run installs it)")
     return found
 
 
