@@ -196,3 +196,31 @@ def test_the_demo_one_liner_runs_offline_and_touches_nothing(tmp_path: Path) -> 
     assert "replayed and matched; transcript hash" in result.stdout
     assert not home.exists(), "the demo wrote into the configuration or the store"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["home"], "it left files behind"
+
+
+SAME_AS = re.compile(r"<!-- same-as: (?P<path>[\w./-]+) -->\s*```\w*\n(?P<code>.*?)```", re.DOTALL)
+"""A block a reader copies into their project, shown whole: it must be the file the tests run."""
+
+
+def copied_files() -> list[tuple[str, str, str]]:
+    found = []
+    for document in DOCUMENTS:
+        for match in SAME_AS.finditer(document.read_text()):
+            found.append(
+                (f"{document.relative_to(ROOT)}:{match['path']}", match["path"], match["code"])
+            )
+    return found
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "code"), copied_files(), ids=[c[0] for c in copied_files()]
+)
+def test_a_file_to_copy_is_the_one_the_tests_run(name: str, path: str, code: str) -> None:
+    assert code == (ROOT / path).read_text(), f"{name} differs from the file"
+
+
+def test_the_files_to_copy_are_there() -> None:
+    assert {path for _, path, _ in copied_files()} >= {
+        "tests/serving/node/openprogram-vitest.mjs",
+        "tests/serving/node/openprogram-jest.cjs",
+    }
