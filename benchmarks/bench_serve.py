@@ -183,20 +183,11 @@ class Serve:
     def __init__(self, folder: Path, upstream: Upstream, *args: str) -> None:
         home = Path(tempfile.mkdtemp(prefix="home-", dir=folder))
         self.stderr: IO[str] = open(home / "serve-stderr.txt", "w+")  # noqa: SIM115
+        command = [sys.executable, "-m", "openprogram", "serve", "--port", "0", "--quiet"]
+        command += [*args, "--upstream", f"openai={upstream.url}"]
         started = time.perf_counter()
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "openprogram",
-                "serve",
-                "--port",
-                "0",
-                "--quiet",
-                *args,
-                "--upstream",
-                f"openai={upstream.url}",
-            ],
+            command,
             env=environment(home),
             cwd=home,
             stdout=subprocess.PIPE,
