@@ -40,8 +40,10 @@ recorded events — each as the bytes that came (its ``raw`` text, an event-stre
 stored bytes) or re-serialized — as one chunk, which ends as the recorded call
 did: ``complete`` — it ends; ``error`` — the library's class of the recorded error's name is
 raised (before the response when there was none); ``abandoned`` — reading further is a
-mismatch; ``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends;
-no ``call_end`` — ``RecordingTruncatedError``.
+mismatch (for a boundary that relays each response to a client of its own, ``openprogram
+serve``, it is ``ConnectionResetError``: the relay cuts its client's connection there);
+``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends; no
+``call_end`` — ``RecordingTruncatedError``.
 """
 
 from __future__ import annotations

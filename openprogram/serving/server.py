@@ -187,11 +187,13 @@ class ProxyServer:
             await relayed.prepare(request)
             reads = upstream.aiter_raw().__aiter__()
             while (chunk := await _next_chunk(reads, upstream, request)) is not None:
-                try:
-                    await relayed.write(chunk)
-                except ConnectionResetError:
-                    chunk = _CLIENT_GONE
-                if chunk is _CLIENT_GONE:
+                gone = isinstance(chunk, _ClientGone)
+                if isinstance(chunk, bytes):
+                    try:
+                        await relayed.write(chunk)
+                    except ConnectionResetError:
+                        gone = True
+                if gone:
                     # closing the upstream's response records the call as abandoned and
                     # closes that connection
                     logger.info("the client of %s went away in the middle of the response",
@@ -336,15 +338,19 @@ def _upstream_failed(
     return response
 
 
-_CLIENT_GONE = b""
-"""What :func:`_next_chunk` gives when the client went away while the upstream was silent."""
+class _ClientGone:
+    """What :func:`_next_chunk` gives when the client went away while the upstream was
+    silent."""
+
+
+_CLIENT_GONE = _ClientGone()
 _CLIENT_CHECK = 0.2
 """How often (seconds) a client is looked at while its upstream sends nothing."""
 
 
 async def _next_chunk(
     reads: AsyncIterator[bytes], upstream: httpx.Response, request: web.Request
-) -> bytes | None:
+) -> bytes | _ClientGone | None:
     """The upstream's next chunk (None at the end of the body), or :data:`_CLIENT_GONE` when
     the client went away first: a client that stops reading while the upstream is silent
     (a model thinking) is noticed without waiting for the upstream's next bytes, and the
