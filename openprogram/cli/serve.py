@@ -133,14 +133,35 @@ def serve_command(
         table = open_sessions(plan, folder, settings)
         _log_to_stderr(quiet)
         outcome = serve_until_stopped(table, options, ready=_announce)
+    _report(outcome, own=table.own is not None)
+    raise typer.Exit(outcome.exit_status)
+
+
+def _report(outcome: object, *, own: bool) -> None:
+    """What each session did: the server's own recording in a line, the sessions of tests
+    in one (a suite opens hundreds), then every problem, naming its session."""
+    from openprogram.serving.running import ServeOutcome
+
+    assert isinstance(outcome, ServeOutcome)
+    accounts = list(outcome.accounts)
+    if own:
+        mine = accounts.pop(0)
+        if mine.mode == "record":
+            say(f"recorded {plural(mine.calls, 'call')} into {mine.path}")
+        elif mine.ok:
+            say(f"{plural(mine.calls, 'call')} replayed from {mine.path} and matched")
+    if accounts:
+        recorded = [a for a in accounts if a.mode == "record"]
+        replayed = [a for a in accounts if a.mode == "replay"]
+        calls = sum(a.calls for a in recorded)
+        say(
+            f"{plural(len(accounts), 'session')}: {len(recorded)} recorded "
+            f"({plural(calls, 'call')}), {len(replayed)} replayed, "
+            f"{sum(not a.ok for a in accounts)} with problems"
+        )
     for account in outcome.accounts:
-        if account.mode == "record" and account.path is not None:
-            say(f"recorded {plural(account.calls, 'call')} into {account.path}")
-        elif account.path is not None and account.ok:
-            say(f"{plural(account.calls, 'call')} replayed from {account.path} and matched")
         for problem in account.problems:
             warn(f"{account.name}: {problem}")
-    raise typer.Exit(outcome.exit_status)
 
 
 def _announce(listening: object) -> None:

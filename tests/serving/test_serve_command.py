@@ -170,3 +170,30 @@ def test_exec_refuses_isolation_where_no_namespace_can_be_made(tmp_path: Path) -
         "containers); nothing was run, and exec does not run the command unisolated instead\n"
     )
     assert not marker.exists()
+
+
+def test_without_a_recording_of_its_own_it_serves_sessions_and_sums_them_up(
+    tmp_path: Path,
+) -> None:
+    env = user_environment(tmp_path / "home")
+    with SdkServer() as upstream:
+        hosts = f"openai={upstream.base_url}"
+        serve = ServeProcess("--dir", str(tmp_path / "recs"), "--upstream", hosts, env=env)
+        with serve:
+            for name in ("t/one", "t/two"):
+                headers = {"x-openprogram-recording": name, "x-openprogram-mode": "record"}
+                answer = httpx.post(f"{serve.url}/v1/chat/completions", json=CHAT, headers=headers)
+                assert answer.status_code == 200
+            nameless = httpx.post(f"{serve.url}/v1/chat/completions", json=CHAT)
+            stopped = serve.stop()
+    assert nameless.status_code == 412
+    lines = stopped.stdout.splitlines()
+    assert lines[0] == (
+        "openprogram serve: no recording of its own: each request or session names one"
+    )
+    assert lines[-1] == "2 sessions: 2 recorded (2 calls), 0 replayed, 0 with problems"
+    assert stopped.status == 0
+    assert sorted(p.name for p in (tmp_path / "recs" / "t").iterdir()) == [
+        "one.jsonl",
+        "two.jsonl",
+    ]
