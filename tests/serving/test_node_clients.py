@@ -5,7 +5,7 @@ exec``, Vitest and Jest with a recording per test, ``curl`` for the raw bytes, a
 
 The Node package is ``tests/serving/node`` (``npm ci --prefix tests/serving/node``, which
 ``.ci/run`` does). Without node, its packages or curl these tests skip, saying so — except
-where ``OPENPROGRAM_REQUIRE_NODE`` is set (``.ci/run`` sets it), where they fail instead. The
+where ``CI_REQUIRES_NODE`` is set (``.ci/run`` sets it), where they fail instead. The
 isolation test runs where an unprivileged network namespace can be made.
 """
 
@@ -46,7 +46,7 @@ def _node() -> None:
     missing = _node_missing()
     if missing is None:
         return
-    if os.environ.get("OPENPROGRAM_REQUIRE_NODE"):
+    if os.environ.get("CI_REQUIRES_NODE"):
         pytest.fail(f"{missing} (.ci/run installs them)")
     pytest.skip(f"{missing} (.ci/run installs them)")
 
@@ -227,7 +227,7 @@ class RawBytesServer(LoopbackServer):
 @pytest.fixture
 def curl() -> str:
     found = shutil.which("curl")
-    if found is None and os.environ.get("OPENPROGRAM_REQUIRE_NODE"):
+    if found is None and os.environ.get("CI_REQUIRES_NODE"):
         pytest.fail("curl is not installed (.ci/run installs it)")
     if found is None:
         pytest.skip("curl is not installed (.ci/run installs it)")
