@@ -22,6 +22,16 @@ CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 COMMAND = typer.Argument(
     ..., metavar="COMMAND", help="The program to run and its arguments, after --."
 )
+RECORD = typer.Option(
+    None,
+    "--record",
+    metavar="NAME",
+    help="Record into this recording (a name in the store, or a path); must hold no call.",
+)
+REPLAY = typer.Option(
+    None, "--replay", metavar="NAME", help="Replay this recording (a name, or a path)."
+)
+"""exec's and serve's ``--record`` and ``--replay``: the same recordings, the same rules."""
 PROXY = typer.Option(
     None,
     "--proxy/--no-proxy",
@@ -39,15 +49,8 @@ ISOLATE = typer.Option(
 
 def exec_command(
     command: list[str] = COMMAND,
-    record: str | None = typer.Option(
-        None,
-        "--record",
-        metavar="NAME",
-        help="Record into this recording (a name in the store, or a path); must hold no call.",
-    ),
-    replay: str | None = typer.Option(
-        None, "--replay", metavar="NAME", help="Replay this recording (a name, or a path)."
-    ),
+    record: str | None = RECORD,
+    replay: str | None = REPLAY,
     keep_partial: bool = typer.Option(
         False,
         "--keep-partial",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import typer
 
+from openprogram.cli.exec import RECORD, REPLAY
 from openprogram.cli.output import EXIT_USAGE, abort, plural, reporting_errors, say, warn
 from openprogram.errors import (
     ExecSetupError,
@@ -54,15 +55,8 @@ FOLDER = typer.Option(
 
 def serve_command(
     more_upstreams: list[str] | None = MORE_UPSTREAMS,
-    record: str | None = typer.Option(
-        None,
-        "--record",
-        metavar="NAME",
-        help="Record into this recording (a name in the store, or a path); must hold no call.",
-    ),
-    replay: str | None = typer.Option(
-        None, "--replay", metavar="NAME", help="Replay this recording (a name, or a path)."
-    ),
+    record: str | None = RECORD,
+    replay: str | None = REPLAY,
     host: str = typer.Option(
         "127.0.0.1", "--host", metavar="HOST", help="The loopback address to listen on."
     ),
