@@ -7,6 +7,8 @@ the vendor's path, forwarded as it is::
 
     /openai/v1/chat/completions           → https://api.openai.com/v1/chat/completions
     /anthropic/v1/messages                → https://api.anthropic.com/v1/messages
+    /anthropic/messages                   → https://api.anthropic.com/v1/messages (a client
+                                            whose base URL holds the version: Vercel's AI SDK)
     /gemini/v1beta/models/m:generateContent?alt=sse
                                           → https://generativelanguage.googleapis.com/v1beta/…
     /v1/chat/completions                  → OpenAI's (no prefix: OPENAI_BASE_URL=…/v1 works)
@@ -62,6 +64,10 @@ class Vendor:
     """The variables clients read their base URL from, the official SDKs' first."""
     error_style: str
     """How its error bodies are written: ``openai``, ``anthropic`` or ``google``."""
+    versioned: str = ""
+    """The version every path of the API starts with, put in front of a path without it:
+    clients disagree whether a base URL holds it (the official Anthropic SDKs add ``/v1``
+    to ``ANTHROPIC_BASE_URL``, the Vercel AI SDK expects it there)."""
 
     def error_body(self, status: int, kind: str, message: str) -> dict[str, Any]:
         """An error body as this vendor writes one, holding ``message``: the SDKs show it as
@@ -90,6 +96,7 @@ VENDORS: tuple[Vendor, ...] = (
         # the official SDKs, the Vercel AI SDK, Claude Code; litellm reads the second
         ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
         "anthropic",
+        versioned="/v1",
     ),
     Vendor(
         "gemini",
@@ -150,6 +157,9 @@ def route_of(path: str, query: str = "") -> Route:
     vendor = _BY_NAME.get(first)
     if vendor is not None:
         path = "/" + rest
+        version = vendor.versioned
+        if version and path != version and not path.startswith(version + "/"):
+            path = version + path
     elif first == "v1":
         vendor = _BY_NAME[_UNPREFIXED]
     else:

@@ -31,6 +31,13 @@ UPSTREAMS = {"anthropic": "http://127.0.0.1:9000/gateway"}
             "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash"
             ":streamGenerateContent?alt=sse",
         ),
+        # the Vercel AI SDK takes ANTHROPIC_BASE_URL for a base holding /v1
+        (
+            "/anthropic/messages",
+            "",
+            "anthropic",
+            "http://127.0.0.1:9000/gateway/v1/messages",
+        ),
         # a path is forwarded as it came, its escapes kept
         (
             "/openai/v1/files/file%2Dabc",
