@@ -158,6 +158,14 @@ def test_exec_runs_a_node_agent_through_a_proxy_of_its_own(tmp_path: Path) -> No
     assert replayed.stdout == live.stdout
     assert replayed.stderr == f"openprogram: 9 calls replayed from {store} and matched\n"
 
+    # verify -- COMMAND takes the same way: the recording passes, and its hash is printed
+    verified = openprogram_process(
+        "recordings", "verify", "node-agent", "--", "node", "agent.mjs", "all",
+        env=offline, cwd=NODE_DIR,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    assert "transcript hash" in verified.stdout + verified.stderr
+
     drifted = openprogram_process(
         "exec", "--replay", "node-agent", "--", "node", "agent.mjs", "anthropic",
         "--prompt", "Say goodbye", env=offline, cwd=NODE_DIR,

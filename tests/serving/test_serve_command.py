@@ -15,6 +15,7 @@ import pytest
 from openprogram.provider_boundary.codec import read_for_replay
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.cli_runner import openprogram
+from tests.support.config_files import write_config
 from tests.support.sdk_server import SdkServer, StallAfter
 from tests.support.serve_process import ServeProcess
 
@@ -197,3 +198,16 @@ def test_without_a_recording_of_its_own_it_serves_sessions_and_sums_them_up(
         "one.jsonl",
         "two.jsonl",
     ]
+
+
+def test_a_broken_configuration_blocks_the_proxy_as_it_blocks_everything(tmp_path: Path) -> None:
+    write_config('[record_replay]\nmode = "replay"\nfile = "gone"\n')
+    served = openprogram("serve", "--port", "0")
+    assert served.exit_code == 1
+    assert served.stderr.startswith("error: record/replay is blocked: ")
+    assert "openprogram recordings off" in served.stderr
+    # exec of a program that is not Python runs it blocked, and says so
+    env = user_environment(tmp_path / "openprogram-home")
+    ran = openprogram_process("exec", "--", "sh", "-c", "exit 0", env=env)
+    assert ran.returncode == 1
+    assert "openprogram: record/replay is blocked: " in ran.stderr
