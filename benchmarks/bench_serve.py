@@ -177,6 +177,10 @@ class Upstream:
         self.process.communicate(timeout=30)
 
 
+STARTED: list[Serve] = []
+"""Every serve process started, stopped at the end if something failed on the way."""
+
+
 class Serve:
     """``python -m openprogram serve --port 0 --quiet ARGS``, read up to its URL line."""
 
@@ -194,6 +198,7 @@ class Serve:
             stderr=self.stderr,
             text=True,
         )
+        STARTED.append(self)
         assert self.process.stdout is not None
         self.url = ""
         for line in self.process.stdout:
@@ -477,6 +482,9 @@ def main() -> None:
             per_event(folder, upstream, events, 2, event_rounds)
             concurrent(folder, upstream, streams, 20, 2)
         finally:
+            for serve in STARTED:
+                if serve.process.poll() is None:
+                    serve.stop()
             upstream.stop()
     print(f"\nmachine reference: {machine_reference():.1f} µs")
 

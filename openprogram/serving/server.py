@@ -43,7 +43,6 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx
@@ -94,6 +93,8 @@ class ProxyServer:
         self.upstreams = upstreams
         self.max_request_size = max_request_size
         self.in_flight = 0
+        self.relaying: set[httpx.Response] = set()
+        """The upstream responses being relayed now."""
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_size, handler_args=None)
@@ -183,33 +184,32 @@ class ProxyServer:
         relayed = web.StreamResponse(status=upstream.status_code, reason=upstream.reason_phrase)
         for name, value in client_headers(upstream.headers.multi_items()):
             relayed.headers.add(name, value)
+        left = asyncio.Event()
+        watch = asyncio.create_task(_watch_client(request, upstream, left))
+        self.relaying.add(upstream)
         try:
             await relayed.prepare(request)
-            reads = upstream.aiter_raw().__aiter__()
-            while (chunk := await _next_chunk(reads, upstream, request)) is not None:
-                gone = isinstance(chunk, _ClientGone)
-                if isinstance(chunk, bytes):
-                    try:
-                        await relayed.write(chunk)
-                    except ConnectionResetError:
-                        gone = True
-                if gone:
-                    # closing the upstream's response records the call as abandoned and
-                    # closes that connection
-                    logger.info("the client of %s went away in the middle of the response",
-                                request.path)  # fmt: skip
-                    return relayed
+            async for chunk in upstream.aiter_raw():
+                await relayed.write(chunk)
         except RecordReplayEscape as escape:
             logger.warning("%s: %s", request.path, escape.error)
             self._note_refusal(session, escape.error)
             _cut(request)
             return relayed
-        except Exception as error:  # the upstream failed in the middle (live or as recorded)
-            logger.warning("%s: the response was cut: %s: %s", request.path,
-                           type(error).__name__, error)  # fmt: skip
-            _cut(request)
+        except Exception as error:
+            if left.is_set() or (isinstance(error, ConnectionResetError) and _gone(request)):
+                # closing the upstream's response records the call as abandoned and closes
+                # that connection (the watch did, or the ``finally`` does)
+                logger.info("the client of %s went away in the middle of the response",
+                            request.path)  # fmt: skip
+            else:  # the upstream failed in the middle (live or as recorded)
+                logger.warning("%s: the response was cut: %s: %s", request.path,
+                               type(error).__name__, error)  # fmt: skip
+                _cut(request)
             return relayed
         finally:
+            self.relaying.discard(upstream)
+            watch.cancel()
             await upstream.aclose()
         with contextlib.suppress(ConnectionResetError):  # a client gone after the last byte
             await relayed.write_eof()
@@ -338,47 +338,25 @@ def _upstream_failed(
     return response
 
 
-class _ClientGone:
-    """What :func:`_next_chunk` gives when the client went away while the upstream was
-    silent."""
-
-
-_CLIENT_GONE = _ClientGone()
 _CLIENT_CHECK = 0.2
-"""How often (seconds) a client is looked at while its upstream sends nothing."""
+"""How often (seconds) a relay looks whether its client is still there."""
 
 
-async def _next_chunk(
-    reads: AsyncIterator[bytes], upstream: httpx.Response, request: web.Request
-) -> bytes | _ClientGone | None:
-    """The upstream's next chunk (None at the end of the body), or :data:`_CLIENT_GONE` when
-    the client went away first: a client that stops reading while the upstream is silent
-    (a model thinking) is noticed without waiting for the upstream's next bytes, and the
-    upstream's response closed under the read (the call is recorded as abandoned, not as a
-    read cancelled)."""
-    read = asyncio.ensure_future(reads.__anext__())
-    try:
-        while not read.done():
-            await asyncio.wait({read}, timeout=_CLIENT_CHECK)
-            if not read.done() and request.transport is None:
-                await _abandon(read, upstream)
-                return _CLIENT_GONE
-    except BaseException:  # the server stops, and cancels its requests in flight
-        await _abandon(read, upstream)
-        raise
-    try:
-        return read.result()
-    except StopAsyncIteration:
-        return None
+def _gone(request: web.Request) -> bool:
+    """Whether the client of ``request`` closed its connection."""
+    return request.transport is None
 
 
-async def _abandon(read: asyncio.Future[bytes], upstream: httpx.Response) -> None:
-    """Close ``upstream``'s response under its pending ``read`` (the recording ends the call
-    abandoned), then drop the read."""
+async def _watch_client(
+    request: web.Request, upstream: httpx.Response, left: asyncio.Event
+) -> None:
+    """For as long as a response is relayed: when its client goes away — also while the
+    upstream is silent (a model thinking), when no write would tell — set ``left`` and close
+    the upstream's response under the pending read (the call is recorded as abandoned)."""
+    while not _gone(request):
+        await asyncio.sleep(_CLIENT_CHECK)
+    left.set()
     await upstream.aclose()
-    read.cancel()
-    with contextlib.suppress(BaseException):
-        await read
 
 
 def _cut(request: web.Request) -> None:
@@ -388,7 +366,13 @@ def _cut(request: web.Request) -> None:
 
 
 async def finish_in_flight(server: ProxyServer, grace: float) -> None:
-    """Wait up to ``grace`` seconds for the requests in flight to finish."""
+    """Wait up to ``grace`` seconds for the requests in flight to finish, then close the
+    upstream responses still being relayed: their calls are recorded as abandoned, and their
+    clients' connections cut."""
     deadline = time.monotonic() + grace
     while server.in_flight and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
+    for upstream in list(server.relaying):
+        await upstream.aclose()
+    while server.relaying and time.monotonic() < deadline + 1:
+        await asyncio.sleep(0.01)  # the relays see their responses closed, and end
