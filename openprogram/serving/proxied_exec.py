@@ -118,7 +118,8 @@ def run_command(
     base = dict(os.environ if environ is None else environ)
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
-    through_proxy = isolate or (proxy if proxy is not None else not runs_python(command, base))
+    python = runs_python(command, base)  # and ExecSetupError for a command not found
+    through_proxy = isolate or (proxy if proxy is not None else not python)
     if plan is None:
         return run_with_plan(command, None, base)
     prior = None if recording_is_new else _size_of(plan.path)

@@ -293,7 +293,8 @@ class SessionTable:
         cannot be used."""
         chosen = self._mode(mode)
         target = self.path_of(name)
-        if name in self.by_name:
+        own = self.own
+        if name in self.by_name or (own is not None and own.path == target):
             raise SessionRefused(
                 f"a session already records or replays {name!r}: end it first, or use another name",
                 status=409,

@@ -211,3 +211,13 @@ def test_a_broken_configuration_blocks_the_proxy_as_it_blocks_everything(tmp_pat
     ran = openprogram_process("exec", "--", "sh", "-c", "exit 0", env=env)
     assert ran.returncode == 1
     assert "openprogram: record/replay is blocked: " in ran.stderr
+
+
+@pytest.mark.parametrize("flag", ["--proxy", "--isolate"])
+def test_a_command_not_found_is_refused_before_a_proxy_starts(tmp_path: Path, flag: str) -> None:
+    env = user_environment(tmp_path / "home")
+    result = openprogram_process("exec", "--record", "x", flag, "--", "no-such-program", env=env)
+    assert (result.returncode, result.stderr) == (
+        2,
+        "error: no-such-program: command not found (nothing was run)\n",
+    )

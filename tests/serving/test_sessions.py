@@ -167,6 +167,14 @@ def test_the_control_api_refuses_bad_names_modes_and_a_name_in_use(tmp_path: Pat
     assert not any(tmp_path.parent.glob("escape*"))
 
 
+def test_a_session_cannot_take_the_server_s_own_recording(tmp_path: Path) -> None:
+    own = tmp_path / "own.jsonl"
+    with running_proxy(record=str(own), folder=tmp_path) as proxy:
+        taken = httpx.post(f"{proxy.url}/__openprogram/sessions", json={"name": "own"})
+    assert taken.status_code == 409
+    assert "a session already records or replays 'own'" in taken.json()["error"]["message"]
+
+
 def test_google_genai_goes_through_the_gemini_prefix(tmp_path: Path) -> None:
     from google import genai
     from google.genai import types
