@@ -50,6 +50,7 @@ from openprogram.activation.exec_run import ExecOutcome, run_process, run_with_p
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths
 from openprogram.config.models import RecordReplaySettings
+from openprogram.config.settings import load_config
 from openprogram.errors import (
     ExecSetupError,
     OpenProgramError,
@@ -70,6 +71,9 @@ __all__ = [
 SERVE_URL_VARIABLE = "OPENPROGRAM_SERVE_URL"
 """Where the command finds the server exec runs for it (its control API: a test runner's
 setup opens a session per test there)."""
+SERVE_DIR_VARIABLE = "OPENPROGRAM_SERVE_DIR"
+"""Where the sessions of that server are recordings, as the setup files read it (default:
+the store)."""
 MISSING_AIOHTTP = (
     "{what} runs through the recording proxy, which needs aiohttp: "
     "pip install 'openprogram[serve]' (nothing was run)"
@@ -173,7 +177,15 @@ def _run_through_proxy(
     folder = Path(tempfile.mkdtemp(prefix="openprogram-proxy-")) if isolate else None
     socket = None if folder is None else folder / "serve.sock"
     options = ServeOptions(port=0, upstreams=upstreams_of(base), unix_socket=socket)
-    server = BackgroundServer(open_sessions(plan, None, RecordReplaySettings()), options)
+    # the sessions a test runner's setup opens on this server: where its setup keeps them,
+    # with the configured settings
+    folder_of_sessions = base.get(SERVE_DIR_VARIABLE) or None
+    loaded = load_config()
+    settings = loaded.settings.record_replay if loaded.settings else RecordReplaySettings()
+    sessions = open_sessions(
+        plan, None if folder_of_sessions is None else Path(folder_of_sessions), settings
+    )
+    server = BackgroundServer(sessions, options)
     try:
         try:
             listening = server.start()
@@ -194,9 +206,7 @@ def _run_through_proxy(
     if plan.mode == "blocked":
         problems = [str(RecordReplayBlockedError(plan.blocked_reason or ""))]
     else:
-        problems = [entry["report"] for entry in own.mismatches] + own.refused
-        if own.unconsumed_report and not own.mismatches:
-            problems.append(own.unconsumed_report)
+        problems = own.problems
     return ExecOutcome(command, status, plan, 0, own.calls, tuple(problems))
 
 

@@ -302,3 +302,24 @@ def test_a_test_runner_gives_each_test_its_own_recording(tmp_path: Path, runner:
     assert drifted.returncode != 0
     assert "replay mismatch at call 0, field body.messages[0].content" in output
     assert "recorded 'Name a colour', incoming 'Name a flower'" in output
+
+
+def test_exec_s_proxy_serves_a_test_runner_s_sessions_where_its_setup_keeps_them(
+    tmp_path: Path, curl: str
+) -> None:
+    env = _clean_environment(tmp_path / "home")
+    recordings = tmp_path / "recs"
+    ask = (
+        f'{curl} -sS -H "x-openprogram-recording: t/one" -H "x-openprogram-mode: record" '
+        '-H "content-type: application/json" -d \'{"model": "m", "messages": [{"role": '
+        '"user", "content": "hi"}]}\' "$OPENPROGRAM_SERVE_URL/v1/chat/completions"'
+    )
+    with SdkServer() as upstream:
+        ran = openprogram_process(
+            "exec", "--record", "own", "--", "sh", "-c", ask,
+            env={**env, "OPENAI_BASE_URL": upstream.openai_url,
+                 "OPENPROGRAM_SERVE_DIR": str(recordings)},
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "You said: hi" in ran.stdout
+    assert len(read_for_replay(recordings / "t" / "one.jsonl").calls) == 1
