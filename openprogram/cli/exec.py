@@ -48,6 +48,7 @@ ISOLATE = typer.Option(
 
 
 def exec_command(
+    ctx: typer.Context,
     command: list[str] = COMMAND,
     record: str | None = RECORD,
     replay: str | None = REPLAY,
@@ -73,7 +74,7 @@ def exec_command(
     """
     from openprogram.serving.proxied_exec import exec_command as run
 
-    _refuse_an_unknown_option(command[0])
+    _refuse_an_unknown_option(ctx, command[0])
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
         outcome = run(
             command,
@@ -99,18 +100,19 @@ EXEC_OPTIONS = (
 )
 
 
-def _refuse_an_unknown_option(first: str) -> None:
+def _refuse_an_unknown_option(ctx: typer.Context, first: str) -> None:
     """Options come before the command, as in every other command: a first word that looks
-    like one (``--recrod``) is a misspelt option, not a program to run."""
+    like one (``--recrod``) is a misspelt option, not a program to run. The refusal is
+    typer's own usage error (``Context.fail``, exit 2), worded here: typer either uses click
+    or carries a copy of its own, whose exception types and wording differ by version."""
     if not first.startswith("-") or first == "-":
         return
     import difflib
 
-    import click
-
     name = first.split("=", 1)[0]
     close = difflib.get_close_matches(name, EXEC_OPTIONS[:-2], n=1)
-    raise click.NoSuchOption(name, possibilities=close)
+    suggestion = f" Did you mean '{close[0]}'?" if close else ""
+    ctx.fail(f"No such option '{visible(name, keep_lines=False)}'.{suggestion}")
 
 
 def _report(outcome: object) -> None:
