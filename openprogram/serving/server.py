@@ -52,6 +52,7 @@ from openprogram import __version__
 from openprogram.errors import RecordingFileError, ReplayMismatch
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
 from openprogram.http_boundary.exchange import CapturingTransport, call_redactor, captures
+from openprogram.http_boundary.whole_answers import MAX_BODY_SIZE
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.serving.forwarding import Upstreams, client_headers, upstream_headers
 from openprogram.serving.routes import CONTROL_PREFIX, VENDORS, RouteError, Vendor, route_of
@@ -73,7 +74,7 @@ __all__ = ["DEFAULT_MAX_REQUEST_SIZE", "ProxyServer", "logger"]
 logger = logging.getLogger("openprogram.serve")
 logger.addHandler(logging.NullHandler())  # silent unless the command line gives it a handler
 
-DEFAULT_MAX_REQUEST_SIZE = 64 * 1024 * 1024
+DEFAULT_MAX_REQUEST_SIZE = MAX_BODY_SIZE
 """The largest request body the server reads (64 MiB: a conversation with images)."""
 _NO_RETRY = {"x-should-retry": "false"}
 _LIBRARY = HttpxLibrary.bound_to(httpx)
