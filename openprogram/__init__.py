@@ -29,6 +29,7 @@ says what user redaction a recording started now uses. They are imported on firs
     testing            the pytest plugin
     cli                the ``openprogram`` command line
     json_nesting       the one nesting limit every reader of JSON-like values agrees on
+    body_limit         the one default for how large a body is held whole in memory
     private_files      files written ``0600``, folders ``0700``, replaced atomically
     named_objects      what a ``module:attr`` name on the command line points at
     wording            how a count and a set of calls read in every message

@@ -7,17 +7,13 @@ The recorder itself tees a body as it streams to the client; what reads an answe
 stores it as the recorder would — ``recordings drift`` (the live answer, read as it arrives)
 and ``recordings import`` (a vcrpy cassette's body) — goes through :func:`answer_rows`, so its
 rows compare with recorded ones as one recording's call with another's.
-
-:data:`MAX_BODY_SIZE` is the one default for how large a body openprogram holds whole in
-memory: the largest request ``openprogram serve`` reads (``--max-request-size``), and the
-largest body ``recordings import`` decodes from a cassette (``--max-body-size``).
 """
 
 from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 
 from openprogram.http_boundary.codec import (
     body_event,
@@ -34,10 +30,7 @@ from openprogram.http_boundary.eventstream import (
 from openprogram.http_boundary.sse import SseParser
 from openprogram.recording.redaction import SecretRedactor
 
-__all__ = ["MAX_BODY_SIZE", "answer_rows"]
-
-MAX_BODY_SIZE: Final = 64 * 1024 * 1024
-"""The largest body held whole by default (64 MiB: a conversation with images)."""
+__all__ = ["answer_rows"]
 
 
 def answer_rows(

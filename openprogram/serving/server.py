@@ -49,10 +49,10 @@ import httpx
 from aiohttp import web
 
 from openprogram import __version__
+from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.errors import RecordingFileError, ReplayMismatch
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
 from openprogram.http_boundary.exchange import CapturingTransport, call_redactor, captures
-from openprogram.http_boundary.whole_answers import MAX_BODY_SIZE
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.serving.forwarding import Upstreams, client_headers, upstream_headers
 from openprogram.serving.routes import CONTROL_PREFIX, VENDORS, RouteError, Vendor, route_of
