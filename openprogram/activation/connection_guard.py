@@ -1,40 +1,61 @@
 """The backstop beneath every boundary: connections a replay may not make are refused at the
-socket, before they are made.
+socket, before they are made — and datagrams before they are sent.
 
 The boundaries capture what they know (the provider registry, httpx, httpx2, urllib3 — so
 ``requests`` and botocore — aiohttp, and ``http.client`` — so ``urllib.request``); a program
 may also open connections through anything else — a database driver, a request written on
-an ``http.client`` connection by hand, a raw socket. Under replay none of those may reach a
-live server, loopback included (a local model server, a proxy, is loopback), or a replay
-that passes proves nothing. So every connection made through Python's ``socket``
-module goes through one hook:
+an ``http.client`` connection by hand, a raw socket, a UDP client (statsd, syslog, a game
+server's protocol). Under replay none of those may reach a live server, loopback included (a
+local model server, a proxy, is loopback), or a replay that passes proves nothing. So every
+connection made and every datagram sent through Python's ``socket`` module goes through one
+hook:
 
-* :data:`SOCKET_HOOK` patches ``socket.socket.connect`` and ``connect_ex`` once for the
-  process (every thread, every library, asyncio's ``sock_connect`` too) and runs the checks
-  registered on it before the real ``connect``; it also watches ``socket.getaddrinfo``, so a
-  check knows which host name an address was resolved from. Only internet sockets
-  (``AF_INET``, ``AF_INET6``) are checked: ``AF_UNIX`` is not network (asyncio's self-pipe
-  is a ``socketpair``), and a lookup is never refused — a connection is.
+* :data:`SOCKET_HOOK` patches ``socket.socket.connect`` and ``connect_ex``, and the two ways
+  to send without connecting, ``sendto`` (both signatures, ``(data, address)`` and ``(data,
+  flags, address)``) and ``sendmsg`` given an address, once for the process (every thread,
+  every library; asyncio's ``sock_connect`` and ``sock_sendto``, and its datagram endpoints,
+  whose transports call the socket's ``sendto``, or ``connect`` for a ``remote_addr``, too).
+  It runs the checks registered on it before the real call, and a check sees a datagram as
+  a connection to where it is sent: one ``(host, port)``. A datagram socket given its peer
+  by ``connect`` is checked there, so its ``send`` has nothing left to check;
+  ``socket.sendfile`` needs a connected stream socket; ``sendto`` with ``MSG_FASTOPEN``,
+  which connects a TCP socket as it sends, is checked as a send. The hook also watches
+  ``socket.getaddrinfo``, so a check knows which host name an address was resolved from.
+  Only internet sockets (``AF_INET``, ``AF_INET6``) are checked: ``AF_UNIX`` is not network
+  (asyncio's self-pipe is a ``socketpair``).
+* A name lookup is never refused, nor seen. The system resolver's queries
+  (``socket.getaddrinfo`` and all built on it) are sent from C, beneath the hook; a DNS
+  library written in Python — dnspython, the resolvers of eventlet and Twisted — sends its
+  queries as datagrams to port 53 of the resolver, and retries an answer too long for one
+  over TCP to the same port. Traffic to port :data:`DNS_PORT` is let through unchecked, to
+  any host, so that a lookup works the same whichever library makes it (a program that
+  resolves an allowed host through dnspython still reaches it), and it is not reported as a
+  connection no boundary captured. A lookup reaches the resolver, not a server a recording
+  stands in for, and the connection made to the address it answered is checked.
 * :data:`REPLAY_GUARD` is the replay's check. While at least one replay is active (entered
   with :meth:`ReplayGuard.enter` by every way in: ``record_replay(mode="replay")``, the
-  pytest fixture, ``openprogram exec --replay``, the configured replay mode), a connection to
-  a host that is not allowed raises :class:`~openprogram.errors.ReplayConnectionRefusedError`
-  — one line naming the host, the port and the client library — inside a
+  pytest fixture, ``openprogram exec --replay``, the configured replay mode), a connection
+  or a datagram to a host that is not allowed raises
+  :class:`~openprogram.errors.ReplayConnectionRefusedError` — one line naming the host, the
+  port and the client library — inside a
   :class:`~openprogram.recording.mismatch.RecordReplayEscape`, so no retry loop catches it,
   and the refusal is remembered (:attr:`ReplayGuard.refusals`) so the command or the test
-  fails even when the program swallowed the error.
+  fails even when the program swallowed the error (asyncio's datagram transport does: it
+  closes itself on a write error that is not an ``OSError``).
 
 Allowed hosts are written ``host`` (any port) or ``host:port`` (``[::1]:8080`` for an IPv6
-address), compared case-insensitively with the host given to ``connect`` and with the name
-it was resolved from: the ``allowed_hosts`` setting and the ``http_passthrough_hosts`` (live
-in record and replay alike).
+address), compared case-insensitively with the host given to ``connect`` or ``sendto`` and
+with the name it was resolved from: the ``allowed_hosts`` setting and the
+``http_passthrough_hosts`` (live in record and replay alike).
 
-Under record nothing is refused; a :class:`ConnectionWatch` notes every connection instead,
-so that the ones no boundary captured — a database driver, a raw socket — are reported at
-the end rather than missed in silence.
+Under record nothing is refused; a :class:`ConnectionWatch` notes every connection and every
+destination of a datagram instead (each once), so that the ones no boundary captured — a
+database driver, a raw socket, a metrics client's datagrams — are reported at the end
+rather than missed in silence.
 
 What the hook cannot see: sockets that C or Rust extensions open themselves (uvloop's own
-transports, grpc's core, a driver written in C), and processes that are not Python.
+transports, grpc's core, a driver written in C, c-ares), a socket that connected before the
+replay began, and processes that are not Python.
 """
 
 from __future__ import annotations
@@ -57,6 +78,7 @@ from openprogram.recording.not_recorded import (
 from openprogram.recording.writer import RecordingWriter
 
 __all__ = [
+    "DNS_PORT",
     "REPLAY_GUARD",
     "SOCKET_HOOK",
     "Connection",
@@ -72,9 +94,17 @@ __all__ = [
 
 INTERNET_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
+DNS_PORT = 53
+"""Where a DNS library sends its queries: traffic to this port is a name lookup, never
+checked (see the module's docstring)."""
+
+PATCHED_METHODS = ("connect", "connect_ex", "sendto", "sendmsg")
+"""The methods of ``socket.socket`` the hook runs its checks in (``sendmsg`` where the
+platform has it)."""
+
 SocketCheck = Callable[[str, int | None, str | None], None]
-"""``(host as given to connect, port, the name it was resolved from or None)``: raises to
-refuse the connection."""
+"""``(host as given to connect or sendto, port, the name it was resolved from or None)``:
+raises to refuse the connection or the datagram."""
 
 _LIBRARIES = (
     "urllib3",
@@ -133,20 +163,21 @@ def normalized_hosts(hosts: Iterable[str]) -> frozenset[str]:
 
 class SocketHook:
     """One patch of ``socket`` for the process, running every registered check before an
-    internet socket connects (see the module's docstring). It is in place while a check is
-    registered, and ``socket`` is put back as it found it when the last one goes; a patch
-    that something else replaced meanwhile (a test harness restoring ``socket``) is put back
-    when the next check is added."""
+    internet socket connects or sends a datagram (see the module's docstring). It is in
+    place while a check is registered, and ``socket`` is put back as it found it when the
+    last one goes; a patch that something else replaced meanwhile (a test harness restoring
+    ``socket``) is put back when the next check is added."""
 
     def __init__(self) -> None:
         self._checks: tuple[SocketCheck, ...] = ()
         self._resolved: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._patched: tuple[Any, Any, Any] | None = None
-        self._found: tuple[Any, Any, Any] | None = None
+        self._patched: tuple[Any, ...] | None = None
+        self._found: tuple[Any, ...] | None = None
 
     def add(self, check: SocketCheck) -> Callable[[], None]:
-        """Run ``check`` before every connection from now on; returns what removes it."""
+        """Run ``check`` before every connection and datagram from now on; returns what
+        removes it."""
         with self._lock:
             self._checks = (*self._checks, check)
             self._install()
@@ -167,24 +198,35 @@ class SocketHook:
         with self._lock:
             return self._resolved.get(address.lower())
 
-    def check(self, sock: socket.socket, address: Any) -> None:
+    def check_connect(self, sock: socket.socket, address: Any) -> None:
         """Run the checks for ``sock`` connecting to ``address``; ``sock`` is closed when one
         refuses (the refusal is no ``OSError``, so ``socket.create_connection`` and its like
         would leave it open)."""
+        try:
+            self._run_checks(sock, address)
+        except BaseException:
+            sock.close()
+            raise
+
+    def check_send(self, sock: socket.socket, address: Any) -> None:
+        """Run the checks for ``sock`` sending to ``address`` (``sendto``, ``sendmsg``);
+        ``sock`` stays open when one refuses: it is its owner's, who may still use it (a
+        server replying to its clients) and will close it."""
+        self._run_checks(sock, address)
+
+    def _run_checks(self, sock: socket.socket, address: Any) -> None:
         checks = self._checks
         if not checks or sock.family not in INTERNET_FAMILIES:
             return
         if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
-            return  # not an address connect() would take for an internet socket
+            return  # not an address an internet socket would take
         host = address[0]
         port = address[1] if len(address) > 1 and isinstance(address[1], int) else None
+        if port == DNS_PORT:
+            return  # a name lookup (see the module's docstring)
         name = self.resolved_name(host)
-        try:
-            for check in checks:
-                check(host, port, name)
-        except BaseException:
-            sock.close()
-            raise
+        for check in checks:
+            check(host, port, name)
 
     def learn(self, host: Any, found: Any) -> None:
         """Remember the host name each address in ``found`` (``getaddrinfo``'s answer for
@@ -202,33 +244,54 @@ class SocketHook:
                 if address != host.lower():
                     self._resolved.setdefault(address, host)
 
-    def _current(self) -> tuple[Any, Any, Any]:
-        return (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo)
+    def _current(self) -> tuple[Any, ...]:
+        """What the patch replaces, as it is now: the socket methods of
+        :data:`PATCHED_METHODS` (None for one this platform lacks), then ``getaddrinfo``."""
+        methods = (getattr(socket.socket, method, None) for method in PATCHED_METHODS)
+        return (*methods, socket.getaddrinfo)
 
     def _install(self) -> None:
         if self._patched is not None and self._current() == self._patched:
             return
         hook = self
-        real_connect, real_connect_ex, real_getaddrinfo = found = self._current()
+        found = self._current()
+        real_connect, real_connect_ex, real_sendto, real_sendmsg, real_getaddrinfo = found
 
         def connect(self: socket.socket, address: Any) -> None:
-            hook.check(self, address)
+            hook.check_connect(self, address)
             real_connect(self, address)
 
         def connect_ex(self: socket.socket, address: Any) -> int:
-            hook.check(self, address)
+            hook.check_connect(self, address)
             code: int = real_connect_ex(self, address)
             return code
+
+        def sendto(self: socket.socket, data: Any, *flags_and_address: Any) -> int:
+            if len(flags_and_address) in (1, 2):  # (address) or (flags, address)
+                hook.check_send(self, flags_and_address[-1])
+            sent: int = real_sendto(self, data, *flags_and_address)
+            return sent
+
+        def sendmsg(self: socket.socket, buffers: Any, *rest: Any) -> int:
+            if len(rest) == 3 and rest[2] is not None:  # (ancdata, flags, address)
+                hook.check_send(self, rest[2])
+            sent: int = real_sendmsg(self, buffers, *rest)
+            return sent
 
         def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
             answer = real_getaddrinfo(host, *args, **kwargs)
             hook.learn(host, answer)
             return answer
 
-        socket.socket.connect = connect  # type: ignore[method-assign, assignment]
-        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign, assignment]
-        socket.getaddrinfo = getaddrinfo
-        self._found, self._patched = found, (connect, connect_ex, getaddrinfo)
+        patched = (
+            connect,
+            connect_ex,
+            sendto,
+            sendmsg if real_sendmsg is not None else None,
+            getaddrinfo,
+        )
+        self._put(patched)
+        self._found, self._patched = found, patched
 
     def _uninstall(self) -> None:
         if (
@@ -236,20 +299,27 @@ class SocketHook:
             and self._found is not None
             and self._current() == self._patched
         ):
-            connect, connect_ex, getaddrinfo = self._found
-            socket.socket.connect = connect  # type: ignore[method-assign]
-            socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-            socket.getaddrinfo = getaddrinfo
+            self._put(self._found)
         self._patched = self._found = None
         self._resolved.clear()  # names are learned while a check is registered
+
+    @staticmethod
+    def _put(methods: tuple[Any, ...]) -> None:
+        """Set what :meth:`_current` reads to ``methods`` (a method that is None, missing on
+        this platform, is left missing)."""
+        *socket_methods, getaddrinfo = methods
+        for method, function in zip(PATCHED_METHODS, socket_methods, strict=True):
+            if function is not None:
+                setattr(socket.socket, method, function)
+        socket.getaddrinfo = getaddrinfo
 
 
 SOCKET_HOOK = SocketHook()
 
 
 class ReplayGuard:
-    """Refuses every connection not allowed while a replay is active (see the module's
-    docstring)."""
+    """Refuses every connection and datagram not allowed while a replay is active (see the
+    module's docstring)."""
 
     def __init__(self, hook: SocketHook = SOCKET_HOOK) -> None:
         self._hook = hook
@@ -257,16 +327,16 @@ class ReplayGuard:
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
         self.refusals: list[ReplayConnectionRefusedError] = []
-        """Every connection refused since the process started (or :meth:`forget`)."""
+        """Every connection and datagram refused since the process started."""
 
     @property
     def active(self) -> bool:
         return bool(self._active)
 
     def enter(self, allowed_hosts: Iterable[str] = ()) -> Callable[[], None]:
-        """Refuse connections from now on, except to ``allowed_hosts``, until the returned
-        function is called (replays nest: a connection is allowed when every active replay
-        allows it)."""
+        """Refuse connections and datagrams from now on, except to ``allowed_hosts``, until
+        the returned function is called (replays nest: a connection is allowed when every
+        active replay allows it)."""
         allowed = normalized_hosts(allowed_hosts)
         with self._lock:
             self._active.append(allowed)
@@ -326,13 +396,15 @@ class Connection:
 
 
 class ConnectionWatch:
-    """Notes every internet connection the process opens between :meth:`start` and
-    :meth:`stop` (threads and tasks included); refuses none."""
+    """Notes every internet connection the process opens, and every destination it sends a
+    datagram to, between :meth:`start` and :meth:`stop` (threads and tasks included), each
+    host, port and name once (a metrics client sends thousands); refuses none."""
 
     def __init__(self, hook: SocketHook = SOCKET_HOOK) -> None:
         self._hook = hook
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
+        self._noted: set[tuple[str, int | None, str | None]] = set()
         self.connections: list[Connection] = []
 
     def start(self) -> None:
@@ -364,6 +436,10 @@ class ConnectionWatch:
         return list(found.values())
 
     def _note(self, host: str, port: int | None, name: str | None) -> None:
+        with self._lock:
+            if (host, port, name) in self._noted:
+                return
+            self._noted.add((host, port, name))
         connection = Connection(host, port, name, _library())
         with self._lock:
             self.connections.append(connection)

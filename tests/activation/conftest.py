@@ -1,12 +1,14 @@
-"""The loopback server the activation tests talk to, and a check that no test leaves a
-process-wide registry scope or an HTTP boundary active."""
+"""The loopback server the activation tests talk to, a recording of no call to replay, and a
+check that no test leaves a process-wide registry scope or an HTTP boundary active."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+import openprogram
 from openprogram.http_boundary.boundary import active_http_boundary
 from openprogram.providers import registry as scopes
 from tests.support.sse_server import ScriptedServer
@@ -16,6 +18,15 @@ from tests.support.sse_server import ScriptedServer
 def server() -> Iterator[ScriptedServer]:
     with ScriptedServer() as running:
         yield running
+
+
+@pytest.fixture
+def empty(tmp_path: Path) -> Path:
+    """A recording that holds no call (replaying it asks for none)."""
+    path = tmp_path / "empty.jsonl"
+    with openprogram.record_replay(path, mode="record"):
+        pass
+    return path
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.reader import read_recording
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.config_files import configure
+from tests.support.exec_replays import ONE_CALL, record_one_call
 
 
 class Counting(BaseHTTPRequestHandler):
@@ -52,15 +53,6 @@ def live() -> Iterator[ThreadingHTTPServer]:
     yield server
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture
-def empty(tmp_path: Path) -> Path:
-    """A recording that holds no call (replaying it asks for none)."""
-    path = tmp_path / "empty.jsonl"
-    with openprogram.record_replay(path, mode="record"):
-        pass
-    return path
 
 
 def url(server: ThreadingHTTPServer) -> str:
@@ -206,32 +198,22 @@ def test_allowed_host_syntax(
     assert is_allowed(frozenset(allowed), host, port, name) is expected
 
 
+def patchable() -> tuple[object, ...]:
+    """What the socket hook patches, as it is now."""
+    methods = (socket.socket.connect, socket.socket.connect_ex, socket.socket.sendto)
+    return (*methods, socket.socket.sendmsg, socket.getaddrinfo)
+
+
 def test_the_socket_hook_goes_when_its_last_check_does() -> None:
-    before = (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo)
+    before = patchable()
     leave = REPLAY_GUARD.enter()
-    assert socket.socket.connect is not before[0]
-    leave()
+    try:
+        assert all(now is not then for now, then in zip(patchable(), before, strict=True))
+    finally:
+        leave()
     leave()  # twice is harmless
-    assert (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo) == before
+    assert patchable() == before
     assert SOCKET_HOOK.resolved_name("203.0.113.9") is None
-
-
-ONE_CALL = """
-import asyncio
-from openprogram.providers import ECHO_MODEL, Context, UserMessage, complete_simple
-asyncio.run(complete_simple(ECHO_MODEL, Context(messages=[UserMessage(content="hi")])))
-"""
-"""A program's one call, to the built-in echo model: what "quiet" records, and what the
-programs replaying it ask for before what is refused."""
-
-
-def record_one_call(env: dict[str, str]) -> None:
-    """``exec --record quiet`` of :data:`ONE_CALL` (a recording must hold something to
-    replay)."""
-    recorded = openprogram_process(
-        "exec", "--record", "quiet", "--", sys.executable, "-c", ONE_CALL, env=env
-    )
-    assert recorded.returncode == 0, recorded.stderr
 
 
 SWALLOWING = (
