@@ -16,7 +16,7 @@ re-recording it (:data:`ACCEPTING`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -24,9 +24,11 @@ from urllib.parse import urlsplit
 
 from openprogram.drift.comparison import LiveAnswer, answer_drift, answer_of_rows
 from openprogram.drift.credentials import Credentials
+from openprogram.drift.origins import BaseUrls
 from openprogram.drift.sending import (
     LiveRequest,
     Unsent,
+    destination,
     live_request,
     send_http,
     send_provider_call,
@@ -137,6 +139,14 @@ class DriftReport:
             counts[str(key)] += 1
         return counts
 
+    def skipped_reasons(self) -> dict[str, int]:
+        """Each reason calls were skipped for, with how many were, in the calls' order."""
+        reasons: dict[str, int] = {}
+        for call in self.calls:
+            if call.result == "skipped":
+                reasons[str(call.reason)] = reasons.get(str(call.reason), 0) + 1
+        return reasons
+
     @property
     def failing(self) -> list[CallDrift]:
         """The calls that fail the check."""
@@ -166,7 +176,7 @@ def check_drift(
     recording: Recording,
     *,
     credentials: Credentials,
-    base_urls: Mapping[str, str] | None = None,
+    base_urls: BaseUrls | None = None,
     concurrency: int = 4,
     timeout: float = 120.0,
     max_calls: int | None = None,
@@ -179,7 +189,9 @@ def check_drift(
 ) -> DriftReport:
     """Re-send ``recording``'s calls live and compare each answer with the recorded one.
 
-    ``max_calls``: at most this many calls are sent (the rest are skipped, counted);
+    ``base_urls``: the origins the user named; a call is sent only to an origin trusted for
+    its vendor (:mod:`openprogram.drift.origins`), others are skipped and nothing is sent to
+    them; ``max_calls``: at most this many calls are sent (the rest are skipped, counted);
     ``only``: the call indexes to check (all by default); ``client``: the httpx client to
     send with (one made for the check by default, closed after it); ``keep_live``: each
     :class:`CallDrift` keeps its live answer's rows (for a snapshot), else they are dropped
@@ -189,7 +201,7 @@ def check_drift(
 
     from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
 
-    rehost = dict(base_urls or {})
+    trusted = base_urls if base_urls is not None else BaseUrls()
     wanted = None if only is None else set(only)
     chosen = [call for call in recording.calls if wanted is None or call.call_index in wanted]
     owned = client is None
@@ -201,7 +213,11 @@ def check_drift(
     budget = max_calls
     for call in chosen:
         try:
-            request = live_request(call, credentials, rehost) if call.boundary == "http" else None
+            if call.boundary == "http":
+                request: LiveRequest | None = live_request(call, credentials, trusted)
+            else:
+                request = None
+                destination(call, trusted)  # a provider call to an untrusted origin: skipped
         except Unsent as unsent:
             planned.append((call, None, str(unsent)))
             continue
@@ -219,7 +235,7 @@ def check_drift(
         label = _label(call)
         if reason is not None:
             return CallDrift(call.call_index, call.boundary, label, "skipped", reason=reason)
-        checked = _checked(call, label, request, client, credentials, rehost, user)
+        checked = _checked(call, label, request, client, credentials, trusted, user)
         if not keep_live:
             checked.live_rows = None
         return checked
@@ -239,7 +255,7 @@ def _checked(
     request: LiveRequest | None,
     client: httpx.Client,
     credentials: Credentials,
-    base_urls: Mapping[str, str],
+    base_urls: BaseUrls,
     user: UserRedaction | None,
 ) -> CallDrift:
     import httpx

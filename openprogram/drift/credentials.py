@@ -20,7 +20,9 @@ aws        botocore's credential chain (``AWS_ACCESS_KEY_ID``…, the    a SigV4
 The vendor is known from the API the request was made to (its path, as ``show`` reads it),
 else from the host. ``--header NAME: VALUE`` adds a header to every request (after the
 vendor's, so it can replace it). A request for which neither gives a credential is not sent:
-drift never sends a recorded request unauthenticated.
+drift never sends a recorded request unauthenticated. Credentials are put only on a request
+to an origin trusted for its vendor (:mod:`openprogram.drift.origins`): a request to any
+other is not sent at all, and never reaches this module.
 """
 
 from __future__ import annotations
@@ -40,14 +42,11 @@ from openprogram.store.vendors.openai_chat import OPENAI_CHAT
 from openprogram.store.vendors.openai_responses import OPENAI_RESPONSES
 
 __all__ = [
-    "VENDORS",
     "Credentials",
     "MissingCredentials",
     "apply_credentials",
     "vendor_of",
 ]
-
-VENDORS: Final = ("openai", "anthropic", "google", "aws")
 
 _VENDOR_OF_API: Final = {
     OPENAI_CHAT.name: "openai",
@@ -92,7 +91,8 @@ class Credentials:
 
 
 def vendor_of(request: Mapping[str, object]) -> str | None:
-    """The vendor a recorded request was sent to (one of :data:`VENDORS`), or None."""
+    """The vendor a recorded request was sent to (one of
+    :data:`~openprogram.drift.origins.VENDORS`), or None."""
     api = vendor_api(dict(request), None)
     if api is not None:
         return _VENDOR_OF_API.get(api.name)

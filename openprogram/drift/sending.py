@@ -4,6 +4,10 @@ included), so that it compares with the recorded rows as one recording's call wi
 
 A call is not sent (and the report counts it, with the reason) when:
 
+* the origin it was recorded to is not trusted for its vendor (its official API, or one the
+  user named: :mod:`openprogram.drift.origins`) — checked before anything else, so that
+  such a call opens no connection and carries no credential, and a recording pointed at
+  another host names it in one reason;
 * it depends on state the server keeps — a stored response it continues
   (``previous_response_id``), a conversation, thread, assistant, file or vector store it
   names, Gemini's ``cachedContent``, or an endpoint that manages such state (``/files``,
@@ -29,7 +33,7 @@ import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -39,6 +43,7 @@ from openprogram.drift.credentials import (
     apply_credentials,
     vendor_of,
 )
+from openprogram.drift.origins import VENDORS, BaseUrls, UntrustedOrigin
 from openprogram.recording.token_shapes import PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -51,6 +56,7 @@ __all__ = [
     "STATE_FIELDS",
     "LiveRequest",
     "Unsent",
+    "destination",
     "live_request",
     "provider_base_url",
     "send_http",
@@ -106,20 +112,45 @@ class LiveRequest:
     body: bytes
 
 
+def destination(call: RecordedCall, base_urls: BaseUrls) -> str | None:
+    """Where ``call`` is sent: its request's URL (an HTTP call) or its provider's base URL,
+    on the origin trusted for its vendor (:meth:`BaseUrls.destination`) — None for a
+    provider call that reaches no server (``echo``) or that openprogram does not re-send;
+    raises :class:`Unsent` when the origin it was recorded to is not trusted for its
+    vendor."""
+    request = call.request
+    if call.boundary == "http":
+        url: str | None = str(request.get("url"))
+        vendor = vendor_of(request)
+    else:
+        from openprogram.providers.builtins import VENDOR_OF_API
+
+        model = request.get("model")
+        model = model if isinstance(model, dict) else {}
+        vendor = VENDOR_OF_API.get(str(model.get("api")))
+        # echo reaches no server; a provider openprogram does not ship is not re-sent
+        url = provider_base_url(model) if vendor in VENDORS else None
+    if url is None:
+        return None
+    try:
+        return base_urls.destination(url, vendor)
+    except UntrustedOrigin as untrusted:
+        raise Unsent(str(untrusted)) from None
+
+
 def live_request(
     call: RecordedCall,
     credentials: Credentials,
-    base_urls: Mapping[str, str],
+    base_urls: BaseUrls,
 ) -> LiveRequest:
     """The request to send for ``call``; raises :class:`Unsent` when it is not to be sent.
-    ``base_urls``: origins (``scheme://host[:port]``) to send to instead of the recorded
-    one, by vendor name or by recorded ``host`` / ``host:port``."""
+    ``base_urls``: the origins the user named (:mod:`openprogram.drift.origins`)."""
     request = call.request
+    url = destination(call, base_urls)
+    assert url is not None  # an HTTP call has its URL
     _check_sendable(call)
     method = str(request["method"]).upper()
-    url = str(request["url"])
     vendor = vendor_of(request)
-    url = _rehosted(url, vendor, base_urls)
     headers = {str(name): str(value) for name, value in dict(request["headers"]).items()}
     headers.setdefault("user-agent", _USER_AGENT)
     body = _body_bytes(request)
@@ -190,17 +221,6 @@ def _first_path(value: Any, path: str, holds: Callable[[str | None, Any], bool])
     return None
 
 
-def _rehosted(url: str, vendor: str | None, base_urls: Mapping[str, str]) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    keys = [f"{host}:{parts.port}" if parts.port else host, host, vendor or ""]
-    origin = next((base_urls[key] for key in keys if key and key in base_urls), None)
-    if origin is None:
-        return url
-    replaced = urlsplit(origin)
-    return urlunsplit(parts._replace(scheme=replaced.scheme, netloc=replaced.netloc))
-
-
 def _body_bytes(request: Mapping[str, Any]) -> bytes:
     if "body" in request:
         return orjson.dumps(request["body"])
@@ -266,12 +286,13 @@ def provider_base_url(model: Mapping[str, Any]) -> str | None:
 
 
 def send_provider_call(
-    call: RecordedCall, credentials: Credentials, base_urls: Mapping[str, str]
+    call: RecordedCall, credentials: Credentials, base_urls: BaseUrls
 ) -> list[dict[str, Any]]:
     """Re-send a provider call through openprogram's built-in provider for its api, rebuilt
-    from the recorded request, and return the events it streamed as event rows (redacted as
-    the recorder redacts them); raises :class:`Unsent` for an api openprogram does not ship,
-    a request that no longer validates, or a missing key."""
+    from the recorded request, to its :func:`destination`, and return the events it streamed
+    as event rows (redacted as the recorder redacts them); raises :class:`Unsent` for an
+    origin not trusted for its vendor, an api openprogram does not ship, a request that no
+    longer validates, or a missing key."""
     from pydantic import ValidationError
 
     from openprogram.providers.builtins import BUILTIN_PROVIDER_FACTORIES, VENDOR_OF_API
@@ -293,18 +314,16 @@ def send_provider_call(
     if factory is None:
         raise Unsent(f"api {model.api!r} is not one of openprogram's own providers")
     vendor = VENDOR_OF_API.get(model.api, model.api)
+    sent_to = destination(call, base_urls)
     key: str | None = None
-    if vendor != "echo":
+    if sent_to is not None:
         try:
             headers: dict[str, str] = {}
-            apply_credentials(vendor, "POST", model.base_url or "", headers, b"", credentials)
+            apply_credentials(vendor, "POST", sent_to, headers, b"", credentials)
         except MissingCredentials as missing:
             raise Unsent(str(missing)) from None
         key = headers.get("authorization", "").removeprefix("Bearer ") or headers.get("x-api-key")
-        if model.base_url:
-            model = model.model_copy(
-                update={"base_url": _rehosted(model.base_url, vendor, base_urls)}
-            )
+        model = model.model_copy(update={"base_url": sent_to})
     if key:
         options = options.model_copy(update={"api_key": key})
     redactor = SecretRedactor.for_request(key)

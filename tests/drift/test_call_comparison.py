@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from openprogram.drift.comparison import answer_drift, answer_of_rows, offered_tools
 from openprogram.drift.credentials import Credentials, MissingCredentials, apply_credentials
+from openprogram.drift.origins import BaseUrls, parse_base_urls
 from openprogram.drift.sending import Unsent, live_request
 from openprogram.recording.format import RecordedCall, RecordedError
 
@@ -280,7 +281,7 @@ def test_calls_that_depend_on_server_state_or_hold_a_redacted_value_are_not_sent
     request_fields: dict[str, Any], reason: str
 ) -> None:
     with pytest.raises(Unsent) as unsent:
-        live_request(http_call(request_fields), KEYED, {})
+        live_request(http_call(request_fields), KEYED, BaseUrls())
     assert str(unsent.value) == reason
 
 
@@ -289,18 +290,18 @@ def test_calls_without_a_stable_recorded_answer_are_not_sent() -> None:
     refused.event_rows = []
     refused.error = RecordedError("ConnectError", "refused")
     with pytest.raises(Unsent, match=r"got no response \(ConnectError\)"):
-        live_request(refused, KEYED, {})
+        live_request(refused, KEYED, BaseUrls())
     with pytest.raises(Unsent, match="a transient 429"):
-        live_request(http_call({}, response(429), body({})), KEYED, {})
+        live_request(http_call({}, response(429), body({})), KEYED, BaseUrls())
     truncated = http_call({})
     truncated.outcome = None
     with pytest.raises(Unsent, match="stops inside this call"):
-        live_request(truncated, KEYED, {})
+        live_request(truncated, KEYED, BaseUrls())
 
 
 def test_a_sendable_call_is_sent_as_recorded_to_its_origin_with_its_key() -> None:
     call = http_call({"headers": {"content-type": "application/json"}, "body": {"model": "m"}})
-    request = live_request(call, KEYED, {"openai": "http://127.0.0.1:9"})
+    request = live_request(call, KEYED, parse_base_urls(["openai=http://127.0.0.1:9"]))
     assert request.url == "http://127.0.0.1:9/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-live-0123456789abcdefghij"
     assert request.headers["content-type"] == "application/json"

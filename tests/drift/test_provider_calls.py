@@ -57,7 +57,8 @@ def test_a_vendor_providers_call_is_re_sent_with_the_key_and_its_events_compared
     record_openai_call(path, server)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     server.serve(Script([OPENAI.wire.reply(Text("Bon", "jour", " à vous"))]))
-    result = run("drift", str(path), "--json")
+    trusted = f"openai={server.base_url}"  # a loopback server is no vendor's API by default
+    result = run("drift", str(path), "--json", "--base-url", trusted)
     assert result.exit_code == 0, result.output
     (call,) = json.loads(result.stdout)["recordings"][0]["calls"]
     assert call["boundary"] == "provider"
@@ -66,7 +67,7 @@ def test_a_vendor_providers_call_is_re_sent_with_the_key_and_its_events_compared
     assert KEY not in result.stdout
 
     server.serve(Script([OPENAI.wire.reply(Text("Hi"), finish="length")]))
-    result = run("drift", str(path), "--json")
+    result = run("drift", str(path), "--json", "--base-url", trusted)
     assert result.exit_code == 1
     (call,) = json.loads(result.stdout)["recordings"][0]["calls"]
     breaking = [
@@ -82,7 +83,7 @@ def test_a_vendor_providers_call_without_its_key_is_skipped(
     record_openai_call(path, server)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     sent = len(server.received)
-    result = run("drift", str(path))
+    result = run("drift", str(path), "--base-url", f"openai={server.base_url}")
     assert result.exit_code == 0
     assert "skipped: no openai key: set OPENAI_API_KEY (or pass --header)" in result.stdout
     assert len(server.received) == sent

@@ -3,9 +3,9 @@ provider's answers drifted, field by field."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
-from urllib.parse import urlsplit
 
 import typer
 
@@ -22,6 +22,7 @@ from openprogram.errors import RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
     from openprogram.drift.check import DriftReport
+    from openprogram.drift.origins import BaseUrls
     from openprogram.recording.response_shapes import DriftClass
 
 FAIL_ON = ("breaking", "additive", "content")
@@ -39,8 +40,10 @@ BASE_URL = typer.Option(
     None,
     "--base-url",
     metavar="VENDOR|HOST=ORIGIN",
-    help="Send a vendor's (openai, anthropic, google, aws) or a recorded host's calls "
-    "to ORIGIN (scheme://host[:port]) instead.",
+    help="Trust ORIGIN (scheme://host[:port]) with credentials. VENDOR=ORIGIN (openai, "
+    "anthropic, google, aws): ORIGIN is the vendor's API; its calls recorded there or to its "
+    "official API go to ORIGIN. HOST=ORIGIN: the calls recorded to HOST (or host:port) go to "
+    "ORIGIN, each with its vendor's key. Repeatable.",
 )
 CALL = typer.Option(None, "--call", metavar="N", help="Check only call N (repeatable).")
 SAVE = typer.Option(
@@ -72,7 +75,11 @@ def drift(
     Each call's recorded request is sent as recorded, with the credentials of its vendor
     from the environment its SDK reads (OPENAI_API_KEY, ANTHROPIC_API_KEY,
     GOOGLE_API_KEY / GEMINI_API_KEY, AWS credentials, or --header), and its live answer is
-    compared with the recorded one by shape, per JSON path and per stream event type:
+    compared with the recorded one by shape, per JSON path and per stream event type.
+    Keys go only to a vendor's official API (api.openai.com, api.anthropic.com,
+    generativelanguage.googleapis.com, bedrock-runtime.REGION.amazonaws.com, over https),
+    an origin --base-url names, or a configured providers.<api>.base_url: a call recorded
+    to any other origin, loopback included, is skipped and nothing is sent to it. Drift is
     breaking (a status, a field gone, a type or a kind outside the recorded ones, an event
     type no longer sent, tool-call arguments outside the tool's schema), additive (a new
     field, event type or header) or content (the same shape with other values). Calls that
@@ -149,6 +156,8 @@ def _render(report: DriftReport) -> None:
     for checked in report.calls:
         for line in checked.lines():
             say(line)
+    for reason, count in report.skipped_reasons().items():
+        say(f"{plural(count, 'call')} skipped: {reason}")
     counts = report.counts()
     drifted = [
         f"{counts[kind]} {kind}" for kind in ("breaking", "additive", "content") if counts[kind]
@@ -178,21 +187,21 @@ def _headers(given: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(headers)
 
 
-def _base_urls(given: list[str]) -> dict[str, str]:
-    urls: dict[str, str] = {}
-    for text in given:
-        key, equals, origin = text.partition("=")
-        parts = urlsplit(origin.strip())
-        if not equals or not key.strip():
-            abort(f"--base-url takes VENDOR=ORIGIN or HOST=ORIGIN, found {text!r}", EXIT_USAGE)
-        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
-            abort(
-                f"--base-url {key.strip()}= takes an origin (scheme://host[:port], no path), "
-                f"found {origin.strip()!r}",
-                EXIT_USAGE,
-            )
-        urls[key.strip().lower()] = f"{parts.scheme}://{parts.netloc}"
-    return urls
+def _base_urls(given: list[str]) -> BaseUrls:
+    """The origins trusted beside the vendors' own: ``--base-url``'s, and the configured
+    providers' ``base_url``; exit 2 when either is unusable."""
+    from openprogram.config.settings import load_config
+    from openprogram.drift.origins import BaseUrlError, configured_base_urls, parse_base_urls
+
+    try:
+        named = parse_base_urls(given)
+    except BaseUrlError as error:
+        abort(str(error), EXIT_USAGE)
+    loaded = load_config()
+    if loaded.error is not None:
+        abort(loaded.error, EXIT_USAGE)
+    assert loaded.settings is not None
+    return replace(named, configured=configured_base_urls(loaded.settings))
 
 
 def register(app: typer.Typer) -> None:
