@@ -18,7 +18,11 @@ the calls it sends, and the proxies the environment names, nothing else. The key
 replay's placeholder keys are unset while the check runs, and the check reads the vendors'
 keys from the environment without them, so a placeholder is never sent — a vendor with no
 real key has its calls skipped (``no openai key: set OPENAI_API_KEY``), never sent
-unauthenticated.
+unauthenticated. Where the keys go: a call is sent only to an origin trusted for its vendor
+(:mod:`openprogram.drift.origins`) — the vendor's official API, an origin
+``--openprogram-drift-base-url`` names, or a configured ``providers.<api>.base_url`` — and
+a call recorded to any other, loopback included, is skipped with the option that would
+trust it; nothing is sent to it.
 
 Spend is bounded by ``--openprogram-drift-max-calls``: a :class:`DriftBudget` per run (per
 pytest-xdist worker, each a run of its own) counts the calls sent; a call over it is
@@ -35,9 +39,11 @@ from urllib.parse import urlsplit
 from urllib.request import getproxies
 
 from openprogram.activation.boundaries import PLACEHOLDER_API_KEY, hide_placeholder_keys
+from openprogram.config.settings import load_config
 from openprogram.drift.check import DriftReport, check_drift
 from openprogram.drift.credentials import Credentials
-from openprogram.drift.sending import provider_base_url
+from openprogram.drift.origins import BaseUrls, configured_base_urls
+from openprogram.drift.sending import Unsent, destination
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.wording import plural
 
@@ -78,12 +84,15 @@ def check_test_drift(
     fail_on: DriftClass,
     budget: DriftBudget,
     block: NetworkBlock | None,
+    base_urls: BaseUrls,
 ) -> DriftReport:
     """Send the calls ``session`` served live, compare their answers with the recorded ones,
-    keep the report as ``session.drift`` and return it."""
+    keep the report as ``session.drift`` and return it. ``base_urls``: the origins
+    ``--openprogram-drift-base-url`` named (the configuration's are added here)."""
     assert session.replay is not None
     replay = session.replay.session
     recording, served = replay.recording, replay.served_calls
+    base_urls = _with_configured(base_urls)
     remaining = budget.remaining
     refused = len(block.refusals) if block is not None else 0
     sent = False
@@ -96,6 +105,7 @@ def check_test_drift(
                     recording,
                     served,
                     credentials,
+                    base_urls,
                     fail_on,
                     "skipped",
                     "a record/replay scope entered after the test's own (by a fixture) was "
@@ -103,7 +113,7 @@ def check_test_drift(
                 )
             else:
                 allowing: AbstractContextManager[None] = (
-                    block.allowing(_hosts(recording, served))
+                    block.allowing(_hosts(recording, served, base_urls))
                     if block is not None
                     else nullcontext()
                 )
@@ -113,6 +123,7 @@ def check_test_drift(
                         report = check_drift(
                             recording,
                             credentials=credentials,
+                            base_urls=base_urls,
                             concurrency=CONCURRENCY,
                             timeout=TIMEOUT,
                             max_calls=remaining,
@@ -125,7 +136,13 @@ def check_test_drift(
                     if block is not None:
                         del block.refusals[refused:]  # reported here, not again at teardown
                     report = _unsent(
-                        recording, served, credentials, fail_on, "failed", str(escape.error)
+                        recording,
+                        served,
+                        credentials,
+                        base_urls,
+                        fail_on,
+                        "failed",
+                        str(escape.error),
                     )
         finally:
             restore_keys()
@@ -176,20 +193,28 @@ def _credentials() -> Credentials:
     )
 
 
-def _hosts(recording: Recording, served: list[int]) -> set[str]:
-    """The hosts the check sends the ``served`` calls to, and the proxies it may go through."""
+def _with_configured(base_urls: BaseUrls) -> BaseUrls:
+    """``base_urls`` with the configuration's ``providers.<api>.base_url`` origins (none when
+    it cannot be read: a test using the fixture has failed on that already)."""
+    loaded = load_config()
+    if loaded.settings is None:
+        return base_urls
+    return replace(base_urls, configured=configured_base_urls(loaded.settings))
+
+
+def _hosts(recording: Recording, served: list[int], base_urls: BaseUrls) -> set[str]:
+    """The hosts the check sends the ``served`` calls to (each on its trusted origin; a call
+    to any other is not sent), and the proxies it may go through."""
     chosen = set(served)
     hosts: set[str] = set()
     for call in recording.calls:
         if call.call_index not in chosen:
             continue
-        request = call.request
-        if call.boundary == "http":
-            url = request.get("url")
-        else:
-            model = request.get("model")
-            url = provider_base_url(model if isinstance(model, dict) else {})
-        host = urlsplit(str(url or "")).hostname
+        try:
+            url = destination(call, base_urls)
+        except Unsent:
+            continue
+        host = urlsplit(url or "").hostname
         if host:
             hosts.add(host)
     for scheme, proxy in getproxies().items():
@@ -203,6 +228,7 @@ def _unsent(
     recording: Recording,
     served: list[int],
     credentials: Credentials,
+    base_urls: BaseUrls,
     fail_on: DriftClass,
     result: Result,
     reason: str,
@@ -212,6 +238,7 @@ def _unsent(
     report = check_drift(
         recording,
         credentials=credentials,
+        base_urls=base_urls,
         max_calls=0,
         only=served,
         fail_on=fail_on,

@@ -22,6 +22,9 @@ Options (command line, or the ini file):
   this class or worse: ``breaking`` (default), ``additive`` or ``content``;
 * ``--openprogram-drift-max-calls=N`` — in ``drift`` mode, send at most N calls live in the
   whole run (in each pytest-xdist worker); the rest are skipped, and counted;
+* ``--openprogram-drift-base-url=VENDOR=ORIGIN`` (or ``HOST=ORIGIN``; repeatable) — in
+  ``drift`` mode, an origin trusted with a vendor's key besides its official API, as
+  ``recordings drift --base-url`` takes it (:mod:`openprogram.drift.origins`);
 * ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
   ``tests/recordings``; the layout is described in ``recording_paths.py``);
 * ``openprogram_ignore_fields``, ``openprogram_match``, ``openprogram_http_passthrough_hosts``,
@@ -58,12 +61,13 @@ RecordMode`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from openprogram.drift.origins import BaseUrlError, BaseUrls, parse_base_urls
 from openprogram.testing import recording_settings
 from openprogram.testing.recording_settings import RECORD_MODES, Layer
 from openprogram.testing.suite_summary import DRIFT_CLASSES
@@ -72,6 +76,7 @@ if TYPE_CHECKING:
     from openprogram.recording.response_shapes import DriftClass
 
 DEFAULT_RECORDINGS_DIR = "tests/recordings"
+DRIFT_BASE_URL = "--openprogram-drift-base-url"
 
 
 MARKERS = (
@@ -97,6 +102,8 @@ class PluginSettings:
     """``drift`` mode: the class of drift (or worse) that fails a test."""
     drift_max_calls: int | None = None
     """``drift`` mode: the most calls sent live in the run (None: no limit)."""
+    drift_base_urls: BaseUrls = field(default_factory=lambda: BaseUrls(option=DRIFT_BASE_URL))
+    """``drift`` mode: the origins trusted with a vendor's key besides its official API."""
 
 
 PLUGIN_SETTINGS = pytest.StashKey[PluginSettings]()
@@ -189,6 +196,19 @@ def add_options(parser: pytest.Parser) -> None:
             "worker); the calls over it are skipped and counted"
         ),
     )
+    group.addoption(
+        DRIFT_BASE_URL,
+        action="append",
+        default=[],
+        metavar="VENDOR=ORIGIN",
+        help=(
+            "drift mode: trust ORIGIN (scheme://host[:port]) as VENDOR's API (openai, "
+            "anthropic, google, aws): its calls recorded there or to the official API are "
+            "sent to ORIGIN, with its key; HOST=ORIGIN sends the calls recorded to HOST (or "
+            "host:port) to ORIGIN. Repeatable. Without it, keys go only to the vendors' "
+            "official APIs and calls recorded elsewhere, loopback too, are skipped"
+        ),
+    )
     parser.addini(
         "openprogram_record_mode",
         help=f"{' | '.join(RECORD_MODES)}, when --openprogram-record-mode is not given",
@@ -267,6 +287,12 @@ def read_plugin_settings(config: pytest.Config) -> PluginSettings:
         raise pytest.UsageError(
             f"--openprogram-drift-max-calls takes a count of 0 or more, not {max_calls}"
         )
+    try:
+        base_urls = parse_base_urls(
+            config.getoption("openprogram_drift_base_url") or [], option=DRIFT_BASE_URL
+        )
+    except BaseUrlError as error:
+        raise pytest.UsageError(str(error)) from None
     return PluginSettings(
         recordings_dir=config.rootpath / recordings_dir,
         allow_record_on_ci=bool(config.getoption("openprogram_allow_record_on_ci")),
@@ -274,6 +300,7 @@ def read_plugin_settings(config: pytest.Config) -> PluginSettings:
         command_line_layer=command_line_layer,
         drift_fail_on=cast("DriftClass", config.getoption("openprogram_drift_fail_on")),
         drift_max_calls=max_calls,
+        drift_base_urls=base_urls,
     )
 
 

@@ -361,5 +361,6 @@ def _drift_problem(item: pytest.Item, session: RecordingSession) -> str | None:
         fail_on=settings.drift_fail_on,
         budget=budget,
         block=config.stash.get(_BLOCK, None),
+        base_urls=settings.drift_base_urls,
     )
     return drift_failure(report, session)

@@ -1,11 +1,13 @@
 """``pytest --openprogram-record-mode=drift``: each test replays its recording, then the calls
 it was served are sent live — here to a loopback :class:`DriftServer` on the recorded port,
-answering the recorded responses as they were or drifted — and the drift is reported in the
-summary and the JSON report; a test fails only on drift of the ``--openprogram-drift-fail-on``
-class, the budget bounds what is sent, and nothing is sent without a real key."""
+trusted with ``--openprogram-drift-base-url``, answering the recorded responses as they were
+or drifted — and the drift is reported in the summary and the JSON report; a test fails only
+on drift of the ``--openprogram-drift-fail-on`` class, the budget bounds what is sent, nothing
+is sent without a real key, and no key goes to a host a recording was moved to."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +19,7 @@ import openprogram.testing.drift_mode
 from openprogram.drift.check import DRIFT_CLASSES
 from openprogram.recording import RecordedCall, read_recording
 from openprogram.testing.suite_summary import DRIFT_CLASSES as SUMMARY_CLASSES
+from tests.support.attacker_server import AttackerServer
 from tests.support.drift_server import Add, Change, DriftServer, Rename, VaryContent
 from tests.support.inner_project import InnerProject, literal
 from tests.support.sdk_server import SdkServer
@@ -77,7 +80,10 @@ class Recorded:
         return DriftServer(calls, changes, port=self.port)
 
     def run(self, *args: str) -> pytest.RunResult:
-        return self.project.run("--openprogram-record-mode=drift", *args)
+        """A drift run, the recorded loopback server trusted as OpenAI's API (no loopback
+        origin is, unless named)."""
+        trusted = f"--openprogram-drift-base-url=openai=http://127.0.0.1:{self.port}"
+        return self.project.run("--openprogram-record-mode=drift", trusted, *args)
 
     def report(self) -> dict[str, Any]:
         data: dict[str, Any] = orjson.loads((self.project.root / "drift.json").read_bytes())
@@ -277,3 +283,113 @@ def test_a_test_without_a_recording_fails_as_in_none_naming_the_mode(
         ["*no recording at tests/recordings/test_agent/test_chat.jsonl (record mode 'drift' "
          "only replays); record it with `pytest --openprogram-record-mode=once *"]
     )  # fmt: skip
+
+
+MOVED_TESTS = """
+import os
+
+import httpx
+
+ASK = [{"role": "user", "content": "hi"}]
+
+
+def post(path, body, headers=None):
+    reply = httpx.post(os.environ["TARGET"] + path, json=body, headers=headers or {})
+    assert reply.json() == {}
+
+
+def test_openai(openprogram_recording):
+    post("/v1/chat/completions", {"model": "gpt-4o-mini", "messages": ASK})
+
+
+def test_anthropic(openprogram_recording):
+    body = {"model": "claude-x", "max_tokens": 8, "messages": ASK}
+    post("/v1/messages", body, {"anthropic-version": "2023-06-01"})
+
+
+def test_gemini(openprogram_recording):
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    post("/v1beta/models/gemini-2.5-flash:generateContent?key=recorded-key", body)
+
+
+def test_bedrock(openprogram_recording):
+    post("/model/m/converse", {"messages": [{"role": "user", "content": [{"text": "hi"}]}]})
+"""
+
+REAL_LOOKING_KEYS = {
+    "OPENAI_API_KEY": "sk-live-openai-0123456789abcdefghij",
+    "ANTHROPIC_API_KEY": "sk-ant-live-0123456789abcdefghij",
+    "GOOGLE_API_KEY": "google-live-key-0123456789abcdef",
+    "GEMINI_API_KEY": "gemini-live-key-0123456789abcdef",
+    "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def test_no_key_reaches_a_host_the_recordings_were_moved_to(
+    project: InnerProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recordings edited to point at another host (127.0.0.2, the attacker): drift sends it
+    nothing, with every vendor's key set; named with the option, it gets OpenAI's key only."""
+    project.write("conftest.py", SOCKETS_ALLOWED)
+    project.write("test_moved.py", MOVED_TESTS)
+    with AttackerServer() as recorded_against:
+        monkeypatch.setenv("TARGET", recorded_against.origin)
+        project.run("--openprogram-record-mode=once").assert_outcomes(passed=4)
+    for name, value in REAL_LOOKING_KEYS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # botocore would ask 169.254.169.254
+    folder = project.root / "tests" / "recordings" / "test_moved"
+    with AttackerServer() as attacker:
+        for recording in folder.iterdir():  # the edit: every URL moved to the attacker's host
+            text = recording.read_text().replace(recorded_against.origin, attacker.origin)
+            recording.write_text(text)
+        monkeypatch.setenv("TARGET", attacker.origin)
+        moved = project.run("--openprogram-record-mode=drift", "--openprogram-report=drift.json")
+        nothing_sent = list(attacker.connections)
+        trusted = f"--openprogram-drift-base-url=openai={attacker.origin}"
+        named = project.run("--openprogram-record-mode=drift", trusted)
+    assert nothing_sent == [], "no connection at all, with every key set"
+    moved.assert_outcomes(passed=4)
+    origin = attacker.origin
+    reasons = [
+        f"{origin} is not {vendor}'s API; pass --openprogram-drift-base-url {vendor}={origin} "
+        "to trust it"
+        for vendor in ("openai", "anthropic", "google", "aws")
+    ]
+    moved.stdout.fnmatch_lines(
+        [
+            "drift against the live providers: 4 tests checked, 0 failing; 0 calls sent; "
+            "4 calls skipped",
+            *(f"    skipped 1: {reason}" for reason in sorted(reasons)),
+        ],
+        consecutive=True,
+    )
+    report = orjson.loads((project.root / "drift.json").read_bytes())
+    assert sorted(report["drift"]["skipped_reasons"]) == sorted(reasons)
+    assert not [key for key in REAL_LOOKING_KEYS.values() if key in moved.stdout.str()]
+
+    named.assert_outcomes(passed=4)
+    (sent,) = attacker.connections
+    assert sent.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+    assert f"\r\nauthorization: Bearer {REAL_LOOKING_KEYS['OPENAI_API_KEY']}\r\n".encode() in sent
+    others = [value for name, value in REAL_LOOKING_KEYS.items() if name != "OPENAI_API_KEY"]
+    assert not [value for value in others if len(value) > 12 and value.encode() in sent]
+
+
+def test_an_unusable_drift_base_url_is_a_usage_error(project: InnerProject) -> None:
+    project.write("test_agent.py", "def test_nothing():\n    pass\n")
+    result = project.run("--openprogram-drift-base-url=openai=http://127.0.0.2:9/v1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: "
+            + literal(
+                "--openprogram-drift-base-url openai= takes an origin (scheme://host[:port], no "
+                "path), found 'http://127.0.0.2:9/v1'"
+            )
+        ]
+    )
