@@ -34,7 +34,8 @@ HEADER = typer.Option(
     None,
     "--header",
     metavar="'NAME: VALUE'",
-    help="A header to send with every request (a credential the environment lacks).",
+    help="A header to send with every request (a credential the environment lacks); like "
+    "a key, it goes only to a trusted origin (see --base-url).",
 )
 BASE_URL = typer.Option(
     None,
