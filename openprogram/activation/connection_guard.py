@@ -28,10 +28,12 @@ hook:
   library written in Python — dnspython, the resolvers of eventlet and Twisted — sends its
   queries as datagrams to port 53 of the resolver, and retries an answer too long for one
   over TCP to the same port. Traffic to port :data:`DNS_PORT` is let through unchecked, to
-  any host, so that a lookup works the same whichever library makes it (a program that
-  resolves an allowed host through dnspython still reaches it), and it is not reported as a
-  connection no boundary captured. A lookup reaches the resolver, not a server a recording
-  stands in for, and the connection made to the address it answered is checked.
+  any host, so that a lookup works the same whichever library makes it (pymongo asks
+  dnspython for the servers of a ``mongodb+srv://`` cluster, then connects to them by name),
+  and it is not reported as a connection no boundary captured. A lookup reaches the
+  resolver, not a server a recording stands in for, and the connection made to the address
+  it answered is checked (by that address: only ``getaddrinfo``'s answers tell the hook the
+  name an address came from).
 * :data:`REPLAY_GUARD` is the replay's check. While at least one replay is active (entered
   with :meth:`ReplayGuard.enter` by every way in: ``record_replay(mode="replay")``, the
   pytest fixture, ``openprogram exec --replay``, the configured replay mode), a connection
