@@ -15,29 +15,41 @@ when JSON), the response's head, and its body — a ``text/event-stream`` body s
 ``sse`` event per server-sent event, an AWS event stream into one ``eventstream`` event per
 message, any other body one ``http_body`` — so an imported recording replays an SDK call as
 one recorded by openprogram does. A body recorded compressed (``content-encoding: gzip``,
-``deflate``, ``br``) is stored decoded. Redaction runs over everything: cassettes often hold
-``authorization`` headers and keys in URLs. :class:`ImportedCassette` counts what it removed
-(never what it was), the interactions skipped and why, and the requests that repeat a method
-and URL (vcrpy's default matching served those in order; openprogram serves them by body).
+``deflate``, ``br``) is stored decoded (:mod:`~openprogram.importing.body_decoding`). No
+body may pass the largest body size (``max_body_size``, by default the 64 MB the recording
+proxy reads), decoded or not, nor a cassette's bodies together four times that: a cassette
+that does is refused whole, before anything is written. Redaction runs over everything:
+cassettes often hold ``authorization`` headers and keys in URLs. :class:`ImportedCassette`
+counts what it removed (never what it was), the interactions skipped and why, and the
+requests that repeat a method and URL (vcrpy's default matching served those in order;
+openprogram serves them by body).
 """
 
 from __future__ import annotations
 
-import gzip
-import zlib
+import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import orjson
 
+from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.errors import CassetteError
 from openprogram.http_boundary.codec import request_sections
 from openprogram.http_boundary.exchange import call_redactor
 from openprogram.http_boundary.whole_answers import answer_rows
-from openprogram.importing.cassette_files import read_cassette_file
+from openprogram.importing.body_decoding import CODINGS, BodyRefused, decode_body, megabytes
+from openprogram.importing.cassette_files import (
+    CASSETTE_BODIES,
+    RAISE_THE_LIMIT,
+    cassette_limit,
+    not_a_cassette_file,
+    read_cassette_file,
+)
 from openprogram.private_files import make_private_dirs
 from openprogram.recording.format import RecordedCall, new_header
 from openprogram.recording.redaction import is_secret_field_name
@@ -49,7 +61,6 @@ from openprogram.wording import plural
 __all__ = ["ImportedCassette", "cassette_files", "import_cassette", "write_imported"]
 
 _SIGNING_HEADERS: Final = frozenset({"authorization", "x-amz-security-token", "cookie"})
-_DECODED: Final = ("gzip", "x-gzip", "deflate", "br")
 
 
 @dataclass
@@ -110,22 +121,27 @@ class ImportedCassette:
         }
 
 
-def import_cassette(path: Path, user: UserRedaction | None = None) -> ImportedCassette:
+def import_cassette(
+    path: Path, user: UserRedaction | None = None, *, max_body_size: int = MAX_BODY_SIZE
+) -> ImportedCassette:
     """The calls of the cassette at ``path``, redacted by the built-in rules and ``user``'s
     (the configuration's ``redact_patterns``, a registered redactor); raises
     :class:`CassetteError` for a file that is not a cassette (or holds a tag vcrpy never
-    writes)."""
-    data, serializer = read_cassette_file(path)
+    writes), or that passes a bound: a body larger than ``max_body_size`` bytes, decoded,
+    and the others :mod:`~openprogram.importing.cassette_files` names."""
+    data, serializer = read_cassette_file(path, max_body_size=max_body_size)
     interactions = data.get("interactions") if isinstance(data, dict) else None
     if not isinstance(interactions, list):
         raise CassetteError(
             str(path), "is not a vcrpy cassette (no list of interactions at its top)"
         )
     imported = ImportedCassette(path, serializer, user=user)
+    bodies = _Bodies(path, largest=max_body_size, total=cassette_limit(max_body_size))
     seen: Counter[str] = Counter()
     for index, interaction in enumerate(interactions):
+        bodies.interaction = index
         try:
-            call = _call(len(imported.calls), interaction, imported, path, user)
+            call = _call(len(imported.calls), interaction, imported, bodies, user)
         except _Skip as skip:
             imported.skipped.append((index, str(skip)))
             continue
@@ -148,11 +164,67 @@ class _Skip(Exception):
     """An interaction that is not converted, and why."""
 
 
+@dataclass
+class _Bodies:
+    """The bodies of one cassette, each no larger than ``largest`` bytes, decoded, and all
+    of them together no larger than ``total``."""
+
+    path: Path
+    largest: int
+    total: int
+    taken: int = 0
+    interaction: int = 0
+
+    def take(self, body: bytes, which: str) -> bytes:
+        """``body``, counted; refused when it is too large."""
+        if len(body) > self.largest:
+            self._refuse_body(f"the {which} body", f"is more than {megabytes(self.largest)}")
+        return self._counted(body)
+
+    def decode(self, body: bytes, coding: str) -> bytes | None:
+        """The response ``body`` decoded of ``coding``, counted (None, and nothing counted,
+        when it is not in that coding); refused as soon as it decodes too large."""
+        room = min(self.largest, self.total - self.taken)
+        try:
+            decoded = decode_body(body, coding, limit=room)
+        except BodyRefused as refused:
+            if not refused.too_large:
+                raise CassetteError(
+                    str(self.path),
+                    f"the response body of interaction {self.interaction} {refused.problem}",
+                ) from None
+            if room < self.largest:
+                self._refuse_total()
+            self._refuse_body("the response body", refused.problem)
+        return None if decoded is None else self._counted(decoded)
+
+    def _counted(self, body: bytes) -> bytes:
+        self.taken += len(body)
+        if self.taken > self.total:
+            self._refuse_total()
+        return body
+
+    def _refuse_body(self, which: str, problem: str) -> NoReturn:
+        raise CassetteError(
+            str(self.path),
+            f"{which} of interaction {self.interaction} {problem}, the largest body imported: "
+            f"nothing was written ({RAISE_THE_LIMIT})",
+        )
+
+    def _refuse_total(self) -> NoReturn:
+        raise CassetteError(
+            str(self.path),
+            f"its bodies come to more than {megabytes(self.total)} decoded, the most one "
+            f"cassette may hold ({CASSETTE_BODIES} × the largest body): nothing was written "
+            f"({RAISE_THE_LIMIT})",
+        )
+
+
 def _call(
     call_index: int,
     interaction: object,
     imported: ImportedCassette,
-    path: Path,
+    bodies: _Bodies,
     user: UserRedaction | None,
 ) -> RecordedCall:
     secrets = imported.secrets
@@ -173,7 +245,7 @@ def _call(
     for name, _ in headers:
         if is_secret_field_name(name) or name in _SIGNING_HEADERS:
             secrets[f"{name} header"] += 1
-    content = _request_body(request)
+    content = bodies.take(_request_body(request), "request")
     if content and not any(name == "content-type" for name, _ in headers) and _is_json(content):
         headers.append(("content-type", "application/json"))
         imported.content_types_restored += 1
@@ -186,8 +258,7 @@ def _call(
             _count(secrets, "request body", sections[form], redacted[form])
 
     response_headers = _headers(response.get("headers"))
-    body = _response_body(response)
-    body, response_headers = _decoded(body, response_headers, path)
+    body, response_headers = _decoded(_response_body(response), response_headers, bodies)
     for name, _ in response_headers:
         if name == "set-cookie":
             secrets["set-cookie header"] += 1
@@ -263,50 +334,21 @@ def _bytes(value: object) -> bytes:
 
 
 def _decoded(
-    body: bytes, headers: list[tuple[str, str]], path: Path
+    body: bytes, headers: list[tuple[str, str]], bodies: _Bodies
 ) -> tuple[bytes, list[tuple[str, str]]]:
     """The body decoded of its ``content-encoding`` (the header and the encoded length left
     out), as the recorder stores it; as it is when it does not decode."""
     encodings = [value.strip().lower() for name, value in headers if name == "content-encoding"]
-    coding = next((item for item in encodings if item in _DECODED), None)
-    if coding is None or not body:
-        return body, headers
-    try:
-        if coding in ("gzip", "x-gzip"):
-            decoded = gzip.decompress(body)
-        elif coding == "deflate":
-            decoded = _inflate(body)
-        else:
-            decoded = _brotli(body, path)
-    except (OSError, EOFError, zlib.error, ValueError):
-        return body, headers  # recorded decoded already (vcrpy's decode_compressed_response)
+    coding = next((item for item in encodings if item in CODINGS), None)
+    decoded = None if coding is None or not body else bodies.decode(body, coding)
+    if decoded is None:
+        return bodies.take(body, "response"), headers  # vcrpy may have decoded it already
     kept = [
         (name, value)
         for name, value in headers
         if name not in ("content-encoding", "content-length")
     ]
     return decoded, kept
-
-
-def _inflate(body: bytes) -> bytes:
-    try:
-        return zlib.decompress(body)
-    except zlib.error:
-        return zlib.decompress(body, -zlib.MAX_WBITS)  # raw deflate, as some servers send it
-
-
-def _brotli(body: bytes, path: Path) -> bytes:
-    try:
-        import brotli  # type: ignore[import-untyped]
-    except ImportError:
-        raise CassetteError(
-            str(path), "a brotli-encoded body needs brotli: pip install 'openprogram[vcr]'"
-        ) from None
-    try:
-        decoded: bytes = brotli.decompress(body)
-    except brotli.error as error:
-        raise ValueError(str(error)) from None
-    return decoded
 
 
 def _count(secrets: Counter[str], where: str, before: object, after: object) -> None:
@@ -328,12 +370,22 @@ def _placeholders(value: object) -> int:
 def cassette_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     """The cassettes ``paths`` name — files, and the ``.yaml``, ``.yml`` and ``.json`` files
     under folders — each with its path relative to the folder it was found in (a file given
-    alone: its name)."""
+    alone: its name). Raises :class:`CassetteError` for a path given that is missing, or
+    that is neither a folder nor a regular file (a FIFO, a device, a link to one); what a
+    folder holds is read, or refused, cassette by cassette."""
     found: list[tuple[Path, Path]] = []
     for given in paths:
-        if given.is_dir():
+        try:
+            mode = os.stat(given).st_mode
+        except FileNotFoundError:
+            raise CassetteError(str(given), "no such cassette or folder") from None
+        except OSError as error:
+            raise CassetteError(str(given), f"cannot be read ({error.strerror or error})") from None
+        if stat.S_ISDIR(mode):
             for suffix in ("*.yaml", "*.yml", "*.json"):
                 found += [(path, path.relative_to(given)) for path in sorted(given.rglob(suffix))]
-        else:
+        elif stat.S_ISREG(mode):
             found.append((given, Path(given.name)))
+        else:
+            raise CassetteError(str(given), not_a_cassette_file(mode))
     return sorted(found, key=lambda pair: str(pair[1]))

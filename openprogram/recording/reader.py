@@ -66,6 +66,7 @@ __all__ = [
     "EventDecoder",
     "EventFieldError",
     "RecordingParser",
+    "file_kind",
     "parse_recording",
     "read_recording",
     "read_recording_bytes",
@@ -441,7 +442,7 @@ def read_recording_file(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_re
         if not stat.S_ISREG(info.st_mode):
             raise RecordingFileError(
                 str(file),
-                f"not a regular file (a {_file_kind(info.st_mode)})",
+                f"not a regular file (a {file_kind(info.st_mode)})",
                 advice="name a recording file",
             )
         with open(fd, "rb", buffering=0, closefd=False) as stream:
@@ -459,7 +460,8 @@ def _unreadable(file: Path, exc: OSError) -> RecordingFileError:
     )
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, by its ``st_mode``: ``FIFO``, ``directory``…"""
     if stat.S_ISDIR(mode):
         return "directory"
     if stat.S_ISFIFO(mode):

@@ -297,7 +297,7 @@ def test_what_is_not_a_cassette_and_bad_arguments(tmp_path: Path) -> None:
                  "--into", str(tmp_path / "out"))  # fmt: skip
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / 'broken.json'}, line 1: is not JSON (Expecting value)",
+        f"error: {tmp_path / 'broken.json'}, line 1: is not JSON (unexpected end of data)",
         f"error: {tmp_path / 'list.json'}: is not a vcrpy cassette (no list of interactions "
         "at its top)",
     ]

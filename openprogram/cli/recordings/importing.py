@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from openprogram.body_limit import MAX_BODY_SIZE_MB, MEBIBYTE
 from openprogram.cli.output import (
     EXIT_FAILURE,
     EXIT_USAGE,
@@ -41,6 +42,15 @@ PYTEST_LAYOUT = typer.Option(
     "fixture reads that test's recording (DIR/<module>/<test>.jsonl; DIR: tests/recordings).",
 )
 
+MAX_BODY_SIZE = typer.Option(
+    MAX_BODY_SIZE_MB,
+    "--max-body-size",
+    metavar="MB",
+    help="The largest body imported, decoded (gzip, deflate, br): the default is the recording "
+    "proxy's. A cassette file, its YAML aliases written out, and its bodies together may "
+    "be 4 times that.",
+)
+
 
 def import_cassettes(
     cassettes: list[Path] = CASSETTES,
@@ -48,6 +58,7 @@ def import_cassettes(
     name: str | None = NAME,
     pytest_layout: bool = PYTEST_LAYOUT,
     redactor: str | None = REDACTOR,
+    max_body_size: int = MAX_BODY_SIZE,
     force: bool = typer.Option(False, "--force", help="Replace recordings that exist."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -59,10 +70,12 @@ def import_cassettes(
     so an SDK replays it as it read it live. Credentials are removed (cassettes often hold
     authorization headers and keys in URLs) and counted, never printed. YAML is read with a
     loader that builds only the tags vcrpy writes: a cassette holding any other is refused
-    with its line. By default each cassette goes into the store under its file name;
-    --into DIR writes DIR/<path below the folder given>.jsonl (a pytest-recording
-    cassettes folder into tests/recordings, say). Exits 1 when a cassette could not be
-    imported (the others are), 2 for bad arguments.
+    with its line. Reading is bounded: only regular files, no body larger than
+    --max-body-size decoded, nesting 128 levels at most. By default each cassette goes into
+    the store under its file name; --into DIR writes DIR/<path below the folder given>.jsonl
+    (a pytest-recording cassettes folder into tests/recordings, say). Exits 1 when a
+    cassette could not be imported (the others are), 2 for bad arguments (a path given that
+    is missing, or neither a file nor a folder).
     """
     from openprogram.config.paths import recordings_dir
     from openprogram.errors import CassetteError, RecordingFileError
@@ -73,12 +86,14 @@ def import_cassettes(
         abort("--into and --name exclude each other: give one of them", EXIT_USAGE)
     if pytest_layout and name is not None:
         abort("--pytest-recording names each recording after its test: drop --name", EXIT_USAGE)
+    if max_body_size < 1:
+        abort("--max-body-size is 1 (MB) or more", EXIT_USAGE)
     if pytest_layout and into is None:
         into = Path("tests/recordings")
-    found = cassette_files([path.expanduser() for path in cassettes])
-    missing = [str(path) for path in cassettes if not path.exists()]
-    if missing:
-        abort(f"{missing[0]}: no such cassette or folder", EXIT_USAGE)
+    try:
+        found = cassette_files([path.expanduser() for path in cassettes])
+    except CassetteError as error:
+        abort(str(error), EXIT_USAGE)
     if not found:
         abort("no cassettes (.yaml, .yml or .json files) in the folders given", EXIT_USAGE)
     if name is not None and len(found) > 1:
@@ -115,7 +130,7 @@ def import_cassettes(
                         str(cassette),
                         f"{destination} exists: pass --force to replace it (nothing was written)",
                     )
-                imported = import_cassette(cassette, user)
+                imported = import_cassette(cassette, user, max_body_size=max_body_size * MEBIBYTE)
                 write_imported(imported, destination)
             except (CassetteError, RecordingFileError) as error:
                 failed += 1
