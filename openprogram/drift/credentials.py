@@ -156,7 +156,8 @@ def _aws_signature(
         from botocore.session import Session  # type: ignore[import-untyped]
     except ImportError:
         raise MissingCredentials(
-            f"signing a Bedrock request needs botocore: pip install botocore{credentials.other_way}"
+            "signing a Bedrock request needs botocore: pip install 'openprogram[bedrock]'"
+            f"{credentials.other_way}"
         ) from None
     session = Session()
     environ = credentials.environ

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +324,16 @@ def test_an_origin_is_written_one_way() -> None:
     assert origin_of("ftp://example.com/") is None
     assert origin_of("http://example.com:99999/") is None
     assert origin_of("http:///x") is None
+
+
+def test_signing_a_bedrock_call_without_botocore_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openprogram.drift.credentials import Credentials, MissingCredentials, apply_credentials
+
+    monkeypatch.setitem(sys.modules, "botocore.auth", None)  # as if it were not installed
+    credentials = Credentials({"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "s"}, ())
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse"
+
+    with pytest.raises(MissingCredentials, match=r"pip install 'openprogram\[bedrock\]'"):
+        apply_credentials("aws", "POST", url, {}, b"{}", credentials)
