@@ -6,8 +6,8 @@
                       session, shared), installed process-wide for a block; the placeholder
                       API keys set under replay
     context_manager   ``record_replay()``, the library's way in for a block of code
-    connection_guard  the socket-level backstop: under replay, every connection no recording
-                      serves is refused before it is made
+    connection_guard  the socket-level backstop: under replay, every connection and datagram
+                      no recording serves is refused before it is made or sent
     configured        what the configured mode turns on: the provider runtime's activation,
                       and the configuration (and ``exec``'s flags) resolved into one plan
     exec_environment  ``openprogram exec``'s child environment with its ``sitecustomize``,
