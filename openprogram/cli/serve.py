@@ -1,8 +1,9 @@
 """``openprogram serve``: a recording proxy for the OpenAI, Anthropic and Gemini APIs on
 loopback, for programs in any language.
 
-The server's addresses go to stdout once it listens (``OPENPROGRAM_SERVE_URL=…`` first, a
-line a test runner's setup can read, then the base URLs to give the clients);
+The server's addresses go to stdout once it listens (``OPENPROGRAM_SERVE_URL=…`` and
+``OPENPROGRAM_SERVE_TOKEN=…`` first, lines a test runner's setup can read, then the base URLs
+to give the clients);
 what it does — a line per request, every mismatch, every refusal — goes to stderr as it
 happens. At SIGINT or SIGTERM it finishes its recordings, says what each session did, and
 exits 1 when a request differed from its recording or recorded calls were never asked for,
@@ -45,6 +46,19 @@ UPSTREAM = typer.Option(
     help="Forward a vendor (openai, anthropic, gemini) to this URL instead of its public "
     "API: a litellm proxy, a local vLLM. Several may follow one --upstream.",
 )
+TOKEN_FILE = typer.Option(
+    None,
+    "--token-file",
+    metavar="PATH",
+    help="Also write the server's token to this file (0600) while it runs.",
+)
+ALLOW_ORIGIN = typer.Option(
+    [],
+    "--allow-origin",
+    metavar="ORIGIN",
+    help="Answer requests from the browser page at this origin (http://localhost:3000); "
+    "repeatable. Any other page is refused.",
+)
 FOLDER = typer.Option(
     None,
     "--dir",
@@ -80,6 +94,8 @@ def serve_command(
     quiet: bool = typer.Option(
         False, "--quiet", help="Log nothing while serving: only what each session did, at the end."
     ),
+    token_file: Path | None = TOKEN_FILE,
+    allow_origin: list[str] = ALLOW_ORIGIN,
 ) -> None:
     """Serve the OpenAI, Anthropic and Gemini APIs on loopback, recording or replaying.
 
@@ -88,7 +104,8 @@ def serve_command(
     exchange recorded, the response streamed through as it arrives; under replay it is
     answered from the recording and nothing is sent. Without --record or --replay, the
     configured mode applies. Tests can name their own recording per request (the header
-    x-openprogram-recording) or open sessions (POST /__openprogram/sessions). Stops at
+    x-openprogram-recording) or open sessions (POST /__openprogram/sessions), sending the
+    token the server prints (x-openprogram-token). Stops at
     Ctrl-C or SIGTERM, finishing the recordings; exits 1 if a request differed from the
     recording or recorded calls were never requested.
     """
@@ -102,11 +119,13 @@ def serve_command(
         serve_until_stopped,
         server_plan,
     )
+    from openprogram.serving.trust import parse_origin
 
     usage = (ServeSetupError, ExecSetupError, RecordingNameError, RecordingFileError)
     with reporting_errors(usage_errors=usage):
         try:
             upstreams = parse_upstreams([*upstream, *(more_upstreams or ())])
+            origins = tuple(parse_origin(origin) for origin in allow_origin)
         except ValueError as error:
             raise ServeSetupError(str(error)) from None
         if port < 0 or port > 65535 or timeout <= 0 or max_request_size <= 0 or grace < 0:
@@ -122,6 +141,8 @@ def serve_command(
             read_timeout=timeout,
             max_request_size=max_request_size * 1024 * 1024,
             grace=grace,
+            token_file=token_file,
+            allowed_origins=origins,
         )
         plan, settings = server_plan(record=record, replay=replay)
         table = open_sessions(plan, folder, settings)
@@ -172,6 +193,7 @@ def _announce(listening: object) -> None:
         what = f"replaying {own.path}"
     say(f"openprogram serve: {what}")
     say(f"  OPENPROGRAM_SERVE_URL={listening.url}")
+    say(f"  OPENPROGRAM_SERVE_TOKEN={listening.token}")
     for vendor in VENDORS:
         say(f"  {vendor.base_url_variables[0]}={listening.url}/{vendor.name}{vendor.base_path}")
     say("Ctrl-C stops it (its recordings are finished first).")

@@ -6,8 +6,11 @@ language by base URL, and ``openprogram exec`` for a program that is not Python.
     forwarding      the headers that cross the server each way, the upstreams' connections
     sessions        the recordings one server records and replays at once: its own, and one
                     per test (by a request header, or a session of the control API)
-    server          the aiohttp application: each request through its session's HTTP
-                    boundary, the response relayed as it arrives; the control API
+    trust           whom the server answers: the token of a request that names a
+                    recording or a session, its Host and Origin, the token file
+    server          the aiohttp application: each request checked, then through its
+                    session's HTTP boundary, the response relayed as it arrives
+    control         the control API: sessions opened, listed and ended; bounded JSON bodies
     running         a server's life: listening, stopping without losing a recording, in
                     the foreground or in a thread
     proxied_exec    ``openprogram exec`` of any program: a Python one in-process, any other

@@ -12,9 +12,11 @@ and :func:`run_command` runs the command one of two ways:
   loopback port for the length of the command, with its own recording the plan's, and the
   variables the clients read their base URL from (``OPENAI_BASE_URL``,
   ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``, and the older names some read)
-  pointed at it. The upstream of each vendor is the one the command's environment had
-  configured (its public API when none was). Only requests sent to those base URLs are
-  recorded or replayed: a program that writes its URL in its code is not captured this way.
+  pointed at it, and ``OPENPROGRAM_SERVE_TOKEN`` set to the server's token (what a test
+  runner's setup sends to name a recording or a session). The upstream of each vendor is
+  the one the command's environment had configured (its public API when none was). Only
+  requests sent to those base URLs are recorded or replayed: a program that writes its URL
+  in its code is not captured this way.
 
 **--isolate** (Linux) runs the command through the proxy in a network namespace of its own,
 with loopback only, so that under replay nothing it does can reach a live server: the
@@ -58,6 +60,7 @@ from openprogram.errors import (
     ServeSetupError,
 )
 from openprogram.serving.routes import VENDORS, check_upstream
+from openprogram.serving.trust import TOKEN_VARIABLE
 from openprogram.store.names import resolve_recording
 
 __all__ = [
@@ -191,7 +194,9 @@ def _run_through_proxy(
             listening = server.start()
         except ServeSetupError as error:
             raise ExecSetupError(f"cannot start the recording proxy: {error}") from None
-        environ = proxied_environment(base, listening.url, replay=plan.mode == "replay")
+        environ = proxied_environment(
+            base, listening.url, token=listening.token, replay=plan.mode == "replay"
+        )
         argv = command
         if socket is not None:
             argv = (*_isolated_prefix(socket, listening.port), *command)
@@ -241,13 +246,17 @@ def _configured_base(variables: Sequence[str], environ: Mapping[str, str]) -> st
     return None
 
 
-def proxied_environment(environ: Mapping[str, str], url: str, *, replay: bool) -> dict[str, str]:
+def proxied_environment(
+    environ: Mapping[str, str], url: str, *, token: str, replay: bool
+) -> dict[str, str]:
     """``environ`` for a command run through the server at ``url``: each vendor's base URL
     variables pointed at its prefix (keeping the path the command's own had after its
-    upstream), ``OPENPROGRAM_SERVE_URL`` at the server, and under ``replay`` the placeholder
-    keys where unset."""
+    upstream), ``OPENPROGRAM_SERVE_URL`` at the server and ``OPENPROGRAM_SERVE_TOKEN`` its
+    ``token`` (a test runner's setup names its sessions with it), and under ``replay`` the
+    placeholder keys where unset."""
     child = dict(environ)
     child[SERVE_URL_VARIABLE] = url
+    child[TOKEN_VARIABLE] = token
     for vendor in VENDORS:
         configured = _configured_base(vendor.base_url_variables, environ)
         path = vendor.base_path

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
+import logging
 import signal
 import threading
 from collections.abc import Callable, Mapping
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from openprogram.activation.configured import exec_plan
 from openprogram.activation.plan import RecordReplayPlan
@@ -39,6 +41,13 @@ from openprogram.errors import RecordReplayBlockedError, ServeSetupError
 from openprogram.serving.forwarding import Upstreams
 from openprogram.serving.server import DEFAULT_MAX_REQUEST_SIZE, ProxyServer, finish_in_flight
 from openprogram.serving.sessions import ProxySession, SessionAccount, SessionTable
+from openprogram.serving.trust import (
+    TrustRules,
+    host_in_url,
+    new_token,
+    remove_token_file,
+    write_token_file,
+)
 
 __all__ = [
     "DEFAULT_PORT",
@@ -71,6 +80,12 @@ class ServeOptions:
     """At the stop, how long the requests in flight may take to finish."""
     unix_socket: Path | None = None
     """A Unix socket to listen on besides the port (the bridge into an isolated command)."""
+    token: str = field(default_factory=new_token)
+    """What a request that names a recording or a session carries (a new one per server)."""
+    token_file: Path | None = None
+    """Where the token is written (``0600``) while the server runs."""
+    allowed_origins: tuple[str, ...] = ()
+    """The browser pages whose requests are answered (``--allow-origin``)."""
 
 
 @dataclass(frozen=True)
@@ -133,20 +148,29 @@ def server_plan(
 class Listening:
     """A server listening on its port (and socket), on the running event loop."""
 
-    def __init__(self, server: ProxyServer, runner: web.AppRunner, port: int) -> None:
+    def __init__(
+        self, server: ProxyServer, runner: web.AppRunner, address: tuple[str, int]
+    ) -> None:
         self.server = server
         self.runner = runner
-        self.port = port
+        self.host, self.port = address
+        """The address it listens on (the first, for a name that has several)."""
 
     @classmethod
     async def start(cls, table: SessionTable, options: ServeOptions) -> Listening:
-        """Listen as ``options`` say; ``ServeSetupError`` when the port is taken or the
-        socket cannot be made."""
+        """Listen as ``options`` say; ``ServeSetupError`` when the port is taken, the socket
+        cannot be made or the token file cannot be written."""
         check_host(options.host)
         upstreams = Upstreams(options.upstreams, read_timeout=options.read_timeout)
-        server = ProxyServer(table, upstreams, max_request_size=options.max_request_size)
+        trust = TrustRules.closed(options.token)
+        server = ProxyServer(
+            table, upstreams, trust=trust, max_request_size=options.max_request_size
+        )
         runner = web.AppRunner(
-            server.application(), access_log=None, shutdown_timeout=options.grace
+            server.application(),
+            access_log=None,
+            shutdown_timeout=options.grace,
+            logger=_SERVER_LOG,
         )
         await runner.setup()
         site = web.TCPSite(runner, options.host, options.port)
@@ -154,28 +178,64 @@ class Listening:
             await site.start()
             if options.unix_socket is not None:
                 await web.UnixSite(runner, str(options.unix_socket)).start()
-        except OSError as error:
+            addresses = [a for a in runner.addresses if isinstance(a, tuple) and len(a) >= 2]
+            host, port = str(addresses[0][0]), int(addresses[0][1])
+            hosts = [str(address[0]) for address in addresses]
+            server.trust = TrustRules.listening(options.token, hosts, port, options.allowed_origins)
+            if options.token_file is not None:
+                write_token_file(options.token_file, options.token)
+        except (OSError, ServeSetupError) as error:
             await runner.cleanup()
             await upstreams.aclose()
+            if isinstance(error, ServeSetupError):
+                raise
             raise ServeSetupError(_listen_problem(options, error)) from None
-        port = options.port
-        for address in runner.addresses:
-            if isinstance(address, tuple) and len(address) >= 2:
-                port = int(address[1])
-                break
-        return cls(server, runner, port)
+        return cls(server, runner, (host, port))
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """The URL it listens at (an IPv6 address in brackets)."""
+        return f"http://{host_in_url(self.host)}:{self.port}"
 
-    async def stop(self, grace: float) -> ServeOutcome:
+    @property
+    def token(self) -> str:
+        return self.server.trust.token
+
+    async def stop(self, grace: float, *, token_file: Path | None = None) -> ServeOutcome:
         """Stop listening, let the requests in flight finish (up to ``grace`` seconds, then
-        cancel them), end every session; the sessions' accounts."""
+        cancel them), end every session, remove the ``token_file`` it wrote; the sessions'
+        accounts."""
         await finish_in_flight(self.server, grace)
         await self.runner.cleanup()
         await self.server.upstreams.aclose()
+        if token_file is not None:
+            remove_token_file(token_file, self.token)
         return ServeOutcome(tuple(self.server.table.end_all()))
+
+
+class _OneLineServerLog(logging.Filter):
+    """aiohttp's log of a malformed request (which it answers 400) as one line, without the
+    parser's traceback: nothing a client sends makes the server print one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            args = record.args if isinstance(record.args, tuple) else ()
+            client = args[0] if args else "a client"
+            what = " ".join(str(error.message).split()) or type(error).__name__
+            record.msg = "a malformed request from %s was answered %d: %s"
+            record.args = (client, error.code, what[:_MOST_SHOWN])
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+_MOST_SHOWN = 200
+"""The most characters of a malformed request's problem logged (it quotes the request)."""
+_SERVER_LOG = logging.getLogger("openprogram.serve.http")
+"""aiohttp's server log (a request it could not read or answer): a child of the server's
+log, one line for a malformed request."""
+_SERVER_LOG.addFilter(_OneLineServerLog())
 
 
 def _listen_problem(options: ServeOptions, error: OSError) -> str:
@@ -206,7 +266,7 @@ def serve_until_stopped(
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
-        return await listening.stop(options.grace)
+        return await listening.stop(options.grace, token_file=options.token_file)
 
     return asyncio.run(main())
 
@@ -238,7 +298,8 @@ class BackgroundServer:
     def stop(self) -> ServeOutcome:
         listening = self._listening
         assert listening is not None, "stop() before start()"
-        future = asyncio.run_coroutine_threadsafe(listening.stop(self.options.grace), self._loop)
+        stopping = listening.stop(self.options.grace, token_file=self.options.token_file)
+        future = asyncio.run_coroutine_threadsafe(stopping, self._loop)
         try:
             return future.result()
         finally:

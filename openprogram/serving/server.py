@@ -1,5 +1,5 @@
 """The server of ``openprogram serve``: an aiohttp application that records, replays or
-refuses each request, by its session, and the control API of the sessions.
+refuses each request, by its session.
 
 Each request is routed (:mod:`~openprogram.serving.routes`) and given to its session
 (:mod:`~openprogram.serving.sessions`), whose HTTP boundary takes it exactly as it takes a
@@ -16,6 +16,8 @@ no retry can help (the SDKs honour it before their status rules) and the kind in
 
 ====  =========================================  ==============================================
 412   ``openprogram_replay_mismatch``            the two-line report of the first difference
+                                                 (its first line only, to a client without
+                                                 the token)
 412   ``openprogram_blocked``, ``…_no_recording``  record/replay blocked; no recording to use
 404   ``openprogram_no_route``, ``…_no_session``   a path under no vendor; a session not open
 413   ``openprogram_request_too_large``          a request body over the server's limit
@@ -29,18 +31,17 @@ answer (502/504 with the same body before a response, a cut connection in the mi
 The client going away in the middle of a response closes the upstream's response: the call
 is recorded as abandoned.
 
-The control API (JSON): ``GET /__openprogram/health``; ``POST /__openprogram/sessions``
-``{"name": …, "mode": "replay"|"record"|"once"}`` opens a session and answers its base URLs;
-``GET /__openprogram/sessions`` lists the open and ended ones; ``DELETE
-/__openprogram/sessions/<id>`` (``?keep=false`` to throw away what it recorded) ends one and
-answers its account.
+Before any of that, the request passes the server's checks of whom it answers
+(:mod:`~openprogram.serving.trust`: its ``Host``, its ``Origin``, the token of a request that
+names a recording or a session, a control request's content type): a refusal is answered
+421, 403, 401 or 415 in the same shapes, the control API's own for a control path. The
+control API itself is :mod:`~openprogram.serving.control`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -48,14 +49,21 @@ from typing import TYPE_CHECKING, Any, cast
 import httpx
 from aiohttp import web
 
-from openprogram import __version__
 from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.errors import RecordingFileError, ReplayMismatch
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
 from openprogram.http_boundary.exchange import CapturingTransport, call_redactor, captures
 from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.serving.control import TRUSTED, ControlApi, control_error
 from openprogram.serving.forwarding import Upstreams, client_headers, upstream_headers
-from openprogram.serving.routes import CONTROL_PREFIX, VENDORS, RouteError, Vendor, route_of
+from openprogram.serving.routes import (
+    CONTROL_PREFIX,
+    SESSION_PREFIX,
+    VENDORS,
+    RouteError,
+    Vendor,
+    route_of,
+)
 from openprogram.serving.sessions import (
     MODE_HEADER,
     RECORDING_HEADER,
@@ -63,11 +71,15 @@ from openprogram.serving.sessions import (
     SessionRefused,
     SessionTable,
 )
-from openprogram.wording import plural
+from openprogram.serving.trust import Refusal, TrustRules, mismatch_for_stranger
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from openprogram.errors import OpenProgramError
     from openprogram.http_boundary.clients import AsyncTransport
+
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = ["DEFAULT_MAX_REQUEST_SIZE", "ProxyServer", "logger"]
 
@@ -88,23 +100,51 @@ class ProxyServer:
         table: SessionTable,
         upstreams: Upstreams,
         *,
+        trust: TrustRules,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
     ) -> None:
         self.table = table
         self.upstreams = upstreams
+        self.trust = trust
+        """Whom it answers; :meth:`TrustRules.closed` until it knows where it listens."""
         self.max_request_size = max_request_size
         self.in_flight = 0
         self.relaying: set[httpx.Response] = set()
         """The upstream responses being relayed now."""
 
     def application(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_request_size, handler_args=None)
-        app.router.add_get(f"{CONTROL_PREFIX}/health", self._health)
-        app.router.add_post(f"{CONTROL_PREFIX}/sessions", self._open_session)
-        app.router.add_get(f"{CONTROL_PREFIX}/sessions", self._list_sessions)
-        app.router.add_delete(f"{CONTROL_PREFIX}/sessions/{{id}}", self._close_session)
+        app = web.Application(
+            client_max_size=self.max_request_size, handler_args=None, middlewares=[self._guard]
+        )
+        ControlApi(self.table).add_routes(app)
         app.router.add_route("*", "/{tail:.*}", self._forward)
+        app.on_response_prepare.append(self._allow_origin)
         return app
+
+    # --- whom it answers ----------------------------------------------------------------
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Refuse what :class:`TrustRules` refuses, answer an allowed origin's preflight;
+        else the handler, the request marked trusted when it carried the token."""
+        paths = (request.rel_url.raw_path, request.path)
+        refusal = self.trust.refusal(
+            request.method, paths, request.headers, has_body=request.body_exists
+        )
+        if refusal is not None:
+            logger.warning("refused %s %s: %s", request.method, _where(request), refusal.message)
+            return _refusal_answer(request, refusal)
+        preflight = self.trust.preflight_headers(request.method, request.headers)
+        if preflight is not None:
+            return web.Response(status=204, headers=preflight)
+        request[TRUSTED] = self.trust.holds_token(request.headers)
+        return await handler(request)
+
+    async def _allow_origin(self, request: web.Request, response: web.StreamResponse) -> None:
+        """An allowed page may read the answer: the CORS headers, on every response."""
+        origin = self.trust.allowed_origin(request.headers)
+        if origin is not None:
+            response.headers.update(self.trust.cors_headers(origin))
 
     # --- forwarding ---------------------------------------------------------------------
 
@@ -116,8 +156,8 @@ class ProxyServer:
         finally:
             self.in_flight -= 1
         elapsed = (time.perf_counter() - started) * 1000
-        logger.info("%s %s → %d %s (%.0f ms)", request.method, request.path, response.status,
-                    what, elapsed)  # fmt: skip
+        logger.info("%s %s → %d %s (%.0f ms)", request.method, _where(request),
+                    response.status, what, elapsed)  # fmt: skip
         return response
 
     async def _answer(self, request: web.Request) -> tuple[web.StreamResponse, str]:
@@ -133,11 +173,11 @@ class ProxyServer:
                 request.headers.get(MODE_HEADER),
             )
         except SessionRefused as refused:
-            logger.warning("refused %s %s: %s", request.method, request.path, refused)
+            logger.warning("refused %s %s: %s", request.method, _where(request), refused)
             return _error(vendor, refused.status, refused.kind, str(refused)), "refused"
         if session.missing is not None:
             session.refuse(session.missing)
-            logger.warning("refused %s %s: %s", request.method, request.path, session.missing)
+            logger.warning("refused %s %s: %s", request.method, _where(request), session.missing)
             return _error(vendor, 412, "openprogram_no_recording", session.missing), "refused"
         try:
             body = await request.read()
@@ -160,7 +200,8 @@ class ProxyServer:
         try:
             upstream = await transport.handle_async_request(outgoing)
         except RecordReplayEscape as escape:
-            return self._refused(session, vendor, escape.error), "refused"
+            trusted = bool(request.get(TRUSTED))
+            return self._refused(session, vendor, escape.error, trusted=trusted), "refused"
         except Exception as error:  # the upstream failed (live or as recorded)
             session.calls += recorded  # the failure is a recorded call too
             return _upstream_failed(session, vendor, outgoing, error), "upstream failed"
@@ -193,7 +234,7 @@ class ProxyServer:
             async for chunk in upstream.aiter_raw():
                 await relayed.write(chunk)
         except RecordReplayEscape as escape:
-            logger.warning("%s: %s", request.path, escape.error)
+            logger.warning("%s: %s", _where(request), escape.error)
             self._note_refusal(session, escape.error)
             _cut(request)
             return relayed
@@ -202,9 +243,9 @@ class ProxyServer:
                 # closing the upstream's response records the call as abandoned and closes
                 # that connection (the watch did, or the ``finally`` does)
                 logger.info("the client of %s went away in the middle of the response",
-                            request.path)  # fmt: skip
+                            _where(request))  # fmt: skip
             else:  # the upstream failed in the middle (live or as recorded)
-                logger.warning("%s: the response was cut: %s: %s", request.path,
+                logger.warning("%s: the response was cut: %s: %s", _where(request),
                                type(error).__name__, error)  # fmt: skip
                 _cut(request)
             return relayed
@@ -217,12 +258,15 @@ class ProxyServer:
         return relayed
 
     def _refused(
-        self, session: ProxySession, vendor: Vendor, error: OpenProgramError
+        self, session: ProxySession, vendor: Vendor, error: OpenProgramError, *, trusted: bool
     ) -> web.Response:
+        """The answer to a request the session refused; a mismatch is told whole only to a
+        client with the token (another is told where, not what the recording holds)."""
         self._note_refusal(session, error)
         if isinstance(error, ReplayMismatch):
             logger.warning("%s", error)
-            return _error(vendor, 412, "openprogram_replay_mismatch", str(error))
+            told = str(error) if trusted else mismatch_for_stranger(error)
+            return _error(vendor, 412, "openprogram_replay_mismatch", told)
         logger.warning("refused: %s", error)
         if isinstance(error, RecordingFileError):
             return _error(vendor, 500, "openprogram_recording_error", str(error))
@@ -233,72 +277,6 @@ class ProxyServer:
         """A refusal other than a mismatch (which the replay keeps) goes into the account."""
         if not isinstance(error, ReplayMismatch):
             session.refuse(str(error))
-
-    # --- the control API ----------------------------------------------------------------
-
-    async def _health(self, request: web.Request) -> web.Response:
-        own = self.table.own
-        return web.json_response(
-            {
-                "ok": True,
-                "version": __version__,
-                "mode": None if own is None else own.mode,
-                "recording": None if own is None or own.path is None else str(own.path),
-                "sessions": len(self.table.open_sessions()),
-            }
-        )
-
-    async def _open_session(self, request: web.Request) -> web.Response:
-        try:
-            given = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            given = None
-        if not isinstance(given, dict) or not isinstance(given.get("name"), str):
-            shape = 'send a JSON object: {"name": "…", "mode": "replay"}'
-            return _control_error(400, "openprogram_bad_session", shape)
-        mode = given.get("mode")
-        if mode is not None and not isinstance(mode, str):
-            return _control_error(400, "openprogram_bad_session", "mode must be a string")
-        try:
-            session = self.table.open(given["name"], mode)
-        except SessionRefused as refused:
-            return _control_error(refused.status, refused.kind, str(refused))
-        assert session.session_id is not None
-        prefix = f"{CONTROL_PREFIX}/s/{session.session_id}"
-        origin = f"http://{request.host}"
-        logger.info("session %s opened: %s %s", session.session_id, session.mode, session.name)
-        return web.json_response(
-            {
-                "id": session.session_id,
-                "name": session.name,
-                "mode": session.mode,
-                "opened_mode": session.opened_mode,
-                "path": None if session.path is None else str(session.path),
-                "prefix": prefix,
-                "base_urls": {
-                    vendor.name: f"{origin}{prefix}/{vendor.name}{vendor.base_path}"
-                    for vendor in VENDORS
-                },
-            },
-            status=201,
-        )
-
-    async def _list_sessions(self, request: web.Request) -> web.Response:
-        open_ = [{"id": s.session_id, **s.account().to_json()} for s in self.table.open_sessions()]
-        ended = [account.to_json() for account in self.table.ended]
-        return web.json_response({"open": open_, "ended": ended})
-
-    async def _close_session(self, request: web.Request) -> web.Response:
-        keep = request.query.get("keep", "true").lower() not in ("false", "0", "no")
-        try:
-            account = self.table.close(request.match_info["id"], keep=keep)
-        except SessionRefused as refused:
-            return _control_error(refused.status, refused.kind, str(refused))
-        for problem in account.problems:
-            logger.warning("session %s: %s", account.name, problem)
-        logger.info("session %s ended: %s %s", account.name, account.mode,
-                    plural(account.calls, "call"))  # fmt: skip
-        return web.json_response(account.to_json())
 
 
 def _error(vendor: Vendor | None, status: int, kind: str, message: str) -> web.Response:
@@ -312,12 +290,23 @@ def _error(vendor: Vendor | None, status: int, kind: str, message: str) -> web.R
     )
 
 
-def _control_error(status: int, kind: str, message: str) -> web.Response:
-    return web.json_response(
-        {"error": {"type": kind, "message": message}},
-        status=status,
-        headers={"x-openprogram-error": kind, **_NO_RETRY},
-    )
+def _where(request: web.Request) -> str:
+    """``request``'s path for the log: as it came, still escaped (a line stays one line),
+    without its query (which may hold a key)."""
+    return request.rel_url.raw_path
+
+
+def _refusal_answer(request: web.Request, refusal: Refusal) -> web.Response:
+    """``refusal`` in the control API's shape for a control path, else in the vendor's (the
+    path's, OpenAI's for a path under none)."""
+    path = request.rel_url.raw_path
+    if path.startswith(CONTROL_PREFIX) and not path.startswith(SESSION_PREFIX):
+        return control_error(refusal.status, refusal.kind, refusal.message)
+    try:
+        vendor: Vendor | None = route_of(path).vendor
+    except RouteError:
+        vendor = None
+    return _error(vendor, refusal.status, refusal.kind, refusal.message)
 
 
 def _upstream_failed(

@@ -17,7 +17,9 @@ A session's mode is ``replay`` (served from the recording, which must exist), ``
 session ends and keeps it — a session that fails part-way never spoils a good recording)
 or ``once`` (replay when the recording holds calls, else record). Names are the store's
 recording names, and ``/`` between them makes folders: ``agent-test/streams-a-reply``
-becomes ``<folder>/agent-test/streams-a-reply.jsonl`` under the server's recordings folder.
+becomes ``<folder>/agent-test/streams-a-reply.jsonl`` under the server's recordings folder —
+never a link, never through a linked folder, never a file that is not a regular one. A
+session opened through the control API has an id of 128 random bits.
 
 Each session's :class:`SessionAccount` says what it did: the calls it recorded or served,
 every mismatch, the recorded calls never requested.
@@ -29,6 +31,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -302,7 +305,7 @@ class SessionTable:
             )
         session = self._session(name, chosen, target)
         if not by_header:
-            session.session_id = secrets.token_urlsafe(9)
+            session.session_id = secrets.token_urlsafe(16)  # 128 bits: never guessed
             self.by_id[session.session_id] = session
         self.by_name[name] = session
         return session
@@ -319,7 +322,9 @@ class SessionTable:
         return mode  # type: ignore[return-value]
 
     def path_of(self, name: str) -> Path:
-        """The recording ``name`` means: names separated by ``/``, each a store name."""
+        """The recording ``name`` means: names separated by ``/``, each a store name, under
+        the server's folder — never through a link (a folder or the recording itself),
+        never a file that is not a regular one."""
         parts = name.split("/")
         try:
             for part in parts:
@@ -330,7 +335,9 @@ class SessionTable:
                 status=400,
                 kind="openprogram_bad_session",
             ) from None
-        return self.folder.joinpath(*parts[:-1], parts[-1] + RECORDING_SUFFIX)
+        path = self.folder.joinpath(*parts[:-1], parts[-1] + RECORDING_SUFFIX)
+        _check_no_link(name, self.folder, path)
+        return path
 
     def _session(self, name: str, opened: SessionMode, target: Path) -> ProxySession:
         mode = opened
@@ -384,6 +391,37 @@ class SessionTable:
 
     def open_sessions(self) -> list[ProxySession]:
         return list(self.by_name.values())
+
+
+def _check_no_link(name: str, folder: Path, path: Path) -> None:
+    """Refuse ``path`` (:class:`SessionRefused`) when a folder on the way to it from
+    ``folder``, or the file itself, is a link, or the file is not a regular one: a session
+    names recordings under the server's folder only (a link could lead anywhere, a FIFO
+    would hang the reader)."""
+    current = folder
+    for part in path.relative_to(folder).parts:
+        current = current / part
+        try:
+            found = os.lstat(current)
+        except FileNotFoundError:
+            return  # made when the session records
+        except OSError as error:
+            raise _refused_path(name, current, error.strerror or str(error)) from None
+        if stat.S_ISLNK(found.st_mode):
+            raise _refused_path(name, current, "is a link")
+        if current != path and not stat.S_ISDIR(found.st_mode):
+            raise _refused_path(name, current, "is not a folder")
+        if current == path and not stat.S_ISREG(found.st_mode):
+            raise _refused_path(name, current, "is not a regular file")
+
+
+def _refused_path(name: str, path: Path, problem: str) -> SessionRefused:
+    return SessionRefused(
+        f"recording {name!r}: {path} {problem}; a session names only recordings under the "
+        "server's folder, never through a link",
+        status=400,
+        kind="openprogram_bad_session",
+    )
 
 
 def _holds_calls(path: Path) -> bool:

@@ -113,11 +113,13 @@ def test_the_node_sdks_record_through_serve_and_replay_with_the_vendor_server_st
     assert replayed_error.stdout == live_error.stdout
     assert json.loads(live_error.stdout)["result"]["status"] == 400
 
-    # a changed request: the SDK's error carries the report, and no retry was made
+    # a changed request: the SDK's error says where it differed (the recorded value is for a
+    # client with the server's token, and in the server's log), and no retry was made
     assert drifted.returncode == 3
     report = (
-        "412 replay mismatch at call 2, field body.input:\n"
-        "recorded 'Say hello', incoming 'Say goodbye'"
+        "412 replay mismatch at call 2, field body.input: the recorded value is in the "
+        "server's log, and in the answer to a client that sends the server's token "
+        "(x-openprogram-token)"
     )
     assert json.loads(drifted.stdout)["error"] == {
         "name": "APIError",
@@ -311,6 +313,7 @@ def test_exec_s_proxy_serves_a_test_runner_s_sessions_where_its_setup_keeps_them
     recordings = tmp_path / "recs"
     ask = (
         f'{curl} -sS -H "x-openprogram-recording: t/one" -H "x-openprogram-mode: record" '
+        '-H "x-openprogram-token: $OPENPROGRAM_SERVE_TOKEN" '
         '-H "content-type: application/json" -d \'{"model": "m", "messages": [{"role": '
         '"user", "content": "hi"}]}\' "$OPENPROGRAM_SERVE_URL/v1/chat/completions"'
     )

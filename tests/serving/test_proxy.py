@@ -33,16 +33,24 @@ WEATHER = {
 }
 
 
-def _session(openai_url: str, anthropic_url: str, prompt: str = "hello") -> list[Any]:
-    """A short agent session on both SDKs: a streamed chat with a tool call, a Responses
-    stream, a whole chat answer and an Anthropic messages stream; what the program saw."""
+def _session(
+    openai_url: str,
+    anthropic_url: str,
+    prompt: str = "hello",
+    headers: dict[str, str] | None = None,
+) -> list[Any]:
+    """A short agent session on both SDKs (sending ``headers`` too): a streamed chat with a
+    tool call, a Responses stream, a whole chat answer and an Anthropic messages stream; what
+    the program saw."""
     import anthropic
     import openai
 
     seen: list[Any] = []
     with (
-        openai.OpenAI(base_url=openai_url, api_key=KEY) as client,
-        anthropic.Anthropic(base_url=anthropic_url, api_key=ANTHROPIC_KEY) as claude,
+        openai.OpenAI(base_url=openai_url, api_key=KEY, default_headers=headers) as client,
+        anthropic.Anthropic(
+            base_url=anthropic_url, api_key=ANTHROPIC_KEY, default_headers=headers
+        ) as claude,
     ):
         stream = client.chat.completions.create(
             model="gpt-4o-mini",
@@ -102,11 +110,13 @@ def test_a_replay_serves_what_was_recorded_and_a_changed_request_gets_the_report
     with running_proxy(replay=path, upstreams=hosts) as proxy:
         assert _session(proxy.openai_url, proxy.anthropic_url) == live
     assert proxy.stop().exit_status == 0
-    with (
-        running_proxy(replay=path, upstreams=hosts) as proxy,
-        pytest.raises(openai.APIStatusError) as caught,
-    ):
-        _session(proxy.openai_url, proxy.anthropic_url, prompt="goodbye")
+    with running_proxy(replay=path, upstreams=hosts) as proxy:
+        with pytest.raises(openai.APIStatusError) as caught:
+            _session(proxy.openai_url, proxy.anthropic_url, prompt="goodbye", headers=proxy.auth)
+        # a client without the token is served the server's own recording, but told where
+        # its request differed, never what the recording holds there
+        with pytest.raises(openai.APIStatusError) as stranger:
+            _session(proxy.openai_url, proxy.anthropic_url, prompt="goodbye")
     error = caught.value
     assert error.status_code == 412
     assert error.response.headers["x-openprogram-error"] == "openprogram_replay_mismatch"
@@ -114,10 +124,17 @@ def test_a_replay_serves_what_was_recorded_and_a_changed_request_gets_the_report
         "Error code: 412 - replay mismatch at call 0, field body.messages[0].content:\n"
         "recorded 'weather? hello', incoming 'weather? goodbye'"
     )
+    assert stranger.value.status_code == 412
+    assert stranger.value.message == (
+        "Error code: 412 - replay mismatch at call 0, field body.messages[0].content: the "
+        "recorded value is in the server's log, and in the answer to a client that sends the "
+        "server's token (x-openprogram-token)"
+    )
+    assert "weather? hello" not in stranger.value.response.text
     outcome = proxy.stop()
     assert outcome.exit_status == 1
     (account,) = outcome.accounts
-    assert len(account.mismatches) == 1  # no SDK retried it
+    assert len(account.mismatches) == 2  # one for each client: no SDK retried it
     assert account.unconsumed == [0, 1, 2, 3]
     assert account.unconsumed_report is not None
     assert "4 of 4 recorded calls never requested" in account.unconsumed_report
@@ -246,7 +263,11 @@ def test_what_the_server_answers_itself_reads_in_the_vendor_s_shape(tmp_path: Pa
         too_large = httpx.post(
             f"{proxy.url}/openai/v1/chat/completions",
             content=b"x" * 2048,
-            headers={"x-openprogram-recording": "big", "x-openprogram-mode": "record"},
+            headers={
+                "x-openprogram-recording": "big",
+                "x-openprogram-mode": "record",
+                **proxy.auth,
+            },
         )
     assert no_route.status_code == 404
     assert "under no vendor's prefix" in no_route.json()["error"]["message"]

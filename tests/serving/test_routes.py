@@ -136,15 +136,18 @@ def test_exec_points_every_base_url_variable_at_the_proxy_keeping_the_configured
         "openai": "http://localhost:8000/custom",
         "gemini": "https://gateway.example/gemini-api",
     }
-    child = proxied_environment(environ, "http://127.0.0.1:5000", replay=False)
+    child = proxied_environment(environ, "http://127.0.0.1:5000", token="t0ken", replay=False)
     assert child["OPENAI_BASE_URL"] == child["OPENAI_API_BASE"] == "http://127.0.0.1:5000/openai/v1"
     assert child["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:5000/anthropic"
     assert child["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:5000/gemini"
     assert child["OPENPROGRAM_SERVE_URL"] == "http://127.0.0.1:5000"
+    assert child["OPENPROGRAM_SERVE_TOKEN"] == "t0ken"  # a test runner's setup names sessions
     assert "OPENAI_API_KEY" not in child
-    replaying = proxied_environment(environ, "http://127.0.0.1:5000", replay=True)
+    replaying = proxied_environment(environ, "http://127.0.0.1:5000", token="t", replay=True)
     assert replaying["OPENAI_API_KEY"] == replaying["ANTHROPIC_API_KEY"]  # the placeholder
     # a base URL without the SDK's /v1 keeps its path in the upstream
     assert upstreams_of({"OPENAI_API_BASE": "http://h:1/api"}) == {"openai": "http://h:1/api"}
-    child = proxied_environment({"OPENAI_API_BASE": "http://h:1/api"}, "http://p", replay=False)
+    child = proxied_environment(
+        {"OPENAI_API_BASE": "http://h:1/api"}, "http://p", token="t", replay=False
+    )
     assert child["OPENAI_BASE_URL"] == "http://p/openai"

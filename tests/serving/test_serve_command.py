@@ -37,8 +37,9 @@ def test_it_prints_where_it_listens_and_at_sigint_what_it_recorded(tmp_path: Pat
     assert (answer.status_code, stream.status_code) == (200, 200)
     lines = stopped.stdout.splitlines()
     assert lines[0] == f"openprogram serve: recording into {path}"
-    assert lines[1:5] == [
+    assert lines[1:6] == [
         f"  OPENPROGRAM_SERVE_URL={serve.url}",
+        f"  OPENPROGRAM_SERVE_TOKEN={serve.token}",
         f"  OPENAI_BASE_URL={serve.url}/openai/v1",
         f"  ANTHROPIC_BASE_URL={serve.url}/anthropic",
         f"  GOOGLE_GEMINI_BASE_URL={serve.url}/gemini",
@@ -182,7 +183,8 @@ def test_without_a_recording_of_its_own_it_serves_sessions_and_sums_them_up(
         serve = ServeProcess("--dir", str(tmp_path / "recs"), "--upstream", hosts, env=env)
         with serve:
             for name in ("t/one", "t/two"):
-                headers = {"x-openprogram-recording": name, "x-openprogram-mode": "record"}
+                headers = {"x-openprogram-recording": name, "x-openprogram-mode": "record",
+                           **serve.auth}  # fmt: skip
                 answer = httpx.post(f"{serve.url}/v1/chat/completions", json=CHAT, headers=headers)
                 assert answer.status_code == 200
             nameless = httpx.post(f"{serve.url}/v1/chat/completions", json=CHAT)

@@ -20,11 +20,12 @@ def _chat(prompt: str) -> dict[str, Any]:
 
 
 def test_requests_name_their_recordings_by_header_and_run_side_by_side(tmp_path: Path) -> None:
-    async def two_tests(url: str) -> list[int]:
+    async def two_tests(url: str, token: str) -> list[int]:
         async with httpx.AsyncClient(timeout=30) as client:
 
             async def one_test(name: str) -> list[int]:
-                headers = {"x-openprogram-recording": name, "x-openprogram-mode": "once"}
+                headers = {"x-openprogram-recording": name, "x-openprogram-mode": "once",
+                           "x-openprogram-token": token}  # fmt: skip
                 statuses = []
                 for turn in range(3):
                     answer = await client.post(
@@ -40,7 +41,7 @@ def test_requests_name_their_recordings_by_header_and_run_side_by_side(tmp_path:
         SdkServer() as upstream,
         running_proxy(upstreams={"openai": upstream.base_url}, folder=tmp_path) as proxy,
     ):
-        assert asyncio.run(two_tests(proxy.url)) == [200] * 6
+        assert asyncio.run(two_tests(proxy.url, proxy.token)) == [200] * 6
     for name in ("a", "b"):
         calls = read_for_replay(tmp_path / "suite" / f"{name}.jsonl").calls
         assert [c.request["body"]["messages"][0]["content"] for c in calls] == [
@@ -48,7 +49,7 @@ def test_requests_name_their_recordings_by_header_and_run_side_by_side(tmp_path:
         ]
     # once: the recordings exist now, so the same requests replay, the vendor server gone
     with running_proxy(upstreams={"openai": upstream.base_url}, folder=tmp_path) as proxy:
-        assert asyncio.run(two_tests(proxy.url)) == [200] * 6
+        assert asyncio.run(two_tests(proxy.url, proxy.token)) == [200] * 6
     accounts = proxy.stop().accounts
     assert [(a.name, a.mode, a.calls, a.ok) for a in accounts] == [
         ("suite/a", "replay", 3, True),
@@ -62,18 +63,30 @@ def test_a_session_of_the_control_api_has_its_own_base_urls_and_account(tmp_path
         running_proxy(upstreams={"openai": upstream.base_url}, folder=tmp_path) as proxy,
     ):
         opened = httpx.post(
-            f"{proxy.url}/__openprogram/sessions", json={"name": "a-test", "mode": "record"}
+            f"{proxy.url}/__openprogram/sessions",
+            json={"name": "a-test", "mode": "record"},
+            headers=proxy.auth,
         )
         assert opened.status_code == 201
         session = opened.json()
         assert session["base_urls"]["openai"] == (
             f"{proxy.url}/__openprogram/s/{session['id']}/openai/v1"
         )
-        answer = httpx.post(f"{session['base_urls']['openai']}/chat/completions", json=_chat("hi"))
+        answer = httpx.post(
+            f"{session['base_urls']['openai']}/chat/completions",
+            json=_chat("hi"),
+            headers=proxy.auth,
+        )
         assert answer.json()["choices"][0]["message"]["content"] == "You said: hi"
         assert not (tmp_path / "a-test.jsonl").exists()  # written beside it until it ends
-        ended = httpx.delete(f"{proxy.url}/__openprogram/sessions/{session['id']}").json()
-        gone = httpx.post(f"{session['base_urls']['openai']}/chat/completions", json=_chat("hi"))
+        ended = httpx.delete(
+            f"{proxy.url}/__openprogram/sessions/{session['id']}", headers=proxy.auth
+        ).json()
+        gone = httpx.post(
+            f"{session['base_urls']['openai']}/chat/completions",
+            json=_chat("hi"),
+            headers=proxy.auth,
+        )
     assert ended == {
         "name": "a-test",
         "mode": "record",
@@ -93,11 +106,15 @@ def test_a_session_of_the_control_api_has_its_own_base_urls_and_account(tmp_path
 
     with running_proxy(folder=tmp_path) as proxy:
         session = httpx.post(
-            f"{proxy.url}/__openprogram/sessions", json={"name": "a-test", "mode": "replay"}
+            f"{proxy.url}/__openprogram/sessions",
+            json={"name": "a-test", "mode": "replay"},
+            headers=proxy.auth,
         ).json()
         base = session["base_urls"]["openai"]
-        drifted = httpx.post(f"{base}/chat/completions", json=_chat("bye"))
-        ended = httpx.delete(f"{proxy.url}/__openprogram/sessions/{session['id']}").json()
+        drifted = httpx.post(f"{base}/chat/completions", json=_chat("bye"), headers=proxy.auth)
+        ended = httpx.delete(
+            f"{proxy.url}/__openprogram/sessions/{session['id']}", headers=proxy.auth
+        ).json()
     assert drifted.status_code == 412
     assert ended["ok"] is False
     assert ended["report"] == (
@@ -116,19 +133,20 @@ def test_a_session_that_records_nothing_or_is_thrown_away_leaves_no_recording(
     with (
         SdkServer() as upstream,
         running_proxy(upstreams={"openai": upstream.base_url}, folder=tmp_path) as proxy,
+        httpx.Client(headers=proxy.auth) as client,
     ):
         control = f"{proxy.url}/__openprogram/sessions"
-        quiet = httpx.post(control, json={"name": "no-calls", "mode": "record"}).json()
-        assert httpx.delete(f"{control}/{quiet['id']}").json()["kept"] is False
-        failed = httpx.post(control, json={"name": "failed", "mode": "record"}).json()
-        httpx.post(f"{failed['base_urls']['openai']}/chat/completions", json=_chat("x"))
-        thrown = httpx.delete(f"{control}/{failed['id']}?keep=false").json()
+        quiet = client.post(control, json={"name": "no-calls", "mode": "record"}).json()
+        assert client.delete(f"{control}/{quiet['id']}").json()["kept"] is False
+        failed = client.post(control, json={"name": "failed", "mode": "record"}).json()
+        client.post(f"{failed['base_urls']['openai']}/chat/completions", json=_chat("x"))
+        thrown = client.delete(f"{control}/{failed['id']}?keep=false").json()
         # a test that replays and makes no call needs no recording
-        absent = httpx.post(control, json={"name": "absent", "mode": "replay"}).json()
-        untouched = httpx.delete(f"{control}/{absent['id']}").json()
-        asked = httpx.post(control, json={"name": "absent", "mode": "replay"}).json()
-        refused = httpx.post(f"{asked['base_urls']['openai']}/chat/completions", json=_chat("x"))
-        refused_account = httpx.delete(f"{control}/{asked['id']}").json()
+        absent = client.post(control, json={"name": "absent", "mode": "replay"}).json()
+        untouched = client.delete(f"{control}/{absent['id']}").json()
+        asked = client.post(control, json={"name": "absent", "mode": "replay"}).json()
+        refused = client.post(f"{asked['base_urls']['openai']}/chat/completions", json=_chat("x"))
+        refused_account = client.delete(f"{control}/{asked['id']}").json()
     assert (thrown["calls"], thrown["kept"]) == (1, False)
     assert untouched["ok"] is True
     assert refused.status_code == 412
@@ -141,20 +159,22 @@ def test_a_session_that_records_nothing_or_is_thrown_away_leaves_no_recording(
 
 
 def test_the_control_api_refuses_bad_names_modes_and_a_name_in_use(tmp_path: Path) -> None:
-    with running_proxy(folder=tmp_path) as proxy:
+    with running_proxy(folder=tmp_path) as proxy, httpx.Client(headers=proxy.auth) as client:
         control = f"{proxy.url}/__openprogram/sessions"
-        bad_name = httpx.post(control, json={"name": "../escape", "mode": "record"})
-        bad_mode = httpx.post(control, json={"name": "x", "mode": "sometimes"})
-        not_json = httpx.post(control, content=b"name=x")
-        first = httpx.post(control, json={"name": "twice", "mode": "record"})
-        second = httpx.post(control, json={"name": "twice", "mode": "record"})
-        header = httpx.post(
+        bad_name = client.post(control, json={"name": "../escape", "mode": "record"})
+        bad_mode = client.post(control, json={"name": "x", "mode": "sometimes"})
+        not_json = client.post(
+            control, content=b"name=x", headers={"content-type": "application/json"}
+        )
+        first = client.post(control, json={"name": "twice", "mode": "record"})
+        second = client.post(control, json={"name": "twice", "mode": "record"})
+        header = client.post(
             f"{proxy.url}/v1/chat/completions",
             json=_chat("x"),
             headers={"x-openprogram-recording": "twice", "x-openprogram-mode": "replay"},
         )
-        unknown = httpx.delete(f"{control}/nope")
-        health = httpx.get(f"{proxy.url}/__openprogram/health").json()
+        unknown = client.delete(f"{control}/nope")
+        health = client.get(f"{proxy.url}/__openprogram/health").json()
     assert (bad_name.status_code, bad_mode.status_code, not_json.status_code) == (400, 400, 400)
     assert "invalid recording name '..'" in bad_name.json()["error"]["message"]
     assert (
@@ -170,7 +190,9 @@ def test_the_control_api_refuses_bad_names_modes_and_a_name_in_use(tmp_path: Pat
 def test_a_session_cannot_take_the_server_s_own_recording(tmp_path: Path) -> None:
     own = tmp_path / "own.jsonl"
     with running_proxy(record=str(own), folder=tmp_path) as proxy:
-        taken = httpx.post(f"{proxy.url}/__openprogram/sessions", json={"name": "own"})
+        taken = httpx.post(
+            f"{proxy.url}/__openprogram/sessions", json={"name": "own"}, headers=proxy.auth
+        )
     assert taken.status_code == 409
     assert "a session already records or replays 'own'" in taken.json()["error"]["message"]
 

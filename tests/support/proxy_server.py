@@ -3,7 +3,7 @@ need a real socket but not a process of their own.
 
     with running_proxy(record=str(path), upstreams={"openai": sdk.base_url}) as proxy:
         client = openai.OpenAI(base_url=proxy.openai_url, api_key="sk-test")
-        ...
+        ...                   # a request naming a recording or session: headers=proxy.auth
     assert proxy.outcome.exit_status == 0   # the server's accounts, once it stopped
 """
 
@@ -31,8 +31,14 @@ class RunningProxy:
     """A server listening at ``url``; ``outcome`` once it has stopped."""
 
     url: str
+    token: str
     server: BackgroundServer
     outcome: ServeOutcome | None = field(default=None)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The header that names this server's client (its token)."""
+        return {"x-openprogram-token": self.token}
 
     @property
     def openai_url(self) -> str:
@@ -63,7 +69,8 @@ def running_proxy(
     table = open_sessions(plan, folder, settings)
     serve = ServeOptions(port=0, upstreams=dict(upstreams or {}), folder=folder, **options)
     server = BackgroundServer(table, serve)
-    proxy = RunningProxy(server.start().url, server)
+    listening = server.start()
+    proxy = RunningProxy(listening.url, listening.token, server)
     try:
         yield proxy
     finally:

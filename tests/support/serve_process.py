@@ -2,7 +2,7 @@
 it: the tests of its output, its signals, and of clients in other languages.
 
     with ServeProcess("--record", str(path), "--upstream", f"openai={upstream}", env=env) as serve:
-        ...                       # serve.url, serve.openai_url
+        ...                       # serve.url, serve.openai_url, serve.token (serve.auth)
         stopped = serve.stop()    # SIGTERM: (exit status, stdout, stderr)
 """
 
@@ -48,6 +48,7 @@ class ServeProcess:
         self._stderr: list[str] = []
         self._ready = threading.Event()
         self.url = ""
+        self.token = ""
         self._stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
         self._stdout_reader.start()
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
@@ -64,13 +65,20 @@ class ServeProcess:
             name, _, value = line.strip().partition("=")
             if name == "OPENPROGRAM_SERVE_URL":
                 self.url = value
-                self._ready.set()
+            elif name == "OPENPROGRAM_SERVE_TOKEN":
+                self.token = value
+                self._ready.set()  # printed after the URL
         self._ready.set()  # it ended without listening
 
     def _read_stderr(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
             self._stderr.append(line)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The header that names the server's client (its token)."""
+        return {"x-openprogram-token": self.token}
 
     @property
     def openai_url(self) -> str:

@@ -1,11 +1,13 @@
 // Record and replay each Vitest test's LLM calls through `openprogram serve`.
 // Use this one file as both `globalSetup` and `setupFiles` in vitest.config.
-//   globalSetup: starts one server for the run (unless OPENPROGRAM_SERVE_URL names one), stops
-//     it at the end and fails the run if it reports a mismatch or recorded calls never requested.
+//   globalSetup: starts one server for the run (unless OPENPROGRAM_SERVE_URL names one, with its
+//     OPENPROGRAM_SERVE_TOKEN), stops it at the end and fails the run if it reports a mismatch
+//     or recorded calls never requested.
 //   setupFiles: each test gets its own session, so its own recording,
 //     <OPENPROGRAM_SERVE_DIR>/<test file>/<test name>.jsonl, in OPENPROGRAM_SERVE_MODE (once,
 //     replay or record; default once); clients built inside the test (`new OpenAI()`) read the
-//     base URLs it sets in process.env. Not for `test.concurrent`: a file's tests share process.env.
+//     base URLs it sets in process.env, and send the server's token with what they send to it.
+//     Not for `test.concurrent`: a file's tests share process.env.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
@@ -14,24 +16,30 @@ import { createInterface } from 'node:readline';
 let server; // the server that globalSetup started
 
 export async function setup(project) {
-  let url = process.env.OPENPROGRAM_SERVE_URL; // `openprogram exec -- npx vitest run` sets it
+  let url = process.env.OPENPROGRAM_SERVE_URL; // `openprogram exec -- npx vitest run` sets it,
+  let token = process.env.OPENPROGRAM_SERVE_TOKEN; // and the server's token
+  if (url && !token) throw new Error('OPENPROGRAM_SERVE_URL names a server: set '
+    + 'OPENPROGRAM_SERVE_TOKEN to the token it printed (exec sets both)');
   if (!url) {
     const serve = process.env.OPENPROGRAM_SERVE_COMMAND || 'openprogram serve'; // + options
     const [command, ...args] = serve.trim().split(/\s+/);
     const dir = path.resolve(process.env.OPENPROGRAM_SERVE_DIR || 'tests/recordings');
     const child = spawn(command, [...args, '--port', '0', '--dir', dir, '--quiet'],
       { stdio: ['ignore', 'pipe', 'inherit'] });
-    url = await new Promise((resolve, reject) => {
+    ({ url, token } = await new Promise((resolve, reject) => {
+      const printed = {}; // once it listens: OPENPROGRAM_SERVE_URL=…, then OPENPROGRAM_SERVE_TOKEN=…
       child.on('error', reject);
       child.on('exit', (code) => reject(new Error(`openprogram serve exited ${code}`)));
       createInterface({ input: child.stdout }).on('line', (line) => {
-        const ready = line.match(/^\s*OPENPROGRAM_SERVE_URL=(\S+)$/); // printed once it listens
-        if (ready) resolve(ready[1]);
+        const found = line.match(/^\s*OPENPROGRAM_SERVE_(URL|TOKEN)=(\S+)$/);
+        if (found) printed[found[1].toLowerCase()] = found[2];
+        if (printed.url && printed.token) resolve(printed);
       });
-    });
+    }));
     server = child;
   }
   project.provide('openprogramServeUrl', url);
+  project.provide('openprogramServeToken', token);
 }
 
 export async function teardown() {
@@ -44,8 +52,20 @@ export async function teardown() {
 
 if (process.env.VITEST_WORKER_ID) { // in a test worker, not in globalSetup
   const { afterEach, beforeEach, expect, inject } = await import('vitest');
+  const url = inject('openprogramServeUrl');
+  // What this worker sends to the server, and only to it, carries the server's token: the
+  // control requests below, and those of the clients a test builds (`new OpenAI()` sends
+  // through the global fetch), which name the test's session by their base URL.
+  const sendWithoutToken = globalThis.fetch;
+  const toServer = (target) => URL.canParse(target) && new URL(target).origin === new URL(url).origin;
+  globalThis.fetch = (input, init = {}) => {
+    if (!toServer(input?.url ?? String(input))) return sendWithoutToken(input, init);
+    const headers = new Headers(init.headers ?? input?.headers);
+    headers.set('x-openprogram-token', inject('openprogramServeToken'));
+    return sendWithoutToken(input, { ...init, headers });
+  };
   const control = async (method, where, body) => {
-    const response = await fetch(`${inject('openprogramServeUrl')}/__openprogram/${where}`,
+    const response = await fetch(`${url}/__openprogram/${where}`,
       { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
     const answer = await response.json();
     if (!response.ok) throw new Error(`openprogram serve: ${answer.error.message}`);
