@@ -80,7 +80,7 @@ class ServeOptions:
     """At the stop, how long the requests in flight may take to finish."""
     unix_socket: Path | None = None
     """A Unix socket to listen on besides the port (the bridge into an isolated command)."""
-    token: str = field(default_factory=new_token)
+    token: str = field(default_factory=new_token, repr=False)
     """What a request that names a recording or a session carries (a new one per server)."""
     token_file: Path | None = None
     """Where the token is written (``0600``) while the server runs."""

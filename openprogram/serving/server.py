@@ -145,6 +145,8 @@ class ProxyServer:
         origin = self.trust.allowed_origin(request.headers)
         if origin is not None:
             response.headers.update(self.trust.cors_headers(origin))
+            if "origin" not in response.headers.get("Vary", "").lower():
+                response.headers.add("Vary", "Origin")
 
     # --- forwarding ---------------------------------------------------------------------
 

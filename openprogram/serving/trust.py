@@ -38,7 +38,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -90,8 +90,8 @@ class TrustRules:
     """What one server accepts: its ``token``, the ``Host`` values that name it, the
     origins the user allowed."""
 
-    token: str
-    hosts: frozenset[str]
+    token: str = field(repr=False)
+    hosts: frozenset[str] = frozenset()
     """Lower-cased ``host:port`` values (an IPv6 address in brackets)."""
     origins: frozenset[str] = frozenset()
 
@@ -109,7 +109,7 @@ class TrustRules:
     @classmethod
     def closed(cls, token: str) -> TrustRules:
         """The rules before the server knows its addresses: every request is refused."""
-        return cls(token, frozenset())
+        return cls(token)
 
     def holds_token(self, headers: Mapping[str, str]) -> bool:
         """Whether ``headers`` carry this server's token (compared in constant time)."""
@@ -189,6 +189,7 @@ class TrustRules:
             return None
         return {
             **self.cors_headers(origin),
+            "Vary": "Origin",
             "Access-Control-Allow-Methods": _CORS_METHODS,
             "Access-Control-Allow-Headers": headers.get("Access-Control-Request-Headers", ""),
             "Access-Control-Max-Age": _CORS_MAX_AGE,
@@ -196,11 +197,11 @@ class TrustRules:
 
     @staticmethod
     def cors_headers(origin: str) -> dict[str, str]:
-        """What lets the allowed page at ``origin`` read an answer."""
+        """What lets the allowed page at ``origin`` read an answer (an answer that depends
+        on the ``Origin`` says so in ``Vary`` too)."""
         return {
             "Access-Control-Allow-Origin": origin,
             "Access-Control-Expose-Headers": "x-openprogram-error",
-            "Vary": "Origin",
         }
 
 

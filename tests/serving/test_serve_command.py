@@ -103,6 +103,8 @@ def test_a_taken_port_is_one_line_and_exit_2() -> None:
         (["--upstream", "openai=ftp://x"], "--upstream openai: 'ftp://x' is not an http"),
         (["--replay", "nothing-here"], "nothing-here.jsonl: no such recording"),
         (["--port", "70000"], "--port is 0 to 65535"),
+        (["--allow-origin", "localhost:3000"], "--allow-origin 'localhost:3000': give an origin"),
+        (["--allow-origin", "http://a.example/page"], "scheme://host[:port]"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(argv: list[str], message: str) -> None:

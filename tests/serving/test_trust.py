@@ -175,6 +175,7 @@ def test_a_browser_page_is_refused_403_unless_its_origin_is_allowed(tmp_path: Pa
     assert preflight.headers["access-control-allow-headers"] == "authorization, content-type"
     assert trusted_page.status_code == 200
     assert trusted_page.headers["access-control-allow-origin"] == allowed
+    assert "origin" in trusted_page.headers["vary"].lower()  # caches keep pages apart
     assert len(read_for_replay(path).calls) == 1  # the allowed page's call only
 
 
