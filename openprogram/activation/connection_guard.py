@@ -27,13 +27,15 @@ hook:
   (``socket.getaddrinfo`` and all built on it) are sent from C, beneath the hook; a DNS
   library written in Python — dnspython, the resolvers of eventlet and Twisted — sends its
   queries as datagrams to port 53 of the resolver, and retries an answer too long for one
-  over TCP to the same port. Traffic to port :data:`DNS_PORT` is let through unchecked, to
-  any host, so that a lookup works the same whichever library makes it (pymongo asks
-  dnspython for the servers of a ``mongodb+srv://`` cluster, then connects to them by name),
-  and it is not reported as a connection no boundary captured. A lookup reaches the
-  resolver, not a server a recording stands in for, and the connection made to the address
-  it answered is checked (by that address: only ``getaddrinfo``'s answers tell the hook the
-  name an address came from).
+  over TCP to the same port. Traffic to port :data:`DNS_PORT` of one of the system's name
+  servers (:func:`system_resolvers`, the ``nameserver`` lines of ``/etc/resolv.conf``) is
+  let through unchecked, so that a lookup works the same whichever library makes it
+  (pymongo asks dnspython for the servers of a ``mongodb+srv://`` cluster, then connects to
+  them by name), and it is not reported as a connection no boundary captured. Port 53 of
+  any other host is checked like any port: a server that listens there is a server, not the
+  machine's resolver. A lookup reaches the resolver, not a server a recording stands in
+  for, and the connection made to the address it answered is checked (by that address:
+  only ``getaddrinfo``'s answers tell the hook the name an address came from).
 * :data:`REPLAY_GUARD` is the replay's check. While at least one replay is active (entered
   with :meth:`ReplayGuard.enter` by every way in: ``record_replay(mode="replay")``, the
   pytest fixture, ``openprogram exec --replay``, the configured replay mode), a connection
@@ -62,12 +64,14 @@ replay began, and processes that are not Python.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from openprogram.errors import RecordingFileError, ReplayConnectionRefusedError
@@ -90,15 +94,56 @@ __all__ = [
     "SocketHook",
     "is_allowed",
     "is_loopback_host",
+    "is_name_lookup",
     "not_recorded_message",
     "note_not_recorded",
+    "system_resolvers",
 ]
 
 INTERNET_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
 DNS_PORT = 53
-"""Where a DNS library sends its queries: traffic to this port is a name lookup, never
-checked (see the module's docstring)."""
+"""Where a DNS library sends its queries: traffic to this port of a system name server is a
+name lookup, never checked (see the module's docstring)."""
+
+RESOLV_CONF = Path("/etc/resolv.conf")
+"""Where the system resolver's name servers are listed."""
+
+_RESOLV_CONF_LIMIT = 64 * 1024
+"""The most of :data:`RESOLV_CONF` read: a name server list is a few lines."""
+
+
+@functools.cache
+def system_resolvers() -> frozenset[str]:
+    """The addresses of the name servers the system resolver asks (``nameserver`` lines of
+    :data:`RESOLV_CONF`, read once per process), normalised; empty where there is none."""
+    try:
+        with RESOLV_CONF.open("rb") as file:
+            text = file.read(_RESOLV_CONF_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return frozenset()
+    found = set()
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == "nameserver":
+            found.add(_normalised_address(words[1]))
+    return frozenset(found)
+
+
+def _normalised_address(host: str) -> str:
+    """``host`` as one spelling of its address (``::1`` and ``0:0::1`` alike, the zone of a
+    link-local address dropped), or lower-cased where it is not an address."""
+    try:
+        return str(ipaddress.ip_address(host.split("%", 1)[0]))
+    except ValueError:
+        return host.lower()
+
+
+def is_name_lookup(host: str, port: int | None) -> bool:
+    """Whether traffic to ``host``:``port`` is a DNS query to one of the system's name
+    servers."""
+    return port == DNS_PORT and _normalised_address(host) in system_resolvers()
+
 
 PATCHED_METHODS = ("connect", "connect_ex", "sendto", "sendmsg")
 """The methods of ``socket.socket`` the hook runs its checks in (``sendmsg`` where the
@@ -224,7 +269,7 @@ class SocketHook:
             return  # not an address an internet socket would take
         host = address[0]
         port = address[1] if len(address) > 1 and isinstance(address[1], int) else None
-        if port == DNS_PORT:
+        if is_name_lookup(host, port):
             return  # a name lookup (see the module's docstring)
         name = self.resolved_name(host)
         for check in checks:

@@ -1,9 +1,9 @@
 """Under replay a datagram is refused like a connection, before it is sent — ``sendto`` in
 both its signatures, ``sendmsg`` given an address, ``connect`` then ``send``, asyncio's
 datagram endpoints, IPv6 — loopback included, except to the allowed hosts; under record
-each place datagrams went that no boundary captured is reported once. A DNS query (anything
-to port 53) is a name lookup: never refused, never reported. Unix datagram sockets are not
-network.
+each place datagrams went that no boundary captured is reported once. A DNS query (to port
+53 of a system name server) is a name lookup: never refused, never reported; port 53 of any
+other host is a port like any other. Unix datagram sockets are not network.
 
 Every listener here is a UDP socket on loopback: a guard that let a datagram through reaches
 this machine only, and the test sees it arrive. What a test sends to another machine or to
@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import openprogram
+from openprogram.activation import connection_guard
 from openprogram.activation.connection_guard import REPLAY_GUARD, ConnectionWatch
 from openprogram.errors import NetworkBlockedError, ReplayConnectionRefusedError
 from openprogram.recording.mismatch import RecordReplayEscape
@@ -337,8 +338,47 @@ QUERY = b"\x00\x01" + b"\x00" * 10
 name any resolver could forward."""
 
 
+@pytest.fixture
+def resolvers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The system's name servers, as a resolv.conf lists them: 192.0.2.53 and 127.0.0.53."""
+    conf = tmp_path / "resolv.conf"
+    conf.write_text(
+        "# written by a test\nsearch example\nnameserver 192.0.2.53\nnameserver 127.0.0.53\n"
+    )
+    monkeypatch.setattr(connection_guard, "RESOLV_CONF", conf)
+    connection_guard.system_resolvers.cache_clear()
+    yield
+    connection_guard.system_resolvers.cache_clear()
+
+
+def test_the_system_name_servers_are_read_from_resolv_conf(resolvers: None) -> None:
+    assert connection_guard.system_resolvers() == {"192.0.2.53", "127.0.0.53"}
+    assert connection_guard.is_name_lookup("192.0.2.53", 53)
+    assert not connection_guard.is_name_lookup("192.0.2.53", 5353)
+    assert not connection_guard.is_name_lookup("192.0.2.99", 53)
+
+
+@pytest.mark.parametrize("send", ["sendto", "connect_ex"])
+def test_port_53_of_a_host_that_is_no_name_server_is_refused(
+    resolvers: None, empty: Path, underneath: list[tuple[str, Address]], send: str
+) -> None:
+    # A server listening on port 53 is a server like any other, not the machine's resolver.
+    kind = socket.SOCK_DGRAM if send == "sendto" else socket.SOCK_STREAM
+    with (
+        pytest.raises(ReplayConnectionRefusedError) as refused,
+        openprogram.record_replay(empty, mode="replay"),
+        socket.socket(socket.AF_INET, kind) as sock,
+    ):
+        if send == "sendto":
+            sock.sendto(QUERY, ("192.0.2.99", 53))
+        else:
+            sock.connect_ex(("192.0.2.99", 53))
+    assert (refused.value.host, refused.value.port) == ("192.0.2.99", 53)
+    assert underneath == []
+
+
 def test_a_dns_query_is_a_lookup_never_refused_nor_reported(
-    empty: Path, tmp_path: Path, underneath: list[tuple[str, Address]]
+    resolvers: None, empty: Path, tmp_path: Path, underneath: list[tuple[str, Address]]
 ) -> None:
     # dnspython asks the resolver over UDP, and again over TCP when the answer was too long.
     with (
@@ -370,7 +410,7 @@ def test_a_dns_query_is_a_lookup_never_refused_nor_reported(
 
 
 def test_the_network_block_stops_a_datagram_to_another_machine(
-    underneath: list[tuple[str, Address]],
+    resolvers: None, underneath: list[tuple[str, Address]]
 ) -> None:
     block = NetworkBlock()
     block.install()
@@ -381,12 +421,14 @@ def test_the_network_block_stops_a_datagram_to_another_machine(
             with pytest.raises(RecordReplayEscape):
                 sock.sendmsg([b"live"], [], 0, ("192.0.2.1", 9))
             sock.sendto(b"this machine", ("127.0.0.2", 9))
-            sock.sendto(QUERY, ("192.0.2.1", 53))
+            sock.sendto(QUERY, ("192.0.2.53", 53))
+            with pytest.raises(RecordReplayEscape):
+                sock.sendto(QUERY, ("192.0.2.1", 53))  # no name server: a server
     finally:
         block.uninstall()
     assert isinstance(escape.value.error, NetworkBlockedError)
     assert "blocked a connection to 192.0.2.1 port 9 " in str(escape.value.error)
-    assert underneath == [("sendto", ("127.0.0.2", 9)), ("sendto", ("192.0.2.1", 53))]
+    assert underneath == [("sendto", ("127.0.0.2", 9)), ("sendto", ("192.0.2.53", 53))]
 
 
 SENDING = (
