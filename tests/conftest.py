@@ -41,8 +41,25 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
             raise NetworkAccessError(f"test tried to connect to {address!r}")
         return real_connect_ex(self, address)
 
+    real_sendto = socket.socket.sendto
+    real_sendmsg = socket.socket.sendmsg
+
+    def guarded_sendto(self: socket.socket, data: Any, *rest: Any) -> int:
+        # sendto(data, address) or sendto(data, flags, address)
+        if rest and not _is_loopback(rest[-1]):
+            raise NetworkAccessError(f"test tried to send a datagram to {rest[-1]!r}")
+        return real_sendto(self, data, *rest)  # type: ignore[arg-type]
+
+    def guarded_sendmsg(self: socket.socket, *args: Any) -> int:
+        # sendmsg(buffers[, ancdata[, flags[, address]]]), positional only
+        if len(args) > 3 and not _is_loopback(args[3]):
+            raise NetworkAccessError(f"test tried to send a datagram to {args[3]!r}")
+        return real_sendmsg(self, *args)
+
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    monkeypatch.setattr(socket.socket, "sendto", guarded_sendto)
+    monkeypatch.setattr(socket.socket, "sendmsg", guarded_sendmsg)
 
 
 @pytest.fixture(autouse=True)
