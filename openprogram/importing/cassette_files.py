@@ -165,13 +165,8 @@ def _yaml(path: Path, text: str, limit: int) -> Any:
     except ImportError:
         raise CassetteError(str(path), MISSING_YAML) from None
 
-    loader = _loader_class()(io.StringIO(text))
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _check_written_out(node, limit)
-        return loader.construct_document(node)
+        return _load(text, limit)
     except _Refused as refused:
         raise CassetteError(str(path), refused.problem, line=refused.line) from None
     except yaml.constructor.ConstructorError as error:
@@ -183,12 +178,27 @@ def _yaml(path: Path, text: str, limit: int) -> Any:
             "constructed (re-record this cassette, or remove that value)",
             line=None if mark is None else mark.line + 1,
         ) from None
+    except yaml.reader.ReaderError as error:  # a character YAML does not allow (NUL)
+        line = text.count("\n", 0, error.position) + 1
+        problem = str(error).splitlines()[0]
+        raise CassetteError(str(path), f"is not YAML ({problem})", line=line) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or "it does not parse"
         raise CassetteError(
             str(path), f"is not YAML ({problem})", line=None if mark is None else mark.line + 1
         ) from None
+
+
+def _load(text: str, limit: int) -> Any:
+    """The YAML document ``text`` built, once it is known to be within bounds."""
+    loader = _loader_class()(io.StringIO(text))
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_written_out(node, limit)
+        return loader.construct_document(node)
     finally:
         loader.dispose()
 

@@ -306,13 +306,13 @@ def _text(value: object) -> str:
 
 def _request_body(request: dict[str, Any]) -> bytes:
     if "parsed_body" in request:  # pydantic-ai's serializer: a JSON body stored parsed
-        return orjson.dumps(request["parsed_body"])
+        return _json_bytes(request["parsed_body"])
     return _bytes(request.get("body"))
 
 
 def _response_body(response: dict[str, Any]) -> bytes:
     if "parsed_body" in response:
-        return orjson.dumps(response["parsed_body"])
+        return _json_bytes(response["parsed_body"])
     body = response.get("body")
     return _bytes(body.get("string") if isinstance(body, dict) else body)
 
@@ -329,8 +329,17 @@ def _bytes(value: object) -> bytes:
     if isinstance(value, list):
         return b"".join(_bytes(item) for item in value)
     if isinstance(value, int | float | bool | dict):
-        return orjson.dumps(value)
+        return _json_bytes(value)
     return str(value).encode()
+
+
+def _json_bytes(value: object) -> bytes:
+    """``value`` as JSON; an interaction whose body holds what JSON cannot (bytes, a set,
+    an integer past 64 bits, a key that is not text) is skipped."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        raise _Skip("a body holding a value JSON cannot hold") from None
 
 
 def _decoded(

@@ -307,6 +307,34 @@ def test_what_is_not_a_cassette_and_bad_arguments(tmp_path: Path) -> None:
     assert both.exit_code == 2
 
 
+def test_a_character_yaml_forbids_is_one_line_with_its_line(tmp_path: Path) -> None:
+    cassette = tmp_path / "nul.yaml"
+    cassette.write_text("version: 1\ninteractions: []\nx: a\x00b\n")
+    result = run("import", str(cassette), "--into", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert error_line(result) == (
+        f"error: {cassette}, line 3: is not YAML (unacceptable character #x0000: special "
+        "characters are not allowed)"
+    )
+
+
+def test_a_parsed_body_holding_what_json_cannot_is_skipped(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    cassette.write_text(
+        "version: 1\ninteractions:\n"
+        "- request: {method: GET, uri: 'https://api.example.test/x', headers: {}}\n"
+        "  response: {status: {code: 200}, headers: {}, parsed_body: {data: !!binary AAEC}}\n"
+        "- request: {method: GET, uri: 'https://api.example.test/y', headers: {}}\n"
+        "  response: {status: {code: 200}, headers: {}, parsed_body: {n: 184467440737095516160}}\n"
+    )
+    summary, _ = imported(cassette)
+    assert summary["calls"] == 0
+    assert summary["skipped"] == [
+        {"interaction": 0, "reason": "a body holding a value JSON cannot hold"},
+        {"interaction": 1, "reason": "a body holding a value JSON cannot hold"},
+    ]
+
+
 def test_an_existing_recording_is_kept_unless_forced(tmp_path: Path) -> None:
     cassette = tmp_path / "c.json"
     cassette.write_text(json.dumps({"version": 1, "interactions": []}))
