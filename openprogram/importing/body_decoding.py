@@ -3,10 +3,10 @@
 A cassette keeps a response body as the server sent it; when the server compressed it
 (``content-encoding: gzip``, ``deflate`` or ``br``) the recorder would have stored it decoded,
 and so does an import. A few kilobytes of compressed zeros can decode to gigabytes (a
-"decompression bomb"), so each decoder here runs incrementally: every step asks for no more
-output than is left under the limit (brotli's steps end at a block, a mebibyte or two past
-what was asked), and decoding stops as soon as the output passes the limit. No more than the
-limit and one step is ever held.
+"decompression bomb"), so each decoder here runs incrementally: every step asks for a
+mebibyte at most, and no more than is left under the limit (brotli's steps end at a block, up
+to a mebibyte past what was asked), and decoding stops as soon as the output passes the
+limit. No more than the limit and a step or two is ever held.
 
 brotli bounds its output only from version 1.2 (``Decompressor.process``'s
 ``output_buffer_limit``); an older one is refused rather than used unbounded.
@@ -24,7 +24,7 @@ __all__ = ["CODINGS", "BodyRefused", "decode_body", "megabytes"]
 CODINGS: Final = ("gzip", "x-gzip", "deflate", "br")
 """The content codings decoded."""
 _STEP: Final = MEBIBYTE
-"""The most output one brotli step is asked for."""
+"""The most output one step is asked for."""
 _NEEDS_BROTLI: Final = "is brotli-encoded, which needs brotli"
 _INSTALL_BROTLI: Final = "pip install 'openprogram[vcr]'"
 
@@ -67,18 +67,18 @@ def decode_body(body: bytes, coding: str, *, limit: int) -> bytes | None:
         return None
     if len(decoded) > limit:
         raise BodyRefused(f"decodes ({coding}) to more than {megabytes(limit)}", too_large=True)
-    return decoded
+    return bytes(decoded)
 
 
-def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
+def _inflate(data: bytes, wbits: int, limit: int) -> bytearray:
     """One zlib, raw deflate or gzip (``wbits``) stream, stopped once past ``limit``;
     anything after the stream's end is left out."""
     output = bytearray()
     _inflate_into(output, zlib.decompressobj(wbits), data, limit)
-    return bytes(output)
+    return output
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
+def _gunzip(data: bytes, limit: int) -> bytearray:
     """Every gzip member of ``data`` (the zero bytes some writers pad between them skipped),
     as :func:`gzip.decompress` reads them, stopped once past ``limit``."""
     output = bytearray()
@@ -86,27 +86,28 @@ def _gunzip(data: bytes, limit: int) -> bytes:
     while rest and len(output) <= limit:
         gzip_member = zlib.decompressobj(16 + zlib.MAX_WBITS)
         rest = _inflate_into(output, gzip_member, rest, limit).lstrip(b"\0")
-    return bytes(output)
+    return output
 
 
 def _inflate_into(
     output: bytearray, decompressor: zlib._Decompress, data: bytes, limit: int
 ) -> bytes:
-    """Add one stream of ``data`` to ``output``, asking each step for at most one byte more
-    than ``limit`` allows; what followed the stream."""
+    """Add one stream of ``data`` to ``output``, a step at a time, each asking for at most a
+    step and one byte more than ``limit`` allows; what followed the stream."""
+    rest = data
     try:
-        output += decompressor.decompress(data, limit + 1 - len(output))
         while not decompressor.eof and len(output) <= limit:
-            before, tail = len(output), decompressor.unconsumed_tail
-            output += decompressor.decompress(tail, limit + 1 - before)
-            if len(output) == before and len(decompressor.unconsumed_tail) == len(tail):
+            before = len(output)
+            output += decompressor.decompress(rest, min(_STEP, limit + 1 - before))
+            if len(output) == before and len(decompressor.unconsumed_tail) == len(rest):
                 raise _Undecodable  # the input ended before the stream did
+            rest = decompressor.unconsumed_tail
     except zlib.error:
         raise _Undecodable from None
     return decompressor.unused_data
 
 
-def _unbrotli(data: bytes, limit: int) -> bytes:
+def _unbrotli(data: bytes, limit: int) -> bytearray:
     try:
         import brotli  # type: ignore[import-untyped]  # the optional extra ``vcr``
     except ImportError:
@@ -129,4 +130,4 @@ def _unbrotli(data: bytes, limit: int) -> bytes:
             output += piece
     except brotli.error:
         raise _Undecodable from None
-    return bytes(output)
+    return output
