@@ -19,6 +19,7 @@ from pathlib import Path
 
 import typer
 
+from openprogram.body_limit import MAX_BODY_SIZE_MB, MEBIBYTE
 from openprogram.cli.exec import RECORD, REPLAY
 from openprogram.cli.output import EXIT_USAGE, abort, plural, reporting_errors, say, warn
 from openprogram.errors import (
@@ -83,7 +84,10 @@ def serve_command(
         600.0, "--timeout", metavar="SECONDS", help="The longest wait for the upstream's bytes."
     ),
     max_request_size: int = typer.Option(
-        64, "--max-request-size", metavar="MB", help="The largest request body accepted."
+        MAX_BODY_SIZE_MB,
+        "--max-request-size",
+        metavar="MB",
+        help="The largest request body accepted.",
     ),
     grace: float = typer.Option(
         10.0,
@@ -139,7 +143,7 @@ def serve_command(
             upstreams=upstreams,
             folder=folder,
             read_timeout=timeout,
-            max_request_size=max_request_size * 1024 * 1024,
+            max_request_size=max_request_size * MEBIBYTE,
             grace=grace,
             token_file=token_file,
             allowed_origins=origins,
