@@ -27,7 +27,7 @@ from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.reader import read_recording
 from tests.support.child_processes import openprogram_process, user_environment
 from tests.support.config_files import configure
-from tests.support.exec_replays import ONE_CALL, record_one_call
+from tests.support.exec_replays import ONE_CALL, record_one_call, replay_program
 
 
 class Counting(BaseHTTPRequestHandler):
@@ -231,22 +231,7 @@ except BaseException as error:
 def test_exec_replay_exits_non_zero_when_the_program_swallowed_a_refusal(
     live: ThreadingHTTPServer, tmp_path: Path
 ) -> None:
-    env = user_environment(tmp_path / "exec-home")
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PYTHONPATH"):
-        env.pop(name, None)
-    program = tmp_path / "swallow.py"
-    program.write_text(SWALLOWING)
-    record_one_call(env)
-    result = openprogram_process(
-        "exec",
-        "--replay",
-        "quiet",
-        "--",
-        sys.executable,
-        str(program),
-        str(live.server_port),
-        env=env,
-    )
+    result = replay_program(SWALLOWING, tmp_path, str(live.server_port))
     assert result.stdout == "swallowed RecordReplayEscape\n"
     assert result.returncode != 0, result.stderr
     assert f"replay refused a connection to 127.0.0.1:{live.server_port} (raw socket)" in (

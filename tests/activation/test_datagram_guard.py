@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,7 @@ from openprogram.errors import NetworkBlockedError, ReplayConnectionRefusedError
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.reader import read_recording
 from openprogram.testing.network_block import NetworkBlock
-from tests.support.child_processes import openprogram_process, user_environment
-from tests.support.exec_replays import ONE_CALL, record_one_call
+from tests.support.exec_replays import ONE_CALL, replay_program
 
 Address = tuple[Any, ...]
 
@@ -453,22 +451,7 @@ for send in (
 def test_exec_replay_refuses_datagrams_and_fails_with_one_line(
     listener: Listener, tmp_path: Path
 ) -> None:
-    env = user_environment(tmp_path / "exec-home")
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PYTHONPATH"):
-        env.pop(name, None)
-    program = tmp_path / "sending.py"
-    program.write_text(SENDING)
-    record_one_call(env)
-    result = openprogram_process(
-        "exec",
-        "--replay",
-        "quiet",
-        "--",
-        sys.executable,
-        str(program),
-        str(listener.port),
-        env=env,
-    )
+    result = replay_program(SENDING, tmp_path, str(listener.port))
     assert result.stdout == "refused RecordReplayEscape\n" * 3
     assert result.returncode == 1, result.stderr
     [line] = result.stderr.splitlines()

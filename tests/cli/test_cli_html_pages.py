@@ -6,8 +6,6 @@ page asks for nothing — and the page's size growing linearly with the recordin
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +18,11 @@ from openprogram.agent.loop import run_agent
 from openprogram.agent.tools import tool
 from openprogram.providers import ECHO_MODEL
 from openprogram.store.html_pages import CLIP
+from tests.support.chromium import chromium
 from tests.support.cli_runner import run
 from tests.support.sdk_server import SdkServer
 
 SCRIPT = "<script>window.pwned = true</script><img src=x onerror='window.pwned=true'>"
-CHROMIUM = os.environ.get("OPENPROGRAM_TEST_CHROMIUM", "/usr/bin/chromium")
 
 
 @tool
@@ -122,13 +120,8 @@ def test_a_long_text_is_clipped_with_the_whole_one_click_away(tmp_path: Path) ->
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs Debian's chromium)")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def opened(browser: Any, page_path: Path, screenshot: Path) -> Any:

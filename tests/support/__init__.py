@@ -31,4 +31,10 @@
 - ``recording_mutations``, ``http_fuzz_session`` and ``read_commands``: damaged recordings
   (of provider calls, and of SDK traffic), and what each read command must do with one.
 - ``inner_project``: an inner pytest project for the pytest plugin's tests.
+- ``attacker_server``: a listener on 127.0.0.2 that counts every connection made to it, for
+  the tests that prove nothing (no key, no byte) reaches another origin.
+- ``chromium``: Debian's Chromium launched through Playwright, and a page served from another
+  origin (127.0.0.2), for the HTML pages' and the proxy's browser tests.
+- ``exec_replays``: a recording of one call, and a program replayed against it under
+  ``openprogram exec --replay`` in a new process.
 """
