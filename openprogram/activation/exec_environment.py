@@ -184,8 +184,9 @@ def child_environment(
     environ: Mapping[str, str], plan: RecordReplayPlan, exchange: Exchange
 ) -> dict[str, str]:
     """``environ`` for the command: the exchange's ``sitecustomize`` first on
-    ``PYTHONPATH``, the plan and the folder in their variables, and under replay the
-    placeholder keys where ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset."""
+    ``PYTHONPATH``, the plan and the folder in their variables, and under replay (or
+    blocked: every call is refused before it is sent) the placeholder keys where
+    ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset."""
 
     child = dict(environ)
     existing = child.get("PYTHONPATH", "")
@@ -193,7 +194,7 @@ def child_environment(
     child["PYTHONPATH"] = f"{site}{os.pathsep}{existing}" if existing else site
     child[PLAN_VARIABLE] = plan.to_json()
     child[EXCHANGE_VARIABLE] = str(exchange.folder)
-    if plan.mode == "replay":
+    if plan.mode in ("replay", "blocked"):
         set_placeholder_keys(child)
     return child
 

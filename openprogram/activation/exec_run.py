@@ -15,7 +15,10 @@ its processes left in the exchange folder (:mod:`openprogram.activation.exec_chi
   :class:`ExecSetupError` naming it;
 * under replay: the first mismatch any process met (also one the program swallowed), a
   second process refused, or recorded calls never requested;
-* blocked: why every call was refused.
+* blocked: why every call was refused. That is the one thing known before the command
+  starts, so the caller may tell it first (``on_start``): under a blocked plan the key
+  variables get the placeholder, as under replay, so an SDK client builds and its first
+  call is refused with the cause, instead of failing first for a key it never needed.
 
 exec owns the exit status (an ``atexit`` handler of the program cannot change it):
 :attr:`ExecOutcome.exit_status` is the command's own when it failed, 1 when it exited 0
@@ -111,9 +114,13 @@ def run_with_plan(
     command: Sequence[str],
     plan: RecordReplayPlan | None,
     environ: Mapping[str, str] | None = None,
+    *,
+    on_start: Callable[[RecordReplayPlan], None] | None = None,
 ) -> ExecOutcome:
     """Run ``command`` with ``plan`` active in each of its Python processes (None: as it
-    is), in ``environ`` (default: this process's)."""
+    is), in ``environ`` (default: this process's). ``on_start`` is called with the plan once
+    the checks have passed, just before the command starts (the CLI tells there that the
+    command runs blocked, before anything the command prints)."""
     base = dict(os.environ if environ is None else environ)
     argv = tuple(command)
     if not argv:
@@ -124,7 +131,10 @@ def run_with_plan(
     before = _recorded_calls(plan) if plan.mode == "record" else 0
     exchange = open_exchange()
     try:
-        status = run_process(argv, child_environment(base, plan, exchange))
+        environ_of_child = child_environment(base, plan, exchange)
+        if on_start is not None:
+            on_start(plan)
+        status = run_process(argv, environ_of_child)
         return _outcome(argv, status, plan, exchange, before)
     finally:
         exchange.remove()

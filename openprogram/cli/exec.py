@@ -4,9 +4,10 @@ processes from their first line, any other through a recording proxy its base UR
 
 The command's standard streams are its own; what exec says — what was recorded or
 replayed, the mismatch report, why the command ran without record/replay — goes to
-stderr after it has exited. exec exits with the command's status, or 1 when the command
-exited 0 but replay found a problem or record/replay was blocked, or 2 when the command
-could not be run with record/replay active (nothing ran) or ran without it.
+stderr after it has exited (and why record/replay is blocked, before it starts too). exec
+exits with the command's status, or 1 when the command exited 0 but replay found a problem
+or record/replay was blocked, or 2 when the command could not be run with record/replay
+active (nothing ran) or ran without it.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def exec_command(
             keep_partial=keep_partial,
             proxy=proxy,
             isolate=isolate,
+            on_start=_tell_blocked,
         )
     _report(outcome)
     raise typer.Exit(outcome.exit_status)
@@ -115,18 +117,30 @@ def _refuse_an_unknown_option(ctx: typer.Context, first: str) -> None:
     ctx.fail(f"No such option '{visible(name, keep_lines=False)}'.{suggestion}")
 
 
-def _report(outcome: object) -> None:
+def _say(text: str, style: str = "") -> None:
     from rich.text import Text
 
+    stderr().print(Text.assemble(("openprogram:", style or "bold"), " ", visible(text)))
+
+
+def _tell_blocked(plan: object) -> None:
+    """Before a blocked command starts: why, so that it is the first thing the user reads
+    (before the program's own error for a refused call)."""
+    from openprogram.activation.plan import RecordReplayPlan
+    from openprogram.errors import RecordReplayBlockedError
+
+    assert isinstance(plan, RecordReplayPlan)
+    if plan.mode == "blocked":
+        blocked = RecordReplayBlockedError(plan.blocked_reason or "")
+        _say(f"{blocked}; the command runs with every call refused", "bold red")
+
+
+def _report(outcome: object) -> None:
     from openprogram.activation.connection_guard import not_recorded_message
     from openprogram.activation.exec_run import ExecOutcome
 
     assert isinstance(outcome, ExecOutcome)
-    console = stderr()
-
-    def line(text: str, style: str = "") -> None:
-        console.print(Text.assemble(("openprogram:", style or "bold"), " ", visible(text)))
-
+    line = _say
     plan = outcome.plan
     if plan is None:
         line("record/replay is off, so the command ran as it is (nothing recorded or replayed)")

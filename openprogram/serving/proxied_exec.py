@@ -26,10 +26,11 @@ each connection to that socket. Where a namespace cannot be made (containers oft
 unprivileged ``unshare``), exec refuses before anything runs; it never runs the command
 unisolated instead.
 
-Under replay, the key variables the SDKs need are set to a placeholder where unset, as for
-Python. What the command did is reported as for Python: the calls recorded or replayed, the
-mismatches and the calls never requested (:class:`~openprogram.activation.exec_run.
-ExecOutcome`), and a failed ``--record`` is put back unless ``--keep-partial``.
+Under replay, and when blocked, the key variables the SDKs need are set to a placeholder
+where unset, as for Python. What the command did is reported as for Python: the calls
+recorded or replayed, the mismatches and the calls never requested
+(:class:`~openprogram.activation.exec_run.ExecOutcome`), and a failed ``--record`` is put
+back unless ``--keep-partial``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -91,12 +92,14 @@ def exec_command(
     keep_partial: bool = False,
     proxy: bool | None = None,
     isolate: bool = False,
+    on_start: Callable[[RecordReplayPlan], None] | None = None,
 ) -> ExecOutcome:
     """Run ``command`` under ``--record``, ``--replay`` or the configured mode, in-process or
     through the proxy (``proxy``: None decides by the command, see the module's docstring;
-    ``isolate`` implies the proxy). Raises :class:`ExecSetupError` (and, for a flag's
-    recording, ``RecordingNameError`` / ``RecordingFileError``) for what is wrong before it
-    runs."""
+    ``isolate`` implies the proxy); ``on_start`` is called with the plan just before the
+    command starts, once everything was checked (not when record/replay is off). Raises
+    :class:`ExecSetupError` (and, for a flag's recording, ``RecordingNameError`` /
+    ``RecordingFileError``) for what is wrong before it runs."""
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
     if isolate and proxy is False:
@@ -105,7 +108,13 @@ def exec_command(
     plan = exec_plan(record=record, replay=replay)  # creates a new recording, with its header
     discard = record is not None and not keep_partial
     return run_command(
-        command, plan, discard_failed=discard, recording_is_new=new, proxy=proxy, isolate=isolate
+        command,
+        plan,
+        discard_failed=discard,
+        recording_is_new=new,
+        proxy=proxy,
+        isolate=isolate,
+        on_start=on_start,
     )
 
 
@@ -118,6 +127,7 @@ def run_command(
     recording_is_new: bool = False,
     proxy: bool | None = None,
     isolate: bool = False,
+    on_start: Callable[[RecordReplayPlan], None] | None = None,
 ) -> ExecOutcome:
     """Run ``command`` with ``plan`` (None: as it is) in ``environ`` (default: this
     process's), in-process or through the proxy as ``proxy`` and ``isolate`` say (None: by
@@ -133,9 +143,9 @@ def run_command(
     if through_proxy:
         if isolate:
             check_isolation()
-        outcome = _run_through_proxy(tuple(command), plan, base, isolate=isolate)
+        outcome = _run_through_proxy(tuple(command), plan, base, isolate=isolate, on_start=on_start)
     else:
-        outcome = run_with_plan(command, plan, base)
+        outcome = run_with_plan(command, plan, base, on_start=on_start)
     if discard_failed and outcome.status != 0 and plan.mode == "record" and plan.path:
         _put_back(plan.path, prior)
         return dataclasses.replace(outcome, calls=0, discarded=outcome.calls, put_back=True)
@@ -170,7 +180,12 @@ def _put_back(path: Path, size: int | None) -> None:
 
 
 def _run_through_proxy(
-    command: tuple[str, ...], plan: RecordReplayPlan, base: dict[str, str], *, isolate: bool
+    command: tuple[str, ...],
+    plan: RecordReplayPlan,
+    base: dict[str, str],
+    *,
+    isolate: bool,
+    on_start: Callable[[RecordReplayPlan], None] | None,
 ) -> ExecOutcome:
     try:
         from openprogram.serving.running import BackgroundServer, ServeOptions, open_sessions
@@ -195,11 +210,13 @@ def _run_through_proxy(
         except ServeSetupError as error:
             raise ExecSetupError(f"cannot start the recording proxy: {error}") from None
         environ = proxied_environment(
-            base, listening.url, token=listening.token, replay=plan.mode == "replay"
+            base, listening.url, token=listening.token, replay=plan.mode != "record"
         )
         argv = command
         if socket is not None:
             argv = (*_isolated_prefix(socket, listening.port), *command)
+        if on_start is not None:
+            on_start(plan)
         try:
             status = run_process(argv, environ)
         finally:
@@ -252,8 +269,8 @@ def proxied_environment(
     """``environ`` for a command run through the server at ``url``: each vendor's base URL
     variables pointed at its prefix (keeping the path the command's own had after its
     upstream), ``OPENPROGRAM_SERVE_URL`` at the server and ``OPENPROGRAM_SERVE_TOKEN`` its
-    ``token`` (a test runner's setup names its sessions with it), and under ``replay`` the
-    placeholder keys where unset."""
+    ``token`` (a test runner's setup names its sessions with it), and under ``replay`` (also
+    when blocked: the server refuses every call) the placeholder keys where unset."""
     child = dict(environ)
     child[SERVE_URL_VARIABLE] = url
     child[TOKEN_VARIABLE] = token
