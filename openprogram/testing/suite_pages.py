@@ -103,7 +103,7 @@ def _order(outcome: TestOutcome) -> tuple[int, str]:
 def _notable(outcome: TestOutcome) -> bool:
     return (
         outcome.kind != "replayed"
-        or bool(outcome.unconsumed_calls)
+        or bool(outcome.unconsumed_calls or outcome.mismatched_calls)
         or _drift_worst(outcome) not in (None, "unchanged", "content")
     )
 

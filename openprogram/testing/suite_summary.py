@@ -65,7 +65,10 @@ class TestOutcome:
     recorded_calls: int = 0
     """Calls made live and written to the new recording."""
     unconsumed_calls: list[int] = field(default_factory=list)
-    """Indexes of recorded calls the test never requested."""
+    """Indexes of recorded calls the test never requested (nor met in a mismatch)."""
+    mismatched_calls: list[int] = field(default_factory=list)
+    """Indexes of recorded calls a request of the test was compared with and differed from
+    (the calls its mismatches name), and that were never served."""
     dropped_calls: int = 0
     """Recorded calls left out of a merged recording (``new_episodes``): never requested."""
     difference: str | None = None
@@ -306,6 +309,8 @@ def outcome_detail(outcome: TestOutcome) -> str:
         parts.append(f"{plural(outcome.recorded_calls, 'call')} recorded")
     if outcome.dropped_calls:
         parts.append(f"{plural(outcome.dropped_calls, 'unused call')} dropped")
+    if outcome.mismatched_calls:
+        parts.append(f"{which_calls(outcome.mismatched_calls)} requested but mismatched")
     if outcome.unconsumed_calls:
         parts.append(f"{which_calls(outcome.unconsumed_calls)} never requested")
     if outcome.kind == "failed":

@@ -65,7 +65,7 @@ def test_the_summary_is_whole_under_xdist_and_lists_orphans(
             "*= openprogram recordings =*",
             "4 tests: 2 replayed, 1 mismatched, 1 unconsumed; 3 calls replayed; "
             "* tokens replayed instead of spent",
-            "mismatched   tests/test_agent.py::test_drifts  (call 0 never requested)",
+            "mismatched   tests/test_agent.py::test_drifts  (call 0 requested but mismatched)",
             "    replay mismatch at call 0, field context.messages[0].content:",
             "    recorded 'hello', incoming 'hello again'",
             "unconsumed   tests/test_agent.py::test_stops_early  (1 call replayed, "
@@ -97,3 +97,36 @@ def test_the_summary_is_whole_under_xdist_and_lists_orphans(
         result.stdout.no_fnmatch_line("*test_gone.jsonl*")
         result = project.run(*selection, "-v")
         result.stdout.fnmatch_lines([f"orphaned recordings not looked for: {reason}"])
+
+
+TWO_CALLS = """
+import os
+
+
+async def test_two_calls(openprogram_recording):
+    assert await ask("first" + os.environ.get("DRIFT", "")) == "echo:first"
+    await ask("second")
+"""
+
+
+def test_a_mismatched_call_is_told_apart_from_calls_never_requested(
+    project: InnerProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.write_tests(TWO_CALLS)
+    project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
+    monkeypatch.setenv("DRIFT", "!")
+
+    result = project.run("--openprogram-report=report.json")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "mismatched   tests/test_agent.py::test_two_calls  "
+            "(call 0 requested but mismatched, call 1 never requested)",
+            "    replay mismatch at call 0, field context.messages[0].content:",
+        ],
+        consecutive=True,
+    )
+    result.stdout.no_fnmatch_line("*calls 0..1 never requested*")
+    [test] = orjson.loads((project.root / "report.json").read_bytes())["tests"]
+    assert (test["mismatched_calls"], test["unconsumed_calls"]) == ([0], [1])

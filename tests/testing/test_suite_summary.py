@@ -12,6 +12,7 @@ from openprogram.testing.suite_summary import SuiteSummary, TestOutcome
 from openprogram.testing.summary_plugin import CollectionScope, orphans_skipped_because
 
 DIFFERENCE = "difference at call 1, field context.messages[0].content:\nold 'hello', new 'bye'"
+MISMATCH = "replay mismatch at call 1, field body.model:\nrecorded 'a', incoming 'b'"
 
 
 def outcomes() -> list[TestOutcome]:
@@ -30,20 +31,35 @@ def outcomes() -> list[TestOutcome]:
         ),
         TestOutcome("t.py::test_c", "r/c.jsonl", "none", "unconsumed", [0], unconsumed_calls=[1]),
         TestOutcome("t.py::test_d", "r/d.jsonl", "live", "live"),
+        TestOutcome(
+            "t.py::test_e",
+            "r/e.jsonl",
+            "none",
+            "mismatched",
+            [0],
+            unconsumed_calls=[3],
+            mismatched_calls=[1, 2],
+            difference=MISMATCH,
+        ),
     ]
 
 
 def test_the_terminal_lines() -> None:
     summary = SuiteSummary(outcomes(), orphans=["tests/recordings/test_old/test_gone.jsonl"])
     assert summary.lines(verbose=False) == [
-        "4 tests: 1 replayed, 1 re-recorded, 1 unconsumed, 1 live; 4 calls replayed; "
-        "1,234 tokens replayed instead of spent; 1 call recorded; 1 unused call dropped",
+        "5 tests: 1 replayed, 1 re-recorded, 1 mismatched, 1 unconsumed, 1 live; "
+        "5 calls replayed; 1,234 tokens replayed instead of spent; 1 call recorded; "
+        "1 unused call dropped",
         "re-recorded  t.py::test_b  (1 call replayed, 1 call recorded, 1 unused call dropped, "
         "34 tokens)",
         "    difference at call 1, field context.messages[0].content:",
         "    old 'hello', new 'bye'",
         "unconsumed   t.py::test_c  (1 call replayed, call 1 never requested)",
         "live         t.py::test_d",
+        "mismatched   t.py::test_e  (1 call replayed, calls 1..2 requested but mismatched, "
+        "call 3 never requested)",
+        "    replay mismatch at call 1, field body.model:",
+        "    recorded 'a', incoming 'b'",
         "1 orphaned recording (no collected test uses them):",
         "    tests/recordings/test_old/test_gone.jsonl",
     ]
@@ -56,16 +72,16 @@ def test_the_json_report() -> None:
     data = orjson.loads(orjson.dumps(summary.to_json()))
     assert data["version"] == 1
     assert data["totals"] == {
-        "tests": 4,
+        "tests": 5,
         "replayed": 1,
         "recorded": 0,
         "re-recorded": 1,
-        "mismatched": 0,
+        "mismatched": 1,
         "unconsumed": 1,
         "live": 1,
         "failed": 0,
         "error": 0,
-        "calls_replayed": 4,
+        "calls_replayed": 5,
         "calls_recorded": 1,
         "calls_dropped": 1,
         "tokens_replayed": 1234,
