@@ -33,6 +33,7 @@ says what user redaction a recording started now uses. They are imported on firs
     private_files      files written ``0600``, folders ``0700``, replaced atomically
     named_objects      what a ``module:attr`` name on the command line points at
     wording            how a count and a set of calls read in every message
+    visible_text       untrusted text shown as text: control characters as their escapes
     lazy_exports       package exports loaded on first use
 """
 

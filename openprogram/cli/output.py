@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 import typer
 
 from openprogram.errors import OpenProgramError
+from openprogram.visible_text import visible as visible
 from openprogram.wording import plural as plural
 
 if TYPE_CHECKING:
@@ -33,17 +33,6 @@ EXIT_FAILURE = 1
 
 
 EXIT_USAGE = 2
-
-
-# Characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the Unicode
-# marks that reorder or separate lines (bidi overrides and isolates, U+2028/U+2029).
-_INVISIBLE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
-
-
-_CONTROLS = re.compile(f"[{_INVISIBLE}]")
-
-
-_CONTROLS_AND_BREAKS = re.compile(f"[\t\n{_INVISIBLE}]")
 
 
 def debug_enabled() -> bool:
@@ -72,26 +61,6 @@ def print_lines(lines: list[str]) -> None:
     written to stdout at once: no markup, no wrapping (a thousand ``Console.print`` calls
     cost more than building the table)."""
     sys.stdout.write("".join(f"{line}\n" for line in lines))
-
-
-def visible(text: str, *, keep_lines: bool = True) -> str:
-    """``text`` for a terminal: every control character (ESC, BEL, C1 codes, bidi overrides)
-    written as its escape, ``\\x1b``, ``\\u202e``, so a recording or a file name cannot
-    clear the screen, hide text or retitle the window. Tabs and newlines stay unless
-    ``keep_lines`` is false. Machine output (``--json``) is never passed through this."""
-    pattern = _CONTROLS if keep_lines else _CONTROLS_AND_BREAKS
-    if pattern.search(text) is None:
-        return text
-    return pattern.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code == 0x09:
-        return "\\t"
-    if code == 0x0A:
-        return "\\n"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _labelled(label: str, style: str, message: str) -> None:

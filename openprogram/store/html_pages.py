@@ -11,7 +11,8 @@ highlighted, texts word by word.
 
 The page fetches nothing and runs nothing: inline CSS, no script, folding with
 ``<details>`` (so it works without JavaScript and prints). A recording is untrusted input:
-every recorded string is escaped (a ``<script>`` in a reply is shown, never run), and it was
+every recorded string is escaped (a ``<script>`` in a reply is shown, never run; a NUL, an
+ESC or a bidi override shown as its escape, ``\\u202e``, as in the terminal), and it was
 redacted when it was written; a very long text is clipped, its whole one click away. The
 page grows linearly with the recording.
 """
@@ -30,6 +31,7 @@ from openprogram.recording.format import RecordedCall, Recording
 from openprogram.recording.report import format_report
 from openprogram.store.comparison import RecordingComparison
 from openprogram.store.show import CallView, RecordingView, TapeView
+from openprogram.visible_text import visible
 from openprogram.wording import plural
 
 __all__ = ["CLIP", "clipped", "diff_page", "escaped", "page_document", "recording_page"]
@@ -422,5 +424,8 @@ def _json(value: Any) -> str:
 
 
 def escaped(value: object) -> str:
-    """A recorded value as HTML text: every character that means something escaped."""
-    return html.escape(str(value), quote=True)
+    """A recorded value as HTML text: every character that means something escaped, and
+    every character a browser would act on instead of showing (NUL, ESC, a bidi override)
+    written as its escape, ``\\x1b``, ``\\u202e``, as the terminal shows it
+    (:func:`~openprogram.visible_text.visible`)."""
+    return html.escape(visible(str(value)), quote=True)

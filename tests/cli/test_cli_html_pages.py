@@ -92,6 +92,23 @@ def test_a_recorded_script_is_escaped_and_the_page_loads_nothing(tmp_path: Path)
     assert (tmp_path / "agent.html").stat().st_mode & 0o777 == 0o600
 
 
+INVISIBLE = "nul\x00 esc\x1b[2J bell\x07 \u202eevil.exe\u202c del\x7f"
+"""A NUL, a terminal's clear-screen sequence, a bell, a right-to-left override (which shows
+``exe.live`` for ``evil.exe``) and DEL."""
+SHOWN = "nul\\x00 esc\\x1b[2J bell\\x07 \\u202eevil.exe\\u202c del\\x7f"
+
+
+def test_control_characters_are_shown_as_their_escapes(tmp_path: Path) -> None:
+    path = tmp_path / "controls.jsonl"
+    agent_session(path, INVISIBLE)
+    page = page_of("show", str(path), "--html", str(tmp_path / "controls.html"))
+    for character in ("\x00", "\x1b", "\x07", "\x7f", "\u202e", "\u202c"):
+        assert character not in page
+    assert SHOWN in page  # the user's message and the echo's reply
+    terminal = run("show", str(path))
+    assert SHOWN in terminal.stdout, "as the terminal shows them"
+
+
 def test_the_page_grows_linearly_with_the_recording(tmp_path: Path) -> None:
     sizes = []
     for turns in (20, 40):
@@ -174,6 +191,18 @@ def test_a_session_page_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert "lookup[0]" in page.locator("section.tape").inner_text()
     order = page.evaluate("[...document.querySelectorAll('section')].map(section => section.id)")
     assert order == ["call-0", "tape-tool:lookup[0]", "call-1"], "the tape where it happened"
+
+
+def test_control_characters_read_as_their_escapes_in_chromium(browser: Any, tmp_path: Path) -> None:
+    path = tmp_path / "controls.jsonl"
+    apart(agent_session, path, INVISIBLE)
+    html = tmp_path / "controls.html"
+    run("show", str(path), "--html", str(html))
+    page = opened(browser, html, tmp_path / "controls.png")
+    text = page.locator("#call-0").inner_text()
+    assert SHOWN in text
+    assert "\u202e" not in text
+    assert "\x1b" not in text
 
 
 def test_a_diff_page_in_chromium(browser: Any, tmp_path: Path) -> None:
