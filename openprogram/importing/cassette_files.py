@@ -14,10 +14,13 @@ tag                                            built as
 ``!!python/object/apply:builtins.iter``         a list of its ``args[0]`` (an iterator body)
 =============================================  =========================================
 
-Any other tag — ``!!python/object/apply:os.system`` above all — is refused with the file and
-its line, and nothing is constructed: the loader stands on PyYAML's safe loader, which never
-calls a Python callable. PyYAML is the optional extra ``vcr``: without it a YAML cassette is
-refused in one line naming it; JSON cassettes need nothing.
+Any other tag — ``!!python/object/apply:os.system`` above all — is refused with the file,
+its line and its name, and nothing is constructed: every node's tag is checked before a value
+is built, at any depth (inside one of the tags above too), and the first in the document is
+named; a tag above holding another shape than vcrpy writes (a sequence under
+``!!python/object/new:_io.BytesIO``) is refused naming it. The loader stands on PyYAML's
+safe loader, which never calls a Python callable. PyYAML is the optional extra ``vcr``:
+without it a YAML cassette is refused in one line naming it; JSON cassettes need nothing.
 
 A cassette may come from anywhere (a pull request, another project's suite), so reading one
 is bounded before any value is built:
@@ -39,7 +42,7 @@ import io
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 
@@ -169,13 +172,12 @@ def _yaml(path: Path, text: str, limit: int) -> Any:
         return _load(text, limit)
     except _Refused as refused:
         raise CassetteError(str(path), refused.problem, line=refused.line) from None
-    except yaml.constructor.ConstructorError as error:
+    except yaml.constructor.ConstructorError as error:  # what the checks before let through
         mark = error.problem_mark
-        tag = _tag_of(error.problem or "")
         raise CassetteError(
             str(path),
-            f"holds the YAML tag {tag}, which vcrpy never writes: refused, and nothing was "
-            "constructed (re-record this cassette, or remove that value)",
+            f"holds a YAML value that cannot be built ({error.problem}): refused "
+            "(re-record this cassette, or remove that value)",
             line=None if mark is None else mark.line + 1,
         ) from None
     except yaml.reader.ReaderError as error:  # a character YAML does not allow (NUL)
@@ -197,7 +199,7 @@ def _load(text: str, limit: int) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_written_out(node, limit)
+        _check_written_out(node, limit, frozenset(loader.yaml_constructors))
         return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -242,18 +244,18 @@ def _loader_class() -> type[yaml.SafeLoader]:
             self.depth += 1
 
     def string(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-        return loader.construct_scalar(node)  # type: ignore[arg-type]
+        return loader.construct_scalar(_shaped(node, yaml.ScalarNode))
 
     def sequence(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-        return loader.construct_sequence(node, deep=True)  # type: ignore[arg-type]
+        return loader.construct_sequence(_shaped(node, yaml.SequenceNode), deep=True)
 
     def file_like(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-        state = loader.construct_mapping(node, deep=True).get("state")  # type: ignore[arg-type]
+        state = loader.construct_mapping(_shaped(node, yaml.MappingNode), deep=True).get("state")
         content = state[0] if isinstance(state, list | tuple) and state else b""
         return content.encode() if isinstance(content, str) else bytes(content or b"")
 
     def iterator(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-        args = loader.construct_mapping(node, deep=True).get("args")  # type: ignore[arg-type]
+        args = loader.construct_mapping(_shaped(node, yaml.MappingNode), deep=True).get("args")
         return list(args[0]) if isinstance(args, list | tuple) and args else []
 
     for tag, build in zip(
@@ -263,10 +265,31 @@ def _loader_class() -> type[yaml.SafeLoader]:
     return CassetteLoader
 
 
-def _check_written_out(root: yaml.Node, limit: int) -> None:
-    """Refuse the document under ``root`` if, with every alias written out in full, it would
-    be larger than ``limit`` (a scalar counts its characters and one, a collection one more
-    than its items), nest deeper than the limit, or hold itself. Walks each node once, without
+_Node = TypeVar("_Node", bound="yaml.Node")
+
+_NODE_KINDS: Final = {"ScalarNode": "scalar", "SequenceNode": "sequence", "MappingNode": "mapping"}
+
+
+def _shaped(node: yaml.Node, kind: type[_Node]) -> _Node:
+    """``node``, the value of one of :data:`BENIGN_TAGS`, if it is of the ``kind`` vcrpy
+    writes under its tag; else refused naming the tag (a hostile tag inside a vcrpy one is
+    refused by name before anything is built: :func:`_check_written_out`)."""
+    if not isinstance(node, kind):
+        raise _Refused(
+            f"holds the YAML tag {_short_tag(node.tag)} with a {_NODE_KINDS[type(node).__name__]}"
+            f" where vcrpy writes a {_NODE_KINDS[kind.__name__]}: refused, and nothing was "
+            "constructed (re-record this cassette, or remove that value)",
+            node.start_mark,
+        )
+    return node
+
+
+def _check_written_out(root: yaml.Node, limit: int, known_tags: frozenset[str | None]) -> None:
+    """Refuse the document under ``root`` if it holds a tag not among ``known_tags`` (YAML's
+    own and :data:`BENIGN_TAGS`: the first in the document, at any depth, whatever tag holds
+    it), or if, with every alias written out in full, it would be larger than ``limit`` (a
+    scalar counts its characters and one, a collection one more than its items), nest deeper
+    than the limit, or hold itself. Walks each node once, in document order, without
     recursion: what an alias names is measured once, and counted at every use."""
     import yaml
 
@@ -276,6 +299,13 @@ def _check_written_out(root: yaml.Node, limit: int) -> None:
     while stack:
         node, items_measured = stack.pop()
         key = id(node)
+        if not items_measured and node.tag not in known_tags:
+            raise _Refused(
+                f"holds the YAML tag {_short_tag(node.tag)}, which vcrpy never writes: "
+                "refused, and nothing was constructed (re-record this cassette, or remove "
+                "that value)",
+                node.start_mark,
+            )
         if isinstance(node, yaml.ScalarNode):
             measured[key] = (len(node.value) + 1, 0)
             continue
@@ -306,11 +336,10 @@ def _check_written_out(root: yaml.Node, limit: int) -> None:
         elif key not in measured:
             open_nodes.add(key)
             stack.append((node, True))
-            stack.extend((item, False) for item in items if id(item) not in measured)
+            # Reversed: the items come off the stack in document order.
+            stack.extend((item, False) for item in reversed(items) if id(item) not in measured)
 
 
-def _tag_of(problem: str) -> str:
-    """The tag a constructor error names (``!!python/object/apply:os.system``)."""
-    start = problem.find("'")
-    tag = problem[start + 1 : problem.rfind("'")] if start >= 0 else problem
+def _short_tag(tag: str) -> str:
+    """A tag as a cassette spells it (``!!python/object/apply:os.system``)."""
     return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org") else tag

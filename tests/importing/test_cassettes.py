@@ -276,6 +276,81 @@ def test_a_hostile_yaml_tag_is_refused_with_its_line_and_nothing_is_constructed(
     assert not (tmp_path / "out").exists()
 
 
+WRAPPED = """\
+interactions:
+- request:
+    body: {wrapper}
+    headers: {{}}
+    method: GET
+    uri: http://example.test/
+  response: {{status: {{code: 200}}, headers: {{}}, body: {{string: ''}}}}
+version: 1
+"""
+SYSTEM = '!!python/object/apply:os.system ["touch {marker}"]'
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        f"!!python/object/new:_io.BytesIO [{SYSTEM}]",
+        f"!!python/object/new:_io.BytesIO {{{{state: [{SYSTEM}]}}}}",
+        f"!!python/object/apply:builtins.iter [{SYSTEM}]",
+        f"!!python/tuple [{SYSTEM}]",
+        f"[!!python/str a, {{{{b: [{SYSTEM}]}}}}]",
+    ],
+)
+def test_a_hostile_tag_wrapped_in_a_tag_vcrpy_writes_is_refused_by_its_own_name(
+    tmp_path: Path, wrapper: str
+) -> None:
+    marker = tmp_path / "pwned"
+    cassette = tmp_path / "wrapped.yaml"
+    cassette.write_text(WRAPPED.format(wrapper=wrapper.format(marker=marker)))
+    result = run("import", str(cassette), "--into", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert error_line(result) == (
+        f"error: {cassette}, line 3: holds the YAML tag !!python/object/apply:os.system, which "
+        "vcrpy never writes: refused, and nothing was constructed (re-record this cassette, "
+        "or remove that value)"
+    )
+    assert not marker.exists()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "found", "written"),
+    [
+        ("!!python/object/new:_io.BytesIO [abc]", "sequence", "mapping"),
+        ("!!python/object/apply:builtins.iter abc", "scalar", "mapping"),
+        ("!!python/tuple {a: b}", "mapping", "sequence"),
+        ("!!python/str [a]", "sequence", "scalar"),
+    ],
+)
+def test_a_tag_vcrpy_writes_holding_another_shape_is_refused_naming_the_tag(
+    tmp_path: Path, wrapper: str, found: str, written: str
+) -> None:
+    cassette = tmp_path / "shape.yaml"
+    cassette.write_text(WRAPPED.format(wrapper=wrapper))
+    result = run("import", str(cassette), "--into", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    tag = wrapper.split(" ")[0]
+    assert error_line(result) == (
+        f"error: {cassette}, line 3: holds the YAML tag {tag} with a {found} where vcrpy "
+        f"writes a {written}: refused, and nothing was constructed (re-record this cassette, "
+        "or remove that value)"
+    )
+
+
+def test_the_first_hostile_tag_in_the_document_is_the_one_named(tmp_path: Path) -> None:
+    cassette = tmp_path / "two.yaml"
+    cassette.write_text(
+        WRAPPED.format(wrapper="[!!python/name:os.getcwd '', !!python/object/apply:os.system []]")
+    )
+    result = run("import", str(cassette), "--into", str(tmp_path / "out"))
+    assert "holds the YAML tag !!python/name:os.getcwd, which vcrpy never writes" in (
+        error_line(result)
+    )
+
+
 def test_without_pyyaml_a_yaml_cassette_is_refused_in_one_line_naming_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
