@@ -11,10 +11,16 @@ inline CSS, no script, nothing loaded, every string escaped.
 
 ``--openprogram-summary-md=PATH`` writes :func:`suite_markdown`: the totals and the tests
 that did anything but replay cleanly, short enough for ``$GITHUB_STEP_SUMMARY`` or a pull
-request comment, naming the HTML page (an artifact of the job) when one is written.
+request comment, naming the HTML page (an artifact of the job) when one is written. A test's
+name, what it recorded and a model's words are not Markdown: each is written as a code span
+(:func:`markdown_code`), where nothing is markup — an image or a link to any host, HTML, a
+heading, emphasis, a bare URL all read as the text they are — its pipes escaped inside the
+table, its control characters as their escapes.
 """
 
 from __future__ import annotations
+
+import re
 
 from openprogram.store.html_pages import clipped, escaped, page_document
 from openprogram.testing.suite_summary import (
@@ -23,9 +29,10 @@ from openprogram.testing.suite_summary import (
     TestOutcome,
     outcome_detail,
 )
+from openprogram.visible_text import visible
 from openprogram.wording import plural, which_calls
 
-__all__ = ["suite_markdown", "suite_page"]
+__all__ = ["markdown_code", "suite_markdown", "suite_page"]
 
 _SHOWN_IN_MARKDOWN = 30
 """Tests the Markdown summary lists before it says how many more the page holds."""
@@ -82,13 +89,14 @@ def suite_markdown(summary: SuiteSummary, page: str | None = None) -> str:
     if notable:
         lines += ["", "| test | did | what to look at |", "| --- | --- | --- |"]
         for outcome in notable[:_SHOWN_IN_MARKDOWN]:
-            lines.append(
-                f"| `{_cell(outcome.nodeid)}` | {_kind(outcome)} | {_cell(_look_at(outcome))} |"
-            )
+            name = markdown_code(outcome.nodeid, in_table=True)
+            look_at = markdown_code(_look_at(outcome), in_table=True)
+            lines.append(f"| {name} | {_kind(outcome)} | {look_at} |")
         if len(notable) > _SHOWN_IN_MARKDOWN:
             lines.append(f"\n… and {len(notable) - _SHOWN_IN_MARKDOWN} more on the page.")
     if page is not None:
-        lines += ["", f"The whole run, test by test: `{page}` (the job's artifact)."]
+        shown = markdown_code(page)
+        lines += ["", f"The whole run, test by test: {shown} (the job's artifact)."]
     return "\n".join(lines) + "\n"
 
 
@@ -183,9 +191,26 @@ def _row(outcome: TestOutcome) -> str:
     )
 
 
-def _cell(text: str) -> str:
-    """Text for a Markdown table cell: one line, its pipes, backticks and tags made
-    harmless (a test's name or a recorded value is not markup)."""
-    flat = " ".join(text.split())
-    flat = flat.replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
-    return flat if len(flat) <= 160 else flat[:157] + "…"
+_LONGEST_IN_MARKDOWN = 160
+"""Characters of a text the Markdown summary shows before it is clipped."""
+
+_BACKTICKS = re.compile("`+")
+
+
+def markdown_code(text: str, *, in_table: bool = False) -> str:
+    """``text`` as a Markdown code span, which GitHub renders as exactly the text it holds:
+    on one line (its white space runs made one space), control characters written as their
+    escapes (:func:`~openprogram.visible_text.visible`), clipped past 160 characters. The
+    fence is one backtick longer than the longest run of backticks in it, and a space pads
+    each side (which the renderer takes off again), so no backtick ends it early; ``in_table``
+    escapes its pipes, which would otherwise end a table's cell even inside a code span (the
+    renderer takes the backslash off). An empty text is nothing."""
+    flat = " ".join(visible(text).split())
+    if not flat:
+        return ""
+    if len(flat) > _LONGEST_IN_MARKDOWN:
+        flat = flat[: _LONGEST_IN_MARKDOWN - 1] + "…"
+    fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(flat)), default=0))
+    if in_table:
+        flat = flat.replace("|", "\\|")
+    return f"{fence} {flat} {fence}"

@@ -4,11 +4,15 @@ mismatched or re-recorded one, recorded strings escaped, under pytest-xdist too.
 
 from __future__ import annotations
 
+import cmarkgfm
 import pytest
+from cmarkgfm.cmark import Options
 
 from tests.support.inner_project import InnerProject
 
 pytest_plugins = ["pytester"]
+
+CMARK_OPT_UNSAFE = Options.CMARK_OPT_UNSAFE
 
 SUITE = """
 import os
@@ -49,9 +53,15 @@ def test_the_run_as_a_page_and_as_markdown(
         "5 tokens replayed instead of spent",
     ]
     row = next(line for line in markdown.splitlines() if "test_changes" in line)
-    assert row.startswith("| `tests/test_agent.py::test_changes` | mismatched | replay mismatch")
-    assert "<script" not in markdown
-    assert markdown.endswith("The whole run, test by test: `out/run.html` (the job's artifact).\n")
+    assert row.startswith(
+        "| ` tests/test_agent.py::test_changes ` | mismatched | ` replay mismatch"
+    )
+    shown = cmarkgfm.github_flavored_markdown_to_html(markdown, options=CMARK_OPT_UNSAFE)
+    assert "<script" not in shown  # GitHub's renderer shows it as text, in a code span
+    assert "<code>replay mismatch at call 0" in shown
+    assert markdown.endswith(
+        "The whole run, test by test: ` out/run.html ` (the job's artifact).\n"
+    )
     result.stdout.fnmatch_lines(["openprogram: wrote the summary to */out/run.html"])
 
     # Re-recorded: the page names the first difference from the recording it replaced.
