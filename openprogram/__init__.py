@@ -33,6 +33,8 @@ says what user redaction a recording started now uses. They are imported on firs
     private_files      files written ``0600``, folders ``0700``, replaced atomically
     named_objects      what a ``module:attr`` name on the command line points at
     wording            how a count and a set of calls read in every message
+    deterministic_sources  the seed and clocks a recording draws ``now()`` and
+                       ``random()`` from, and the zone a deterministic clock runs in
     visible_text       untrusted text shown as text: control characters as their escapes
     lazy_exports       package exports loaded on first use
 """
@@ -45,6 +47,7 @@ from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
+    from openprogram.deterministic_sources import sequence_clock, stepping_clock
     from openprogram.recording.user_redaction import register_redactor, user_redaction_in_effect
     from openprogram.tape_boundary.taped_functions import now, random, seeded_random, taped
 
@@ -57,6 +60,8 @@ __all__ = [
     "record_replay",
     "register_redactor",
     "seeded_random",
+    "sequence_clock",
+    "stepping_clock",
     "taped",
     "user_redaction_in_effect",
 ]
@@ -70,6 +75,8 @@ __getattr__, __dir__ = lazy_exports(
         "record_replay": "openprogram.activation.context_manager",
         "register_redactor": "openprogram.recording.user_redaction",
         "seeded_random": "openprogram.tape_boundary.taped_functions",
+        "sequence_clock": "openprogram.deterministic_sources",
+        "stepping_clock": "openprogram.deterministic_sources",
         "taped": "openprogram.tape_boundary.taped_functions",
         "user_redaction_in_effect": "openprogram.recording.user_redaction",
     },

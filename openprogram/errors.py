@@ -31,6 +31,9 @@
     │                                     result it cannot rebuild
     ├── RecordedTapeError                 replay of an exception a taped function raised,
     │                                     of a type replay cannot raise itself
+    ├── ClockExhaustedError (+LookupError)
+    │                                     a sequence clock was read more often than it
+    │                                     has times
     ├── CanonicalJSONError (+ValueError)  a value the transcript hash cannot carry
     ├── RecordingNameError                a recording name that is empty, too long or invalid
     ├── RecordingExistsError              ``record NAME``: that name is taken in the store
@@ -81,6 +84,7 @@ __all__ = [
     "ActiveRecordingUnknownError",
     "CanonicalJSONError",
     "CassetteError",
+    "ClockExhaustedError",
     "ConfigError",
     "ExecSetupError",
     "MissingApiKeyError",
@@ -568,6 +572,19 @@ class RecordedTapeError(OpenProgramError):
     def __init__(self, original_type: str, message: str) -> None:
         self.original_type = original_type
         super().__init__(f"{original_type}: {message}")
+
+
+class ClockExhaustedError(OpenProgramError, LookupError):
+    """A recording's sequence clock (``openprogram.sequence_clock``) was read once more than
+    it has times: ``clock`` describes it, ``read`` says how many readings it gave."""
+
+    def __init__(self, *, clock: str, read: int) -> None:
+        self.clock = clock
+        self.read = read
+        super().__init__(
+            f"the clock {clock} was read {read} times and has no time left for another "
+            "reading: give sequence_clock() a time for every reading, or use stepping_clock()"
+        )
 
 
 # --- the store of recordings ---------------------------------------------------------------

@@ -208,7 +208,8 @@ def prepare_boundaries(
         writer.user_redaction = user
         writer.open()  # the header now, so a run that makes no call still leaves a recording
         http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
-        return PreparedBoundaries(plan, record_transform(plan.path), http, TapeRecorder(writer))
+        tapes = TapeRecorder(writer, plan.sources)  # now() and random() draw from its sources
+        return PreparedBoundaries(plan, record_transform(plan.path), http, tapes)
     recording = read_for_replay(plan.path)
     session = (make_session or _replay_session)(recording, plan, user)
     http = HttpBoundary("replay", session=session, passthrough_hosts=hosts, extra_headers=headers)

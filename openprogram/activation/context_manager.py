@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -47,10 +47,12 @@ from openprogram.activation.connection_guard import (
     not_recorded_message,
 )
 from openprogram.activation.plan import RecordReplayPlan, check_match
+from openprogram.deterministic_sources import RecordingSources, local_time_in_utc
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.writer import forget_writer
 
 if TYPE_CHECKING:
+    from openprogram.deterministic_sources import Clock
     from openprogram.errors import ReplayConnectionRefusedError, ReplayMismatch
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import Redactor
@@ -99,6 +101,8 @@ def record_replay(
     redact_name: str | None = None,
     redact_patterns: Iterable[str] = (),
     tools: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    clock: Clock | None = None,
 ) -> Iterator[RecordReplay]:
     """Record the block's calls into ``path``, or replay them from it (see the module's
     docstring).
@@ -124,6 +128,17 @@ def record_replay(
     (run it, and fail when its result differs from the taped one). Taped functions
     (``openprogram.taped``) record into and replay from the same recording.
 
+    ``seed`` and ``clock``: the deterministic sources the block's ``openprogram.random()``
+    (and the seeds ``seeded_random()`` draws) and ``openprogram.now()`` read while recording
+    — a whole number from 0 to 2**63 - 1, and ``openprogram.stepping_clock(start_ms,
+    step_ms)`` or ``openprogram.sequence_clock(times)`` (milliseconds since the Unix epoch,
+    UTC), read from their start by this block. The same session recorded twice with the same
+    seed and clock reads the same times and numbers, and hashes alike. A clock also makes
+    the local zone UTC for the block, so a time shown in the local zone reads the same on
+    every machine: give it under replay too — the times replayed are the recorded ones
+    (nothing is drawn under replay, and the seed is not used), but the zone they are shown
+    in is the clock's.
+
     ``redact``: a function ``str -> str`` replacing the user's own secrets in every string
     (named ``redact_name`` in the recording's fingerprint, default ``module:qualname``);
     ``redact_patterns``: regular expressions whose matches are replaced. Both apply, with
@@ -136,13 +151,14 @@ def record_replay(
     sessions' calls, in order. Raises
     :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
     be read (replay) or written (record); ``ValueError`` for an unknown ``mode`` or
-    ``match``; :class:`~openprogram.errors.UserRedactionError` for a bad
-    pattern.
+    ``match``, a bad ``seed`` or something that is no clock;
+    :class:`~openprogram.errors.UserRedactionError` for a bad pattern.
     """
 
     if mode not in ("record", "replay"):
         raise ValueError(f"record_replay() mode must be 'record' or 'replay', not {mode!r}")
     recording = Path(os.path.abspath(path))
+    sources = RecordingSources.of(seed, clock)
     plan = RecordReplayPlan(
         mode,
         recording,
@@ -154,6 +170,7 @@ def record_replay(
         http_headers=frozenset(http_headers),
         redact_patterns=tuple(redact_patterns),
         tools=tuple((tools or {}).items()),
+        sources=sources,
     )
     if mode == "record":
         check_appendable(recording)  # a damaged recording blocks recording as it blocks replay
@@ -173,10 +190,14 @@ def record_replay(
         )
     restore_keys = set_placeholder_keys() if mode == "replay" else None
     refused_before = len(REPLAY_GUARD.refusals)
+    zone = local_time_in_utc() if clock is not None else nullcontext()
     try:
-        with both_boundaries_active(
-            prepared.transform, prepared.http, prepared.tapes, allowed_hosts=plan.allowed_hosts
-        ) as report:
+        with (
+            zone,
+            both_boundaries_active(
+                prepared.transform, prepared.http, prepared.tapes, allowed_hosts=plan.allowed_hosts
+            ) as report,
+        ):
             try:
                 yield active
             except RecordReplayEscape as escape:

@@ -9,6 +9,9 @@ process of the command as JSON (:meth:`RecordReplayPlan.to_json`), so that no pr
 reads the configuration again.
 
 ``tools`` says how replay treats each agent tool (``live``, ``replay`` or ``check``).
+``sources`` are the seed and clock ``now()`` and ``random()`` draw from while recording (see
+:mod:`openprogram.deterministic_sources`): each process of an ``exec`` command reads them from
+their start; a clock also runs the command in UTC, under record and replay alike.
 ``match`` says how replay pairs a request with a recorded call: ``"content"`` (the
 default: the earliest unconsumed recorded call of its boundary whose request equals it) or
 ``"order"`` (the next recorded call); see :mod:`openprogram.recording.replay_session`.
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from openprogram.deterministic_sources import RecordingSources
 from openprogram.recording.difference import DEFAULT_MATCHING, MATCHINGS, check_matching
 from openprogram.recording.tape_replay import check_tool_policies
 from openprogram.recording.url_comparison import check_http_ignore_fields
@@ -59,6 +63,9 @@ class RecordReplayPlan:
     :mod:`openprogram.recording.tape_replay`."""
     blocked_reason: str | None = None
     """blocked: why no call may be made (it names the commands that say why and recover)."""
+    sources: RecordingSources | None = None
+    """record: what ``now()`` and ``random()`` draw from (None: the real clock and
+    randomness); record and replay: a clock runs the code in UTC."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("record", "replay", "blocked"):
@@ -90,6 +97,7 @@ class RecordReplayPlan:
                 "redact_patterns": list(self.redact_patterns),
                 "tools": dict(self.tools),
                 "blocked_reason": self.blocked_reason,
+                "sources": None if self.sources is None else self.sources.to_json(),
             }
         )
 
@@ -117,9 +125,14 @@ class RecordReplayPlan:
                 redact_patterns=tuple(_texts(data["redact_patterns"])),
                 tools=_policies(data.get("tools", {})),
                 blocked_reason=None if data["blocked_reason"] is None else data["blocked_reason"],
+                sources=_sources(data.get("sources")),
             )
         except (KeyError, TypeError) as error:
             raise ValueError(f"a plan without a valid {error}") from None
+
+
+def _sources(value: Any) -> RecordingSources | None:
+    return None if value is None else RecordingSources.from_json(value)
 
 
 def _policies(value: Any) -> tuple[tuple[str, str], ...]:

@@ -11,7 +11,10 @@ a web API, the clock, a random draw — so that a replay runs with no network an
     stamp = openprogram.now()                      # the recorded time under replay
 
     taped_functions  ``taped``: any function, sync or async, on a tape of its own; ``now()``,
-                     ``random()``, ``seeded_random()``: the clock and randomness
+                     ``random()``, ``seeded_random()``: the clock and randomness, drawn
+                     while recording from the recording's deterministic sources, if any
+                     (``stepping_clock``, ``sequence_clock``, a seed: exported here from
+                     ``openprogram.deterministic_sources``)
     tools            agent tools on tapes, replayed ``live``, ``replay`` or ``check``
     values           what arguments and results may be (``TapeValueError``), and recorded
                      exceptions raised again (``RecordedTapeError``)
@@ -32,18 +35,32 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openprogram.errors import RecordedTapeError, TapeValueError
+    from openprogram.deterministic_sources import sequence_clock, stepping_clock
+    from openprogram.errors import ClockExhaustedError, RecordedTapeError, TapeValueError
     from openprogram.tape_boundary.taped_functions import now, random, seeded_random, taped
 
 _EXPORTS: dict[str, str] = {
+    "ClockExhaustedError": "openprogram.errors",
     "RecordedTapeError": "openprogram.errors",
     "TapeValueError": "openprogram.errors",
     "now": "openprogram.tape_boundary.taped_functions",
     "random": "openprogram.tape_boundary.taped_functions",
     "seeded_random": "openprogram.tape_boundary.taped_functions",
+    "sequence_clock": "openprogram.deterministic_sources",
+    "stepping_clock": "openprogram.deterministic_sources",
     "taped": "openprogram.tape_boundary.taped_functions",
 }
 
-__all__ = ["RecordedTapeError", "TapeValueError", "now", "random", "seeded_random", "taped"]
+__all__ = [
+    "ClockExhaustedError",
+    "RecordedTapeError",
+    "TapeValueError",
+    "now",
+    "random",
+    "seeded_random",
+    "sequence_clock",
+    "stepping_clock",
+    "taped",
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

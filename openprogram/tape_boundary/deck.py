@@ -7,7 +7,8 @@ calls follow — the configured mode, ``record_replay()``, the pytest fixture, `
 exec``, ``verify``:
 
 * :class:`TapeRecorder` appends each entry to the recording, through the recording's one
-  writer (so its rows join the calls' rows in the one file);
+  writer (so its rows join the calls' rows in the one file), and holds the deterministic
+  sources the clock and randomness draw from while it records, if it was given any;
 * :class:`TapePlayer` serves entries from the replay session that serves the calls (so
   mismatches and unconsumed entries are the session's, reported with its calls);
 * :class:`BlockedTapes` refuses every taped call, as a blocked registry refuses every model
@@ -39,6 +40,7 @@ from openprogram.recording.tape_replay import ToolPolicies, ToolPolicy
 from openprogram.recording.tape_rows import TAPES_FEATURE
 
 if TYPE_CHECKING:
+    from openprogram.deterministic_sources import RecordingSources, SourceDraws
     from openprogram.errors import ReplayMismatch
     from openprogram.recording.redaction import SecretRedactor
     from openprogram.recording.replay_session import ReplaySession
@@ -165,12 +167,17 @@ TAPE_DECK_BINDING: Final = "openprogram.tape_deck"
 
 
 class TapeRecorder:
-    """Appends tape entries to the recording ``writer`` writes."""
+    """Appends tape entries to the recording ``writer`` writes; ``now()``, ``random()`` and
+    ``seeded_random()`` draw from ``sources`` while it records, when given
+    (:mod:`openprogram.deterministic_sources`), each recorder from their start."""
 
     mode: Final = "record"
 
-    def __init__(self, writer: RecordingWriter) -> None:
+    def __init__(self, writer: RecordingWriter, sources: RecordingSources | None = None) -> None:
         self.writer = writer
+        self.sources = sources
+        self.draws: SourceDraws | None = None if sources is None else sources.draws()
+        """The readings and draws of this recording (None: the real clock and randomness)."""
 
     @property
     def user_redaction(self) -> UserRedaction | None:

@@ -41,8 +41,11 @@ runs it, does not ask for them.
 The clock and randomness have taped helpers of their own, ``now()``, ``random()`` and
 ``seeded_random()``: code that reads the time or draws random numbers through these sees,
 under replay, exactly what the recorded run saw; outside record and replay they are ``time.time()``,
-``random.random()`` and a freshly seeded ``random.Random``. Nothing is patched: code that
-calls ``time.time()`` directly stays live, and a replay shows the drift it causes.
+``random.random()`` and a freshly seeded ``random.Random``. While recording with
+deterministic sources (a seed, a clock: :mod:`openprogram.deterministic_sources`), they draw
+from those instead, so two recordings of one session read the same times and numbers.
+Nothing is patched: code that calls ``time.time()`` directly stays live, and a replay shows
+the drift it causes.
 
 Their results are non-deterministic by nature, so the transcript hash and ``diff`` leave
 them out (the calls still count): two recordings of one session made a day apart hash alike.
@@ -59,6 +62,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, get_type_hints, overload
 
+from openprogram.deterministic_sources import check_seed
 from openprogram.providers.registry import scope_binding
 from openprogram.recording.tape_rows import (
     TOOL_TAPE_PREFIX,
@@ -69,7 +73,13 @@ from openprogram.recording.tape_rows import (
     tape_row,
 )
 from openprogram.recording.writer import recorded_error
-from openprogram.tape_boundary.deck import DECKS, TAPE_DECK_BINDING, TapeDeck, TapeRedaction
+from openprogram.tape_boundary.deck import (
+    DECKS,
+    TAPE_DECK_BINDING,
+    TapeDeck,
+    TapeRecorder,
+    TapeRedaction,
+)
 from openprogram.tape_boundary.values import (
     json_arguments,
     json_result,
@@ -78,7 +88,8 @@ from openprogram.tape_boundary.values import (
 )
 
 if TYPE_CHECKING:
-    from openprogram.tape_boundary.deck import BlockedTapes, TapePlayer, TapeRecorder
+    from openprogram.deterministic_sources import SourceDraws
+    from openprogram.tape_boundary.deck import BlockedTapes, TapePlayer
 
 __all__ = ["TapeSpec", "active_tape_deck", "now", "random", "seeded_random", "taped"]
 
@@ -365,27 +376,49 @@ def taped(
     return _wrap(function, name, nondeterministic)
 
 
+def _recording_draws() -> SourceDraws | None:
+    """The draws of the recording the current scope records into, if it was given
+    deterministic sources (:mod:`openprogram.deterministic_sources`); else None."""
+    deck = active_tape_deck()
+    return deck.draws if isinstance(deck, TapeRecorder) else None
+
+
 @taped(name="openprogram.now", nondeterministic=True)
 def now() -> float:
-    """The current time in seconds since the epoch, as ``time.time()`` — under replay, the
-    time the recorded run read at this point (tape ``openprogram.now``)."""
-    return time.time()
+    """The current time in seconds since the epoch, as ``time.time()`` — while recording
+    with a clock (``record_replay(clock=...)``, ``--clock-start``), the clock's next reading;
+    under replay, the time the recorded run read at this point (tape ``openprogram.now``)."""
+    draws = _recording_draws()
+    seconds = None if draws is None else draws.seconds()
+    return time.time() if seconds is None else seconds
 
 
 @taped(name="openprogram.random", nondeterministic=True)
 def random() -> float:
-    """A random float in [0, 1), as ``random.random()`` — under replay, the recorded draw
-    (tape ``openprogram.random``)."""
-    return _random.random()
+    """A random float in [0, 1), as ``random.random()`` — while recording with a seed, the
+    seeded generator's next draw; under replay, the recorded draw (tape
+    ``openprogram.random``)."""
+    draws = _recording_draws()
+    drawn = None if draws is None else draws.random()
+    return _random.random() if drawn is None else drawn
 
 
 @taped(name="openprogram.seed", nondeterministic=True)
 def _seed() -> int:
-    return secrets.randbits(63)
+    draws = _recording_draws()
+    drawn = None if draws is None else draws.seed_bits()
+    return secrets.randbits(63) if drawn is None else drawn
 
 
-def seeded_random() -> _random.Random:
-    """A ``random.Random`` seeded with a fresh random seed — under replay, the seed the
-    recorded run drew (tape ``openprogram.seed``), so every draw from it repeats. One entry
-    per generator, however many numbers it gives."""
+def seeded_random(seed: int | None = None) -> _random.Random:
+    """A ``random.Random`` seeded with ``seed``: the same seed gives the same numbers, on
+    any machine and in any Python version (nothing is taped: the seed says it all).
+
+    Without a seed, one seeded with a fresh seed — drawn from the recording's seed while
+    recording with one, and under replay the seed the recorded run drew (tape
+    ``openprogram.seed``), so every draw from it repeats. One entry per generator, however
+    many numbers it gives. ``ValueError`` for a seed that is not a whole number from 0 to
+    2**63 - 1."""
+    if seed is not None:
+        return _random.Random(check_seed(seed))
     return _random.Random(_seed())

@@ -37,4 +37,6 @@
   origin (127.0.0.2), for the HTML pages' and the proxy's browser tests.
 - ``exec_replays``: a recording of one call, and a program replayed against it under
   ``openprogram exec --replay`` in a new process.
+- ``seeded_session``: a session whose output carries the time (shown in the local zone) and
+  random draws, in this process and as a program, and the time zones it is recorded in.
 """
