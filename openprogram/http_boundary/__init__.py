@@ -1,6 +1,7 @@
 """The HTTP boundary: requests sent with httpx or httpx2 (the official ``openai`` and
-``anthropic`` SDKs and whatever stands on them) or urllib3 (``requests``, botocore) recorded
-into, and replayed from, the same recordings as the provider boundary.
+``anthropic`` SDKs and whatever stands on them), urllib3 (``requests``, botocore), aiohttp or
+``http.client`` recorded into, and replayed from, the same recordings as the provider
+boundary — once each, when one of these libraries sends through another.
 
     boundary            ``HttpBoundary`` and ``activate_http_boundary``, the process-wide
                         switch the ways in (``exec``, the pytest fixture,
@@ -11,6 +12,9 @@ into, and replayed from, the same recordings as the provider boundary.
                         registered in
     exchange            which requests are captured, and one captured exchange recorded as
                         it happens, answered from the recording, or refused
+    stacking            one request, one call, however the client libraries stack: the
+                        outermost captured library records it, the layers beneath pass it
+                        through
     codec               an exchange as rows, and rows as response bytes
     sse                 the server-sent event parser and encoder
     eventstream         AWS's binary event stream, one row per message, byte for byte

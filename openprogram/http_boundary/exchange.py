@@ -2,14 +2,17 @@
 as it happens, answered from the recording, or refused, by the boundary's mode.
 
 :func:`capture_transport` wraps the client's transport in a :class:`CapturingTransport`,
-except for a client of openprogram's own vendor providers (recorded at the provider
-registry), a passthrough host, and, under record, a request a taped function sends while it
-runs (its tape covers it); a client library also leaves alone its transports that never
-touch the network. :func:`exchange_flow` holds the decisions for one captured request,
-written once: it yields each :class:`Step` (read the request's body, send it through the
-client's transport, close the response) to its sync or async driver, the two methods of
-:class:`CapturingTransport`, and returns the response the client gets. A WebSocket handshake
-(``Upgrade: websocket``) is sent uncaptured when recording, and refused under replay
+except for a request a capture above is sending through this library (one request is one
+call, :mod:`~openprogram.http_boundary.stacking`), a client of openprogram's own vendor
+providers (recorded at the provider registry), a passthrough host, and, under record, a
+request a taped function sends while it runs (its tape covers it); a client library also
+leaves alone its transports that never touch the network. Each driver sends the request live
+inside :func:`~openprogram.http_boundary.stacking.sending_beneath`. :func:`exchange_flow`
+holds the decisions for one captured request, written once: it yields each :class:`Step`
+(read the request's body, send it through the client's transport, close the response) to its
+sync or async driver, the two methods of :class:`CapturingTransport`, and returns the
+response the client gets. A WebSocket handshake (``Upgrade: websocket``) is sent uncaptured
+when recording, and refused under replay
 (:mod:`~openprogram.http_boundary.websocket_refusal`).
 
 Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent
@@ -79,6 +82,7 @@ from openprogram.http_boundary.eventstream import (
     is_amazon_event_stream,
 )
 from openprogram.http_boundary.sse import SseParser, is_terminal_event
+from openprogram.http_boundary.stacking import handled_above, sending_beneath
 from openprogram.http_boundary.websocket_refusal import check_websocket
 from openprogram.recording.format import Outcome, RecordedCall
 from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE
@@ -150,10 +154,14 @@ def capture_transport(
 
 def captures(client: object, url: HttpURL, boundary: HttpBoundary, library: ClientLibrary) -> bool:
     """Whether a request ``client`` sends for ``url`` while ``boundary`` is active is
-    captured: not for a client of openprogram's own vendor providers, a passthrough host,
-    nor, under record, while a taped function runs (its tape covers it). Every request asked
-    about is noted as one the boundary saw (so its connection is not reported as missed)."""
+    captured: not one a capture above is sending through this library (it is that one's
+    call, :mod:`~openprogram.http_boundary.stacking`), nor for a client of openprogram's own
+    vendor providers, a passthrough host, nor, under record, while a taped function runs
+    (its tape covers it). Every request asked about is noted as one the boundary saw (so its
+    connection is not reported as missed)."""
     boundary.saw(*library.destination(url))
+    if handled_above():
+        return False
     if getattr(client, PROVIDER_CLIENT_MARK, False) or (
         boundary.mode == "record" and taped_function_running() is not None
     ):
@@ -255,7 +263,8 @@ class CapturingTransport:
             while True:
                 try:
                     if step is Step.SEND:
-                        response = transport.handle_request(request)
+                        with sending_beneath():
+                            response = transport.handle_request(request)
                     elif step is Step.READ:
                         request.read()
                     elif response is not None:
@@ -298,7 +307,8 @@ async def drive_async(
         while True:
             try:
                 if step is Step.SEND:
-                    response = await send()
+                    with sending_beneath():
+                        response = await send()
                 elif step is Step.READ:
                     await read()
                 elif response is not None:

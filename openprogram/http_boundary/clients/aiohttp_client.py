@@ -4,13 +4,15 @@
 While an HTTP boundary is active, the patched ``_request`` adds one middleware after the
 session's (or the request's) own, so it runs around aiohttp's connect-and-send of each
 request it sends — every hop of a redirect and every retry on a fresh connection is one
-exchange, recorded as sent. The middleware drives the one
-:func:`~openprogram.http_boundary.exchange.exchange_flow`: under record it calls aiohttp's
-handler (the connection is opened and the request sent for real), and the response's
-``content`` becomes a stream reader that pulls from aiohttp's own and reports each piece to
-the recorder as the program reads it (line by line, by chunk, ``read()``, ``json()``,
-``text()``); releasing or closing the response reports what had arrived by then. Under
-replay the handler is never called, so no socket is opened: the answer is a real
+exchange, recorded as sent — unless it is captured above: a transport of httpx over aiohttp
+(litellm's default async one, the SDKs' ``DefaultAioHttpClient``) is httpx's call, and the
+middleware passes it through (:mod:`~openprogram.http_boundary.stacking`). The middleware
+drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow`: under record it
+calls aiohttp's handler (the connection is opened and the request sent for real), and the
+response's ``content`` becomes a stream reader that pulls from aiohttp's own and reports
+each piece to the recorder as the program reads it (line by line, by chunk, ``read()``,
+``json()``, ``text()``); releasing or closing the response reports what had arrived by then.
+Under replay the handler is never called, so no socket is opened: the answer is a real
 ``ClientResponse`` of the recorded status and headers whose ``content`` is a stream reader
 fed the recorded body as the program reads it. Client middlewares exist from aiohttp 3.12
 on; an older aiohttp is left unhooked (its connections are then refused under replay by the
@@ -36,7 +38,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, cast
 
 from openprogram.errors import RecordedProviderError
-from openprogram.http_boundary.boundary import ACTIVATIONS, HttpBoundary
+from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
     BodyRecorder,
@@ -46,7 +48,6 @@ from openprogram.http_boundary.clients.interface import (
     SyncByteStream,
     reason_phrase,
 )
-from openprogram.recording.tape_rows import taped_function_running
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedError
@@ -284,25 +285,15 @@ class AiohttpLibrary(ReadsThroughProtocols):
         return RecordedProviderError(recorded.type, recorded.message)
 
 
-def _captured(boundary: HttpBoundary, url: _YarlURL) -> bool:
-    """Whether a request for ``url`` is captured by ``boundary`` (not a passthrough host, nor
-    sent by a taped function while recording: its tape covers it). Every request asked about
-    is noted as one the boundary saw, so its connection is not reported as missed."""
-    boundary.saw((url.host or "").lower(), url.explicit_port, url.scheme)
-    if boundary.mode == "record" and taped_function_running() is not None:
-        return False
-    return not boundary.passes_through((url.host or "").lower(), url.explicit_port)
-
-
 def _capturing(original: _RequestMethod, library: AiohttpLibrary) -> _RequestMethod:
     # the exchange (and what it imports) loads once a library is hooked
-    from openprogram.http_boundary.exchange import drive_async, exchange_flow
+    from openprogram.http_boundary.exchange import captures, drive_async, exchange_flow
 
     def capture(session: object) -> _Middleware:
         async def middleware(request: _ClientRequest, handler: _Handler) -> _ClientResponse:
             __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
             boundary = ACTIVATIONS.current
-            if boundary is None or not _captured(boundary, request.url):
+            if boundary is None or not captures(session, _URLView(request.url), boundary, library):
                 return await handler(request)
             view = _RequestView(request, session)
             flow = exchange_flow(boundary, library, view, asynchronous=True)

@@ -33,8 +33,9 @@ end), so ``http.client`` reads it as it did live. ``http.client`` decodes no
 without the header, as for every library.
 
 Not captured: a connection of urllib3 (it captures its own, at its pools; a ``requests``
-call is recorded once), and a request written with ``putrequest``/``putheader``/
-``endheaders`` by hand (the connection guard sees it).
+call is recorded once), a request a library captured above sends through ``http.client``
+(:mod:`~openprogram.http_boundary.stacking`), and a request written with
+``putrequest``/``putheader``/``endheaders`` by hand (the connection guard sees it).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from openprogram.http_boundary.clients.urllib3_client import (
     replay_framing,
     whole_body,
 )
+from openprogram.http_boundary.stacking import sending_beneath
 
 if TYPE_CHECKING:
     from openprogram.http_boundary.boundary import HttpBoundary
@@ -288,7 +290,8 @@ class _Exchange:
                 try:
                     if step is Step.SEND:
                         self._sent_live = True
-                        self._request.send()
+                        with sending_beneath():
+                            self._request.send()
                         return  # the response is the connection's getresponse's to read
                     if step is Step.READ:
                         self._request.read()
@@ -319,7 +322,8 @@ class _Exchange:
         if flow is not None:
             try:
                 try:
-                    raw = getresponse(self._request.connection)
+                    with sending_beneath():
+                        raw = getresponse(self._request.connection)
                 except BaseException as exc:
                     step = flow.throw(exc)
                 else:
