@@ -46,6 +46,7 @@ from pathlib import Path
 
 from openprogram.activation.boundaries import set_placeholder_keys
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.deterministic_sources import UTC_ZONE
 from openprogram.errors import ExecSetupError
 
 __all__ = [
@@ -184,9 +185,11 @@ def child_environment(
     environ: Mapping[str, str], plan: RecordReplayPlan, exchange: Exchange
 ) -> dict[str, str]:
     """``environ`` for the command: the exchange's ``sitecustomize`` first on
-    ``PYTHONPATH``, the plan and the folder in their variables, and under replay (or
+    ``PYTHONPATH``, the plan and the folder in their variables, under replay (or
     blocked: every call is refused before it is sent) the placeholder keys where
-    ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset."""
+    ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset, and when the plan has a
+    deterministic clock, ``TZ=UTC``: the local zone of the code the clock drives (a time
+    shown in the local zone then reads the same on every machine)."""
 
     child = dict(environ)
     existing = child.get("PYTHONPATH", "")
@@ -196,6 +199,8 @@ def child_environment(
     child[EXCHANGE_VARIABLE] = str(exchange.folder)
     if plan.mode in ("replay", "blocked"):
         set_placeholder_keys(child)
+    if plan.sources is not None and plan.sources.clock is not None:
+        child["TZ"] = UTC_ZONE
     return child
 
 

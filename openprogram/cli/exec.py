@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import plural, reporting_errors, stderr, visible
+from openprogram.cli.output import EXIT_USAGE, abort, plural, reporting_errors, stderr, visible
+from openprogram.cli.recording_sources import CLOCK_START, CLOCK_STEP, SEED, recording_sources
 from openprogram.errors import ExecSetupError, RecordingFileError, RecordingNameError
 
 CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True}
@@ -60,6 +61,9 @@ def exec_command(
     ),
     proxy: bool | None = PROXY,
     isolate: bool = ISOLATE,
+    seed: int | None = SEED,
+    clock_start: str | None = CLOCK_START,
+    clock_step: int | None = CLOCK_STEP,
 ) -> None:
     """Run a program with record/replay on, from its first line.
 
@@ -69,13 +73,23 @@ def exec_command(
     anthropic, google-genai and boto3 SDKs). Any other program (node, a Go binary, a shell
     script), or one given --proxy, runs against a recording proxy that OPENAI_BASE_URL,
     ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL point at. Without --record or --replay,
-    the configured mode applies. Exits with the command's status; 1 if it exited 0 but
-    replay diverged, left calls unrequested or was blocked; 2 if the command could not run
-    with record/replay active.
+    the configured mode applies. --seed, --clock-start and --clock-step drive
+    openprogram.now() and random() in the Python processes while recording, so two
+    recordings of one session hash alike; a clock also runs the command in UTC (give it
+    with --replay too, for a time shown in the local zone). Exits with the command's status;
+    1 if it exited 0 but replay diverged, left calls unrequested or was blocked; 2 if the
+    command could not run with record/replay active.
     """
     from openprogram.serving.proxied_exec import exec_command as run
 
     _refuse_an_unknown_option(ctx, command[0])
+    sources = recording_sources(seed, clock_start, clock_step)
+    if sources is not None and record is None and replay is None:
+        abort(
+            "--seed, --clock-start and --clock-step go with --record NAME (or --replay "
+            "NAME): they drive the clock and randomness of the recording the command makes",
+            EXIT_USAGE,
+        )
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
         outcome = run(
             command,
@@ -85,6 +99,7 @@ def exec_command(
             proxy=proxy,
             isolate=isolate,
             on_start=_tell_blocked,
+            sources=sources,
         )
     _report(outcome)
     raise typer.Exit(outcome.exit_status)
@@ -97,6 +112,9 @@ EXEC_OPTIONS = (
     "--proxy",
     "--no-proxy",
     "--isolate",
+    "--seed",
+    "--clock-start",
+    "--clock-step",
     "--help",
     "-h",
 )

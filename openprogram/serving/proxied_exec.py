@@ -54,6 +54,7 @@ from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths
 from openprogram.config.models import RecordReplaySettings
 from openprogram.config.settings import load_config
+from openprogram.deterministic_sources import RecordingSources
 from openprogram.errors import (
     ExecSetupError,
     OpenProgramError,
@@ -93,11 +94,14 @@ def exec_command(
     proxy: bool | None = None,
     isolate: bool = False,
     on_start: Callable[[RecordReplayPlan], None] | None = None,
+    sources: RecordingSources | None = None,
 ) -> ExecOutcome:
     """Run ``command`` under ``--record``, ``--replay`` or the configured mode, in-process or
     through the proxy (``proxy``: None decides by the command, see the module's docstring;
     ``isolate`` implies the proxy); ``on_start`` is called with the plan just before the
-    command starts, once everything was checked (not when record/replay is off). Raises
+    command starts, once everything was checked (not when record/replay is off);
+    ``sources`` (``--seed``, ``--clock-start``) are what the Python processes' ``now()`` and
+    ``random()`` draw from while recording, and a clock runs them in UTC. Raises
     :class:`ExecSetupError` (and, for a flag's recording, ``RecordingNameError`` /
     ``RecordingFileError``) for what is wrong before it runs."""
     if not command:
@@ -106,6 +110,8 @@ def exec_command(
         raise ExecSetupError("--isolate runs the command through the proxy: drop --no-proxy")
     new = record is not None and not _names_a_file(record)
     plan = exec_plan(record=record, replay=replay)  # creates a new recording, with its header
+    if sources is not None and plan is not None and plan.mode != "blocked":
+        plan = dataclasses.replace(plan, sources=sources)
     discard = record is not None and not keep_partial
     return run_command(
         command,
