@@ -36,6 +36,8 @@ type and no HTTP client.
     user_redaction    the user's own patterns and functions, and their fingerprint
     difference        the first difference between two JSON values, the ignore rules, how a
                       value or a path is shown on a report line, the names of the matchings
+    multipart_bodies  where two bodies stored whole first differ: the part of a multipart
+                      body that differs, or the bytes decoded
     report            ``FirstDifference`` and ``format_report``: the one way a drift is written
     response_shapes   the typed shape of a provider's answers per JSON path and event type,
                       and how a live answer drifted from a recorded one (breaking, additive,

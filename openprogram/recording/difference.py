@@ -10,6 +10,11 @@ int, float, bool and None. The rules:
   and so does the first extra item of a longer list;
 - any other change of type is reported where it happens, with both whole values.
 
+Two HTTP bodies stored whole (``body_text``, ``body_base64``) are not JSON the walk can go
+into: their difference is named by the part of a multipart body that differs
+(``body[part "model"]``, :mod:`~openprogram.recording.multipart_bodies`), and a
+``body_base64`` is shown decoded.
+
 Field paths read ``context.messages[2].content[0].text``: ``.key`` for keys made of ASCII
 letters, digits, ``_`` and ``-``, ``["key"]`` (JSON-quoted) for any other key, ``[3]`` for a
 list index, and no leading dot on a plain key at the root. A difference at the root itself
@@ -41,6 +46,7 @@ from operator import is_not
 from typing import Any, Final, Literal, NamedTuple
 
 from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
+from openprogram.recording.multipart_bodies import BODY_SECTIONS, body_difference
 from openprogram.recording.report import MISSING
 
 __all__ = [
@@ -106,7 +112,10 @@ def find_first_difference(
     names, paths = _compile_ignore_fields(frozenset(ignore_fields))
     if recorded is incoming or (paths is not None and paths.fullmatch(path) is not None):
         return None
-    return _Walker(names, paths).compare(recorded, incoming, path)
+    difference = _Walker(names, paths).compare(recorded, incoming, path)
+    if difference is not None and difference.field_path in BODY_SECTIONS:
+        return Difference(*body_difference(*difference))
+    return difference
 
 
 class _Walker:

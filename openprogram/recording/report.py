@@ -24,7 +24,9 @@ third line, ``note: …``, is added when there is one. Changing how a report rea
 to this module only.
 
 A value is shown on a report line as its ``repr`` with line breaks escaped, cut after
-:data:`REPORT_LIMIT` characters (:func:`format_report_value`); a field path whole, or, when
+:data:`REPORT_LIMIT` characters (:func:`format_report_value`) — or, when the two sides are
+alike that far, both from a little before the first character they differ at
+(:func:`format_report_values`); a field path whole, or, when
 longer, its start and its end around a ``…`` (:func:`format_report_path`). :data:`MISSING`
 stands for the key or list item one side does not have. :func:`which_calls` (a set of calls
 in a few words) and :func:`plural` (``1 call``, ``2 calls``) come from
@@ -55,6 +57,7 @@ __all__ = [
     "format_report",
     "format_report_path",
     "format_report_value",
+    "format_report_values",
     "plural",
     "report_view",
     "value_at",
@@ -132,10 +135,8 @@ def format_report(difference: FirstDifference) -> str:
     view = report_view(difference)
     sides = difference.sides
     field_part = "" if view.field is None else f", field {format_report_path(view.field)}"
-    second = difference.detail or (
-        f"{sides.recorded} {format_report_value(view.recorded)}, "
-        f"{sides.incoming} {format_report_value(view.incoming)}"
-    )
+    recorded, incoming = format_report_values(view.recorded, view.incoming)
+    second = difference.detail or f"{sides.recorded} {recorded}, {sides.incoming} {incoming}"
     third = "" if difference.note is None else f"\nnote: {difference.note}"
     return f"{sides.heading} at {view.where}{field_part}:\n{second}{third}"
 
@@ -244,6 +245,38 @@ def format_report_value(value: Any, limit: int = REPORT_LIMIT) -> str:
     if len(text) > limit:
         return text[:limit] + "…"
     return text
+
+
+_BEFORE_THE_DIFFERENCE: Final = 40
+"""Characters a window shows before the first one two values differ at."""
+
+
+def format_report_values(
+    recorded: Any, incoming: Any, limit: int = REPORT_LIMIT
+) -> tuple[str, str]:
+    """Show the two sides of a difference on a report line, each as
+    :func:`format_report_value` does — unless one is cut before the first character their
+    texts differ at (with little after it): then both are shown from a little before that
+    character, ``…`` marking what is left out, so that two long values alike for their first
+    ``limit`` characters do not read the same."""
+    old = repr(recorded).translate(_ESCAPE_LINE_BREAKS)
+    new = repr(incoming).translate(_ESCAPE_LINE_BREAKS)
+    if len(old) <= limit and len(new) <= limit:
+        return old, new
+    first = next(
+        (index for index, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+        min(len(old), len(new)),
+    )
+    if first + _BEFORE_THE_DIFFERENCE <= limit:
+        return _clip(old, 0, limit), _clip(new, 0, limit)
+    start = first - _BEFORE_THE_DIFFERENCE
+    return _clip(old, start, limit), _clip(new, start, limit)
+
+
+def _clip(text: str, start: int, limit: int) -> str:
+    """``limit`` characters of ``text`` from ``start``, with ``…`` where it was cut."""
+    shown = text[start : start + limit]
+    return ("…" if start > 0 else "") + shown + ("…" if start + limit < len(text) else "")
 
 
 def format_report_path(field_path: str, limit: int = REPORT_LIMIT) -> str:

@@ -152,8 +152,8 @@ class SdkServer(LoopbackServer):
             http.hold()
             return
         vendor, api = ROUTES.get(received.path, ("openai", None))
-        body = received.json() if received.body else {}
-        if api is None:
+        body = received.json() if received.body and api is not None else {}
+        if api is None:  # any body (an upload's multipart one too): 404
             self._send_json(http, vendor, 404, _not_found(received.path), received, {})
         elif isinstance(fault, ErrorReply):
             error = replies.error_body(
