@@ -90,3 +90,20 @@ def test_a_command_that_cannot_run_under_replay_exits_2(recorded: tuple[Path, st
     result = run("verify", "first", "--tools", "m:t", "--", sys.executable, str(agent))
     assert result.exit_code == 2
     assert "--tools applies to sessions rebuilt without a command" in error_line(result)
+
+
+def test_with_json_the_json_is_the_only_thing_on_stdout(
+    recorded: tuple[Path, str], tmp_path: Path
+) -> None:
+    agent, url = recorded
+    env = user_environment(tmp_path / "openprogram-home")
+    env.pop("PYTHONPATH", None)
+    for questions, ok in ((("hi", "more"), True), (("hi", "bye"), False)):
+        result = openprogram_process(
+            "recordings", "verify", "first", "--json", "--", sys.executable, str(agent), url,
+            *questions, env=env,
+        )  # fmt: skip
+        assert result.returncode == (0 if ok else 1), result.stderr
+        report = json.loads(result.stdout)  # what `| python -m json.tool` reads
+        assert report["ok"] is ok
+        assert "hello" in result.stderr  # the command's own output, kept, on stderr

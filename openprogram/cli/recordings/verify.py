@@ -1,7 +1,16 @@
 """``openprogram recordings verify NAME|PATH [-- COMMAND...]``: re-run a recorded session
-under replay — through the agent loop, or by running the program that made it."""
+under replay — through the agent loop, or by running the program that made it.
+
+With ``--json`` the JSON is the only thing on stdout: the command's own stdout goes to
+stderr while it runs (:func:`_stdout_to_stderr`), so ``verify --json -- COMMAND | jq`` reads
+verify's result whatever the command prints."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 
 import typer
 
@@ -48,7 +57,8 @@ def verify(
     current agent loop. With `-- COMMAND`, the command is run with the recording replayed
     in each of its Python processes (as `openprogram exec --replay` does): SDK (HTTP) calls
     included. Prints ✔ and the transcript hash when every call matches and is consumed
-    (and the command exited 0); otherwise the first divergence and exit 1. Exit 2 when the
+    (and the command exited 0); otherwise the first divergence and exit 1. With --json the
+    JSON alone is printed on stdout, the command's own output on stderr. Exit 2 when the
     recording, --tools or the command cannot be used. The session's tools run live unless
     --tool-policy (or record_replay.tools) says replay (their taped results) or check.
     """
@@ -63,7 +73,8 @@ def verify(
     with reporting_errors(usage_errors=usage_errors):
         path = resolve_recording(recording, recordings_dir()).path
         if command:
-            result = verify_command(path, command, tool_policies=policies)
+            with _stdout_to_stderr() if as_json else contextlib.nullcontext():
+                result = verify_command(path, command, tool_policies=policies)
         else:
             result = verify_recording(path, tools=tools, tool_policies=policies)
     if as_json:
@@ -76,6 +87,25 @@ def verify(
         say(result.divergence or "")
     if not result.ok:
         raise typer.Exit(EXIT_FAILURE)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """For the block, this process's standard output (file descriptor 1, which the command
+    inherits, with its Python processes and whatever they start) is its standard error."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no standard output at all: nothing to keep apart
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def register(app: typer.Typer) -> None:
