@@ -37,7 +37,7 @@ def test_record_mode_with_a_valid_recording() -> None:
 
     assert result.exit_code == 0, result.stdout
     assert "mode:    record" in result.stdout
-    assert f"file:    {recordings_dir() / 'demo.jsonl'} (valid, 0 calls, format 1)" in result.stdout
+    assert f"file:    {recordings_dir() / 'demo.jsonl'} (valid, 0 calls, format 2)" in result.stdout
     assert "changes take effect at the next start of a process" in result.stdout
     assert "problem:" not in result.stdout
 
@@ -61,7 +61,7 @@ def test_replay_mode_with_a_valid_recording() -> None:
 
     assert result.exit_code == 0, result.stdout
     assert "mode:    replay" in result.stdout
-    assert f"{recordings_dir() / 'demo.jsonl'} (valid, 3 calls, format 1)" in result.stdout
+    assert f"{recordings_dir() / 'demo.jsonl'} (valid, 3 calls, format 2)" in result.stdout
 
 
 def test_replay_mode_names_the_sessions_a_recording_holds() -> None:
@@ -73,7 +73,7 @@ def test_replay_mode_names_the_sessions_a_recording_holds() -> None:
 
     result = run("status")
 
-    assert "(valid, 3 calls in 2 sessions, format 1)" in result.stdout
+    assert "(valid, 3 calls in 2 sessions, format 2)" in result.stdout
     assert json.loads(run("status", "--json").stdout)["recording"]["sessions"] == 2
 
 
@@ -211,7 +211,7 @@ def test_json_output_parses_and_has_the_mode_broken_flag_and_recording() -> None
         "valid": True,
         "calls": 2,
         "truncated_calls": [1],
-        "format_version": 1,
+        "format_version": 2,
         "problem": None,
         "not_recorded": [],
         "sessions": 1,
@@ -239,7 +239,7 @@ def test_a_truncated_call_is_noted() -> None:
     result = run("status")
 
     assert result.exit_code == 0, result.stdout
-    assert "(valid, 2 calls, format 1, call 1 truncated)" in result.stdout
+    assert "(valid, 2 calls, format 2, call 1 truncated)" in result.stdout
     assert "call 1 was cut short: replay fails when it reaches it" in result.stdout
 
 
@@ -261,7 +261,7 @@ def test_a_call_cut_short_with_calls_after_it_is_named(mode: str) -> None:
 
     assert result.exit_code == 0, result.output
     assert "call 3 was cut short; calls 4..7 follow it" in result.stdout
-    assert "(valid, 8 calls, format 1, call 3 truncated)" in result.stdout
+    assert "(valid, 8 calls, format 2, call 3 truncated)" in result.stdout
     report = json.loads(run("status", "--json").stdout)
     assert any("call 3 was cut short; calls 4..7 follow it" in note for note in report["notes"])
 
