@@ -8,6 +8,10 @@ Options (command line, or the ini file):
   live and records nothing (below);
 * ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
   even though ``CI`` is set;
+* ``--openprogram-seed=N``, ``--openprogram-clock-start=MS``, ``--openprogram-clock-step=MS``
+  — the deterministic sources ``openprogram.now()`` and ``random()`` draw from while a test
+  records (the settings ``seed`` and ``clock``, which a marker overrides); a clock also runs
+  the tests in UTC, at record and replay alike;
 * ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
   connection to another machine (:mod:`~openprogram.testing.network_block`), except to
   ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``;
@@ -67,6 +71,7 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from openprogram.deterministic_sources import sources_of_options
 from openprogram.drift.origins import BaseUrlError, BaseUrls, parse_base_urls
 from openprogram.testing import recording_settings
 from openprogram.testing.recording_settings import RECORD_MODES, Layer
@@ -82,7 +87,7 @@ DRIFT_BASE_URL = "--openprogram-drift-base-url"
 MARKERS = (
     "openprogram(**settings): this test's recording settings: name, record_mode, "
     "ignore_fields, compare_loopback_ports, match, http_passthrough_hosts, http_headers, "
-    "tools, redact_patterns, redact",
+    "tools, redact_patterns, redact, seed, clock",
     "openprogram_match(match): how replay pairs this test's requests with its recorded "
     "calls, 'content' or 'order' (overrides the openprogram_match ini option)",
 )
@@ -141,6 +146,30 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="record (or call live) even when the CI environment variable is set",
+    )
+    group.addoption(
+        "--openprogram-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="while a test records, openprogram.random() and seeded_random() draw from this "
+        "seed (0 to 2**63-1; a marker's seed= overrides it)",
+    )
+    group.addoption(
+        "--openprogram-clock-start",
+        default=None,
+        metavar="MS",
+        help="while a test records, openprogram.now() reads this time first: milliseconds "
+        "since 1970-01-01T00:00:00Z or a time with its zone (2025-07-03T00:00:00Z); the tests "
+        "run in UTC (a marker's clock= overrides it)",
+    )
+    group.addoption(
+        "--openprogram-clock-step",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="with --openprogram-clock-start: how far the clock moves at each reading, in "
+        "milliseconds (default 1000)",
     )
     group.addoption(
         "--openprogram-block-network",
@@ -281,6 +310,7 @@ def read_plugin_settings(config: pytest.Config) -> PluginSettings:
     ini_layer = recording_settings.ini_layer(config)
     option = config.getoption("openprogram_record_mode")
     command_line_layer: Layer = {} if option is None else {"record_mode": option}
+    command_line_layer.update(_sources_layer(config))
     recordings_dir = Path(str(config.getini("openprogram_recordings_dir")).strip())
     max_calls = config.getoption("openprogram_drift_max_calls")
     if max_calls is not None and max_calls < 0:
@@ -302,6 +332,26 @@ def read_plugin_settings(config: pytest.Config) -> PluginSettings:
         drift_max_calls=max_calls,
         drift_base_urls=base_urls,
     )
+
+
+def _sources_layer(config: pytest.Config) -> Layer:
+    """``seed`` and ``clock`` as the command line gives them (a bad value is a usage error
+    naming the option)."""
+    try:
+        sources = sources_of_options(
+            config.getoption("openprogram_seed"),
+            config.getoption("openprogram_clock_start"),
+            config.getoption("openprogram_clock_step"),
+            option_prefix="--openprogram-",
+        )
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    if sources is None:
+        return {}
+    layer: Layer = {"seed": sources.seed} if sources.seed is not None else {}
+    if sources.clock is not None:
+        layer["clock"] = sources.clock
+    return layer
 
 
 def allowed_hosts(config: pytest.Config) -> list[str]:

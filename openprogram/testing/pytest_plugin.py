@@ -118,7 +118,7 @@ def openprogram_config() -> dict[str, Any]:
     """Recording settings for every test in its scope; override it (in a test module, or a
     ``conftest.py`` for the tests below it) to return a dict of settings: ``record_mode``,
     ``ignore_fields``, ``match``, ``http_passthrough_hosts``, ``http_headers``, ``tools``,
-    ``redact_patterns``, ``redact``. A test's
+    ``redact_patterns``, ``redact``, ``seed``, ``clock``. A test's
     ``@pytest.mark.openprogram(...)`` overrides it."""
     return {}
 
@@ -187,12 +187,12 @@ def openprogram_recording(
         )
         pytest.fail(refusal, pytrace=False)
 
-    session.settings = settings
+    session.settings = settings  # and its seed and clock, what now() and random() draw from
     block = config.stash.get(_BLOCK, None)
     item.stash[_ACTIVE] = session
     item.stash[_BODY_PASSED] = False
     try:
-        with session.installed(), _lifted(block, session.calls_live):
+        with _zone_of(settings.clock), session.installed(), _lifted(block, session.calls_live):
             yield session
     finally:
         del item.stash[_ACTIVE]
@@ -209,6 +209,16 @@ def openprogram_recording(
         problem = session.problem_at_teardown()
     if problem is not None:
         pytest.fail(problem, pytrace=False)
+
+
+def _zone_of(clock: object) -> Any:
+    """A test given a clock runs in UTC, recorded or replayed: a time it shows in the local
+    zone reads the same on every machine."""
+    if clock is None:
+        return nullcontext()
+    from openprogram.deterministic_sources import local_time_in_utc
+
+    return local_time_in_utc()
 
 
 def _lifted(block: NetworkBlock | None, calls_live: bool) -> Any:

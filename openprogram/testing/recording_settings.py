@@ -14,7 +14,8 @@ pattern for one test cannot drop the configuration's, so no layer un-redacts a s
 2. the ini file: ``openprogram_record_mode``, ``openprogram_ignore_fields``,
    ``openprogram_match``, ``openprogram_http_passthrough_hosts``, ``openprogram_http_headers``,
    ``openprogram_tools``, ``openprogram_redact_patterns``;
-3. the command line: ``--openprogram-record-mode``;
+3. the command line: ``--openprogram-record-mode``, and ``--openprogram-seed``,
+   ``--openprogram-clock-start`` and ``--openprogram-clock-step`` (``seed`` and ``clock``);
 4. the ``openprogram_config`` fixture, a dict (override it in a test module or a
    ``conftest.py`` for the tests below it);
 5. the test's ``@pytest.mark.openprogram(...)`` marker (and the older
@@ -25,10 +26,13 @@ The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are
 ``compare_loopback_ports`` (a bool: compare a loopback server's port), ``match``,
 ``http_passthrough_hosts``, ``http_headers``, ``tools`` (agent tool name or ``"*"`` ->
 ``live``, ``replay`` or ``check``), ``redact_patterns`` (regular expressions) and
-``redact`` (a function ``str -> str``; the fixture and the marker only), and the record mode
-(:data:`RecordMode`). A new setting is a field of :class:`RecordingSettings`, a line in
-:data:`SETTING_CHECKS` and, if the ini file or the configuration carries it, a line in
-:data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
+``redact`` (a function ``str -> str``; the fixture and the marker only), ``seed`` and
+``clock`` (the deterministic sources ``openprogram.now()`` and ``random()`` draw from while
+the test records — a whole number, and ``openprogram.stepping_clock(...)`` or
+``sequence_clock(...)``; a clock also runs the test in UTC, at record and replay alike), and
+the record mode (:data:`RecordMode`). A new setting is a field of
+:class:`RecordingSettings`, a line in :data:`SETTING_CHECKS` and, if the ini file or the
+configuration carries it, a line in :data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
 
 Gathering them for one test (:func:`settings_of_test`): openprogram's configuration
 (:func:`configured_layer`: the file, then the environment, read once per run when the first
@@ -42,9 +46,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import pytest
+
+if TYPE_CHECKING:
+    from openprogram.deterministic_sources import Clock, RecordingSources
 
 __all__ = [
     "ADDITIVE_KEYS",
@@ -132,6 +139,18 @@ class RecordingSettings:
     """The user's redaction patterns, applied after the built-in rules."""
     redact: Callable[[str], str] | None = None
     """The user's redaction function, applied after the patterns."""
+    seed: int | None = None
+    """While recording: the seed ``openprogram.random()`` and ``seeded_random()`` draw from."""
+    clock: Clock | None = None
+    """While recording: the clock ``openprogram.now()`` reads; under record and replay, the
+    test runs in UTC."""
+
+    @property
+    def sources(self) -> RecordingSources | None:
+        """The deterministic sources the test records with (None: the real ones)."""
+        from openprogram.deterministic_sources import RecordingSources
+
+        return RecordingSources.of(self.seed, self.clock)
 
 
 def _record_mode(value: object) -> RecordMode:
@@ -222,6 +241,23 @@ def _redact_patterns(value: object) -> tuple[str, ...]:
     return entries
 
 
+def _seed(value: object) -> int | None:
+    from openprogram.deterministic_sources import check_seed
+
+    return None if value is None else check_seed(value)
+
+
+def _clock(value: object) -> Clock | None:
+    from openprogram.deterministic_sources import Clock
+
+    if value is not None and not isinstance(value, Clock):
+        raise ValueError(
+            "must be openprogram.stepping_clock(start_ms, step_ms), "
+            f"openprogram.sequence_clock(times) or another clock, not {value!r}"
+        )
+    return value
+
+
 def _redact(value: object) -> Callable[[str], str] | None:
     if value is not None and not callable(value):
         raise ValueError(f"must be a function taking a string and returning it, not {value!r}")
@@ -240,6 +276,8 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
     "tools": _tools,
     "redact_patterns": _redact_patterns,
     "redact": _redact,
+    "seed": _seed,
+    "clock": _clock,
 }
 """Each setting's key and the check that turns a given value into the setting's value
 (raising ``ValueError`` saying what is wrong)."""

@@ -66,6 +66,7 @@ from openprogram.testing.saving import SavedRecording, merge_recording, save_rec
 from openprogram.testing.suite_summary import OutcomeKind, TestOutcome
 
 if TYPE_CHECKING:
+    from openprogram.deterministic_sources import RecordingSources
     from openprogram.drift.check import DriftReport
     from openprogram.providers.registry import ProviderScope
     from openprogram.recording.format import RecordedCall
@@ -234,7 +235,8 @@ class RecordingSession:
                 "replay_or_record", merge=self.merge, passthrough_hosts=hosts, extra_headers=headers
             )
             transform = replay_or_record_transform(self.merge)
-            with both_boundaries_active(transform, http, TapeRecorder(self.merge.writer)) as report:
+            tapes = TapeRecorder(self.merge.writer, self.sources)
+            with both_boundaries_active(transform, http, tapes) as report:
                 yield
             self.not_recorded = report.not_recorded
             return
@@ -242,10 +244,16 @@ class RecordingSession:
         writer = writer_for(self._write_path)
         http = HttpBoundary("record", writer=writer, passthrough_hosts=hosts, extra_headers=headers)
         with both_boundaries_active(
-            record_transform(self._write_path), http, TapeRecorder(writer)
+            record_transform(self._write_path), http, TapeRecorder(writer, self.sources)
         ) as report:
             yield
         self.not_recorded = report.not_recorded
+
+    @property
+    def sources(self) -> RecordingSources | None:
+        """What ``now()`` and ``random()`` draw from while the test records (the settings'
+        ``seed`` and ``clock``; None: the real clock and randomness)."""
+        return None if self.settings is None else self.settings.sources
 
     def problem_after_call(self) -> str | None:
         """Why a test whose body passed fails after all: a replay mismatch the code under
