@@ -17,7 +17,8 @@ unread entry (fewest differing fields among the first 64, ties to the lowest ind
 
 and a call past the tape's last entry, at field ``tape``. A mismatch reads no entry, and is
 kept in the session's mismatches (through ``keep``), so a harness fails a run whose code
-caught it.
+caught it. It is found under the tapes' lock and kept once the lock is released: keeping may
+report it at once, reading the entries never read (exec's child does).
 
 An entry recorded *within* another call (the clock read inside a tool) need not be read when
 that call is served from its tape instead of run: inside a taped function, or a tool replayed
@@ -126,7 +127,8 @@ def parse_tool_policies(entries: Iterable[str]) -> dict[str, ToolPolicy]:
 
 
 Keep = Callable[[ReplayMismatch], ReplayMismatch]
-"""Remembers a mismatch (the session's ``keep``) and returns it, to be raised."""
+"""Remembers a mismatch (the session's ``keep``) and returns it, to be raised; called with
+no lock held (it may report the mismatch at once, and read the tapes to do so)."""
 _NOTHING_IGNORED: frozenset[str] = frozenset()
 
 
@@ -194,9 +196,9 @@ class TapeReplay:
         __tracebackhide__ = True
         with self._lock:
             found = self._find(tape, args)
-            if isinstance(found, ReplayMismatch):
-                raise self.keep(found)
-            return found
+        if isinstance(found, ReplayMismatch):
+            raise self.keep(found)  # outside the lock: keeping may report, reading the tapes
+        return found
 
     def compare(self, tape: str, args: dict[str, Any], result: Any) -> ReplayMismatch | None:
         """Check a live call against the tape (a tool under ``check``): the entry it pairs
@@ -204,25 +206,26 @@ class TapeReplay:
         that differs from the entry's — is kept and returned, not raised."""
         with self._lock:
             found = self._find(tape, args)
-            if isinstance(found, ReplayMismatch):
-                return self.keep(found)
-            recorded: dict[str, Any] = {"result": found.result}
-            if found.error is not None:
-                recorded = {"error": {"type": found.error.type, "message": found.error.message}}
-            difference = find_first_difference(
-                recorded, {"result": result}, ignore_fields=_NOTHING_IGNORED
+        if isinstance(found, ReplayMismatch):
+            return self.keep(found)
+        # The entry is read now: what follows is this call's alone, outside the lock.
+        recorded: dict[str, Any] = {"result": found.result}
+        if found.error is not None:
+            recorded = {"error": {"type": found.error.type, "message": found.error.message}}
+        difference = find_first_difference(
+            recorded, {"result": result}, ignore_fields=_NOTHING_IGNORED
+        )
+        if difference is None:
+            return None
+        return self.keep(
+            ReplayMismatch(
+                found.index,
+                difference.field_path,
+                difference.recorded,
+                difference.incoming,
+                tape=tape,
             )
-            if difference is None:
-                return None
-            return self.keep(
-                ReplayMismatch(
-                    found.index,
-                    difference.field_path,
-                    difference.recorded,
-                    difference.incoming,
-                    tape=tape,
-                )
-            )
+        )
 
     def check_tool_tapes(self, tool: str, policy: str) -> None:
         """Raise (and keep) :class:`ToolTapesMissingError` if the recording holds no tool
