@@ -94,12 +94,13 @@ class ContentMatching:
         digest = self._digest(request)
         with session.lock:
             found = self._equal(request, digest)
+            mismatch: ReplayMismatch | None = None
             if found is None:
                 request = request.whole()  # compared as before: the report is the same
                 found, mismatch = self._nearest(request)
-                if mismatch is not None:
-                    raise session.keep(mismatch)
-            return session.serve(found, request)
+            if mismatch is None:
+                return session.serve(found, request)
+        raise session.keep(mismatch)  # outside the lock: keeping may report, and read the calls
 
     def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
         """The earliest unconsumed call of the request's boundary equal to it, or None."""

@@ -35,10 +35,11 @@ session holds what both strategies share: the exact comparison (:meth:`ReplaySes
 the account of the calls served (:class:`ServedCalls`), the lock, and the mismatches.
 
 **A mismatch** consumes no call, and is kept in :attr:`ReplaySession.mismatches`, so a
-harness can fail a run whose code caught one. A truncated call (no ``call_end``) is served
-like any other; the boundary then raises ``RecordingTruncatedError`` where its recording
-stops. Calls never served and tape entries never read fail :meth:`~ReplaySession.
-assert_consumed`.
+harness can fail a run whose code caught one; it is found under the lock and kept once the
+lock is released (:meth:`ReplaySession.keep` may report it at once). A truncated call (no
+``call_end``) is served like any other; the boundary then raises ``RecordingTruncatedError``
+where its recording stops. Calls never served and tape entries never read fail
+:meth:`~ReplaySession.assert_consumed`.
 """
 
 from __future__ import annotations
@@ -196,11 +197,12 @@ class ReplaySession:
         serves from its tape instead of running (a tool replayed with policy ``replay``) is
         never required."""
         served, calls, tapes = self.served.flags, self.recording.calls, self.tapes
-        return [
-            index
-            for index in range(self.served.next_call, len(served))
-            if not served[index] and not tapes.not_run_again(calls[index].within)
-        ]
+        with self.lock:  # a report may read it while another thread is served a call
+            return [
+                index
+                for index in range(self.served.next_call, len(served))
+                if not served[index] and not tapes.not_run_again(calls[index].within)
+            ]
 
     def ignore_fields_for(self, boundary: str) -> frozenset[str]:
         """What a request of ``boundary`` is compared without: the boundary's
@@ -347,7 +349,11 @@ class ReplaySession:
 
     def keep(self, mismatch: ReplayMismatch) -> ReplayMismatch:
         """Remember ``mismatch`` (raised by this session or by a boundary serving one of its
-        calls) and return it, to be raised."""
+        calls) and return it, to be raised.
+
+        Never called with the session's lock or its tapes' held: a subclass may report the
+        mismatch at once, reading the calls and entries never served (exec's child does), and
+        a report made under the lock it reads under would wait for itself forever."""
         self.mismatches.append(mismatch)
         return mismatch
 
@@ -391,15 +397,16 @@ class OrderMatching:
         with session.lock:
             index = self._next_call()
             if index >= len(calls):
-                raise session.keep(more_calls_than_recorded(index, len(calls)))
-            mismatch = session.match(calls[index], request)
-            if mismatch is not None and request.as_stored:
-                # Compared again as before: the request whole, the recorded one redacted
-                # again, so that the report is the same.
-                mismatch = session.match(calls[index], request.whole())
-            if mismatch is not None:
-                raise session.keep(mismatch)
-            return session.serve(index, request)
+                mismatch: ReplayMismatch | None = more_calls_than_recorded(index, len(calls))
+            else:
+                mismatch = session.match(calls[index], request)
+                if mismatch is not None and request.as_stored:
+                    # Compared again as before: the request whole, the recorded one redacted
+                    # again, so that the report is the same.
+                    mismatch = session.match(calls[index], request.whole())
+            if mismatch is None:
+                return session.serve(index, request)
+        raise session.keep(mismatch)  # outside the lock: keeping may report, and read the calls
 
     def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
         """The next call if ``request`` equals it, else None."""
