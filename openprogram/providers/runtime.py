@@ -11,7 +11,8 @@ can look up, moving ``NEW → INITIALIZING → READY | FAILED``:
 * the initializing thread calling it again (from a built-in's constructor, say) gets a
   clear error instead of a deadlock;
 * a built-in that fails to register leaves the runtime ``FAILED``: every later call raises a
-  fresh :class:`ProviderRuntimeError` with the same stage and cause (its message redacted);
+  fresh :class:`ProviderRuntimeError` with the same stage and cause (its message redacted,
+  and the factory's own exception chained to none, so no traceback prints what it held);
 * record/replay is then activated from the configuration and installed as the transform
   of the process scope, the base every scope starts from; if that fails the runtime is still
   ``READY``, in mode ``blocked``.
@@ -137,12 +138,17 @@ def _load_configuration() -> LoadedConfig | None:
 def _register_builtins(loaded: LoadedConfig | None, into: ProcessScope) -> None:
     providers = loaded.settings.providers if loaded and loaded.settings else {}
     for api, factory in BUILTIN_PROVIDER_FACTORIES.items():
+        cause = None
         try:
             provider = factory(providers.get(api))
         except Exception as exc:
             # A factory's message may quote its settings (a base_url with a password in it).
             cause = SecretRedactor().redact_text(f"{type(exc).__name__}: {exc}")
-            raise ProviderRuntimeError(f"built-in registration of {api!r}", cause) from exc
+        if cause is not None:
+            # Raised outside the handler, so that the factory's own exception — its message
+            # and its frames' settings unredacted — is neither the cause nor the context a
+            # printed traceback would show.
+            raise ProviderRuntimeError(f"built-in registration of {api!r}", cause)
         into.register(api, provider)
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 import threading
+import traceback
 from typing import Any
 
 import pytest
@@ -214,6 +216,27 @@ def test_a_failed_builtin_s_message_is_redacted(monkeypatch: pytest.MonkeyPatch)
         assert "pa55-word-secret" not in text
         assert "qk-123456789" not in text
         assert "ValueError: cannot reach https://[secret removed]@gpu.example.test" in text
+
+
+def test_a_failed_builtin_s_traceback_holds_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-factory-key-0123456789abcdef")
+
+    def broken(settings: object) -> ApiProvider:
+        key = os.environ["OPENAI_API_KEY"]
+        raise ValueError(f"cannot use key {key} at https://bob:pa55-word-secret@host.test/v1")
+
+    monkeypatch.setitem(builtins_module.BUILTIN_PROVIDER_FACTORIES, "echo", broken)
+    for _ in range(2):  # the failure, then the runtime FAILED: every later call
+        with pytest.raises(ProviderRuntimeError) as caught:
+            get_api_provider("echo")
+        error = caught.value
+        assert (error.__cause__, error.__context__) == (None, None)
+        printed = "".join(traceback.format_exception(error, chain=True))
+        assert "ProviderRuntimeError: provider runtime failed during built-in registration" in (
+            printed
+        )
+        for secret in ("factory-key-0123456789abcdef", "pa55-word-secret"):
+            assert secret not in printed
 
 
 async def test_a_provider_needing_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
