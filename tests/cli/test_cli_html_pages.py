@@ -136,8 +136,10 @@ def test_a_long_text_is_clipped_with_the_whole_one_click_away(tmp_path: Path) ->
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as launched:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # Module-scoped: launched before a test's autouse fixture sets HOME to its fake home,
+    # while HOME is still the real one — so the browser is given a home of its own.
+    with chromium(tmp_path_factory.mktemp("browser")) as launched:
         yield launched
 
 

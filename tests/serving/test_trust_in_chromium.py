@@ -68,7 +68,7 @@ def test_a_page_on_another_origin_plants_nothing_and_reads_nothing(
                 "VICTIM", json.dumps(victim["id"])
             )
             with (
-                chromium() as browser,
+                chromium(tmp_path) as browser,
                 page_server(page_html) as page_url,
                 caplog.at_level(logging.WARNING, logger="openprogram.serve"),
             ):

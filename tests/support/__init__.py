@@ -33,8 +33,9 @@
 - ``inner_project``: an inner pytest project for the pytest plugin's tests.
 - ``attacker_server``: a listener on 127.0.0.2 that counts every connection made to it, for
   the tests that prove nothing (no key, no byte) reaches another origin.
-- ``chromium``: Debian's Chromium launched through Playwright, and a page served from another
-  origin (127.0.0.2), for the HTML pages' and the proxy's browser tests.
+- ``chromium``: Debian's Chromium launched through Playwright, in a home folder of its own
+  under the test's temporary folder, and a page served from another origin (127.0.0.2), for
+  the HTML pages' and the proxy's browser tests.
 - ``exec_replays``: a recording of one call, and a program replayed against it under
   ``openprogram exec --replay`` in a new process.
 - ``seeded_session``: a session whose output carries the time (shown in the local zone) and
