@@ -156,31 +156,14 @@ def test_requests_over_a_custom_urllib3_pool_is_one_call(
 
 
 def test_the_layer_beneath_is_reached_under_record_only(
-    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedServer, tmp_path: Path, aiohttp_sends: list[str]
 ) -> None:
     # the stack is real: aiohttp sends the recorded request live; under replay the outer
     # capture answers and aiohttp is never asked
-    import aiohttp
-
     module = library("httpx")
-    sent: list[str] = []
-    request = aiohttp.ClientSession._request
-
-    def counted(self: Any, method: str, url: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(method)
-        return request(self, method, url, *args, **kwargs)
-
-    monkeypatch.setattr(aiohttp.ClientSession, "_request", counted)
 
     def send(url: str) -> Seen:
         return read_async(module.AsyncClient(transport=aiohttp_transport(module)), url)
 
-    path = tmp_path / "r.jsonl"
-    server.serve(Script([STREAM]))
-    url = f"{server.base_url}/v1/chat/completions"
-    with openprogram.record_replay(path, mode="record"):
-        send(url)
-    assert sent == ["POST"]
-    with offline(), openprogram.record_replay(path, mode="replay"):
-        send(url)
-    assert sent == ["POST"]
+    recorded_once_and_replayed_offline(server, tmp_path / "r.jsonl", send)
+    assert aiohttp_sends == ["POST"]
