@@ -43,7 +43,7 @@ import os
 import random as _random
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -67,6 +67,7 @@ __all__ = [
     "local_time_in_utc",
     "parse_time_ms",
     "sequence_clock",
+    "set_local_time_to_utc",
     "sources_of_options",
     "stepping_clock",
 ]
@@ -336,23 +337,35 @@ class SourceDraws:
             return self._generator.getrandbits(63)
 
 
-@contextmanager
-def local_time_in_utc() -> Iterator[None]:
-    """For the block, the process's local zone is UTC (``TZ=UTC``, and ``time.tzset()``
-    where the platform has it), then the zone it had. What ``record_replay()`` and the
-    pytest fixture do when given a clock: a time shown in the local zone then reads the
-    same in every zone, at record and at replay."""
+def set_local_time_to_utc() -> Callable[[], None]:
+    """Make the process's local zone UTC from now on (``TZ=UTC``, and ``time.tzset()`` where
+    the platform has it); returns what puts back the zone it had. What the configured mode
+    does, for the life of the process, when its recording has a clock."""
     previous = os.environ.get("TZ")
     os.environ["TZ"] = UTC_ZONE
     _tzset()
-    try:
-        yield
-    finally:
+
+    def restore() -> None:
         if previous is None:
             os.environ.pop("TZ", None)
         else:
             os.environ["TZ"] = previous
         _tzset()
+
+    return restore
+
+
+@contextmanager
+def local_time_in_utc() -> Iterator[None]:
+    """For the block, the process's local zone is UTC, then the zone it had
+    (:func:`set_local_time_to_utc`). What ``record_replay()`` and the pytest fixture do when
+    given a clock: a time shown in the local zone then reads the same in every zone, at
+    record and at replay."""
+    restore = set_local_time_to_utc()
+    try:
+        yield
+    finally:
+        restore()
 
 
 def _tzset() -> None:

@@ -48,6 +48,13 @@ with both boundaries refusing every call, naming the cause and the commands that
 ``record_replay.ignore_fields``, ``compare_loopback_ports``, ``match``,
 ``http_passthrough_hosts``, ``http_headers`` and ``tools`` come from the configuration in
 every case.
+
+The configured recording's deterministic sources (``record_replay.seed``, ``clock_start``,
+``clock_step``: :mod:`openprogram.deterministic_sources`) are what ``now()`` and ``random()``
+draw from while it records, in the runtime's activation and in exec's configured plan; with
+a clock, the process (or the command) runs in UTC, under record and under replay of that
+recording alike. ``--record`` and ``--replay`` do not take them from the configuration:
+exec's own ``--seed`` and ``--clock-*`` are theirs.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -63,6 +70,7 @@ from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths  # called through the module: one function answers for all
 from openprogram.config.problems import file_not_set_problem
+from openprogram.deterministic_sources import set_local_time_to_utc
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordingFileError
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.recording.writer import forget_writer, writer_for
@@ -73,6 +81,7 @@ from openprogram.wording import plural
 if TYPE_CHECKING:
     from openprogram.config.models import RecordReplaySettings
     from openprogram.config.settings import LoadedConfig
+    from openprogram.deterministic_sources import RecordingSources
     from openprogram.providers.registry import RegistryTransform
     from openprogram.recording.user_redaction import UserRedaction
 
@@ -157,11 +166,13 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
     path = paths.configured_recording_path(settings.file)
     user = user_redaction_in_effect(patterns=settings.redact_patterns)
     if settings.mode == "record":
-        return _activate_record(path, user)
+        return _activate_record(path, user, sources=settings.sources())
     return _activate_replay(path, settings, user)
 
 
-def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
+def _activate_record(
+    path: Path, user: UserRedaction | None, *, sources: RecordingSources | None = None
+) -> Activation:
     from openprogram.provider_boundary.transforms import record_transform
 
     writer = writer_for(path)
@@ -175,8 +186,9 @@ def _activate_record(path: Path, user: UserRedaction | None) -> Activation:
             path,
             plural(existing, "call"),
         )
-    bindings = {TAPE_DECK_BINDING: TapeRecorder(writer)}
-    return Activation("record", record_transform(path), path, bindings=bindings)
+    bindings = {TAPE_DECK_BINDING: TapeRecorder(writer, sources)}  # now(), random()
+    release = _zone_of_the_clock(sources)
+    return Activation("record", record_transform(path), path, bindings=bindings, release=release)
 
 
 def _activate_replay(
@@ -197,9 +209,28 @@ def _activate_replay(
     # Under replay no connection may reach a live server but the ones the settings allow,
     # whatever client library opens it, for the life of the process.
     release = REPLAY_GUARD.enter((*settings.http_passthrough_hosts, *settings.allowed_hosts))
+    release = _zone_of_the_clock(settings.sources(), release) or release
     return Activation(
         "replay", replay_transform(provider), path, bindings=bindings, release=release
     )
+
+
+def _zone_of_the_clock(
+    sources: RecordingSources | None, release: Callable[[], None] | None = None
+) -> Callable[[], None] | None:
+    """With a clock among the configured ``sources``, the process's local zone is UTC from
+    now on, recording or replaying, as under ``exec`` (a time shown in the local zone reads
+    the same on every machine): what puts the zone back, after ``release``."""
+    if sources is None or sources.clock is None:
+        return release
+    restore_zone = set_local_time_to_utc()
+
+    def release_both() -> None:
+        if release is not None:
+            release()
+        restore_zone()
+
+    return release_both
 
 
 def exec_plan(
@@ -271,7 +302,8 @@ def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
             _check_replay_source(path)
     except OpenProgramError as error:
         return RecordReplayPlan.blocked(str(error))
-    return _plan(settings.mode, path, settings)
+    # The configured recording's sources: drawn from under record, the zone under replay.
+    return replace(_plan(settings.mode, path, settings), sources=settings.sources())
 
 
 def _plan(

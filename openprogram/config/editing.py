@@ -1,8 +1,10 @@
 """Switching record/replay in the configuration file, and repairing a broken one with ``off``.
 
-Only ``record_replay.mode`` (and ``record_replay.file`` when given) change; every comment,
-blank line and unrelated table stays byte for byte. The resulting file is validated (its own
-values, not the environment's) before anything is written, and written atomically.
+Only ``record_replay.mode`` (and ``record_replay.file`` when given, and the deterministic
+sources ``seed``, ``clock_start`` and ``clock_step`` when told to set or remove them) change;
+every comment, blank line and unrelated table stays byte for byte. The resulting file is
+validated (its own values, not the environment's) before anything is written, and written
+atomically.
 
 ``off`` works whatever state the file is in: a file that is not TOML, or holds invalid values,
 is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``) and then repaired — invalid
@@ -46,6 +48,7 @@ from openprogram.config.settings import (
     parse_config,
     read_config_bytes,
 )
+from openprogram.deterministic_sources import RecordingSources, SteppingClock
 from openprogram.errors import ConfigError
 from openprogram.private_files import (
     PRIVATE_FILE_MODE,
@@ -55,7 +58,7 @@ from openprogram.private_files import (
 )
 from openprogram.store.names import file_setting_problem
 
-__all__ = ["ConfigEdit", "set_record_replay"]
+__all__ = ["SOURCE_KEYS", "ConfigEdit", "set_record_replay"]
 
 
 TABLE = "record_replay"
@@ -86,26 +89,64 @@ def new_document() -> TOMLDocument:
     return document
 
 
+SOURCE_KEYS: tuple[str, ...] = ("seed", "clock_start", "clock_step")
+"""The keys of ``[record_replay]`` that give the configured recording its deterministic
+sources (:meth:`~openprogram.config.models.RecordReplaySettings.sources`)."""
+
+
+def source_values(sources: RecordingSources | None) -> dict[str, int]:
+    """The keys and values that write ``sources`` (a seed, a stepping clock)."""
+    values: dict[str, int] = {}
+    if sources is None:
+        return values
+    if sources.seed is not None:
+        values["seed"] = sources.seed
+    if isinstance(sources.clock, SteppingClock):
+        values["clock_start"] = sources.clock.start_ms
+        values["clock_step"] = sources.clock.step_ms
+    elif sources.clock is not None:
+        raise ValueError(f"the configuration holds a stepping clock only, not {sources.clock!r}")
+    return values
+
+
 def set_record_replay_keys(
     document: TOMLDocument,
     *,
     mode: Mode,
     file: str | Literal[Keep.KEEP] | None,
-) -> None:
+    sources: RecordingSources | Literal[Keep.KEEP] | None = KEEP,
+) -> list[str]:
     """Set ``record_replay.mode`` and, unless ``file`` is :data:`KEEP`, ``record_replay.file``
-    (``None`` removes it). Edits ``[record_replay]`` where and however it is written (table,
-    dotted keys or inline table); appends the table at the end when there is none."""
+    (``None`` removes it); unless ``sources`` is :data:`KEEP`, replace the source keys with
+    those ``sources`` gives (``None`` removes them). Edits ``[record_replay]`` where and
+    however it is written (table, dotted keys or inline table); appends the table at the end
+    when there is none. Returns the source keys removed, as ``key = value``."""
     table = document.get(TABLE)
     if table is None:
         table = tomlkit.table()
         table["mode"] = mode
         if isinstance(file, str):
             table["file"] = file
+        if sources is not KEEP:
+            table.update(source_values(sources))
         _append_table(document, TABLE, table)
-        return
+        return []
     table["mode"] = mode
-    if file is KEEP:
-        return
+    removed: list[str] = []
+    if sources is not KEEP:
+        values = source_values(sources)
+        for key in SOURCE_KEYS:
+            if key in table:
+                if key not in values:
+                    removed.append(f"{key} = {table[key]}")
+                del table[key]
+        table.update(values)
+    if file is not KEEP:
+        _set_file(table, file)
+    return removed
+
+
+def _set_file(table: Any, file: str | None) -> None:
     if file is None:
         if "file" in table:
             del table["file"]
@@ -181,26 +222,31 @@ class ConfigEdit:
     """the copy of the original, when a repair had to change more than the switched keys"""
     repaired: list[str] = field(default_factory=list)
     """what the repair removed or reset, e.g. ``removed providers.x.timeout (…)``"""
+    sources_removed: list[str] = field(default_factory=list)
+    """the deterministic sources the edit removed, e.g. ``seed = 99``"""
 
 
 def set_record_replay(
     *,
     mode: Mode,
     file: str | Literal[Keep.KEEP] | None = KEEP,
+    sources: RecordingSources | Literal[Keep.KEEP] | None = KEEP,
     location: ConfigLocation | None = None,
 ) -> ConfigEdit:
     """Set ``record_replay.mode`` (and ``record_replay.file`` unless ``KEEP``; ``None`` removes
-    it) in the configuration file, creating the file if needed.
+    it) in the configuration file, creating the file if needed; unless ``sources`` is
+    ``KEEP``, the keys of the deterministic sources become those ``sources`` gives (``None``
+    removes them: :attr:`ConfigEdit.sources_removed` says which were there).
 
     Raises :class:`ConfigError` when the file cannot be read or written, when the result
     would be invalid, and when ``mode`` is not ``off`` and the file is broken.
     """
     path = (location or config_location()).path
-    _check_requested(mode, file, path=path)
+    _check_requested(mode, file, sources, path=path)
     original = read_config_bytes(path)
     if original is None:
         document = new_document()
-        set_record_replay_keys(document, mode=mode, file=file)
+        set_record_replay_keys(document, mode=mode, file=file, sources=sources)
         data = _checked(document, path=path)
         _check_names_recording(document, mode=mode, path=path)
         with _unchanged_on_failure(path, "cannot be created"):
@@ -208,7 +254,9 @@ def set_record_replay(
             replace_file(path, data, mode=PRIVATE_FILE_MODE)
         return ConfigEdit(path=path, created=True, backup=None)
     quick = (
-        _mode_set_in_place(original, mode, path=path) if mode == "off" and file is KEEP else None
+        _mode_set_in_place(original, mode, path=path, sources_kept=sources is KEEP)
+        if mode == "off" and file is KEEP and sources in (KEEP, None)
+        else None
     )
     if quick is not None:  # the one value changed in the text itself: no document built
         if quick != original:
@@ -220,7 +268,7 @@ def set_record_replay(
         document, repaired = _repaired_document(original, path=path, mode=mode)
         if mode == "off" and file is KEEP:
             repaired += _without_unusable_file(document)
-        set_record_replay_keys(document, mode=mode, file=file)
+        removed = set_record_replay_keys(document, mode=mode, file=file, sources=sources)
         data = _checked(document, path=path, crlf=_uses_crlf(original))
     except (ConfigError, TOMLKitError, ValueError, KeyError, TypeError) as failure:
         # The requested values are valid (checked above), so the file is what failed.
@@ -231,6 +279,7 @@ def set_record_replay(
         set_record_replay_keys(document, mode="off", file=file)
         data = _checked(document, path=path)
         repaired = [f"started a fresh file with mode off ({_reason(failure)})"]
+        removed = []
     _check_names_recording(document, mode=mode, path=path)
     backup = None
     with _unchanged_on_failure(path, "cannot be written"):
@@ -239,7 +288,9 @@ def set_record_replay(
         if data != original:
             target = path.resolve()  # through a symlink, so the link itself stays a link
             replace_file(target, data, mode=stat.S_IMODE(target.stat().st_mode))
-    return ConfigEdit(path=path, created=False, backup=backup, repaired=repaired)
+    return ConfigEdit(
+        path=path, created=False, backup=backup, repaired=repaired, sources_removed=removed
+    )
 
 
 _TABLE_HEADER = re.compile(rb"^[ \t]*\[[^\n]*$", re.MULTILINE)
@@ -249,11 +300,14 @@ _MODE_LINE = re.compile(
 )
 
 
-def _mode_set_in_place(original: bytes, mode: Mode, *, path: Path) -> bytes | None:
+def _mode_set_in_place(
+    original: bytes, mode: Mode, *, path: Path, sources_kept: bool = True
+) -> bytes | None:
     """The file with ``record_replay.mode`` set to ``mode`` by rewriting that one value
     where it stands, when the file is valid and the key is written plainly in its own
-    ``[record_replay]`` table (``mode = "record"``); None otherwise (the document editor
-    then does it, repairing what needs it).
+    ``[record_replay]`` table (``mode = "record"``), and, unless ``sources_kept``, the table
+    holds no deterministic source to remove; None otherwise (the document editor then does
+    it, repairing what needs it).
 
     A configuration file can be large (long comments, many providers): the editor builds a
     document of the whole file, while this reads it with the standard parser, rewrites the
@@ -265,9 +319,13 @@ def _mode_set_in_place(original: bytes, mode: Mode, *, path: Path) -> bytes | No
         return None
     if file_value_errors(values):
         return None
-    file = values.get(TABLE, {}).get("file") if isinstance(values.get(TABLE), dict) else None
+    table = values.get(TABLE)
+    own_values: dict[str, Any] = table if isinstance(table, dict) else {}
+    file = own_values.get("file")
     if isinstance(file, str) and file_setting_problem(file) is not None:
         return None  # `off` also clears a file setting that can name no recording
+    if not sources_kept and any(key in own_values for key in SOURCE_KEYS):
+        return None  # and the sources, which drive a recording no longer being made
     tables = list(_TABLE_HEADER.finditer(original))
     own = [n for n, table in enumerate(tables) if _RECORD_REPLAY_HEADER.match(table.group())]
     if len(own) != 1:
@@ -287,11 +345,15 @@ def _mode_set_in_place(original: bytes, mode: Mode, *, path: Path) -> bytes | No
     return edited if after == expected and not file_value_errors(after) else None
 
 
-def _check_requested(mode: Mode, file: str | Keep | None, *, path: Path) -> None:
+def _check_requested(
+    mode: Mode, file: str | Keep | None, sources: RecordingSources | Keep | None, *, path: Path
+) -> None:
     """Refuse values that could never be saved, before looking at the file."""
-    table: dict[str, str] = {"mode": mode}
+    table: dict[str, str | int] = {"mode": mode}
     if isinstance(file, str):
         table["file"] = file
+    if isinstance(sources, RecordingSources):
+        table.update(source_values(sources))
     errors = file_value_errors({"record_replay": table})
     if errors:
         raise file_value_error(errors[0], path=path, text="", advice=NOTHING_WRITTEN)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -21,6 +21,13 @@ from pydantic_settings import (
 )
 
 from openprogram.config.environment import ENV_PREFIX, NESTING, MappingEnvSource
+from openprogram.deterministic_sources import (
+    DEFAULT_STEP_MS,
+    RecordingSources,
+    SteppingClock,
+    check_seed,
+    check_time_ms,
+)
 from openprogram.errors import ModelReferenceError, UserRedactionError
 
 Mode = Literal["off", "record", "replay"]
@@ -88,6 +95,49 @@ class RecordReplaySettings(BaseModel):
         {},
         description='agent tools under replay, by name or "*": live, replay or check',
     )
+    seed: int | None = Field(
+        None,
+        description="record: the seed openprogram.random() and seeded_random() draw from "
+        "(`recordings record --seed`)",
+    )
+    clock_start: int | None = Field(
+        None,
+        description="record: the time openprogram.now() reads first, in milliseconds since "
+        "the Unix epoch, UTC (`recordings record --clock-start`)",
+    )
+    clock_step: int | None = Field(
+        None,
+        description="record: how far that clock moves at each reading, in milliseconds "
+        "(default 1000; needs clock_start)",
+    )
+
+    @field_validator("seed")
+    @classmethod
+    def _is_seed(cls, value: int | None) -> int | None:
+        return None if value is None else check_seed(value)
+
+    @field_validator("clock_start")
+    @classmethod
+    def _is_time(cls, value: int | None) -> int | None:
+        return None if value is None else check_time_ms(value, "a time")
+
+    @field_validator("clock_step")
+    @classmethod
+    def _is_step(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None:
+            return None
+        if info.data.get("clock_start") is None:  # unset, or itself invalid
+            raise ValueError("needs clock_start: the time the clock reads first")
+        return check_time_ms(value, "a step")
+
+    def sources(self) -> RecordingSources | None:
+        """The deterministic sources a recording made in the configured mode draws
+        ``now()`` and ``random()`` from (None: the real clock and randomness)."""
+        clock = None
+        if self.clock_start is not None:
+            step = DEFAULT_STEP_MS if self.clock_step is None else self.clock_step
+            clock = SteppingClock(self.clock_start, step)
+        return RecordingSources.of(self.seed, clock)
 
     @field_validator("file")
     @classmethod

@@ -16,9 +16,9 @@ reached.
 
 The mark is a :class:`~contextvars.ContextVar`: it holds for the thread and the task that
 send, and for the tasks they start while sending (asyncio copies the context into a new
-task) — never for a request another task or thread sends meanwhile. A layer that hands the
-request to a worker thread keeps the mark when it hands the context over too, as
-``asyncio.to_thread``, anyio's worker threads and ``contextvars.copy_context().run`` do;
+task, which keeps it) — never for a request another task or thread sends meanwhile. A layer
+that hands the request to a worker thread keeps the mark when it hands the context over too,
+as ``asyncio.to_thread``, anyio's worker threads and ``contextvars.copy_context().run`` do;
 a thread started bare (``threading.Thread``, ``ThreadPoolExecutor.submit``,
 ``loop.run_in_executor``) starts without it, and a captured library it sends through there
 records the request again. ``requests``, urllib3 and ``http.client`` send in the calling

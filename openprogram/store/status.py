@@ -40,6 +40,8 @@ from openprogram.wording import plural
 
 if TYPE_CHECKING:
     from openprogram.config.editing import ConfigEdit
+    from openprogram.config.models import RecordReplaySettings
+    from openprogram.deterministic_sources import RecordingSources
 
 
 REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
@@ -164,6 +166,10 @@ def configured_status() -> StatusReport:
         notes.append("changes take effect at the next start of a process")
     if mode in ("record", "replay"):
         notes.append(HTTP_CAPTURE_NOTE.format(verb=f"{mode}s"))
+    if mode in ("record", "replay") and loaded.settings is not None:
+        sources_note = _sources_note(mode, loaded.settings.record_replay)
+        if sources_note is not None:
+            notes.append(sources_note)
     redact = _secret_remover()
     return StatusReport(
         config_path=loaded.location.path,
@@ -311,26 +317,56 @@ class ModeChange:
     """Another mode an environment variable still forces, if any."""
     env_overrides: dict[str, str] | None = None
     """The ``OPENPROGRAM_RECORD_REPLAY…`` variables that override what was just written."""
+    sources: RecordingSources | None = None
+    """record: the deterministic sources the recording draws the clock and randomness from."""
 
 
-def start_recording(name: str | None = None) -> ModeChange:
-    """Create recording ``name`` (default ``rec-YYYYMMDD-HHMMSS``) and set mode=record."""
+def start_recording(
+    name: str | None = None, *, sources: RecordingSources | None = None
+) -> ModeChange:
+    """Create recording ``name`` (default ``rec-YYYYMMDD-HHMMSS``) and set mode=record, with
+    the deterministic ``sources`` its recording draws ``now()`` and ``random()`` from (None:
+    the real ones; the sources an earlier recording had are removed)."""
     from openprogram.config.editing import set_record_replay
     from openprogram.store.store import create_recording
 
     name = name if name is not None else names.default_name()
     path = create_recording(recordings_dir(), name)
     try:
-        edit = set_record_replay(mode="record", file=name)
+        edit = set_record_replay(mode="record", file=name, sources=sources)
     except BaseException:
         path.unlink(missing_ok=True)  # roll back: no recording without the mode that uses it
         raise
-    return ModeChange("record", edit, path, name, **_overrides_of("record"))
+    return ModeChange("record", edit, path, name, sources=sources, **_overrides_of("record"))
+
+
+def _sources_note(mode: Mode, settings: RecordReplaySettings) -> str | None:
+    """What the configured deterministic sources do in ``mode`` (None: there are none)."""
+    sources = settings.sources()
+    if sources is None:
+        return None
+    zone = "; processes run in UTC" if sources.clock is not None else ""
+    if mode == "record":
+        return f"openprogram.now() and random() draw from {sources} while recording{zone}"
+    return (
+        f"the recording was made with {sources}: the times and draws replayed are the "
+        f"recorded ones{zone}, as when it was recorded"
+    )
+
+
+def _sources_kept(setting: str) -> bool:
+    """Whether the configured sources stay when ``setting`` becomes the recording to replay:
+    they do for the recording they were made for (``record_replay.file`` already names it),
+    so that its replay runs in the zone it was recorded in; another one's are removed."""
+    loaded = load_config()
+    return loaded.settings is not None and loaded.settings.record_replay.file == setting
 
 
 def start_replay(argument: str) -> ModeChange:
-    """Check the recording ``argument`` (a name or a path) and set mode=replay."""
-    from openprogram.config.editing import set_record_replay
+    """Check the recording ``argument`` (a name or a path) and set mode=replay. The
+    deterministic sources of the configured recording stay when it is that recording, and
+    are removed otherwise (:attr:`ConfigEdit.sources_removed` says which)."""
+    from openprogram.config.editing import KEEP, set_record_replay
     from openprogram.provider_boundary.codec import read_recording
     from openprogram.recording.format import refuse_a_snapshot
 
@@ -338,7 +374,9 @@ def start_replay(argument: str) -> ModeChange:
     recording = read_recording(ref.path)  # refuses a missing, corrupt or other-version file
     refuse_a_snapshot(recording)
     setting = ref.name if ref.name is not None else str(ref.path)
-    edit = set_record_replay(mode="replay", file=setting)
+    edit = set_record_replay(
+        mode="replay", file=setting, sources=KEEP if _sources_kept(setting) else None
+    )
     return ModeChange(
         "replay",
         edit,

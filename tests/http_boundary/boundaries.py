@@ -51,6 +51,16 @@ def replaying(path: Path, **options: Any) -> Iterator[ReplaySession]:
 
 
 @contextmanager
+def boundary_active(boundary: HttpBoundary) -> Iterator[None]:
+    """``boundary`` is the active HTTP boundary inside the block."""
+    deactivate = activate_http_boundary(boundary)
+    try:
+        yield
+    finally:
+        deactivate()
+
+
+@contextmanager
 def blocked(reason: str = "the configuration cannot be read") -> Iterator[None]:
     deactivate = activate_http_boundary(HttpBoundary("blocked", blocked_reason=reason))
     try:

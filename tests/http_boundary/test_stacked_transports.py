@@ -15,7 +15,12 @@ import anyio.to_thread
 import pytest
 
 import openprogram
-from tests.http_boundary.boundaries import LIBRARIES, call_end, library, rows
+from openprogram.http_boundary.boundary import HttpBoundary
+from openprogram.recording.reader import read_recording
+from openprogram.recording.replay_session import ReplaySession
+from openprogram.recording.rewriting import RecordingMerge
+from openprogram.recording.writer import writer_for
+from tests.http_boundary.boundaries import LIBRARIES, boundary_active, call_end, library, rows
 from tests.http_boundary.stacked_transports import (
     Handoff,
     HttpClientConnection,
@@ -167,3 +172,34 @@ def test_the_layer_beneath_is_reached_under_record_only(
 
     recorded_once_and_replayed_offline(server, tmp_path / "r.jsonl", send)
     assert aiohttp_sends == ["POST"]
+
+
+def test_a_call_replay_or_record_sends_live_through_a_stack_is_one_call(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    # new_episodes: a request the recording does not hold is sent live through the stack
+    # and recorded once, beside the one it does hold, answered from it
+    module = library("httpx")
+    recorded = tmp_path / "recorded.jsonl"
+    server.serve(Script([STREAM]), Script([STREAM]))
+    url = f"{server.base_url}/v1/chat/completions"
+
+    def send(question: dict[str, Any]) -> Seen:
+        async def read() -> Seen:
+            client = module.AsyncClient(transport=aiohttp_transport(module))
+            async with client, client.stream("POST", url, json=question) as response:
+                return seen(response, b"".join([c async for c in response.aiter_bytes()]))
+
+        return asyncio.run(read())
+
+    with openprogram.record_replay(recorded, mode="record"):
+        send(QUESTION)
+    other = {**QUESTION, "messages": [{"role": "user", "content": "bye"}]}
+    merged = tmp_path / "merged.jsonl"
+    merge = RecordingMerge(ReplaySession(read_recording(recorded)), writer_for(merged))
+    with boundary_active(HttpBoundary("replay_or_record", merge=merge)):
+        assert send(QUESTION)[2] == STREAM  # answered from the recording
+        assert send(other)[2] == STREAM  # sent live
+
+    assert len(server.received) == 2
+    assert [call.request["body"] for call in read_recording(merged).calls] == [QUESTION, other]

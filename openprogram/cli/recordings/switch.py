@@ -1,6 +1,7 @@
 """``openprogram recordings record|replay|off``: switch the configured mode (from the next start).
 
-    record [NAME]    create a recording in the store and set mode=record
+    record [NAME]    create a recording in the store and set mode=record, with the
+                     deterministic sources ``--seed``, ``--clock-start``, ``--clock-step``
     replay NAME|PATH check a recording, then set mode=replay
     off              set mode=off, repairing a broken configuration
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from openprogram.cli.output import note, plural, print_json, reporting_errors, say, warn
+from openprogram.cli.recording_sources import CLOCK_START, CLOCK_STEP, SEED, recording_sources
 from openprogram.errors import RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:
@@ -26,18 +28,30 @@ def record(
         None, help="Name for the new recording (default: rec-YYYYMMDD-HHMMSS)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the change as JSON."),
+    seed: int | None = SEED,
+    clock_start: str | None = CLOCK_START,
+    clock_step: int | None = CLOCK_STEP,
 ) -> None:
-    """Create a new recording in the store and set mode=record (from the next start)."""
+    """Create a new recording in the store and set mode=record (from the next start).
+
+    --seed, --clock-start and --clock-step are kept in the configuration with the recording:
+    while it records, openprogram.now() and random() draw from them.
+    """
     from openprogram.store.status import start_recording
 
+    sources = recording_sources(seed, clock_start, clock_step)  # before anything is created
     with reporting_errors(usage_errors=usage_errors()):
-        change = start_recording(name)
+        change = start_recording(name, sources=sources)
     if as_json:
         print_json(describe_change(change))
         return
     assert change.recording is not None
     say(f"Created recording {change.name!r} at {change.recording}")
     say("Mode is now record: the next process that starts records its provider calls into it.")
+    if change.sources is not None:
+        zone = " (and runs in UTC)" if change.sources.clock is not None else ""
+        say(f"It draws openprogram.now() and random() from {change.sources}{zone}.")
+    note_sources_removed(change)
     note_what_the_mode_covers("records")
     warn_about_overrides(change)
 
@@ -58,6 +72,7 @@ def replay(
     say(
         "Mode is now replay: the next process that starts gets its provider calls from it, offline."
     )
+    note_sources_removed(change)
     note_what_the_mode_covers("replays")
     warn_about_overrides(change)
 
@@ -89,7 +104,18 @@ def off(
     warn_about_overrides(change)
 
 
+def note_sources_removed(change: ModeChange) -> None:
+    """Say which deterministic sources of the recording configured before the change were
+    removed with it (they drove that recording, not this one)."""
+    removed = change.config.sources_removed
+    if removed:
+        keys = ", ".join(f"record_replay.{entry}" for entry in removed)
+        note(f"removed {keys}: they drove the recording configured before")
+
+
 def describe_change(change: ModeChange) -> dict[str, Any]:
+    from openprogram.config.editing import source_values
+
     return {
         "mode": change.mode,
         "recording": str(change.recording) if change.recording else None,
@@ -102,6 +128,8 @@ def describe_change(change: ModeChange) -> dict[str, Any]:
         "env_forced_mode": change.env_forced_mode,
         "env_overrides": change.env_overrides or {},
         "takes_effect": "at the next start of a process",
+        "sources": source_values(change.sources) or None,
+        "sources_removed": change.config.sources_removed,
     }
 
 
