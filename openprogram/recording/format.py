@@ -2,7 +2,7 @@
 
 A recording is one JSON object a line, in the order things happened::
 
-    {"type":"header","format_version":1,"features":["http","request_deltas"],"created_at":…,…}
+    {"type":"header","format_version":2,"features":["http","request_deltas"],"created_at":…,…}
     {"type":"request","call_index":0,"model":{…},"context":{…},"options":{…}}
     {"type":"event","call_index":0,"event_index":0,"event":{"type":"start",…}}
     {"type":"call_end","call_index":0,"event_count":5,"outcome":"complete"}
@@ -91,11 +91,24 @@ __all__ = [
 ]
 
 
-RECORDING_FORMAT_VERSION = 1
-"""The version this openprogram writes; it reads every version from 1 up to this one.
+RECORDING_FORMAT_VERSION = 2
+"""The version every file this openprogram creates or rewrites says; it reads every version
+from 1 up to this one, and appends only to a file of this one.
 
-Bumped when the meaning of a row or field changes, or a field becomes required. New row
-types and optional fields are additive: they are announced as header ``features`` instead.
+The rule is the first seed's: the version changes when the required fields of a ``request``,
+``event`` or ``call_end`` row change, or their meaning does; optional header metadata a
+reader may ignore does not change it. A reader that knows one version compares it for
+equality and refuses any other, so a file written after a change of meaning is refused, not
+misread. Version 2 changed three meanings since 1: a request row may name a ``base`` and hold
+only what it adds to that call's request; a request row may be an HTTP call (``"boundary":
+"http"``, without ``model``, ``context`` and ``options``) whose events are HTTP events; and
+the ``raw`` text of an ``sse`` or ``http_body`` event, when there is one, is what replay
+serves. Every new file says 2, whichever of them it comes to use: its header is written
+before its first call, and a call of any kind may be appended to it later.
+
+Header ``features`` (:data:`KNOWN_FEATURES`) are this openprogram's own finer list of what a
+file may hold, which its reader refuses when it does not know one; they say nothing to a
+reader that knows only the version, and never stand in for a change of version.
 """
 
 SNAPSHOT_FEATURE: Final = "drift_snapshot"
@@ -113,9 +126,10 @@ KNOWN_FEATURES: frozenset[str] = frozenset(
         SNAPSHOT_FEATURE,
     }
 )
-"""The header ``features`` this openprogram reads: the row types and optional fields added
-since its format version, each by name. A recording announcing any other was written by a
-newer openprogram and is refused, with the advice to upgrade.
+"""The header ``features`` this openprogram reads: the row types and fields added within a
+format version, each by name (in version 1 the changes of meaning of version 2 were
+announced this way too). A recording announcing any other was written by a newer
+openprogram and is refused, with the advice to upgrade.
 
 ``http``: request rows with ``"boundary": "http"`` and the HTTP event types.
 ``tapes``: ``tape`` rows, the entries of taped functions and agent tools

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.recording.call_digest import CallDigest, DeterministicParts, request_ignore_fields
-from openprogram.recording.format import RecordedCall, encode_row
+from openprogram.recording.format import RECORDING_FORMAT_VERSION, RecordedCall, encode_row
 from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE, not_recorded_row
 from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases
 from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
@@ -144,12 +144,17 @@ def recording_lines(
 ) -> Iterator[bytes]:
     """Every line of a recording holding ``header``, ``calls``, ``tapes`` and the
     connections ``not_recorded``, the calls renumbered from 0, encoded as a writer encodes
-    them: each request against the earlier one it extends (the header announces
+    them: each request against the earlier one it extends (the header says this
+    openprogram's format version and announces
     :data:`~openprogram.recording.request_delta.DELTA_FEATURE`), each ``call_end`` with the
     call's digest; then the tape entries' rows, in the order given; then one ``not_recorded``
     row, when there are connections to list."""
     entries = list(tapes)
-    header = _announcing_deltas(header, tapes=bool(entries))
+    # Its rows are written as this openprogram writes them (requests against a base): the
+    # header says the version they are written in, whatever the file said before.
+    header = _announcing_deltas(
+        {**header, "format_version": RECORDING_FORMAT_VERSION}, tapes=bool(entries)
+    )
     if not_recorded:
         header = _announcing(header, [NOT_RECORDED_FEATURE])
     yield encode_row(header)

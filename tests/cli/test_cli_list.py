@@ -74,7 +74,7 @@ def test_json_fields() -> None:
         "calls": 2,
         "events": 10,
         "models": ["fake:m1"],
-        "format_version": 1,
+        "format_version": 2,
         "valid": True,
         "truncated": False,
         "problem": None,

@@ -38,4 +38,4 @@ def test_status_says_one_call() -> None:
     write_recording("one", calls=1)
     assert run("replay", "one").exit_code == 0
 
-    assert "(valid, 1 call, format 1)" in run("status").stdout
+    assert "(valid, 1 call, format 2)" in run("status").stdout

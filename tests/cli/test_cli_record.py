@@ -29,7 +29,7 @@ def test_record_creates_the_recording_with_only_its_header_and_switches_the_mode
     assert len(lines) == 1
     header = orjson.loads(lines[0])
     assert header["type"] == "header"
-    assert header["format_version"] == 1
+    assert header["format_version"] == 2
     assert header["recording_id"] == "demo"
     settings = read_settings().record_replay
     assert (settings.mode, settings.file) == ("record", "demo")

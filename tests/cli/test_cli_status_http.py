@@ -28,4 +28,4 @@ def test_status_counts_provider_and_http_calls(mode: str) -> None:
         [8],
     )
     shown = run("status").stdout
-    assert f"{path} (valid, 9 calls, format 1, call 8 truncated)" in shown
+    assert f"{path} (valid, 9 calls, format 2, call 8 truncated)" in shown

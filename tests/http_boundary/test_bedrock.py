@@ -369,11 +369,11 @@ def test_the_reader_checks_eventstream_rows() -> None:
     )
 
 
-def test_an_older_file_without_the_feature_gets_the_stream_as_one_body(tmp_path: Path) -> None:
+def test_a_file_without_the_feature_gets_the_stream_as_one_body(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
     header = {
         "type": "header",
-        "format_version": 1,
+        "format_version": 2,
         "created_at": "2026-01-01T00:00:00Z",
         "features": ["http", "tapes", "request_deltas"],
     }

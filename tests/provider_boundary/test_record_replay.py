@@ -53,7 +53,7 @@ async def test_tool_loop_records_the_documented_shape(tmp_path: Path) -> None:
 
     written = read_rows(path)
     assert written[0]["type"] == "header"
-    assert written[0]["format_version"] == RECORDING_FORMAT_VERSION == 1
+    assert written[0]["format_version"] == RECORDING_FORMAT_VERSION == 2
     for key in ("created_at", "recording_id", "openprogram_version", "redaction_version"):
         assert key in written[0]
     position = 1

@@ -95,7 +95,7 @@ def test_a_second_writer_continues_the_call_sequence(tmp_path: Path, calls_befor
 def test_a_writer_continues_a_hand_formatted_recording(tmp_path: Path) -> None:
     path = tmp_path / "by-hand.jsonl"
     rows = [
-        '{"type": "header", "format_version": 1}',
+        '{"type": "header", "format_version": 2}',
         '{"type": "request", "call_index": 0, "model": {}, "context": {}, "options": {}}',
         '{"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete"}',
         '{"type": "request", "call_index": 1, "model": {}, "context": {}, "options": {}}',

@@ -1,5 +1,7 @@
 """The format-version policy: read every version up to the current one, refuse newer ones and
-unknown features with the advice to upgrade, append only to a file of the current version."""
+unknown features with the advice to upgrade, append only to a file of the current version.
+(What version 2 changed, and a reader that knows only version 1 refusing it:
+``test_format_version_two``.)"""
 
 from __future__ import annotations
 
@@ -35,10 +37,10 @@ def one_call() -> list[Row]:
 
 
 @pytest.fixture
-def version_two(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pretend this openprogram writes format_version 2."""
+def version_three(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretend this openprogram writes format_version 3."""
     for module in (recording_module, reader_module, open_recording_module):
-        monkeypatch.setattr(module, "RECORDING_FORMAT_VERSION", 2)
+        monkeypatch.setattr(module, "RECORDING_FORMAT_VERSION", 3)
 
 
 @pytest.fixture
@@ -49,16 +51,17 @@ def feature_tape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recording_module, "WRITTEN_FEATURES", ("tape",))
 
 
-def test_today_is_version_one_with_six_features_written_and_the_snapshots_read() -> None:
+def test_today_is_version_two_with_six_features_written_and_the_snapshots_read() -> None:
     features = ("http", "tapes", "request_deltas", "not_recorded", "eventstream", "raw_text")
-    assert RECORDING_FORMAT_VERSION == 1
+    assert RECORDING_FORMAT_VERSION == 2
+    assert new_header()["format_version"] == 2
     assert frozenset({*features, "drift_snapshot"}) == KNOWN_FEATURES
     assert features == WRITTEN_FEATURES
     assert new_header()["features"] == list(features)
 
 
-@pytest.mark.usefixtures("version_two")
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.usefixtures("version_three")
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_every_version_up_to_the_current_one_reads(tmp_path: Path, version: int) -> None:
     path = write(tmp_path / "r.jsonl", {"type": "header", "format_version": version}, *one_call())
     assert read_recording(path, validate_events=False).format_version == version
@@ -74,14 +77,14 @@ def test_a_newer_version_is_refused_naming_both_and_saying_to_upgrade(
     error = info.value
     assert error.line == 1
     assert f"format_version {version}" in error.problem
-    assert f"reads format_version {RECORDING_FORMAT_VERSION}" in error.problem
+    assert f"reads format_version 1 to {RECORDING_FORMAT_VERSION}" in error.problem
     assert "upgrade openprogram" in str(error)
 
 
-@pytest.mark.usefixtures("version_two")
+@pytest.mark.usefixtures("version_three")
 def test_a_newer_version_names_the_range_read(tmp_path: Path) -> None:
-    path = write(tmp_path / "r.jsonl", {"type": "header", "format_version": 3})
-    with pytest.raises(RecordingFileError, match=r"reads format_version 1 to 2; .*upgrade"):
+    path = write(tmp_path / "r.jsonl", {"type": "header", "format_version": 4})
+    with pytest.raises(RecordingFileError, match=r"reads format_version 1 to 3; .*upgrade"):
         read_recording(path)
 
 
@@ -128,9 +131,10 @@ def test_an_unknown_row_type_says_to_upgrade(tmp_path: Path) -> None:
 # --- the writer ------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("version_two")
-def test_the_writer_never_appends_to_an_older_version(tmp_path: Path) -> None:
-    path = write(tmp_path / "r.jsonl", {"type": "header", "format_version": 1}, *one_call())
+@pytest.mark.parametrize("features", [[], ["http", "request_deltas"]])
+def test_the_writer_never_appends_to_an_older_version(tmp_path: Path, features: list[str]) -> None:
+    header = {"type": "header", "format_version": 1, "features": features}
+    path = write(tmp_path / "r.jsonl", header, *one_call())
     before = path.read_bytes()
     assert read_recording(path).calls  # still readable
     with pytest.raises(RecordingFileError) as info:
@@ -143,14 +147,14 @@ def test_the_writer_never_appends_to_an_older_version(tmp_path: Path) -> None:
 
 
 def test_the_writer_never_appends_to_a_newer_version(tmp_path: Path) -> None:
-    path = write(tmp_path / "r.jsonl", {"type": "header", "format_version": 2})
-    with pytest.raises(RecordingFileError, match=r"format_version 2 .*writes format_version 1"):
+    path = write(tmp_path / "r.jsonl", {"type": "header", "format_version": 3})
+    with pytest.raises(RecordingFileError, match=r"format_version 3 .*writes format_version 2"):
         RecordingWriter(path).open()
-    assert path.read_bytes() == encode_row({"type": "header", "format_version": 2})
+    assert path.read_bytes() == encode_row({"type": "header", "format_version": 3})
 
 
 def test_the_writer_never_appends_to_a_file_with_unknown_features(tmp_path: Path) -> None:
-    header = {"type": "header", "format_version": 1, "features": ["tape"]}
+    header = {"type": "header", "format_version": 2, "features": ["tape"]}
     path = write(tmp_path / "r.jsonl", header)
     with pytest.raises(RecordingFileError) as info:
         RecordingWriter(path).open()
@@ -158,10 +162,10 @@ def test_the_writer_never_appends_to_a_file_with_unknown_features(tmp_path: Path
     assert "new recording" in str(info.value)
 
 
-@pytest.mark.usefixtures("version_two")
+@pytest.mark.usefixtures("version_three")
 def test_the_writer_creates_a_file_of_the_current_version(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     writer = RecordingWriter(path)
     assert writer.start_call(EMPTY_REQUEST) == 0
     writer.close()
-    assert read_recording(path, validate_events=False).format_version == 2
+    assert read_recording(path, validate_events=False).format_version == 3

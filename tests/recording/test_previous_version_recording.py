@@ -1,6 +1,6 @@
 """A recording written by the previous openprogram (before the HTTP boundary), byte for byte,
-reads, hashes and replays as it did then; new calls of the provider boundary append to it,
-HTTP calls do not (its header does not announce them).
+reads, hashes and replays as it did then; no call is appended to it, since it is of
+format_version 1 and this openprogram writes 2 (it says so, and changes nothing).
 
 ``data/previous_version.jsonl`` was recorded by the commit before the HTTP boundary: a
 two-call tool session on ``echo``, then a call whose provider raised
@@ -78,19 +78,19 @@ async def test_it_replays_call_by_call(previous: Path) -> None:
     assert replay.mismatches == []
 
 
-def test_provider_calls_append_to_it_but_http_calls_do_not(previous: Path) -> None:
+@pytest.mark.parametrize(
+    "request_fields", [chat_request(), {"model": {}, "context": {}, "options": {}}]
+)
+def test_no_call_is_appended_to_it(previous: Path, request_fields: dict[str, object]) -> None:
     writer = RecordingWriter(previous)
     before = previous.read_bytes()
     with pytest.raises(RecordingFileError) as caught:
-        writer.open_call(chat_request())
+        writer.open_call(request_fields)
+    writer.close()
     assert caught.value.line == 1
-    assert "does not announce the 'http' feature" in caught.value.problem
+    assert caught.value.problem == (
+        "cannot append to a recording of format_version 1 (this openprogram writes "
+        "format_version 2)"
+    )
     assert "new recording" in str(caught.value)
     assert previous.read_bytes() == before
-
-    call = writer.open_call({"model": {}, "context": {}, "options": {}})
-    call.end_call("complete")
-    writer.close()
-    assert call.call_index == 3
-    assert previous.read_bytes().startswith(before)
-    assert len(read_recording(previous, validate_events=False).calls) == 4

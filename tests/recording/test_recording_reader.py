@@ -64,7 +64,7 @@ def test_valid_two_call_recording_parses(tmp_path: Path) -> None:
     assert isinstance(recording, Recording)
     assert recording.path == path
     assert recording.header == header()
-    assert recording.format_version == RECORDING_FORMAT_VERSION == 1
+    assert recording.format_version == RECORDING_FORMAT_VERSION == 2
     assert recording.truncated_calls == []
     assert recording.event_count == 5 + 8
     first, second = recording.calls
@@ -154,7 +154,7 @@ def test_unknown_fields_in_an_event_are_ignored(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("version", [0, -1, "1", None, [1]])
-def test_a_format_version_that_is_not_one_is_refused_naming_both(
+def test_a_format_version_that_is_not_a_version_is_refused_naming_both(
     tmp_path: Path, version: Any
 ) -> None:
     row = header() if version is None else header(format_version=version)
@@ -163,7 +163,7 @@ def test_a_format_version_that_is_not_one_is_refused_naming_both(
     path = write_rows(tmp_path / "r.jsonl", [row, *call_rows(0, text_events("hi"))])
     error = assert_refused(path, line=1, call_index=None, says="format_version")
     assert f"format_version {version!r}" in error.problem
-    assert f"reads format_version {RECORDING_FORMAT_VERSION}" in error.problem
+    assert f"reads format_version 1 to {RECORDING_FORMAT_VERSION}" in error.problem
 
 
 @pytest.mark.parametrize("version", [True, 1.0])
@@ -335,7 +335,7 @@ def test_validate_events_false_skips_field_checks(tmp_path: Path) -> None:
         ([header(), request(0), call_end(0, 1)], 3, 0, "event_count 1 but 0"),
         ([header(), request(1)], 2, 1, "skips ahead"),
         ([header(), {"type": "x"}], 2, None, "unknown row type"),
-        ([header(format_version=2)], 1, None, "format_version 2"),
+        ([header(format_version=3)], 1, None, "format_version 3"),
     ],
 )
 def test_validate_events_false_still_checks_structure(

@@ -70,7 +70,7 @@ def test_a_valid_recording(tmp_path: Path, no_strict_reader: mock.Mock) -> None:
         calls=3,
         events=7 + 5 + 4,
         models=["fake:m1", "other:m2"],
-        format_version=1,
+        format_version=2,
         valid=True,
         truncated=False,
         problem=None,
@@ -119,12 +119,12 @@ def test_a_whole_last_row_without_its_newline_counts(
 
 
 def test_another_format_version_is_invalid_naming_both(tmp_path: Path) -> None:
-    rows = [header(format_version=2, created_at=CREATED), *call_rows(0, text_events("x"))]
-    summary = summarize_recording(write_rows(tmp_path / "v2.jsonl", rows))
+    rows = [header(format_version=3, created_at=CREATED), *call_rows(0, text_events("x"))]
+    summary = summarize_recording(write_rows(tmp_path / "v3.jsonl", rows))
     assert not summary.valid
     assert summary.problem is not None
-    assert "format_version 2, but this openprogram reads format_version 1" in summary.problem
-    assert summary.format_version == 2
+    assert "format_version 3, but this openprogram reads format_version 1 to 2" in summary.problem
+    assert summary.format_version == 3
     assert summary.created_at == CREATED
 
 
