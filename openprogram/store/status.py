@@ -166,7 +166,7 @@ def configured_status() -> StatusReport:
         notes.append("changes take effect at the next start of a process")
     if mode in ("record", "replay"):
         notes.append(HTTP_CAPTURE_NOTE.format(verb=f"{mode}s"))
-    if mode in ("record", "replay") and loaded.settings is not None:
+    if mode is not None and loaded.settings is not None:
         sources_note = _sources_note(mode, loaded.settings.record_replay)
         if sources_note is not None:
             notes.append(sources_note)
@@ -346,6 +346,11 @@ def _sources_note(mode: Mode, settings: RecordReplaySettings) -> str | None:
     if sources is None:
         return None
     zone = "; processes run in UTC" if sources.clock is not None else ""
+    if mode == "off":
+        return (
+            f"record_replay.file keeps its sources ({sources}): `openprogram recordings "
+            f"replay {settings.file}` uses them again, a `record` of another name clears them"
+        )
     if mode == "record":
         return f"openprogram.now() and random() draw from {sources} while recording{zone}"
     return (

@@ -59,6 +59,10 @@ def test_the_sources_stay_with_their_recording() -> None:
     assert run("record", "seeded", "--seed", "7").exit_code == 0
     assert run("off").exit_code == 0
     assert sources() == (7, None, None)  # off keeps the file, and its sources with it
+    assert (
+        "note:    record_replay.file keeps its sources (seed 7): `openprogram recordings "
+        "replay seeded` uses them again, a `record` of another name clears them"
+    ) in run("status").stdout
     assert run("replay", "seeded").exit_code == 0
     assert sources() == (7, None, None)  # its own replay: the zone it was recorded in
 
