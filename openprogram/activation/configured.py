@@ -60,7 +60,6 @@ exec's own ``--seed`` and ``--clock-*`` are theirs.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -71,10 +70,10 @@ from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths  # called through the module: one function answers for all
 from openprogram.config.problems import file_not_set_problem
 from openprogram.deterministic_sources import set_local_time_to_utc
-from openprogram.errors import ExecSetupError, OpenProgramError, RecordingFileError
+from openprogram.errors import ExecSetupError, OpenProgramError
 from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.recording.writer import forget_writer, writer_for
-from openprogram.store.names import is_path_argument, refuse_a_link_in_the_store, resolve_recording
+from openprogram.store.names import resolve_recording
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
 from openprogram.wording import plural
 
@@ -166,15 +165,16 @@ def _activate(loaded: LoadedConfig | None) -> Activation:
     path = paths.configured_recording_path(settings.file)
     user = user_redaction_in_effect(patterns=settings.redact_patterns)
     if settings.mode == "record":
-        return _activate_record(path, user, sources=settings.sources())
+        return _activate_record(path, settings.file, user, sources=settings.sources())
     return _activate_replay(path, settings, user)
 
 
 def _activate_record(
-    path: Path, user: UserRedaction | None, *, sources: RecordingSources | None = None
+    path: Path, setting: str, user: UserRedaction | None, *, sources: RecordingSources | None = None
 ) -> Activation:
     from openprogram.provider_boundary.transforms import record_transform
 
+    check_record_target(path, setting)  # as exec's plan does: nothing is written otherwise
     writer = writer_for(path)
     writer.user_redaction = user
     existing = writer.open()  # creates the file, or checks it can be appended to
@@ -253,14 +253,14 @@ def exec_plan(
         path = resolve_recording(argument, paths.recordings_dir()).path
         if replay is not None:
             _check_replay_source(path)
-        elif not is_path_argument(argument):
-            refuse_a_link_in_the_store(path)
+        else:
+            check_record_target(path, argument)
     if loaded is None:
         loaded = load_config()
     if record is not None:
         # After the configuration: a new recording's header names its redaction patterns.
         usable = loaded.settings if loaded.error is None else None
-        _check_record_target(path, record, None if usable is None else usable.record_replay)
+        _refuse_a_target_with_calls(path, record, None if usable is None else usable.record_replay)
     if loaded.error is not None:
         return RecordReplayPlan.blocked(str(loaded.error))
     assert loaded.settings is not None
@@ -280,6 +280,7 @@ def recording_plan(
     its header, or checked to be appendable; replay: it is read strictly and must hold
     something to replay. Raises ``RecordingFileError`` / :class:`ExecSetupError`."""
     if mode == "record":
+        check_appendable(path)
         _open_for_recording(path, settings)
     else:
         _check_replay_source(path)
@@ -295,8 +296,7 @@ def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
     try:
         path = paths.configured_recording_path(settings.file)
         if settings.mode == "record":
-            if not is_path_argument(settings.file):
-                refuse_a_link_in_the_store(path)
+            check_record_target(path, settings.file)
             _open_for_recording(path, settings)
         else:
             _check_replay_source(path)
@@ -323,7 +323,9 @@ def _plan(
     )
 
 
-def _check_record_target(path: Path, argument: str, settings: RecordReplaySettings | None) -> None:
+def _refuse_a_target_with_calls(
+    path: Path, argument: str, settings: RecordReplaySettings | None
+) -> None:
     existing = _open_for_recording(path, settings)
     if existing:
         raise ExecSetupError(
@@ -334,10 +336,8 @@ def _check_record_target(path: Path, argument: str, settings: RecordReplaySettin
 
 def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> int:
     """Create the recording (with its header, naming the user redaction in effect: the
-    settings' patterns and the registered function), or check it can be appended to;
+    settings' patterns and the registered function), or open the one there, checked first;
     returns the calls it already holds. Raises ``RecordingFileError``."""
-
-    check_appendable(path)
     patterns = () if settings is None else settings.redact_patterns
     try:
         writer = writer_for(path)
@@ -347,31 +347,28 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
         forget_writer(path)  # the command's processes open their own
 
 
+def check_record_target(path: Path, argument: str) -> None:
+    """Refuse to record into ``path``, which ``argument`` (a NAME or a PATH) named, what
+    nothing records into — a link in the store, a recording replay would refuse — before
+    anything is written: :func:`openprogram.store.status.check_record_target`, the one
+    check of ``exec --record`` and of the configured record mode (exec's plan, ``serve``'s
+    own recording, every process's start), whose refusals ``recordings status`` reports.
+    Raises ``RecordingFileError``."""
+    # The check reads the recording with the provider codec: loaded by the processes that
+    # record, when they start to.
+    from openprogram.store.status import check_record_target as check
+
+    check(path, argument)
+
+
 def check_appendable(path: Path) -> None:
     """Refuse to record into a recording replay would refuse (a line that is not JSON, an
     event row out of order): calls appended to it could never be read. Raises
     ``RecordingFileError`` naming the line, as replay does; a file that does not exist yet,
-    or holds a header only, is fine."""
-    try:
-        if os.stat(path).st_size == 0:
-            return
-    except OSError:
-        return  # not there yet: the writer creates it (or says why it cannot)
-    from openprogram.provider_boundary.codec import read_for_replay
+    or holds a header only, is fine (:func:`openprogram.store.status.read_appendable`)."""
+    from openprogram.store.status import read_appendable
 
-    try:
-        read_for_replay(path)
-    except RecordingFileError as error:
-        raise RecordingFileError(
-            error.path,
-            error.problem,
-            line=error.line,
-            call_index=error.call_index,
-            advice=RECORD_ELSEWHERE,
-        ) from None
-
-
-RECORD_ELSEWHERE = "calls appended to it could never be read: record into a new name"
+    read_appendable(path)
 
 
 def _check_replay_source(path: Path) -> None:

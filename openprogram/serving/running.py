@@ -23,7 +23,9 @@ import asyncio
 import errno
 import ipaddress
 import logging
+import os
 import signal
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -122,9 +124,37 @@ def open_sessions(
     folder: Path | None,
     settings: RecordReplaySettings,
 ) -> SessionTable:
-    """The sessions of a server whose own recording is ``plan``'s (None: it has none)."""
+    """The sessions of a server whose own recording is ``plan``'s (None: it has none), naming
+    recordings under ``folder`` (None: the store); ``ServeSetupError`` for a folder that is
+    a link or not a folder."""
+    if folder is not None:
+        check_folder(folder)
     own = None if plan is None else ProxySession(_own_name(plan), plan)
     return SessionTable(own, folder=folder or paths.recordings_dir(), settings=settings)
+
+
+def check_folder(folder: Path) -> None:
+    """Refuse a folder of recordings (``--dir``) that is a symbolic link or something other
+    than a folder (``ServeSetupError``): the server names recordings under a folder of its
+    own and follows no link there, so a link is refused rather than followed — give the
+    folder it points to. A folder not made yet is fine (the first recording makes it)."""
+    try:
+        found = os.lstat(folder)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise ServeSetupError(f"{folder}: {error.strerror or error}") from None
+    if stat.S_ISLNK(found.st_mode):
+        raise ServeSetupError(
+            f"the folder of recordings {folder} is a symbolic link (to {os.readlink(folder)}): "
+            "the server names recordings under a folder of its own, never through a link; "
+            "give the folder itself"
+        )
+    if not stat.S_ISDIR(found.st_mode):
+        raise ServeSetupError(
+            f"the folder of recordings {folder} is not a folder: give a folder (or a path "
+            "where one may be made)"
+        )
 
 
 def _own_name(plan: RecordReplayPlan) -> str:

@@ -31,7 +31,6 @@ import contextlib
 import dataclasses
 import os
 import secrets
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,11 +38,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from openprogram.activation.boundaries import prepare_boundaries
 from openprogram.activation.configured import recording_plan
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.errors import OpenProgramError, RecordingNameError
+from openprogram.errors import OpenProgramError, RecordingFileError, RecordingNameError
 from openprogram.private_files import make_private_dirs
 from openprogram.provider_boundary.codec import read_for_replay
 from openprogram.recording.writer import forget_writer
-from openprogram.store.names import RECORDING_SUFFIX, validate_name
+from openprogram.store.names import RECORDING_SUFFIX, refuse_links_below, validate_name
 
 if TYPE_CHECKING:
     from openprogram.config.models import RecordReplaySettings
@@ -65,8 +64,9 @@ MODE_HEADER = "x-openprogram-mode"
 SESSION_MODES = ("replay", "record", "once")
 SessionMode = Literal["replay", "record", "once"]
 PARTIAL_SUFFIX = ".recording"
-_ORIGIN = ("url.scheme", "url.host", "url.port")
 """What a recording recorded anew is written to until its session ends."""
+SESSION_ADVICE = "use another name"
+_ORIGIN = ("url.scheme", "url.host", "url.port")
 
 
 class SessionRefused(Exception):
@@ -336,7 +336,14 @@ class SessionTable:
                 kind="openprogram_bad_session",
             ) from None
         path = self.folder.joinpath(*parts[:-1], parts[-1] + RECORDING_SUFFIX)
-        _check_no_link(name, self.folder, path)
+        try:
+            refuse_links_below(
+                self.folder, path, folder_name="the server's folder", advice=SESSION_ADVICE
+            )
+        except RecordingFileError as error:
+            raise SessionRefused(
+                f"recording {name!r}: {error}", status=400, kind="openprogram_bad_session"
+            ) from None
         return path
 
     def _session(self, name: str, opened: SessionMode, target: Path) -> ProxySession:
@@ -391,37 +398,6 @@ class SessionTable:
 
     def open_sessions(self) -> list[ProxySession]:
         return list(self.by_name.values())
-
-
-def _check_no_link(name: str, folder: Path, path: Path) -> None:
-    """Refuse ``path`` (:class:`SessionRefused`) when a folder on the way to it from
-    ``folder``, or the file itself, is a link, or the file is not a regular one: a session
-    names recordings under the server's folder only (a link could lead anywhere, a FIFO
-    would hang the reader)."""
-    current = folder
-    for part in path.relative_to(folder).parts:
-        current = current / part
-        try:
-            found = os.lstat(current)
-        except FileNotFoundError:
-            return  # made when the session records
-        except OSError as error:
-            raise _refused_path(name, current, error.strerror or str(error)) from None
-        if stat.S_ISLNK(found.st_mode):
-            raise _refused_path(name, current, "is a link")
-        if current != path and not stat.S_ISDIR(found.st_mode):
-            raise _refused_path(name, current, "is not a folder")
-        if current == path and not stat.S_ISREG(found.st_mode):
-            raise _refused_path(name, current, "is not a regular file")
-
-
-def _refused_path(name: str, path: Path, problem: str) -> SessionRefused:
-    return SessionRefused(
-        f"recording {name!r}: {path} {problem}; a session names only recordings under the "
-        "server's folder, never through a link",
-        status=400,
-        kind="openprogram_bad_session",
-    )
 
 
 def _holds_calls(path: Path) -> bool:

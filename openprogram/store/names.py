@@ -22,26 +22,24 @@ import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from openprogram.errors import (
     RecordingFileError,
     RecordingNameError,
 )
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_TEST_PART_LENGTH",
     "RECORDING_SUFFIX",
+    "STORE_ADVICE",
     "RecordingRef",
     "default_name",
     "file_setting_problem",
     "is_path_argument",
     "is_same_file",
     "recording_files",
+    "refuse_links_below",
     "resolve_recording",
     "resolve_store",
     "safe_file_name",
@@ -163,18 +161,66 @@ def resolve_recording(arg: str, store: Path) -> RecordingRef:
     return RecordingRef(path, path.stem if in_store else None)
 
 
-def refuse_a_link_in_the_store(path: Path) -> None:
-    """Raise :class:`RecordingFileError` when the store's ``path`` (a recording a name
-    resolved to) is a symbolic link: openprogram writes into its store, never through a link
-    out of it. A path the user gives (``record_replay(path)``, ``--record ./x.jsonl``) may be
-    a link; a name is the store's."""
-    if os.path.islink(path):
-        raise RecordingFileError(
-            str(path),
-            f"it is a symbolic link (to {os.readlink(path)}), and openprogram writes into its "
-            "store only, never through a link out of it",
-            advice="remove the link, or record into another name (or give a path of your own)",
-        )
+STORE_ADVICE = "remove it, or record into another name (or give a path of your own)"
+"""What to do about a recording in the store that openprogram will not record into."""
+
+
+def refuse_links_below(
+    folder: Path, path: Path, *, folder_name: str = "its store", advice: str = STORE_ADVICE
+) -> None:
+    """Raise :class:`RecordingFileError` naming the first step from ``folder`` down to
+    ``path`` that openprogram never records through: a symbolic link, dangling or not (a
+    folder on the way, or ``path`` itself), a folder on the way that is not a folder, or
+    ``path`` there and not a regular file (a FIFO would hang whoever reads it). What is not
+    there yet is fine: it is made when recorded into. ``folder`` itself may be a link (a
+    symlinked store); below it, nothing is followed.
+
+    The one rule for every recording openprogram names below a folder of its own
+    (``folder_name`` says which in the message, ``advice`` what to do): a name in the store
+    — ``exec --record NAME``, the configured record mode (exec's plan and every process's
+    start), ``serve``'s own recording, ``recordings status`` — and a session's name under
+    the server's folder. A path the user gives (``--record ./x.jsonl``,
+    ``record_replay(path)``) is theirs and may be a link.
+    """
+    current = folder
+    for part in path.relative_to(folder).parts:
+        current = current / part
+        try:
+            found = os.lstat(current)
+        except (FileNotFoundError, NotADirectoryError):
+            return  # made when it is recorded into (or the writer says why it cannot be)
+        except OSError as error:
+            raise RecordingFileError(
+                str(current),
+                f"cannot look at it ({error.strerror or error})",
+                advice="check the folder's permissions",
+            ) from None
+        if stat.S_ISLNK(found.st_mode):
+            raise RecordingFileError(
+                str(current),
+                f"it is a symbolic link (to {_link_target(current)}), and openprogram writes "
+                f"into {folder_name} only, never through a link out of it",
+                advice=advice,
+            )
+        if current != path and not stat.S_ISDIR(found.st_mode):
+            raise RecordingFileError(
+                str(current),
+                "it is not a folder",
+                advice=advice,
+            )
+        if current == path and not stat.S_ISREG(found.st_mode):
+            raise RecordingFileError(
+                str(current),
+                "it is not a regular file",
+                advice=advice,
+            )
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"  # replaced meanwhile
 
 
 def is_same_file(path: Path, other: Path | None) -> bool:

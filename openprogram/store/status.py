@@ -5,6 +5,11 @@ way the provider runtime will at its next start — without starting it, importi
 provider, or opening a socket — so ``openprogram recordings status`` can say what is wrong
 and what to do while the config or the recording is broken.
 
+:func:`check_record_target` is that check for recording, the one every way of recording
+into a named recording makes before it writes anything (``exec --record``, the configured
+record mode in exec's plan, in ``serve`` and at every process's start): ``status`` calls
+INVALID exactly what it refuses, and names a link in the store as a link.
+
 Switching record/replay on and off: the library behind ``record``, ``replay`` and ``off``.
 
 Each writes the configuration through :mod:`openprogram.config.editing` (only the keys
@@ -16,6 +21,7 @@ checks the recording before switching.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -33,7 +39,7 @@ from openprogram.config.models import Mode
 from openprogram.config.paths import recordings_dir
 from openprogram.config.problems import file_not_set_problem
 from openprogram.config.settings import load_config
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, RecordingFileError
 from openprogram.recording.not_recorded import connection_text
 from openprogram.store import names
 from openprogram.wording import plural
@@ -42,6 +48,7 @@ if TYPE_CHECKING:
     from openprogram.config.editing import ConfigEdit
     from openprogram.config.models import RecordReplaySettings
     from openprogram.deterministic_sources import RecordingSources
+    from openprogram.recording.format import Recording
 
 
 REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
@@ -72,6 +79,9 @@ class FileState:
     sessions: int = 1
     """How many sessions were recorded into it one after the other (a replay serves them as
     one)."""
+    link: str | None = None
+    """What the store's file is a symbolic link to, when it is one (record refuses it;
+    replay reads through it)."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +163,7 @@ def configured_status() -> StatusReport:
                     problems.append(f"record_replay.file: {error}")
                     advice.append(f"{REPAIR_ADVICE} (it also removes the invalid file setting)")
             else:
-                recording = check_recording(path, for_replay=mode == "replay")
+                recording = check_recording(path, mode=mode, argument=file_setting)
                 _judge_recording(mode, recording, problems, advice, notes)
     forced = loaded.mode_forced_by_env
     if forced is not None:
@@ -266,19 +276,36 @@ def not_recorded_note(connections: list[dict[str, Any]]) -> str:
     )
 
 
-def check_recording(path: Path, *, for_replay: bool) -> FileState:
-    """Read ``path`` strictly, as replay (or the recorder) will; never raises."""
+def check_recording(path: Path, *, mode: Mode, argument: str) -> FileState:
+    """Check the recording ``argument`` (a NAME or a PATH) names, at ``path``, as the next
+    start in ``mode`` will: for recording, :func:`check_record_target`; else read strictly,
+    as replay reads it. Never raises."""
+    link = _link_in_the_store(path, argument)
+    if mode == "record":
+        try:
+            parsed = check_record_target(path, argument)
+        except OpenProgramError as error:
+            exists = os.path.lexists(path)
+            return FileState(path, exists=exists, valid=False, problem=str(error), link=link)
+        if parsed is None:  # nothing yet, or an empty file: the writer starts it anew
+            return FileState(path, exists=path.exists(), valid=path.exists(), link=link)
+        return _valid(parsed, link)
     if not path.exists():
-        return FileState(path, exists=False, valid=False, problem=f"{path} does not exist")
+        return FileState(
+            path, exists=False, valid=False, problem=f"{path} does not exist", link=link
+        )
     from openprogram.provider_boundary.codec import read_recording  # only once a file is set
 
     try:
-        # Replay builds every event, so check them all; recording only appends.
-        parsed = read_recording(path, validate_events=for_replay)
+        parsed = read_recording(path)  # replay builds every event: check them all
     except OpenProgramError as error:
-        return FileState(path, exists=True, valid=False, problem=str(error))
+        return FileState(path, exists=True, valid=False, problem=str(error), link=link)
+    return _valid(parsed, link)
+
+
+def _valid(parsed: Recording, link: str | None) -> FileState:
     return FileState(
-        path,
+        parsed.path,
         exists=True,
         valid=True,
         calls=len(parsed.calls),
@@ -286,7 +313,68 @@ def check_recording(path: Path, *, for_replay: bool) -> FileState:
         format_version=parsed.format_version,
         not_recorded=parsed.not_recorded,
         sessions=1 + len(parsed.appended_sessions),
+        link=link,
     )
+
+
+def _link_in_the_store(path: Path, argument: str) -> str | None:
+    """What the store's ``path`` links to, when ``argument`` is a name and it is a link."""
+    if names.is_path_argument(argument):
+        return None
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None  # not a link (or not there)
+
+
+RECORD_ELSEWHERE = "calls appended to it could never be read: record into a new name"
+"""The advice of a refusal to record into a recording replay would refuse."""
+
+
+def check_record_target(path: Path, argument: str) -> Recording | None:
+    """Refuse to record into ``path`` — which ``argument``, a NAME or a PATH, named — what
+    nothing records into, before anything is written; the recording it holds (None: no
+    file yet, or an empty one, which the writer makes a new recording).
+
+    * a name: its file in the store, or a folder on the way, is a symbolic link, dangling
+      or not (:func:`~openprogram.store.names.refuse_links_below`): openprogram writes into
+      its store only;
+    * whatever names it: a recording replay would refuse (a line that is not JSON, an
+      event row out of order, another format version) — calls appended to it could never
+      be read.
+
+    Raises ``RecordingFileError`` naming the file (and the line), saying what to do.
+    """
+    if not names.is_path_argument(argument):
+        names.refuse_links_below(path.parent, path)
+    return read_appendable(path)
+
+
+def read_appendable(path: Path) -> Recording | None:
+    """The recording at ``path`` read strictly, as replay reads it, to be appended to (None:
+    no file yet, or an empty one); ``RecordingFileError`` naming the line, as replay does,
+    for one replay would refuse."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None  # not there yet: the writer creates it (or says why it cannot)
+    regular = stat.S_ISREG(info.st_mode)
+    if regular and info.st_size == 0:
+        return None
+    from openprogram.provider_boundary.codec import read_for_replay
+
+    try:
+        return read_for_replay(path)  # a FIFO or a device is refused without being read
+    except RecordingFileError as error:
+        if not regular:
+            raise
+        raise RecordingFileError(
+            error.path,
+            error.problem,
+            line=error.line,
+            call_index=error.call_index,
+            advice=RECORD_ELSEWHERE,
+        ) from None
 
 
 def _can_create(path: Path) -> bool:

@@ -215,6 +215,7 @@ def test_json_output_parses_and_has_the_mode_broken_flag_and_recording() -> None
         "problem": None,
         "not_recorded": [],
         "sessions": 1,
+        "link": None,
     }
 
 

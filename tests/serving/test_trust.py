@@ -250,15 +250,16 @@ def test_a_session_names_only_recordings_under_the_folder_never_through_a_link(
     assert [r.status_code for r in tries] == [400] * 6
     messages = [r.json()["error"]["message"] for r in tries]
     assert messages[0] == (
-        f"recording 'linked': {folder / 'linked.jsonl'} is a link; a session names only "
-        "recordings under the server's folder, never through a link"
+        f"recording 'linked': {folder / 'linked.jsonl'}: it is a symbolic link (to "
+        f"{outside / 'secret.jsonl'}), and openprogram writes into the server's folder only, "
+        "never through a link out of it; use another name"
     )
-    assert f"{folder / 'through'} is a link" in messages[2]
-    assert f"{folder / 'through'} is a link" in messages[3]
-    assert f"{folder / 'fifo.jsonl'} is not a regular file" in messages[4]
+    assert f"{folder / 'through'}: it is a symbolic link (to {outside})" in messages[2]
+    assert f"{folder / 'through'}: it is a symbolic link (to {outside})" in messages[3]
+    assert f"{folder / 'fifo.jsonl'}: it is not a regular file" in messages[4]
     assert "invalid recording name '..'" in messages[5]
     assert by_header.status_code == 400
-    assert "is a link" in by_header.json()["error"]["message"]
+    assert "is a symbolic link" in by_header.json()["error"]["message"]
     assert all("secret prompt" not in r.text for r in [*tries, by_header])
     assert sorted(p.name for p in outside.iterdir()) == ["secret.jsonl"]  # nothing written
 

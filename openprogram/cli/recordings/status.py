@@ -52,11 +52,16 @@ def _render(report: object) -> None:
             calls = plural(state.calls, "call")
             if state.sessions > 1:  # a replay serves them as one: say so
                 calls += f" in {state.sessions} sessions"
-            validity = f"valid, {calls}, format {state.format_version}{truncated}"
+            version = "" if state.format_version is None else f", format {state.format_version}"
+            validity = f"valid, {calls}{version}{truncated}"
             if state.calls == 0 and report.mode == "replay":
                 validity += "; empty: nothing to replay"
         else:
             validity = "INVALID"
+        if state.link is not None and report.mode == "record":
+            validity = f"a symbolic link to {state.link}: never recorded through"
+        elif state.link is not None:  # replay reads through it
+            validity = f"a symbolic link to {state.link}; {validity}"
         line("file:    ", str(state.path), f" ({validity})")
         if state.not_recorded:
             line("note:    ", not_recorded_note(state.not_recorded))
