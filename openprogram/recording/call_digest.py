@@ -36,9 +36,12 @@ of its request and of its response's JSON: the response's own id, the Responses 
 ``item_id``\ s, tool-call ids, Gemini's ``responseId`` — are compared up to consistent
 renaming (:mod:`~openprogram.recording.minted_ids`): within a call each is named by the order
 it is first seen in, and across calls the digest of a call whose request carries ids links
-each to the call whose response made it up. So two runs against a server that mints fresh
-ids compare equal, and a session that answers a tool call with another call's result, or
-names another response, does not.
+each to the call whose response made it up. An id an earlier call's response made up is
+renamed inside a request's text too, where a session copied it (so what a call's digest
+hashes depends on the ids the calls before it made up: :class:`~openprogram.recording.
+minted_ids.MintedIds`, given by whoever walks the calls in order). So two runs against a
+server that mints fresh ids compare equal, and a session that answers a tool call with
+another call's result, or names another response, does not.
 
 **The digest** of a call is taken over lines (see :func:`call_rows`): ``R <request>``, then
 ``E <event_index> <event>`` for each event and ``X <ending>``, each value as canonical JSON
@@ -49,8 +52,10 @@ digest exactly when ``recordings diff`` finds nothing between them; the transcri
 
 The digest is computed in three places that must agree: the writer, as a call's rows are
 written (:class:`CallDigest`, stored in the ``call_end`` row so that ``list`` need not parse
-the events); :func:`rewrite_recording <openprogram.recording.rewriting.rewrite_recording>`;
-and from a parsed call (:func:`call_digest`). :class:`DeterministicParts` keeps the
+the events; with ``minted_before``, how many ids the calls before it had made up, as far as
+the writer knew); :func:`rewrite_recording <openprogram.recording.rewriting.rewrite_recording>`;
+and from a parsed call (:func:`call_digest`; a recording's calls in order:
+:func:`session_identities`). :class:`DeterministicParts` keeps the
 deterministic part of each list item it has seen, by identity, so the items that requests of
 one session share (the reader rebuilds them shared) are walked once, not once per call.
 """
@@ -58,11 +63,12 @@ one session share (the reader rebuilds them shared) are walked once, not once pe
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openprogram.recording.minted_ids import CallIds, LinkedCall, may_hold_ids
+from openprogram.recording.minted_ids import CallIds, LinkedCall, MintedIds, may_hold_ids
 from openprogram.recording.shared_lists import shared_section
 from openprogram.recording.url_comparison import without_loopback_port
 
@@ -93,6 +99,7 @@ __all__ = [
     "request_text",
     "request_text_with_parts",
     "rows_seal",
+    "session_identities",
     "with_loopback_port_left_out",
 ]
 
@@ -202,7 +209,10 @@ TRANSCRIPT_HASH_VERSION = 4
 """Part of the hashed text: bumped only if what is hashed changes meaning. Version 1 hashed
 the calls in recorded order; version 2 hashes them in any order; version 3 hashes the tape
 entries too (a call's digest is the same as in version 2); version 4 compares an HTTP
-response's headers by an allowlist and an HTTP call's ids up to consistent renaming."""
+response's headers by an allowlist and an HTTP call's ids up to consistent renaming. Renaming
+an id an earlier response made up inside a request's text too, added later, changed the hash
+only of the recordings whose requests repeat one in their text (two runs of them never hashed
+alike before), so the version stayed, and every other recording's hash with it."""
 
 
 def deterministic_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_NAMES) -> Any:
@@ -299,8 +309,10 @@ def request_text_with_parts(
             if key not in names:
                 kept[key] = items
     text = orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
-    if boundary == "http" and may_hold_ids(text):
-        text = orjson.dumps((ids or CallIds()).request(part), option=orjson.OPT_SORT_KEYS)
+    if boundary == "http":
+        ids = ids or CallIds()
+        if may_hold_ids(text) or ids.after_minted:
+            text = orjson.dumps(ids.request(part), option=orjson.OPT_SORT_KEYS)
     return text
 
 
@@ -340,21 +352,23 @@ def event_text(boundary: str, event: dict[str, Any], ids: CallIds | None = None)
     return encoded
 
 
-def comparable_request(call: RecordedCall) -> tuple[Any, CallIds]:
+def comparable_request(call: RecordedCall, session: MintedIds | None = None) -> tuple[Any, CallIds]:
     """What is compared of ``call``'s request (its deterministic part, an HTTP call's ids
-    renamed, the boundary named) and the names given its ids, with where each was seen."""
+    renamed, the boundary named) and the names given its ids, with where each was seen.
+    ``session``: the ids its recording's responses made up (:func:`session_identities`),
+    those of the calls before it renamed inside the request's text too."""
     names = request_ignore_fields(call.boundary)
     value: Any = call.request
     if call.boundary != "provider":
         value = {"boundary": call.boundary, **value}
-    ids = CallIds()
+    ids = CallIds(session, call.call_index)
     part = deterministic_part(value, names)
     if call.boundary == "http":
         part = ids.request(part, "")
     return part, ids
 
 
-def comparable_events(call: RecordedCall) -> list[Any]:
+def comparable_events(call: RecordedCall, session: MintedIds | None = None) -> list[Any]:
     """What is compared of each of ``call``'s events: its deterministic part, an HTTP
     event's ids renamed (named after its request's, :func:`comparable_request`)."""
     names = request_ignore_fields(call.boundary)
@@ -363,7 +377,7 @@ def comparable_events(call: RecordedCall) -> list[Any]:
             deterministic_part(deterministic_event(call.boundary, e), names)
             for e in call.event_rows
         ]
-    ids = comparable_request(call)[1]
+    ids = comparable_request(call, session)[1]
     return [ids.event_part(deterministic_event(call.boundary, e)) for e in call.event_rows]
 
 
@@ -398,10 +412,17 @@ def call_rows(
     return rows
 
 
-def call_identity(call: RecordedCall, parts: DeterministicParts | None = None) -> LinkedCall:
+def call_identity(
+    call: RecordedCall,
+    parts: DeterministicParts | None = None,
+    session: MintedIds | None = None,
+) -> LinkedCall:
     """``call``'s digest (:func:`call_digest`) with what it keeps of its ids, as the
-    transcript hash links calls (:func:`~openprogram.recording.minted_ids.linked_digests`)."""
-    ids = CallIds() if call.boundary == "http" else None
+    transcript hash links calls (:func:`~openprogram.recording.minted_ids.linked_digests`).
+    ``session``: the ids the responses of the calls before it made up (and those of its
+    own are added): give one to every call of a recording, in order
+    (:func:`session_identities`)."""
+    ids = CallIds(session, call.call_index) if call.boundary == "http" else None
     digest = hashlib.sha256()
     rows = call_rows(call, parts, ids)
     for row in rows:
@@ -413,8 +434,20 @@ def call_identity(call: RecordedCall, parts: DeterministicParts | None = None) -
 def call_digest(call: RecordedCall, parts: DeterministicParts | None = None) -> str:
     """The SHA-256 of ``call``'s request, events and ending (:func:`call_rows`), as 64 hex
     digits: equal for two calls exactly when ``diff`` finds nothing between them, but for
-    which earlier calls their ids link to."""
+    which earlier calls their ids link to. Of a call alone: an id an earlier call made up is
+    renamed inside its text only by :func:`session_identities`."""
     return call_identity(call, parts).digest
+
+
+def session_identities(
+    calls: Iterable[RecordedCall], parts: DeterministicParts | None = None
+) -> tuple[list[LinkedCall], MintedIds]:
+    """:func:`call_identity` of each of a recording's ``calls``, in call order, and the ids
+    their responses made up (each with the first call that did), for :func:`comparable_request`
+    and :func:`comparable_events` of any of them."""
+    session = MintedIds()
+    parts = parts or DeterministicParts()
+    return [call_identity(call, parts, session) for call in calls], session
 
 
 class CallDigest:
@@ -422,10 +455,15 @@ class CallDigest:
     is written, then its ending; also the SHA-256 of the exact lines written for it (the
     ``rows`` a reader checks the stored digest against)."""
 
-    __slots__ = ("_boundary", "_call", "_events", "_ids", "_request", "_rows")
+    __slots__ = ("_boundary", "_call", "_events", "_ids", "_minted_before", "_request", "_rows")
 
     def __init__(
-        self, boundary: str, request_text: bytes, request_line: bytes, ids: CallIds | None
+        self,
+        boundary: str,
+        request_text: bytes,
+        request_line: bytes,
+        ids: CallIds | None,
+        minted_before: int = 0,
     ) -> None:
         self._boundary = boundary
         self._request = b"R " + request_text
@@ -433,14 +471,23 @@ class CallDigest:
         self._rows = hashlib.sha256(request_line)
         self._events = 0
         self._ids = ids
+        self._minted_before = minted_before
 
     @classmethod
-    def of_stored(cls, stored: StoredRequest, line: bytes) -> CallDigest:
-        """The digest of a call whose request row, ``line``, stores ``stored``."""
+    def of_stored(
+        cls,
+        stored: StoredRequest,
+        line: bytes,
+        session: MintedIds | None = None,
+        call_index: int = 0,
+    ) -> CallDigest:
+        """The digest of call ``call_index``, whose request row, ``line``, stores
+        ``stored``; ``session``: the ids the responses of the file's calls made up, as far
+        as the caller knows them (its own are added as its events are)."""
         parts = {key: kept.parts for key, kept in stored.lists.items()}
-        ids = CallIds() if stored.boundary == "http" else None
+        ids = CallIds(session, call_index) if stored.boundary == "http" else None
         text = request_text_with_parts(stored.boundary, stored.sections, parts, ids)
-        return cls(stored.boundary, text, line, ids)
+        return cls(stored.boundary, text, line, ids, len(session) if session else 0)
 
     def add_event(self, event: dict[str, Any], line: bytes) -> None:
         """The call's next event (as written) and its line."""
@@ -456,24 +503,34 @@ class CallDigest:
         self._call.update(b"X " + ending + b"\n")
         call = self._call.hexdigest()
         ids = None if self._ids is None else self._ids.digest_field(self._request)
+        before = self._minted_before
         digest: dict[str, Any] = {
             "version": TRANSCRIPT_HASH_VERSION,
             "call": call,
-            "rows": rows_seal(self._rows, self._events, ending, call, ids),
+            "rows": rows_seal(self._rows, self._events, ending, call, ids, before),
         }
         if ids is not None:
             digest["ids"] = ids
+        if before:
+            digest["minted_before"] = before
         return digest
 
 
 def rows_seal(
-    rows: Any, event_count: int, ending: bytes, call: str, ids: dict[str, Any] | None = None
+    rows: Any,
+    event_count: int,
+    ending: bytes,
+    call: str,
+    ids: dict[str, Any] | None = None,
+    minted_before: int = 0,
 ) -> str:
     """The ``rows`` digest of a call: the SHA-256 of the lines written for it (``rows``, a
-    ``hashlib`` hash fed them), then its event count, its ending, its call digest and its
-    ``ids`` — so a ``call_end`` whose count, outcome, digest or ids were changed by hand no
-    longer matches."""
+    ``hashlib`` hash fed them), then its event count, its ending, its call digest, its
+    ``ids`` and its ``minted_before`` — so a ``call_end`` whose count, outcome, digest or ids
+    were changed by hand no longer matches."""
     rows.update(b"X %d %s\n%s" % (event_count, ending, call.encode()))
     if ids is not None:
         rows.update(b"\n" + orjson.dumps(ids, option=orjson.OPT_SORT_KEYS))
+    if minted_before:
+        rows.update(b"\nM %d" % minted_before)
     return str(rows.hexdigest())

@@ -28,18 +28,35 @@ response made up links to that call and the position the id had there; any other
 — one the program made up, a user id — stands for its value. A call whose request carries
 ids is hashed with where each of them comes from, so two recordings hash equal only when
 their sessions link the same calls in the same way, and name the same ids of their own.
+
+**Inside text** (:class:`MintedIds`): a session may also copy an id a server made up into
+the *text* of a later request — smolagents writes ``Calling tools:\n[{'id': 'call_…', …}]``
+into the next request's messages — where no key names it. So in an HTTP request's strings
+(not its keys), a token that an earlier call's response made up is an id too: a maximal run
+of letters, digits, ``_`` and ``-`` (:data:`TEXT_TOKEN`) of at least
+:data:`TEXT_ID_LENGTH` characters, equal to the whole id — never a part of a longer run, nor
+a prefix of an id — is named where it stands, as an id under a key is, and links to the call
+that made it up. Everything else in the text stays as it is. Which ids earlier responses made
+up is the one thing a call's digest needs of the calls before it: a recording is walked in
+call order with one :class:`MintedIds`, and so is a file as it is written (the digest a
+writer stores says how many it knew, ``minted_before``, so that ``list`` trusts it only when
+that is all the file's earlier calls made up).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 __all__ = [
+    "TEXT_ID_LENGTH",
+    "TEXT_TOKEN",
     "CallIds",
     "Link",
     "LinkedCall",
+    "MintedIds",
     "call_links",
     "id_hash",
     "is_id_key",
@@ -49,6 +66,65 @@ __all__ = [
 
 REQUEST_NAME = "#q%d"
 RESPONSE_NAME = "#r%d"
+
+TEXT_ID_LENGTH = 8
+"""The fewest characters of an id renamed inside text: the ids servers make up are longer
+(``call_`` and 24 characters, ``toolu_01`` and 22, Mistral's 9), while a short value under an
+id key (``"id": "1"``) would otherwise rename every ``1`` of every later message."""
+
+TEXT_TOKEN = re.compile(rf"[A-Za-z0-9_\-]{{{TEXT_ID_LENGTH},}}")
+"""A token of text that may be an id: a maximal run of letters, digits, ``_`` and ``-`` (a
+shorter run fails at its start and at every later position, so each match is a whole run)."""
+
+
+class MintedIds:
+    """The ids the responses of a recording's calls made up, each with the first call (its
+    position in call order) whose response did: what a request's text is searched for.
+
+    It also keeps the tokens (:data:`TEXT_TOKEN`) of each text it was asked about, and where
+    they stand in a text that holds an id: a session's requests repeat its conversation, so
+    each text is searched once, not once per call."""
+
+    __slots__ = ("_first", "_spans", "_tokens")
+
+    def __init__(self) -> None:
+        self._first: dict[str, int] = {}
+        self._tokens: dict[str, frozenset[str]] = {}
+        self._spans: dict[str, tuple[tuple[int, int, str], ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def note(self, value: str, position: int) -> None:
+        """Call ``position``'s response made up ``value``."""
+        first = self._first.get(value)
+        if first is None or position < first:
+            self._first[value] = position
+
+    def made_before(self, value: str, position: int) -> bool:
+        """Whether a call before ``position`` made up ``value``."""
+        first = self._first.get(value)
+        return first is not None and first < position
+
+    def repeated_in(self, text: str, position: int) -> frozenset[str]:
+        """The tokens of ``text`` a call before ``position`` made up (often none)."""
+        tokens = self._tokens.get(text)
+        if tokens is None:
+            tokens = self._tokens[text] = frozenset(TEXT_TOKEN.findall(text))
+        first = self._first
+        hits = [token for token in tokens if first.get(token, position) < position]
+        return frozenset(hits) if hits else _NONE
+
+    def spans(self, text: str) -> tuple[tuple[int, int, str], ...]:
+        """Where each token of ``text`` stands: its start, its end and the token."""
+        spans = self._spans.get(text)
+        if spans is None:
+            found = TEXT_TOKEN.finditer(text)
+            spans = self._spans[text] = tuple((m.start(), m.end(), m[0]) for m in found)
+        return spans
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 SIGNATURE_KEYS = frozenset({"signature", "encrypted_content"})
@@ -80,26 +156,41 @@ def id_hash(value: str) -> str:
 
 
 class CallIds:
-    """The names of one call's ids, given as its request and then its events are walked."""
+    """The names of one call's ids, given as its request and then its events are walked.
 
-    __slots__ = ("minted", "paths", "refs")
+    ``session``: the ids the responses of the recording's calls made up, of which those of
+    calls before ``position`` (this call's) are ids inside its request's text too; the ids
+    this call's response makes up are added to it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_position", "_session", "minted", "paths", "refs")
+
+    def __init__(self, session: MintedIds | None = None, position: int = 0) -> None:
         self.refs: dict[str, int] = {}
         """The request's ids, each with its position."""
         self.minted: dict[str, int] = {}
         """The ids the responses made up (not sent in the request), each with its position."""
         self.paths: list[str] = []
         """Where in the request each of ``refs`` was first seen (a field path)."""
+        self._session = session
+        self._position = position
 
     def request(self, value: Any, path: str | None = None) -> Any:
-        """``value`` (a part of the request) with each id replaced by its name; with a
-        ``path`` (where ``value`` sits), :attr:`paths` says where each id was seen."""
-        return self._renamed(value, path, self._request_name)
+        """``value`` (a part of the request) with each id replaced by its name — inside its
+        strings too, an id an earlier call's response made up; with a ``path`` (where
+        ``value`` sits), :attr:`paths` says where each id was seen."""
+        in_text = self._session is not None and len(self._session) > 0
+        return self._renamed(value, path, self._request_name, in_text)
+
+    @property
+    def after_minted(self) -> bool:
+        """Whether a call before this one made up ids, which its request's text may repeat
+        (then :meth:`request` must walk it even when no key names an id)."""
+        session = self._session
+        return session is not None and len(session) > 0
 
     def event(self, value: Any) -> Any:
         """``value`` (a part of a response event) with each id replaced by its name."""
-        return self._renamed(value, None, self._response_name)
+        return self._renamed(value, None, self._response_name, False)
 
     def event_part(self, value: Any) -> Any:
         """:meth:`event` of ``value``'s deterministic part, in one walk: without its
@@ -157,9 +248,11 @@ class CallIds:
         position = self.minted.get(value)
         if position is None:
             position = self.minted[value] = len(self.minted)
+            if self._session is not None:
+                self._session.note(value, self._position)
         return RESPONSE_NAME % position
 
-    def _renamed(self, value: Any, path: str | None, name: Any) -> Any:
+    def _renamed(self, value: Any, path: str | None, name: Any, in_text: bool) -> Any:
         if type(value) is dict:
             renamed: dict[str, Any] | None = None
             # In key order, as the compared JSON is written: the same names for the same
@@ -169,7 +262,7 @@ class CallIds:
                 if type(item) is str and is_id_key(key) and item:
                     new = name(item, at)
                 else:
-                    new = self._renamed(item, at, name)
+                    new = self._renamed(item, at, name, in_text)
                 if new is not item:
                     if renamed is None:
                         renamed = dict(value)
@@ -177,13 +270,34 @@ class CallIds:
             return value if renamed is None else renamed
         if type(value) is list:
             items = [
-                self._renamed(item, None if path is None else f"{path}[{i}]", name)
+                self._renamed(item, None if path is None else f"{path}[{i}]", name, in_text)
                 for i, item in enumerate(value)
             ]
             if all(new is old for new, old in zip(items, value, strict=True)):
                 return value
             return items
+        if in_text and type(value) is str and len(value) >= TEXT_ID_LENGTH:
+            session = self._session
+            assert session is not None
+            hits = session.repeated_in(value, self._position)
+            if hits:
+                return self._text_renamed(value, path, session, hits)
         return value
+
+    def _text_renamed(
+        self, text: str, path: str | None, session: MintedIds, hits: frozenset[str]
+    ) -> str:
+        """``text`` with each of its tokens ``hits`` (ids an earlier call's response made
+        up) named as the request's id it is."""
+        pieces: list[str] = []
+        end = 0
+        for start, stop, token in session.spans(text):
+            if token in hits:
+                pieces.append(text[end:start])
+                pieces.append(self._request_name(token, path))
+                end = stop
+        pieces.append(text[end:])
+        return "".join(pieces)
 
 
 class LinkedCall(NamedTuple):

@@ -52,6 +52,7 @@ from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.recording.call_digest import CallDigest, DeterministicParts, request_ignore_fields
 from openprogram.recording.format import RECORDING_FORMAT_VERSION, RecordedCall, encode_row
+from openprogram.recording.minted_ids import MintedIds
 from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE, not_recorded_row
 from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases
 from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
@@ -160,8 +161,9 @@ def recording_lines(
     yield encode_row(header)
     bases = RequestBases()
     parts = DeterministicParts()
+    session = MintedIds()
     for call_index, call in enumerate(calls):
-        yield from _call_lines(call, call_index, bases, parts)
+        yield from _call_lines(call, call_index, bases, parts, session)
     for entry in entries:
         yield encode_row(row_of_entry(entry))
     if not_recorded:
@@ -185,7 +187,11 @@ def _announcing(header: dict[str, Any], wanted: list[str]) -> dict[str, Any]:
 
 
 def _call_lines(
-    call: RecordedCall, call_index: int, bases: RequestBases, parts: DeterministicParts
+    call: RecordedCall,
+    call_index: int,
+    bases: RequestBases,
+    parts: DeterministicParts,
+    session: MintedIds,
 ) -> Iterator[bytes]:
     boundary = call.boundary
     names = request_ignore_fields(boundary)
@@ -196,7 +202,7 @@ def _call_lines(
         {"type": "request", "call_index": call_index, **stored.row_fields(call.within)}
     )
     bases.remember(stored, call_index)
-    digest = CallDigest.of_stored(stored, line)
+    digest = CallDigest.of_stored(stored, line, session, call_index)
     yield line
     for event_index, event in enumerate(call.event_rows):
         line = encode_row(

@@ -24,7 +24,9 @@ not a recording this openprogram may append to. What the writer adds, under its 
 …}``, or a provider call's three sections) with the next free call index and returns a
 :class:`CallWriter`, whose :meth:`~CallWriter.write_event` appends the call's events in order
 and whose :meth:`~CallWriter.end_call` writes its one ``call_end``, holding the call's digest
-(:mod:`~openprogram.recording.call_digest`). A request that extends one this process wrote
+(:mod:`~openprogram.recording.call_digest`; an id the responses of the calls it wrote into
+the file made up is renamed inside a later request's text, and the digest says how many it
+knew: :mod:`~openprogram.recording.minted_ids`). A request that extends one this process wrote
 into the same file is stored against it, only its new items redacted and written
 (:mod:`~openprogram.recording.request_delta`), when the file's header announces the
 feature; a file followed after it was replaced starts with no earlier request. A call made
@@ -48,6 +50,7 @@ from openprogram.recording.format import (
     RecordedError,
     encode_recordable_row,
 )
+from openprogram.recording.minted_ids import MintedIds
 from openprogram.recording.open_recording import (
     REQUEST_ROW_START,
     START_ANEW,
@@ -89,6 +92,9 @@ class RecordingWriter:
         self._lock = threading.Lock()
         self._file: OpenRecording | None = None
         self._new_session = False
+        self._minted: tuple[OpenRecording | None, MintedIds] = (None, MintedIds())
+        """The ids the responses of the calls this writer wrote into a file made up (an id
+        an earlier call made up is renamed inside a later request's text)."""
 
     def mark_new_session(self) -> None:
         """Say that the calls recorded from now on are a new session appended to the calls
@@ -185,6 +191,9 @@ class RecordingWriter:
                     advice=START_ANEW,
                 )
             stored = file.store(boundary, sections, redact or _as_given, redaction)
+            if self._minted[0] is not file:  # a file followed after it was replaced
+                self._minted = (file, MintedIds())
+            minted = self._minted[1]
             # The index, known only under the file lock, is put in front.
             body = encode_recordable_row(str(self.path), stored.row_fields(within), checked=checked)
             with FileLock(file.fd):
@@ -195,7 +204,7 @@ class RecordingWriter:
                 append_line(self.path, file, line, size)
                 file.next_call_index = call_index + 1
             file.bases.remember(stored, call_index)
-            return call_index, file, CallDigest.of_stored(stored, line)
+            return call_index, file, CallDigest.of_stored(stored, line, minted, call_index)
 
     def write_row(
         self, row: dict[str, Any], file: OpenRecording | None = None, *, checked: bool = False

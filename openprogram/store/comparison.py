@@ -49,10 +49,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.recording.call_digest import (
     call_ending,
-    call_identity,
     comparable_events,
     comparable_request,
     request_text,
+    session_identities,
     with_loopback_port_left_out,
 )
 from openprogram.recording.content_matching import (
@@ -62,9 +62,9 @@ from openprogram.recording.content_matching import (
 )
 from openprogram.recording.difference import count_differences, find_first_difference
 from openprogram.recording.format import request_sections
-from openprogram.recording.minted_ids import CallIds, Link, call_links
+from openprogram.recording.minted_ids import CallIds, Link, MintedIds, call_links
 from openprogram.recording.mismatch import describe_call
-from openprogram.recording.report import DIFF_SIDES, MISSING, FirstDifference
+from openprogram.recording.report import DIFF_SIDES, MISSING, FirstDifference, value_at
 from openprogram.recording.tape_rows import TapeEntry, comparable_entry
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest
 
@@ -261,14 +261,17 @@ class RecordingComparison:
 
 def compare_recordings(a: Recording, b: Recording) -> RecordingComparison:
     """Compare two parsed recordings (see the module's docstring)."""
-    digests_a, links_a = call_links(call_identity(call) for call in a.calls)
-    digests_b, links_b = call_links(call_identity(call) for call in b.calls)
-    pairs, left_a, left_b = _align(a.calls, b.calls, digests_a, digests_b)
-    differences = _unpaired_differences(a.calls, b.calls, left_a, left_b)
+    identities_a, session_a = session_identities(a.calls)
+    identities_b, session_b = session_identities(b.calls)
+    digests_a, links_a = call_links(identities_a)
+    digests_b, links_b = call_links(identities_b)
+    sessions = (session_a, session_b)
+    pairs, left_a, left_b = _align(a.calls, b.calls, digests_a, digests_b, sessions)
+    differences = _unpaired_differences(a.calls, b.calls, left_a, left_b, sessions)
     for index_a, index_b in pairs:
         call_a, call_b = a.calls[index_a], b.calls[index_b]
-        found = _reply_difference(call_a, call_b) or _link_difference(
-            (a.calls, links_a), (b.calls, links_b), index_a, index_b
+        found = _reply_difference(call_a, call_b, sessions) or _link_difference(
+            (a.calls, links_a, session_a), (b.calls, links_b, session_b), index_a, index_b
         )
         if found is not None:
             differences.append(RecordingDifference("reply", found))
@@ -296,11 +299,21 @@ def first_difference(a: Recording, b: Recording) -> FirstDifference | None:
     return None if first is None else first.difference
 
 
+_Sessions = tuple[MintedIds, MintedIds]
+"""The ids the responses of A's calls, and of B's, made up."""
+
+
+def _request_text(call: RecordedCall, session: MintedIds) -> bytes:
+    """:func:`request_text` of a call of a recording whose responses made up ``session``."""
+    return request_text(call, ids=CallIds(session, call.call_index))
+
+
 def _align(
     calls_a: Sequence[RecordedCall],
     calls_b: Sequence[RecordedCall],
     digests_a: list[str],
     digests_b: list[str],
+    sessions: _Sessions,
 ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
     """The pairs (positions in A and B, in A's order) whose replies may differ, and the
     positions left unpaired on each side."""
@@ -318,11 +331,11 @@ def _align(
     by_request: dict[bytes, deque[int]] = {}
     for position, call in enumerate(calls_b):
         if position not in paired_b:
-            by_request.setdefault(request_text(call), deque()).append(position)
+            by_request.setdefault(_request_text(call, sessions[1]), deque()).append(position)
     pairs: list[tuple[int, int]] = []
     left_a: list[int] = []
     for position in rest_a:
-        same = by_request.get(request_text(calls_a[position]))
+        same = by_request.get(_request_text(calls_a[position], sessions[0]))
         if same:
             pairs.append((position, same.popleft()))
         else:
@@ -336,6 +349,7 @@ def _unpaired_differences(
     calls_b: Sequence[RecordedCall],
     left_a: list[int],
     left_b: list[int],
+    sessions: _Sessions,
 ) -> list[RecordingDifference]:
     differences: list[RecordingDifference] = []
     waiting = list(left_b)
@@ -346,7 +360,7 @@ def _unpaired_differences(
             differences.append(RecordingDifference("only_in_a", _alone(call, "A", "B")))
             continue
         other = calls_b[waiting.pop(nearest)]
-        found = _request_difference(call, other)
+        found = _request_difference(call, other, sessions)
         differences.append(RecordingDifference("request", found))
     for position in waiting:
         call = calls_b[position]
@@ -394,7 +408,7 @@ def _alone(call: RecordedCall, side: str, other: str) -> FirstDifference:
     )
 
 
-def _request_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference:
+def _request_difference(a: RecordedCall, b: RecordedCall, sessions: _Sessions) -> FirstDifference:
     def found(field_path: str, value_a: Any, value_b: Any) -> FirstDifference:
         return FirstDifference(
             a.call_index,
@@ -407,8 +421,8 @@ def _request_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference:
 
     if a.boundary != b.boundary:
         return found("boundary", a.boundary, b.boundary)
-    compared_a, ids_a = comparable_request(a)
-    compared_b, ids_b = comparable_request(b)
+    compared_a, ids_a = comparable_request(a, sessions[0])
+    compared_b, ids_b = comparable_request(b, sessions[1])
     if a.boundary == "http":  # as the hash compares it: a loopback server's port left out
         compared_a = with_loopback_port_left_out(compared_a)
         compared_b = with_loopback_port_left_out(compared_b)
@@ -421,15 +435,17 @@ def _request_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference:
         if difference is not None:
             return found(
                 difference.field_path,
-                _named(difference.recorded, ids_a),
-                _named(difference.incoming, ids_b),
+                _as_recorded(difference.recorded, ids_a, a, difference.field_path),
+                _as_recorded(difference.incoming, ids_b, b, difference.field_path),
             )
     # Requests whose texts differ differ under the comparison too; a request holding
     # something beside its sections is the one way left.
     return found("", a.request, b.request)
 
 
-def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | None:
+def _reply_difference(
+    a: RecordedCall, b: RecordedCall, sessions: _Sessions
+) -> FirstDifference | None:
     """The first difference in the events, then in the ending, of two calls whose requests
     are equal."""
 
@@ -444,8 +460,8 @@ def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | Non
             sides=DIFF_SIDES,
         )
 
-    compared_a = comparable_events(a)
-    compared_b = comparable_events(b)
+    compared_a = comparable_events(a, sessions[0])
+    compared_b = comparable_events(b, sessions[1])
     for event_index, (event_a, event_b) in enumerate(zip(a.event_rows, b.event_rows, strict=False)):
         difference = find_first_difference(
             compared_a[event_index], compared_b[event_index], ignore_fields=(), path="event"
@@ -468,28 +484,33 @@ def _reply_difference(a: RecordedCall, b: RecordedCall) -> FirstDifference | Non
     return None
 
 
-def _named(value: Any, ids: CallIds) -> Any:
-    """A compared request value as the recording holds it (an id's name as the id)."""
-    return ids.value_of(value)
+def _as_recorded(value: Any, ids: CallIds, call: RecordedCall, field_path: str) -> Any:
+    """A compared request value as the recording holds it: an id's name as the id, a text
+    whose ids were named as the text."""
+    named = ids.value_of(value)
+    if named is not value or type(value) is not str or "#q" not in value:
+        return named
+    held = value_at(call.request, field_path)
+    return held if type(held) is str else value
 
 
 def _link_difference(
-    a: tuple[Sequence[RecordedCall], list[list[Link]]],
-    b: tuple[Sequence[RecordedCall], list[list[Link]]],
+    a: tuple[Sequence[RecordedCall], list[list[Link]], MintedIds],
+    b: tuple[Sequence[RecordedCall], list[list[Link]], MintedIds],
     index_a: int,
     index_b: int,
 ) -> FirstDifference | None:
     """The first id of two paired calls' requests, equal in every other way, that comes
     from another earlier call (or stands for another value) in A than in B."""
-    (calls_a, links_a), (calls_b, links_b) = a, b
+    (calls_a, links_a, session_a), (calls_b, links_b, session_b) = a, b
     call_a, call_b = calls_a[index_a], calls_b[index_b]
     for position, (link_a, link_b) in enumerate(
         zip(links_a[index_a], links_b[index_b], strict=False)
     ):
         if link_a.same_as(link_b):
             continue
-        _, ids_a = comparable_request(call_a)
-        _, ids_b = comparable_request(call_b)
+        _, ids_a = comparable_request(call_a, session_a)
+        _, ids_b = comparable_request(call_b, session_b)
         name = f"#q{position}"
         detail = None  # two ids of the program's own: their values say it
         if link_a.source is not None or link_b.source is not None:

@@ -11,7 +11,8 @@ the digests sorted, so two runs of a concurrent session whose calls interleaved 
 hash alike. It leaves out the header and the non-deterministic fields
 (:mod:`openprogram.recording.call_digest`: ``timestamp`` at any depth in a provider
 call; in an HTTP call the response headers and the per-run ids a server sets anew each
-time). Entries whose value is ``null`` are left out too, since replay treats an absent key
+time, and each id a server made up compared by where it comes from, inside a later request's
+text too). Entries whose value is ``null`` are left out too, since replay treats an absent key
 and an explicit null as equal: two recordings have the same hash exactly when
 ``openprogram recordings diff`` finds no difference between them. Two recordings of the same
 session made at different times, on different machines, hash alike; any change to a request
@@ -40,8 +41,8 @@ from openprogram.errors import CanonicalJSONError
 from openprogram.recording.call_digest import (
     TRANSCRIPT_HASH_VERSION,
     DeterministicParts,
-    call_identity,
     canonical_part,
+    session_identities,
 )
 from openprogram.recording.difference import join_field_path
 from openprogram.recording.minted_ids import linked_digests
@@ -122,8 +123,8 @@ def recording_digests(recording: Recording) -> list[str]:
     """The digests the transcript hash is taken over: each call's and each tape entry's. The
     list items its calls' requests share are walked once (see
     :class:`~openprogram.recording.call_digest.DeterministicParts`)."""
-    parts = DeterministicParts()
-    digests = linked_digests(call_identity(call, parts) for call in recording.calls)
+    identities, _ = session_identities(recording.calls, DeterministicParts())
+    digests = linked_digests(identities)
     digests.extend(tape_entry_digest(entry) for entry in recording.tapes)
     return digests
 

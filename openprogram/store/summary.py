@@ -28,9 +28,10 @@ and hashing them.
 
 :func:`summary_from_digests` returns None, and the caller parses the file with the strict
 reader, at the first thing that is not so: a digest missing, of another hash version or not
-matching the bytes, calls whose rows interleave (a concurrent session), a call cut short, a
-blank line or a ``\r\n`` line end among a call's rows, anything the strict reader would
-refuse.
+matching the bytes, a digest whose writer did not know every id the calls before it made up
+(its ``minted_before``: an id an earlier call made up is renamed inside a later request's
+text), calls whose rows interleave (a concurrent session), a call cut short, a blank line or
+a ``\r\n`` line end among a call's rows, anything the strict reader would refuse.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def summary_from_digests(path: Path, data: bytes) -> DigestedRecording | None:
     line = 2
     calls: list[LinkedCall] = []
     events = 0
+    minted: set[str] = set()  # the hashes of the ids the calls so far made up
     while position < len(data):
         if data.startswith(_TAPE, position):  # a tape entry between calls
             after = data.find(b"\n", position) + 1
@@ -126,9 +128,18 @@ def summary_from_digests(path: Path, data: bytes) -> DigestedRecording | None:
         stored = _call_end(data[ending + 1 : after - 1])
         if stored is None:
             return None
-        count, digest, rows_digest, ending_text_, ids = stored
-        if rows_seal(hashlib.sha256(rows), count, ending_text_, digest, ids) != rows_digest:
+        count, digest, rows_digest, ending_text_, ids, before = stored
+        if rows_seal(hashlib.sha256(rows), count, ending_text_, digest, ids, before) != (
+            rows_digest
+        ):
             return None  # the rows, the count, the ending, the digest or the ids changed since
+        if before != len(minted):
+            # Its writer did not know every id the calls before it made up (a file written
+            # before ids were renamed inside text, or partly by another process), so its
+            # digest may leave one unrenamed that the strict reader's walk renames.
+            return None
+        if ids is not None:
+            minted.update(ids["minted"])
         if not _add_row(parser, line, data[position : request_end - 1]):
             return None
         calls.append(LinkedCall(digest, ids))
@@ -154,10 +165,10 @@ def _add_row(parser: RecordingParser, line: int, text: bytes) -> bool:
     return True
 
 
-def _call_end(text: bytes) -> tuple[int, str, str, bytes, dict[str, Any] | None] | None:
+def _call_end(text: bytes) -> tuple[int, str, str, bytes, dict[str, Any] | None, int] | None:
     """A ``call_end`` row's event count, call digest, rows digest, ending (as the digest
-    hashes it) and ids, when it is a row the strict reader accepts holding a digest of this
-    hash version."""
+    hashes it), ids and ``minted_before`` (0 when absent), when it is a row the strict
+    reader accepts holding a digest of this hash version."""
     try:
         row = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -184,7 +195,10 @@ def _call_end(text: bytes) -> tuple[int, str, str, bytes, dict[str, Any] | None]
     ids = digest.get("ids")
     if ids is not None and not _ids_field(ids):
         return None
-    return count, call, rows, ending_text(outcome, recorded), ids
+    before = digest.get("minted_before", 0)
+    if type(before) is not int or before < 0:
+        return None
+    return count, call, rows, ending_text(outcome, recorded), ids, before
 
 
 def _ids_field(value: object) -> bool:
