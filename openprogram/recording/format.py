@@ -88,6 +88,7 @@ __all__ = [
     "refuse_a_snapshot",
     "request_sections",
     "snapshot_refusal",
+    "version_refusal",
 ]
 
 
@@ -204,6 +205,18 @@ HTTP_EVENT_TYPES: frozenset[str] = frozenset(
 event per dispatched server-sent event (and an ``sse_rest`` holding the text after the last
 one), one ``eventstream`` event per message of an AWS event stream, or one ``http_body``
 holding the whole body."""
+
+
+def version_refusal(version: object) -> str | None:
+    """Why nothing may be appended to a recording whose header says ``version`` — another
+    version than this openprogram writes, whose rows would not all mean what the file says —
+    or None."""
+    if type(version) is int and version == RECORDING_FORMAT_VERSION:
+        return None
+    return (
+        f"cannot append to a recording of format_version {version!r} (this openprogram"
+        f" writes format_version {RECORDING_FORMAT_VERSION})"
+    )
 
 
 def request_sections(boundary: str) -> tuple[str, ...]:

@@ -44,10 +44,10 @@ from openprogram.private_files import PRIVATE_FILE_MODE, make_private_dirs
 from openprogram.recording.call_digest import DeterministicParts, request_ignore_fields
 from openprogram.recording.format import (
     KNOWN_FEATURES,
-    RECORDING_FORMAT_VERSION,
     WRITTEN_FEATURES,
     encode_row,
     new_header,
+    version_refusal,
 )
 from openprogram.recording.redaction import RequestRedactor
 from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases, StoredRequest
@@ -309,15 +309,9 @@ def _check_first_line(path: Path, file: OpenRecording) -> None:
             line=1,
             advice="choose another file name",
         )
-    version = header.get("format_version")
-    if type(version) is not int or version != RECORDING_FORMAT_VERSION:
-        raise RecordingFileError(
-            str(path),
-            f"cannot append to a recording of format_version {version!r} (this openprogram"
-            f" writes format_version {RECORDING_FORMAT_VERSION})",
-            line=1,
-            advice=START_ANEW,
-        )
+    refusal = version_refusal(header.get("format_version"))
+    if refusal is not None:
+        raise RecordingFileError(str(path), refusal, line=1, advice=START_ANEW)
     features = header.get("features", [])
     unknown = (
         [name for name in features if not isinstance(name, str) or name not in KNOWN_FEATURES]

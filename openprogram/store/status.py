@@ -40,7 +40,9 @@ from openprogram.config.paths import recordings_dir
 from openprogram.config.problems import file_not_set_problem
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError, RecordingFileError
+from openprogram.recording.format import version_refusal
 from openprogram.recording.not_recorded import connection_text
+from openprogram.recording.open_recording import START_ANEW
 from openprogram.store import names
 from openprogram.wording import plural
 
@@ -340,8 +342,9 @@ def check_record_target(path: Path, argument: str) -> Recording | None:
       or not (:func:`~openprogram.store.names.refuse_links_below`): openprogram writes into
       its store only;
     * whatever names it: a recording replay would refuse (a line that is not JSON, an
-      event row out of order, another format version) — calls appended to it could never
-      be read.
+      event row out of order, a newer format version) — calls appended to it could never
+      be read; or one of an older format version, which replay reads but no writer appends
+      to.
 
     Raises ``RecordingFileError`` naming the file (and the line), saying what to do.
     """
@@ -364,7 +367,7 @@ def read_appendable(path: Path) -> Recording | None:
     from openprogram.provider_boundary.codec import read_for_replay
 
     try:
-        return read_for_replay(path)  # a FIFO or a device is refused without being read
+        recording = read_for_replay(path)  # a FIFO or a device is refused without being read
     except RecordingFileError as error:
         if not regular:
             raise
@@ -375,6 +378,10 @@ def read_appendable(path: Path) -> Recording | None:
             call_index=error.call_index,
             advice=RECORD_ELSEWHERE,
         ) from None
+    refusal = version_refusal(recording.header.get("format_version"))
+    if refusal is not None:  # readable, but the writer would refuse to append to it
+        raise RecordingFileError(str(path), refusal, line=1, advice=START_ANEW)
+    return recording
 
 
 def _can_create(path: Path) -> bool:

@@ -23,12 +23,14 @@ from typing import Any
 import pytest
 
 from openprogram.config.paths import recordings_dir
+from openprogram.errors import RecordingFileError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.call_digest import deterministic_part
 from openprogram.recording.format import RECORDING_FORMAT_VERSION
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.writer import forget_writer
 from openprogram.store.hashing import transcript_hash
+from openprogram.store.status import check_record_target
 from openprogram.store.summary import summarize_recording
 from tests.support.changed_rows_session import write_changed_rows_session
 from tests.support.cli_runner import run
@@ -155,6 +157,30 @@ def test_list_json_says_each_files_own_version(today: Path) -> None:
     assert listed["before"]["format_version"] == 1
     assert listed["today"]["format_version"] == 2
     assert listed["before"]["transcript_hash"] == listed["today"]["transcript_hash"]
+
+
+def test_recording_into_a_version_1_file_is_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recordings_dir().mkdir(parents=True)
+    path = Path(shutil.copy(VERSION_ONE, recordings_dir() / "old.jsonl"))
+    before = path.read_bytes()
+    refusal = (
+        f"{path}, line 1: cannot append to a recording of format_version 1 (this openprogram "
+        "writes format_version 2); re-record the session into a new file, or start a new "
+        "recording"
+    )
+    with pytest.raises(RecordingFileError) as refused:
+        check_record_target(path, "old")  # what exec --record and the configured mode ask
+    assert str(refused.value) == refusal
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "record")
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__FILE", "old")
+    status = run("status")
+    assert status.exit_code == 1
+    assert f"problem: {refusal}" in status.stdout
+    assert path.read_bytes() == before
+    monkeypatch.setenv("OPENPROGRAM_RECORD_REPLAY__MODE", "replay")
+    assert "(valid, 4 calls, format 1)" in run("status").stdout
 
 
 def test_an_imported_cassette_says_version_2(tmp_path: Path) -> None:

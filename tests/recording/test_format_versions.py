@@ -39,7 +39,7 @@ def one_call() -> list[Row]:
 @pytest.fixture
 def version_three(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pretend this openprogram writes format_version 3."""
-    for module in (recording_module, reader_module, open_recording_module):
+    for module in (recording_module, reader_module):
         monkeypatch.setattr(module, "RECORDING_FORMAT_VERSION", 3)
 
 
