@@ -3,9 +3,10 @@ loopback, for programs in any language.
 
 The server's addresses go to stdout once it listens (``OPENPROGRAM_SERVE_URL=…`` and
 ``OPENPROGRAM_SERVE_TOKEN=…`` first, lines a test runner's setup can read, then the base URLs
-to give the clients);
-what it does — a line per request, every mismatch, every refusal — goes to stderr as it
-happens. At SIGINT or SIGTERM it finishes its recordings, says what each session did, and
+to give the clients and, when it replays, the placeholder keys ``exec --replay`` gives a
+program: the lines are all a client needs); what it does — a line per request, every pass
+that begins, every mismatch, every refusal — goes to stderr as it happens. At SIGINT or
+SIGTERM it finishes its recordings, says what each session did (in how many passes), and
 exits 1 when a request differed from its recording or recorded calls were never asked for,
 else 0; 2 when it cannot start.
 """
@@ -60,6 +61,13 @@ ALLOW_ORIGIN = typer.Option(
     help="Answer requests from the browser page at this origin (http://localhost:3000); "
     "repeatable. Any other page is refused.",
 )
+ONCE = typer.Option(
+    False,
+    "--once",
+    help="Replay each recording once per server start: a run after the whole recording was "
+    "served is a mismatch (default: each run of the program that starts again from the "
+    "first recorded call gets the recording again, a new pass).",
+)
 FOLDER = typer.Option(
     None,
     "--dir",
@@ -100,14 +108,16 @@ def serve_command(
     ),
     token_file: Path | None = TOKEN_FILE,
     allow_origin: list[str] = ALLOW_ORIGIN,
+    once: bool = ONCE,
 ) -> None:
     """Serve the OpenAI, Anthropic and Gemini APIs on loopback, recording or replaying.
 
     Point a program in any language at it by base URL (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
     GOOGLE_GEMINI_BASE_URL): under record each request is forwarded to its vendor and the
     exchange recorded, the response streamed through as it arrives; under replay it is
-    answered from the recording and nothing is sent. Without --record or --replay, the
-    configured mode applies. Tests can name their own recording per request (the header
+    answered from the recording and nothing is sent, again for each run of the program
+    (--once: one run per server start). Without --record or --replay, the configured mode
+    applies. Tests can name their own recording per request (the header
     x-openprogram-recording) or open sessions (POST /__openprogram/sessions), sending the
     token the server prints (x-openprogram-token). Stops at
     Ctrl-C or SIGTERM, finishing the recordings; exits 1 if a request differed from the
@@ -149,7 +159,7 @@ def serve_command(
             allowed_origins=origins,
         )
         plan, settings = server_plan(record=record, replay=replay)
-        table = open_sessions(plan, folder, settings)
+        table = open_sessions(plan, folder, settings, once=once)
         _log_to_stderr(quiet)
         outcome = serve_until_stopped(table, options, ready=_announce)
     _report(outcome, own=table.own is not None)
@@ -165,10 +175,19 @@ def _report(outcome: object, *, own: bool) -> None:
     accounts = list(outcome.accounts)
     if own:
         mine = accounts.pop(0)
+        served = plural(mine.calls, "call")
         if mine.mode == "record":
-            say(f"recorded {plural(mine.calls, 'call')} into {mine.path}")
+            say(f"recorded {served} into {mine.path}")
+        elif mine.passes > 1 and mine.ok:
+            say(f"{served} replayed from {mine.path} in {mine.passes} passes, all matched")
+        elif mine.passes > 1:
+            matched = mine.passes - mine.passes_with_problems
+            say(
+                f"{served} replayed from {mine.path} in {mine.passes} passes: {matched} "
+                f"matched, {mine.passes_with_problems} with problems"
+            )
         elif mine.ok:
-            say(f"{plural(mine.calls, 'call')} replayed from {mine.path} and matched")
+            say(f"{served} replayed from {mine.path} and matched")
     if accounts:
         recorded = [a for a in accounts if a.mode == "record"]
         replayed = [a for a in accounts if a.mode == "replay"]
@@ -184,6 +203,7 @@ def _report(outcome: object, *, own: bool) -> None:
 
 
 def _announce(listening: object) -> None:
+    from openprogram.activation.boundaries import set_placeholder_keys
     from openprogram.serving.routes import VENDORS
     from openprogram.serving.running import Listening
 
@@ -200,6 +220,13 @@ def _announce(listening: object) -> None:
     say(f"  OPENPROGRAM_SERVE_TOKEN={listening.token}")
     for vendor in VENDORS:
         say(f"  {vendor.base_url_variables[0]}={listening.url}/{vendor.name}{vendor.base_path}")
+    if listening.server.table.default_mode == "replay":
+        # the keys exec --replay gives its command, where unset: the SDKs refuse to start
+        # without one, though nothing is sent
+        keys: dict[str, str] = {}
+        set_placeholder_keys(keys)
+        for name, value in keys.items():
+            say(f"  {name}={value}")
     say("Ctrl-C stops it (its recordings are finished first).")
     sys.stdout.flush()
 

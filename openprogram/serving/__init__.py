@@ -6,6 +6,7 @@ language by base URL, and ``openprogram exec`` for a program that is not Python.
     forwarding      the headers that cross the server each way, the upstreams' connections
     sessions        the recordings one server records and replays at once: its own, and one
                     per test (by a request header, or a session of the control API)
+    replay_passes   a recording replayed again for each run of the program: a pass per run
     trust           whom the server answers: the token of a request that names a
                     recording or a session, its Host and Origin, the token file
     server          the aiohttp application: each request checked, then through its

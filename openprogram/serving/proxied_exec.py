@@ -206,8 +206,9 @@ def _run_through_proxy(
     folder_of_sessions = base.get(SERVE_DIR_VARIABLE) or None
     loaded = load_config()
     settings = loaded.settings.record_replay if loaded.settings else RecordReplaySettings()
+    # the command is one run: a recording is replayed once, as for a Python command
     sessions = open_sessions(
-        plan, None if folder_of_sessions is None else Path(folder_of_sessions), settings
+        plan, None if folder_of_sessions is None else Path(folder_of_sessions), settings, once=True
     )
     server = BackgroundServer(sessions, options)
     try:

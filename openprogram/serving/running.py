@@ -123,14 +123,20 @@ def open_sessions(
     plan: RecordReplayPlan | None,
     folder: Path | None,
     settings: RecordReplaySettings,
+    *,
+    once: bool = False,
 ) -> SessionTable:
     """The sessions of a server whose own recording is ``plan``'s (None: it has none), naming
     recordings under ``folder`` (None: the store); ``ServeSetupError`` for a folder that is
-    a link or not a folder."""
+    a link or not a folder. A recording it replays for as long as it runs (its own, one a
+    header names) is replayed again for each run of the program, unless ``once``
+    (:mod:`~openprogram.serving.replay_passes`)."""
     if folder is not None:
         check_folder(folder)
-    own = None if plan is None else ProxySession(_own_name(plan), plan)
-    return SessionTable(own, folder=folder or paths.recordings_dir(), settings=settings)
+    own = None if plan is None else ProxySession(_own_name(plan), plan, again=not once)
+    return SessionTable(
+        own, folder=folder or paths.recordings_dir(), settings=settings, again=not once
+    )
 
 
 def check_folder(folder: Path) -> None:

@@ -52,10 +52,12 @@ from aiohttp import web
 from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.errors import RecordingFileError, ReplayMismatch
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
+from openprogram.http_boundary.codec import request_sections
 from openprogram.http_boundary.exchange import CapturingTransport, call_redactor, captures
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.serving.control import TRUSTED, ControlApi, control_error
 from openprogram.serving.forwarding import Upstreams, client_headers, upstream_headers
+from openprogram.serving.replay_passes import RequestSections
 from openprogram.serving.routes import (
     CONTROL_PREFIX,
     SESSION_PREFIX,
@@ -213,11 +215,16 @@ class ProxyServer:
 
     def _transport(self, session: ProxySession, outgoing: httpx.Request) -> Any:
         """The session's capturing transport for ``outgoing`` (the upstream's own for a
-        passthrough host, whose requests go live uncaptured)."""
+        passthrough host, whose requests go live uncaptured); a replay begins a new pass over
+        its recording first when the request begins one."""
         upstream = self.upstreams.transport_for(str(outgoing.url))
-        boundary = session.boundary
-        if not captures(None, outgoing.url, boundary, _LIBRARY):
+        if not captures(None, outgoing.url, session.boundary, _LIBRARY):
             return upstream
+        boundary, began = session.boundary_for(lambda: _sections_of(outgoing, session))
+        if began is not None:
+            assert session.passes is not None
+            logger.info("%s: pass %d begins: %s", session.name, len(session.passes.passes),
+                        began)  # fmt: skip
         return CapturingTransport(cast("AsyncTransport", upstream), boundary, _LIBRARY)
 
     async def _relay(
@@ -279,6 +286,17 @@ class ProxyServer:
         """A refusal other than a mismatch (which the replay keeps) goes into the account."""
         if not isinstance(error, ReplayMismatch):
             session.refuse(str(error))
+
+
+def _sections_of(outgoing: httpx.Request, session: ProxySession) -> RequestSections:
+    """``outgoing`` as the session's boundary compares it: its sections and its redactor, as
+    the exchange makes them."""
+    captured = _LIBRARY.captured_request(outgoing)
+    boundary = session.boundary
+    sections = request_sections(captured.method, captured.url, captured.headers, captured.body,
+                                boundary.extra_headers)  # fmt: skip
+    redactor = call_redactor(captured.headers, boundary.user_redaction)
+    return RequestSections(sections, redactor.redact_http_request)
 
 
 def _error(vendor: Vendor | None, status: int, kind: str, message: str) -> web.Response:

@@ -42,12 +42,14 @@ from openprogram.errors import OpenProgramError, RecordingFileError, RecordingNa
 from openprogram.private_files import make_private_dirs
 from openprogram.provider_boundary.codec import read_for_replay
 from openprogram.recording.writer import forget_writer
+from openprogram.serving.replay_passes import ReplayPasses, RequestSections
 from openprogram.store.names import RECORDING_SUFFIX, refuse_links_below, validate_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from openprogram.config.models import RecordReplaySettings
     from openprogram.http_boundary.boundary import HttpBoundary
-    from openprogram.recording.replay_session import ReplaySession
 
 __all__ = [
     "MODE_HEADER",
@@ -91,11 +93,23 @@ class SessionAccount:
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     """Each mismatch: ``report`` (the two-line report), ``call_index``, ``field_path``."""
     unconsumed: list[int] = field(default_factory=list)
-    unconsumed_report: str | None = None
+    """The calls never requested (of the last pass, when there were several)."""
+    unconsumed_reports: list[str] = field(default_factory=list)
+    """What each pass left unrequested, a line each (``pass N: …`` when there were several)."""
     refused: list[str] = field(default_factory=list)
     """Why requests were refused (blocked record/replay, a recording that cannot be written)."""
     kept: bool = True
     """record: the recording was kept (False: a session ended with ``keep: false``)."""
+    passes: int = 1
+    """replay: the passes over the recording, one per run of the program
+    (:mod:`~openprogram.serving.replay_passes`); each problem names its pass when several."""
+    passes_with_problems: int = 0
+    """replay: the passes with a mismatch or calls never requested."""
+
+    @property
+    def unconsumed_report(self) -> str | None:
+        """The calls never requested, in a line per pass that left some (None: none)."""
+        return "\n".join(self.unconsumed_reports) or None
 
     @property
     def ok(self) -> bool:
@@ -105,10 +119,9 @@ class SessionAccount:
     def problems(self) -> list[str]:
         """The mismatch reports, the refusals, then the unconsumed report (calls left
         unrequested are often what a mismatch left), one string each."""
-        found = [entry["report"] for entry in self.mismatches] + self.refused
-        if self.unconsumed_report:
-            found.append(self.unconsumed_report)
-        return found
+        return (
+            [entry["report"] for entry in self.mismatches] + self.refused + self.unconsumed_reports
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +136,7 @@ class SessionAccount:
             "unconsumed_report": self.unconsumed_report,
             "refused": self.refused,
             "kept": self.kept,
+            "passes": self.passes,
         }
 
 
@@ -139,6 +153,7 @@ class ProxySession:
         session_id: str | None = None,
         opened_mode: str | None = None,
         missing: str | None = None,
+        again: bool = False,
     ) -> None:
         self.name = name
         self.plan = plan
@@ -154,10 +169,15 @@ class ProxySession:
         # server reads every byte; the client behind it decides)
         # The upstream is the server's to choose, not the program's: replay compares the
         # path a request asks for, not the origin it would have been forwarded to.
+        self.passes: ReplayPasses | None = None
+        """replay: the passes over the recording (``again``: a new one per run of the
+        program, see :mod:`~openprogram.serving.replay_passes`; else one)."""
         if plan.mode == "replay" and missing is None:
             plan = dataclasses.replace(plan, ignore_fields=(*plan.ignore_fields, *_ORIGIN))
+            self.passes = ReplayPasses(again=again)
+        make_session = None if self.passes is None else self.passes.first
         self.boundary: HttpBoundary = dataclasses.replace(
-            prepare_boundaries(plan).http, relays=True
+            prepare_boundaries(plan, make_session=make_session).http, relays=True
         )
         self.calls = 0
         self.refused: list[str] = []
@@ -172,9 +192,17 @@ class ProxySession:
         """The recording (for one recorded anew, the recording it will replace)."""
         return self.target or self.plan.path
 
-    @property
-    def replay(self) -> ReplaySession | None:
-        return self.boundary.session if self.plan.mode == "replay" else None
+    def boundary_for(
+        self, request: Callable[[], RequestSections]
+    ) -> tuple[HttpBoundary, str | None]:
+        """The boundary a request is taken by, beginning a new pass over the recording first
+        when the request begins one (``request`` makes its sections, only if that must be
+        decided); and why a pass began (None: none did)."""
+        began = None if self.passes is None else self.passes.begin_if_new(request)
+        if began is not None:
+            assert self.passes is not None
+            self.boundary = dataclasses.replace(self.boundary, session=self.passes.current)
+        return self.boundary, began
 
     @classmethod
     def without_recording(cls, name: str, target: Path, reason: str) -> ProxySession:
@@ -191,23 +219,16 @@ class ProxySession:
         """What the session did so far."""
         path = None if self.path is None else str(self.path)
         account = SessionAccount(self.name, self.mode, path, refused=list(self.refused))
-        replay = self.replay
-        if replay is None:
+        if self.passes is None:
             account.calls = self.calls
             return account
-        account.calls = replay.calls_consumed
-        account.mismatches = [
-            {
-                "report": str(mismatch),
-                "call_index": mismatch.call_index,
-                "field_path": mismatch.field_path,
-            }
-            for mismatch in replay.mismatches
-        ]
-        unconsumed = replay.unconsumed_error()
-        if unconsumed is not None:
-            account.unconsumed = list(unconsumed.unconsumed)
-            account.unconsumed_report = str(unconsumed)
+        passes = self.passes.account()
+        account.calls = passes.calls
+        account.passes = passes.passes
+        account.passes_with_problems = passes.with_problems
+        account.mismatches = passes.mismatches
+        account.unconsumed = passes.unconsumed
+        account.unconsumed_reports = passes.unconsumed_reports
         return account
 
     def end(self, *, keep: bool = True) -> SessionAccount:
@@ -241,10 +262,15 @@ class SessionTable:
         *,
         folder: Path,
         settings: RecordReplaySettings,
+        again: bool = False,
     ) -> None:
         self.own = own
         self.folder = folder
         self.settings = settings
+        self.again = again
+        """A session named by the header replays its recording again for each run of the
+        program (a pass each, :mod:`~openprogram.serving.replay_passes`), as the server's
+        own does; a session of the control API is one run, opened and ended by its test."""
         self.default_mode: SessionMode = (
             "record" if own is not None and own.mode == "record" else "replay"
         )
@@ -303,7 +329,7 @@ class SessionTable:
                 status=409,
                 kind="openprogram_session_conflict",
             )
-        session = self._session(name, chosen, target)
+        session = self._session(name, chosen, target, again=by_header and self.again)
         if not by_header:
             session.session_id = secrets.token_urlsafe(16)  # 128 bits: never guessed
             self.by_id[session.session_id] = session
@@ -346,7 +372,9 @@ class SessionTable:
             ) from None
         return path
 
-    def _session(self, name: str, opened: SessionMode, target: Path) -> ProxySession:
+    def _session(
+        self, name: str, opened: SessionMode, target: Path, *, again: bool
+    ) -> ProxySession:
         mode = opened
         holds_calls = _holds_calls(target)
         if mode == "once":
@@ -360,7 +388,7 @@ class SessionTable:
                 return ProxySession.without_recording(name, target, reason)
             if mode == "replay":
                 plan = recording_plan("replay", target, self.settings)
-                return ProxySession(name, plan, opened_mode=opened)
+                return ProxySession(name, plan, opened_mode=opened, again=again)
             make_private_dirs(target.parent)
             partial = target.with_name(target.name + PARTIAL_SUFFIX)
             with contextlib.suppress(FileNotFoundError):

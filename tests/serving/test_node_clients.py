@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,45 @@ def test_the_node_sdks_record_through_serve_and_replay_with_the_vendor_server_st
     assert stopped.status == 1
     assert stopped.stderr.count("replay mismatch at call 2, field body.input:") == 2  # as it
     # happened, and once more in the summary at the end
+
+
+def _printed_environment(serve: ServeProcess) -> dict[str, str]:
+    """The ``NAME=value`` lines the server printed once it listens, as an environment."""
+    for _ in range(600):  # a bound on a hang, not on speed
+        if "Ctrl-C stops it" in serve.stdout_so_far:
+            break
+        time.sleep(0.05)
+    lines = [line.strip() for line in serve.stdout_so_far.splitlines() if line.startswith("  ")]
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_serve_replay_serves_a_node_agent_run_twice_with_only_the_lines_it_printed(
+    tmp_path: Path,
+) -> None:
+    env = _clean_environment(tmp_path / "home")
+    path = tmp_path / "node.jsonl"
+    with SdkServer() as upstream:
+        hosts = ("--upstream", f"openai={upstream.base_url}", f"anthropic={upstream.base_url}")
+        with ServeProcess("--record", str(path), *hosts, env=env) as serve:
+            clients = {**env, **KEYS, "OPENAI_BASE_URL": serve.openai_url,
+                       "ANTHROPIC_BASE_URL": serve.anthropic_url}  # fmt: skip
+            live = _node_agent("all", env=clients)
+            assert serve.stop(signal.SIGINT).status == 0
+    assert live.returncode == 0, live.stderr
+
+    # the vendor server is gone, and the program is given what the server printed (and
+    # where node is): no key of its own
+    with ServeProcess("--replay", str(path), env=env) as serve:
+        printed = {"PATH": os.environ["PATH"], **_printed_environment(serve)}
+        runs = [_node_agent("all", env=printed) for _ in range(2)]
+        stopped = serve.stop(signal.SIGINT)
+    assert [(run.returncode, run.stdout) for run in runs] == [(0, live.stdout)] * 2, [
+        run.stderr for run in runs
+    ]
+    assert stopped.status == 0, stopped.stderr
+    assert stopped.stdout.splitlines()[-1] == (
+        f"18 calls replayed from {path} in 2 passes, all matched"
+    )
 
 
 def test_exec_runs_a_node_agent_through_a_proxy_of_its_own(tmp_path: Path) -> None:

@@ -99,6 +99,7 @@ def test_a_session_of_the_control_api_has_its_own_base_urls_and_account(tmp_path
         "unconsumed_report": None,
         "refused": [],
         "kept": True,
+        "passes": 1,
     }
     assert len(read_for_replay(tmp_path / "a-test.jsonl").calls) == 1
     assert gone.status_code == 404

@@ -61,12 +61,14 @@ def running_proxy(
     replay: str | None = None,
     upstreams: Mapping[str, str] | None = None,
     folder: Path | None = None,
+    once: bool = False,
     **options: Any,
 ) -> Iterator[RunningProxy]:
-    """A server recording into ``record``, replaying ``replay``, or neither (sessions only),
-    forwarding to ``upstreams``; stopped when the block ends (its ``outcome`` set)."""
+    """A server recording into ``record``, replaying ``replay`` (``once``: as ``serve
+    --once`` does), or neither (sessions only), forwarding to ``upstreams``; stopped when the
+    block ends (its ``outcome`` set)."""
     plan, settings = server_plan(record=record, replay=replay)
-    table = open_sessions(plan, folder, settings)
+    table = open_sessions(plan, folder, settings, once=once)
     serve = ServeOptions(port=0, upstreams=dict(upstreams or {}), folder=folder, **options)
     server = BackgroundServer(table, serve)
     listening = server.start()

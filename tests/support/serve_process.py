@@ -92,6 +92,10 @@ class ServeProcess:
     def stderr_so_far(self) -> str:
         return "".join(self._stderr)
 
+    @property
+    def stdout_so_far(self) -> str:
+        return "".join(self._stdout)
+
     def stop(self, signum: int = signal.SIGTERM) -> Stopped:
         """Send ``signum`` (if still running), wait for the end; what it wrote."""
         if self.process.poll() is None:
