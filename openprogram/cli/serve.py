@@ -220,7 +220,7 @@ def _announce(listening: object) -> None:
     say(f"  OPENPROGRAM_SERVE_TOKEN={listening.token}")
     for vendor in VENDORS:
         say(f"  {vendor.base_url_variables[0]}={listening.url}/{vendor.name}{vendor.base_path}")
-    if listening.server.table.default_mode == "replay":
+    if own is not None and own.mode == "replay":
         # the keys exec --replay gives its command, where unset: the SDKs refuse to start
         # without one, though nothing is sent
         keys: dict[str, str] = {}

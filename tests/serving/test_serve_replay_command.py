@@ -97,16 +97,14 @@ def test_once_refuses_the_second_run_and_the_stop_says_why(
     assert "the run makes more calls than the recording holds" in stopped.stderr
 
 
-def test_a_recording_server_prints_no_placeholder_key(tmp_path: Path) -> None:
-    with (
-        SdkServer() as upstream,
-        ServeProcess(
-            "--record",
-            str(tmp_path / "new.jsonl"),
-            "--upstream",
-            f"openai={upstream.base_url}",
-            env=user_environment(tmp_path / "home"),
-        ) as serve,
-    ):
-        printed = printed_environment(serve)
-    assert not [name for name in printed if name.endswith("_API_KEY")]  # its own key goes up
+@pytest.mark.parametrize("own", ["record", "none"])
+def test_a_server_whose_sessions_may_record_prints_no_placeholder_key(
+    tmp_path: Path, own: str
+) -> None:
+    with SdkServer() as upstream:
+        recording = ["--record", str(tmp_path / "new.jsonl")] if own == "record" else []
+        argv = [*recording, "--upstream", f"openai={upstream.base_url}"]
+        with ServeProcess(*argv, env=user_environment(tmp_path / "home")) as serve:
+            printed = printed_environment(serve)
+    assert "OPENAI_BASE_URL" in printed
+    assert not [name for name in printed if name.endswith("_API_KEY")]  # the client's own goes up
