@@ -40,9 +40,7 @@ from openprogram.config.paths import recordings_dir
 from openprogram.config.problems import file_not_set_problem
 from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError, RecordingFileError
-from openprogram.recording.format import version_refusal
 from openprogram.recording.not_recorded import connection_text
-from openprogram.recording.open_recording import START_ANEW
 from openprogram.store import names
 from openprogram.wording import plural
 
@@ -365,6 +363,8 @@ def read_appendable(path: Path) -> Recording | None:
     if regular and info.st_size == 0:
         return None
     from openprogram.provider_boundary.codec import read_for_replay
+    from openprogram.recording.format import version_refusal
+    from openprogram.recording.open_recording import START_ANEW
 
     try:
         recording = read_for_replay(path)  # a FIFO or a device is refused without being read

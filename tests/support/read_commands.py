@@ -44,8 +44,10 @@ class Verdict:
     ``status`` in replay mode)."""
     readable: bool
     """``read_recording(path, validate_events=False)`` accepts it: its structure is sound
-    (diff, list, ``status`` in record mode)."""
+    (diff, list)."""
     calls: int
+    empty: bool = False
+    """The file holds no byte: recording starts it anew (``status`` in record mode)."""
 
 
 def judge(path: Path) -> Verdict:
@@ -59,7 +61,8 @@ def judge(path: Path) -> Verdict:
         read_recording(path)
     except Exception:
         replayable = False
-    return Verdict(replayable=replayable and readable, readable=readable, calls=calls)
+    empty = path.is_file() and path.stat().st_size == 0
+    return Verdict(replayable=replayable and readable, readable=readable, calls=calls, empty=empty)
 
 
 # --- the read commands ------------------------------------------------------------------------
@@ -143,7 +146,9 @@ COMMANDS: dict[str, ReadCommand] = {
         ReadCommand(
             "status-record",
             _status("record"),
-            lambda verdict: frozenset({0 if verdict.readable else 1}),
+            # INVALID exactly where recording would refuse: a file replay could not read (a
+            # call appended to it could never be replayed); an empty one is started anew
+            lambda verdict: frozenset({0 if verdict.replayable or verdict.empty else 1}),
         ),
         ReadCommand(
             "list",
