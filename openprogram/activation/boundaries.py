@@ -220,15 +220,7 @@ def prepare_boundaries(
 def _replay_session(
     recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
 ) -> ReplaySession:
-
-    return ReplaySession(
-        recording,
-        ignore_fields=plan.ignore_fields,
-        compare_loopback_ports=plan.compare_loopback_ports,
-        match=plan.match,
-        tools=dict(plan.tools),
-        user_redaction=user,
-    )
+    return ReplaySession(recording, user_redaction=user, **plan.replay_settings())
 
 
 def _replay_when_looked_up(session: ReplaySession) -> RegistryTransform:

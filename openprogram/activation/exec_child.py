@@ -134,13 +134,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
         recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
     ) -> ReplaySession:
         return ClaimingReplaySession(
-            recording,
-            exchange,
-            ignore_fields=plan.ignore_fields,
-            compare_loopback_ports=plan.compare_loopback_ports,
-            match=plan.match,
-            tools=dict(plan.tools),
-            user_redaction=user,
+            recording, exchange, user_redaction=user, **plan.replay_settings()
         )
 
     try:

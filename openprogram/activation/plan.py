@@ -82,6 +82,16 @@ class RecordReplayPlan:
     def blocked(cls, reason: str, path: Path | None = None) -> RecordReplayPlan:
         return cls("blocked", path, blocked_reason=reason)
 
+    def replay_settings(self) -> dict[str, Any]:
+        """What a replay session made for this plan is given, as its keyword arguments
+        (``ReplaySession(recording, user_redaction=…, **plan.replay_settings())``)."""
+        return {
+            "ignore_fields": self.ignore_fields,
+            "compare_loopback_ports": self.compare_loopback_ports,
+            "match": self.match,
+            "tools": dict(self.tools),
+        }
+
     def to_json(self) -> str:
         return json.dumps(
             {

@@ -89,14 +89,7 @@ class ReplayPasses:
         redaction ``user``; every later pass is made the same way."""
 
         def make() -> ReplaySession:
-            return ReplaySession(
-                recording,
-                ignore_fields=plan.ignore_fields,
-                compare_loopback_ports=plan.compare_loopback_ports,
-                match=plan.match,
-                tools=dict(plan.tools),
-                user_redaction=user,
-            )
+            return ReplaySession(recording, user_redaction=user, **plan.replay_settings())
 
         self._make = make
         self.passes = [make()]
