@@ -216,10 +216,24 @@ class ReplaySession:
         if error is not None:
             raise error
 
+    @property
+    def mismatched_calls(self) -> list[int]:
+        """The calls never served that a request was compared with and differed from: they
+        were requested, and :attr:`mismatches` says how they differed."""
+        differed = {mismatch.call_index for mismatch in self.mismatches if not mismatch.tape}
+        return [index for index in self.unconsumed_calls if index in differed]
+
+    @property
+    def never_requested_calls(self) -> list[int]:
+        """The calls never served that no request was found to differ from either."""
+        differed = {mismatch.call_index for mismatch in self.mismatches if not mismatch.tape}
+        return [index for index in self.unconsumed_calls if index not in differed]
+
     def unconsumed_error(self) -> UnconsumedCallsError | None:
         """What :meth:`assert_consumed` raises, or None: the calls never requested and the
-        tape entries never read (the tapes of tools replayed ``live`` left out)."""
-        unconsumed, tapes = self.unconsumed_calls, self.tapes.unconsumed()
+        tape entries never read (the tapes of tools replayed ``live`` left out). A call a
+        request differed from is not among them: its mismatch is the report."""
+        unconsumed, tapes = self.never_requested_calls, self.tapes.unconsumed()
         if not unconsumed and not tapes:
             return None
         return UnconsumedCallsError(

@@ -380,12 +380,8 @@ class RecordingSession:
         served = self.merge.replayed_calls if self.merge is not None else session.served_calls
         outcome.replayed_calls = served
         if self.merge is None:
-            # an unserved call a mismatch names was requested, and differed: not "never
-            # requested"
-            differed = {mismatch.call_index for mismatch in session.mismatches if not mismatch.tape}
-            unserved = session.unconsumed_calls
-            outcome.mismatched_calls = [index for index in unserved if index in differed]
-            outcome.unconsumed_calls = [index for index in unserved if index not in differed]
+            outcome.mismatched_calls = session.mismatched_calls
+            outcome.unconsumed_calls = session.never_requested_calls
             if session.mismatches:
                 outcome.difference = str(session.mismatches[0])
         outcome.tokens_replayed = _tokens(session.recording.calls, served)

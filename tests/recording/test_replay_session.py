@@ -124,6 +124,28 @@ def test_more_calls_than_recorded_and_calls_never_made(tmp_path: Path) -> None:
     assert session.unconsumed_calls == []
 
 
+def test_a_call_a_request_differed_from_is_mismatched_not_never_requested(
+    tmp_path: Path,
+) -> None:
+    path = write_calls(
+        tmp_path / "r.jsonl", sse_call(0, chat_request("one")), sse_call(1, chat_request("two"))
+    )
+    session = session_on(path)
+    with pytest.raises(ReplayMismatch):
+        session.take("http", http_sections(chat_request("changed")), redactor=redact)
+
+    assert session.unconsumed_calls == [0, 1]
+    assert session.mismatched_calls == [0]
+    assert session.never_requested_calls == [1]
+    error = session.unconsumed_error()
+    assert error is not None
+    assert error.unconsumed == [1]
+    assert "1 of 2 recorded calls never requested (call 1)" in str(error)
+
+    session.take("http", http_sections(chat_request("two")), redactor=redact)
+    assert session.unconsumed_error() is None  # call 0's mismatch is its report
+
+
 def test_both_sides_are_redacted_before_they_are_compared(tmp_path: Path) -> None:
     key = "sk-" + "a1b2c3d4" * 4
     recorded = chat_request(api_key=key)
