@@ -74,6 +74,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openprogram.config.hosts import is_allowed, normalized_hosts
 from openprogram.errors import RecordingFileError, ReplayConnectionRefusedError
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.not_recorded import (
@@ -92,7 +93,6 @@ __all__ = [
     "ReplayGuard",
     "SocketCheck",
     "SocketHook",
-    "is_allowed",
     "is_loopback_host",
     "is_name_lookup",
     "not_recorded_message",
@@ -184,28 +184,6 @@ def is_loopback_host(host: str) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped.is_loopback
     return address.is_loopback
-
-
-def is_allowed(
-    allowed: frozenset[str], host: str, port: int | None, name: str | None = None
-) -> bool:
-    """Whether ``allowed`` (``host`` or ``host:port`` entries, lower-case) lets a connection
-    to ``host`` on ``port`` through, ``host`` having been resolved from ``name``."""
-    for candidate in (host, name):
-        if not candidate:
-            continue
-        lowered = candidate.lower()
-        bare = lowered.strip("[]")
-        if lowered in allowed or bare in allowed:
-            return True
-        if port is not None and (f"{bare}:{port}" in allowed or f"[{bare}]:{port}" in allowed):
-            return True
-    return False
-
-
-def normalized_hosts(hosts: Iterable[str]) -> frozenset[str]:
-    """Allowed-host entries as :func:`is_allowed` compares them."""
-    return frozenset(host.strip().lower() for host in hosts if host and host.strip())
 
 
 class SocketHook:

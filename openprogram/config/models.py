@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from openprogram.config.environment import ENV_PREFIX, NESTING, MappingEnvSource
+from openprogram.config.hosts import check_host_entry
 from openprogram.deterministic_sources import (
     DEFAULT_STEP_MS,
     RecordingSources,
@@ -32,10 +33,6 @@ from openprogram.errors import ModelReferenceError, UserRedactionError
 
 Mode = Literal["off", "record", "replay"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_HOST = re.compile(
-    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
-)
-"""A host name, an IPv4 address or a bracketed IPv6 address, and an optional port."""
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP header name (a token)."""
 _NEVER_STORED_HEADERS = frozenset({"cookie", "set-cookie", "proxy-authorization"})
@@ -87,6 +84,11 @@ class RecordReplaySettings(BaseModel):
         [],
         description="hosts a replay may connect to live (a test database, a local tool "
         "server); every other connection is refused under replay",
+    )
+    model_hosts: list[str] = Field(
+        [],
+        description="hosts whose every request is model traffic (a model gateway, a local "
+        "model server): the configured mode records or replays them",
     )
     redact_patterns: list[str] = Field(
         [], description="regular expressions whose matches are removed from recordings"
@@ -154,18 +156,11 @@ class RecordReplaySettings(BaseModel):
         check_http_ignore_fields(value)
         return value
 
-    @field_validator("http_passthrough_hosts", "allowed_hosts")
+    @field_validator("http_passthrough_hosts", "allowed_hosts", "model_hosts")
     @classmethod
     def _are_hosts(cls, value: list[str]) -> list[str]:
-        for host in value:
-            if not _HOST.fullmatch(host):
-                raise ValueError(
-                    f"{host!r} is not a host: write a host name or address, with a port if "
-                    'it matters, like "telemetry.example.com" or "localhost:4318" (no scheme, '
-                    "no path)"
-                )
         # As the HTTP boundary compares them: lower case, an IPv6 address without brackets.
-        return [host.lower().replace("[", "").replace("]", "") for host in value]
+        return [check_host_entry(host) for host in value]
 
     @field_validator("redact_patterns")
     @classmethod

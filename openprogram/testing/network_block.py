@@ -30,10 +30,9 @@ from contextlib import contextmanager
 from openprogram.activation.connection_guard import (
     INTERNET_FAMILIES,
     SOCKET_HOOK,
-    is_allowed,
     is_loopback_host,
-    normalized_hosts,
 )
+from openprogram.config.hosts import is_allowed, normalized_hosts
 from openprogram.errors import NetworkBlockedError
 from openprogram.recording.mismatch import RecordReplayEscape
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import openprogram
-from openprogram.activation.connection_guard import REPLAY_GUARD, SOCKET_HOOK, is_allowed
+from openprogram.activation.connection_guard import REPLAY_GUARD, SOCKET_HOOK
+from openprogram.config.hosts import is_allowed
 from openprogram.errors import ReplayConnectionRefusedError
 from openprogram.providers import get_api_provider
 from openprogram.providers.registry import reset_provider_runtime

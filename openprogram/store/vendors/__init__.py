@@ -15,6 +15,9 @@ a recorded call of either boundary is read through one :class:`EventReader`.
     gemini              Google's Gemini (generateContent, streamGenerateContent)
     bedrock_converse    Amazon Bedrock Converse (JSON, and AWS's binary event stream)
     openprogram_events  openprogram's own provider events
+    model_traffic       which requests are model traffic, the rule the configured mode
+                        records and replays by (any host: an SDK's headers, a model API's
+                        path, a JSON body with model and messages, a host the user listed)
 
 Read through them, here:
 
