@@ -37,8 +37,16 @@ def check_host_entry(entry: str) -> str:
 
 
 def normalized_hosts(hosts: Iterable[str]) -> frozenset[str]:
-    """Host-list entries as :func:`is_allowed` compares them."""
-    return frozenset(host.strip().lower() for host in hosts if host and host.strip())
+    """Host-list entries as :func:`is_allowed` compares them: lower case, and a bracketed
+    IPv6 address without a port (``[::1]``) without its brackets, as a host is given."""
+    found = set()
+    for entry in hosts:
+        host = entry.strip().lower() if entry else ""
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if host:
+            found.add(host)
+    return frozenset(found)
 
 
 def is_allowed(

@@ -125,6 +125,12 @@ class VendorApi(EventReader, Protocol):
         this API's shape (asked only of a call no API claims by its request)."""
         ...
 
+    def model_endpoint(self, path: str) -> str | None:
+        """The name of the model endpoint of this API's vendor that ``path`` (no trailing
+        slash) goes to when it is one the store does not read (``embeddings``,
+        ``InvokeModel``): model traffic all the same; None otherwise."""
+        ...
+
 
 VENDOR_APIS: tuple[VendorApi, ...] = (
     OPENAI_CHAT,

@@ -63,6 +63,9 @@ class AnthropicMessages:
             "anthropic-version" in headers or "anthropic" in host
         )
 
+    def model_endpoint(self, path: str) -> str | None:
+        return None
+
     def claims_shape(self, first: object) -> bool:
         shape = as_dict(first)
         kind = as_str(shape.get("type")) or ""

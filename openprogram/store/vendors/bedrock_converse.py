@@ -3,7 +3,9 @@ read from a recorded HTTP call.
 
 A call is one of it when its path is ``/model/<id>/converse`` or ``/model/<id>/converse-stream``,
 or, on a path no vendor claims, when its first event is ``messageStart`` or its whole body holds
-an ``output.message``.
+an ``output.message``. The runtime's other model operations (``/model/<id>/invoke``,
+``…/invoke-with-response-stream``, ``…/count-tokens``) go to a model too, though the store
+does not read them.
 
 The new input is the last of the request's ``messages`` — its ``text`` blocks, a
 ``toolResult`` shown with the name of the ``toolUse`` it answers, ``[image]`` or
@@ -43,6 +45,14 @@ from openprogram.store.vendors.reply import (
 __all__ = ["BEDROCK_CONVERSE", "BedrockConverse"]
 
 _PATH = re.compile(r"/model/[^/]+/converse(?:-stream)?$")
+_RUNTIME_OPERATIONS = {
+    "invoke": "InvokeModel",
+    "invoke-with-response-stream": "InvokeModelWithResponseStream",
+    "count-tokens": "CountTokens",
+}
+"""The Bedrock runtime's model operations beside Converse, by the last segment of their path
+(``/model/{modelId}/<segment>``), which the store does not read."""
+_RUNTIME_PATH = re.compile(rf"/model/[^/]+/({'|'.join(map(re.escape, _RUNTIME_OPERATIONS))})$")
 _EXCEPTION_SUFFIX = "Exception"
 
 
@@ -55,6 +65,10 @@ class BedrockConverse:
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
         return _PATH.search(path) is not None
+
+    def model_endpoint(self, path: str) -> str | None:
+        found = _RUNTIME_PATH.search(path)
+        return None if found is None else _RUNTIME_OPERATIONS[found[1]]
 
     def claims_shape(self, first: object) -> bool:
         shape = as_dict(first)

@@ -5,7 +5,9 @@ A call is one of it when its path ends in ``:generateContent`` or ``:streamGener
 (the Gemini Developer API's ``/v1beta/models/…`` and Vertex AI's
 ``…/publishers/google/models/…`` alike), or, on a path no vendor claims, when its first SSE
 event's data or its whole body is a ``GenerateContentResponse``: ``candidates`` with a
-``modelVersion``, ``responseId`` or ``usageMetadata`` beside them.
+``modelVersion``, ``responseId`` or ``usageMetadata`` beside them. A model's
+``:embedContent``, ``:batchEmbedContents`` and ``:countTokens`` go to a model too, though
+the store does not read them.
 
 The new input is the last of the request's ``contents`` — its parts' text, a
 ``functionCall`` as ``name(args)``, a ``functionResponse`` as ``name → response``,
@@ -44,6 +46,9 @@ from openprogram.store.vendors.reply import (
 __all__ = ["GEMINI", "Gemini"]
 
 _METHODS = (":generateContent", ":streamGenerateContent")
+_OTHER_METHODS = frozenset({"embedContent", "batchEmbedContents", "countTokens"})
+"""The model methods of the Gemini API beside generating (``…/models/{model}:<method>``),
+which the store does not read."""
 _RESPONSE_FIELDS = ("modelVersion", "responseId", "usageMetadata")
 _MEDIA = ("image", "audio", "video")
 
@@ -58,6 +63,10 @@ class Gemini:
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
         return path.endswith(_METHODS)
+
+    def model_endpoint(self, path: str) -> str | None:
+        method = path.rpartition(":")[2]
+        return method if method in _OTHER_METHODS and "/models/" in path else None
 
     def claims_shape(self, first: object) -> bool:
         shape = as_dict(first)

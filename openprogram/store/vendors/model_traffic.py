@@ -10,10 +10,11 @@ the cheapest first, and :func:`model_traffic_reason` says which one did:
    Mistral, Cohere, Groq;
 2. **its host is one the user listed** in ``record_replay.model_hosts`` (``host`` or
    ``host:port``, the syntax of ``allowed_hosts``: :mod:`openprogram.config.hosts`);
-3. **it is sent to a model API's path**: one a vendor view claims (:data:`VENDOR_APIS` —
+3. **it is a POST to a model API's path**: one a vendor view claims (:data:`VENDOR_APIS` —
    chat completions, responses, messages, ``generateContent``, Converse — asked exactly as
-   ``show`` asks them), or another model endpoint of those vendors (embeddings, legacy
-   completions, Bedrock's InvokeModel: :data:`MODEL_ENDPOINTS`);
+   ``show`` asks them), or another model endpoint of their vendors that the store does not
+   read (each view's ``model_endpoint``: embeddings, legacy completions, Gemini's
+   ``embedContent`` and ``countTokens``, Bedrock's InvokeModel);
 4. **its JSON body holds** ``model`` (a string) **and one of** ``messages``, ``input``,
    ``prompt`` or ``contents``: read only when the body starts with ``{`` and is no larger
    than :data:`~openprogram.body_limit.MAX_BODY_SIZE`.
@@ -21,6 +22,9 @@ the cheapest first, and :func:`model_traffic_reason` says which one did:
 Everything else — a package index, a database, a tool's JSON API, telemetry — is not.
 The function runs for every request a captured client sends: it never raises, compiles
 nothing per call and parses a body only when the cheaper tests said no.
+
+What went live because it was not model traffic is said in one line at the end of a
+replay (:func:`not_model_traffic_message`).
 """
 
 from __future__ import annotations
@@ -34,30 +38,17 @@ import orjson
 from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.config.hosts import is_allowed, normalized_hosts
 from openprogram.store.vendors import VENDOR_APIS
+from openprogram.wording import plural
 
 __all__ = [
     "BODY_INPUT_FIELDS",
-    "MODEL_ENDPOINTS",
     "SDK_CLIENTS",
     "model_traffic_reason",
+    "not_model_traffic_message",
 ]
 
 BODY_INPUT_FIELDS = ("messages", "input", "prompt", "contents")
 """A JSON body holding ``model`` and one of these is a model request."""
-
-MODEL_ENDPOINTS: tuple[tuple[str, str], ...] = (
-    ("/embeddings", "an embeddings path"),
-    ("/completions", "a completions path"),
-    (":embedContent", "a Gemini embedContent path"),
-    (":batchEmbedContents", "a Gemini batchEmbedContents path"),
-    (":countTokens", "a Gemini countTokens path"),
-)
-"""Path endings of model endpoints no vendor view reads, with the reason each gives."""
-
-_BEDROCK_MODEL_PATH = re.compile(
-    r"/model/[^/]+/(?:converse|converse-stream|invoke|invoke-with-response-stream|count-tokens)$"
-)
-"""A Bedrock runtime path: Converse (the view reads it) and InvokeModel, streamed or not."""
 
 SDK_CLIENTS = (
     "OpenAI",
@@ -126,7 +117,7 @@ def model_traffic_reason(
     hosts = model_hosts if isinstance(model_hosts, frozenset) else normalized_hosts(model_hosts)
     if hosts and host and _listed(hosts, host, port, parts.scheme if parts else ""):
         return "a model host you listed"
-    if parts is not None:
+    if parts is not None and str(method).upper() == "POST":
         reason = model_path_reason(parts.path.rstrip("/"), host, wanted)
         if reason is not None:
             return reason
@@ -160,18 +151,17 @@ def sdk_client_reason(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def model_path_reason(path: str, host: str, headers: Mapping[str, str]) -> str | None:
-    """Which model API ``path`` (no trailing slash) on ``host`` is, as a reason; None for a
-    path no model API has."""
-    header_dict = dict(headers)
+def model_path_reason(path: str, host: str, headers: dict[str, str]) -> str | None:
+    """Which model API a POST to ``path`` (no trailing slash) on ``host`` with ``headers``
+    (names lower-case) goes to, as a reason: one a vendor view claims, as ``show`` asks them,
+    or another model endpoint of their vendors; None for a path no model API has."""
     for api in VENDOR_APIS:
-        if api.claims(path, host, header_dict):
+        if api.claims(path, host, headers):
             return f"a model API path ({api.name})"
-    if _BEDROCK_MODEL_PATH.search(path):
-        return "a Bedrock runtime path"
-    for ending, reason in MODEL_ENDPOINTS:
-        if path.endswith(ending):
-            return reason
+    for api in VENDOR_APIS:
+        endpoint = api.model_endpoint(path)
+        if endpoint is not None:
+            return f"a model API path ({endpoint})"
     return None
 
 
@@ -225,3 +215,18 @@ def _listed(hosts: frozenset[str], host: str, port: int | None, scheme: str) -> 
     if port is None:
         port = 443 if scheme in ("https", "wss") else 80
     return is_allowed(hosts, host, port)
+
+
+def not_model_traffic_message(destinations: Iterable[str]) -> str | None:
+    """``2 connections were not model traffic and went live: 127.0.0.1:5432,
+    api.example.com:443 — …`` for ``destinations`` (each ``host:port`` as it should be
+    shown, repeats named once); None when there are none."""
+    listed = list(dict.fromkeys(destinations))
+    if not listed:
+        return None
+    were = "was" if len(listed) == 1 else "were"
+    return (
+        f"{plural(len(listed), 'connection')} {were} not model traffic and went live: "
+        f"{', '.join(listed)} — list a model host in record_replay.model_hosts, or use exec "
+        "for a hermetic run"
+    )

@@ -2,7 +2,8 @@
 
 A call is one of it when its path ends in ``/chat/completions``, or, on a path no vendor
 claims, when its first SSE event's data or its whole body is a ``chat.completion`` (or
-``chat.completion.chunk``) object.
+``chat.completion.chunk``) object. A request to ``…/embeddings`` or to the legacy
+``…/completions`` goes to a model too, though the store does not read it.
 
 The new input is the last of the request's ``messages`` (a ``tool`` message shows the name of
 the call it answers, found by its ``tool_call_id`` among the earlier messages). A stream's
@@ -50,6 +51,9 @@ _PART_PLACEHOLDERS = {
     "file": "[file]",
     "input_file": "[file]",
 }
+_OTHER_ENDPOINTS = (("/embeddings", "embeddings"), ("/completions", "legacy completions"))
+"""The model endpoints of OpenAI's API (and the servers that copy it: Ollama, vLLM, litellm)
+beside Chat Completions, which the store does not read: path ending, name."""
 _TEXT_FIELDS = ("content", "refusal", "reasoning_content", "reasoning")
 
 
@@ -86,6 +90,9 @@ class OpenAIChat:
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
         return path.endswith("/chat/completions")
+
+    def model_endpoint(self, path: str) -> str | None:
+        return next((name for end, name in _OTHER_ENDPOINTS if path.endswith(end)), None)
 
     def claims_shape(self, first: object) -> bool:
         return as_dict(first).get("object") in ("chat.completion", "chat.completion.chunk")

@@ -60,6 +60,9 @@ class OpenAIResponses:
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
         return path.endswith("/responses")
 
+    def model_endpoint(self, path: str) -> str | None:
+        return None
+
     def claims_shape(self, first: object) -> bool:
         shape = as_dict(first)
         kind = as_str(shape.get("type")) or ""
