@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,10 +20,12 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openprogram.body_limit import MAX_BODY_SIZE
+from openprogram.body_limit import MAX_BODY_SIZE, MAX_BODY_SIZE_MB
 from openprogram.config.hosts import normalized_hosts
 from openprogram.config.models import RecordReplaySettings
 from openprogram.store.vendors.model_traffic import (
+    BODY_INPUT_FIELDS,
+    SDK_CLIENTS,
     model_body_reason,
     model_path_reason,
     model_traffic_reason,
@@ -469,3 +472,20 @@ def test_the_rule_never_raises(
 ) -> None:
     reason = model_traffic_reason(method, url, headers, body, model_hosts=model_hosts)
     assert reason is None or isinstance(reason, str)
+
+
+# The documentation's table says what the rule does.
+
+
+def test_the_configuration_page_s_table_names_every_sdk_field_and_the_body_limit() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    section = page.split("## What the configured mode counts as model traffic", 1)[1]
+    table = section[section.index("\n| a request… |") :].split("\n\n", 1)[0]
+    assert table.count("\n| ") == 6  # the head, its rule, and the four ways
+    for sdk in SDK_CLIENTS:
+        assert sdk in table, sdk
+    for field in BODY_INPUT_FIELDS:
+        assert f"`{field}`" in table, field
+    assert f"larger than {MAX_BODY_SIZE_MB} MB" in table
+    assert "`record_replay.model_hosts`" in table
+    assert "(#what-the-configured-mode-counts-as-model-traffic)" in page
