@@ -128,9 +128,9 @@ def test_the_anthropic_sdk_is_model_traffic_by_its_headers_and_its_path() -> Non
         )
     assert received.path == "/v1/messages"
     assert sdk_client_reason(received.headers) == "an Anthropic SDK client"
-    # Without its user agent, Anthropic's version header still names the SDK.
+    # Without its user agent, Anthropic's version header still says what the request is.
     versioned = {"anthropic-version": received.headers["anthropic-version"]}
-    assert sdk_client_reason(versioned) == "an Anthropic SDK client"
+    assert sdk_client_reason(versioned) == "a request with Anthropic's anthropic-version header"
     assert path_reason(server, received) == "a model API path (anthropic-messages)"
     assert reason_for(server, received) == "an Anthropic SDK client"
 
@@ -211,6 +211,7 @@ def test_an_sdk_request_is_model_traffic_on_any_host_and_path() -> None:
             },
             "an Amazon Bedrock client",
         ),
+        ({"User-Agent": "google-genai-sdk/3.6.1 gl-python/3.11.7"}, "a google-genai SDK client"),
         ({b"User-Agent": b"OpenAI/Python 3.0.0"}, "an OpenAI SDK client"),
     ],
 )
@@ -222,6 +223,8 @@ def test_each_sdk_is_known_by_the_headers_it_sends(headers: dict[Any, Any], reas
     "headers",
     [
         {"User-Agent": "python-requests/2.32.3"},
+        {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) OpenAI/Python 1.0"},
+        {"User-Agent": "my tool OpenAI/Python"},
         {"User-Agent": "Cloudflare/Python 4.0.0", "X-Stainless-Lang": "python"},
         {"User-Agent": "speakeasy-sdk/python 0.1.0 2.400.0 1.0.0 some-other-sdk"},
         {"X-Fern-SDK-Name": "elevenlabs"},

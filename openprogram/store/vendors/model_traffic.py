@@ -79,7 +79,13 @@ _OPENAI_MODULE_CLIENTS = frozenset({"_ModuleClient", "_AzureModuleClient", "_Bed
 """The client classes behind the ``openai`` module's own functions (``openai.chat…``)."""
 
 _JSON_OBJECT_START = re.compile(rb"[ \t\r\n]*\{")
+_MODEL_KEY = b'"model"'
+"""Looked for before a body is parsed: a body without it names no model (JSON writers do not
+escape plain letters)."""
 _AWS_SIGNATURE = "aws4-hmac-sha256 "
+_GOOGLE_GENAI_AGENT = "google-genai-sdk/"
+"""How google-genai names itself in ``x-goog-api-client`` and ``User-Agent``
+(``google-genai-sdk/<version> gl-python/<version>``)."""
 _MISTRAL_AGENT = "mistral-client-python/"
 """The ``User-Agent`` the ``mistralai`` SDK sends (``mistral-client-python/<version>``)."""
 _SPEAKEASY_AGENT = "speakeasy-sdk/python "
@@ -95,9 +101,9 @@ def model_traffic_reason(
     *,
     model_hosts: Iterable[str] = (),
 ) -> str | None:
-    """Why this request is model traffic (``an OpenAI SDK client``, ``a chat completions
-    path``, ``a JSON body with model and messages``, ``a model host you listed``), or None
-    when it is not.
+    """Why this request is model traffic, in a few words (``an OpenAI SDK client``, ``a
+    model API path (openai-completions)``, ``a JSON body with model and messages``, ``a model
+    host you listed``), or None when it is not.
 
     ``headers``: as sent, names in any case; ``body``: the request's body as sent (None when
     it is streamed or not known); ``model_hosts``: ``record_replay.model_hosts`` — a
@@ -128,26 +134,26 @@ def sdk_client_reason(headers: Mapping[str, str]) -> str | None:
     """Which official model SDK's client sent a request with ``headers`` (names lower-case),
     as a reason; None for any other client."""
     agent = headers.get("user-agent", "")
-    product = agent.partition(" ")[0]
-    if product.endswith("/Python") or "/Python " in agent:
-        name = agent.partition("/Python")[0]
-        if name in _OPENAI_MODULE_CLIENTS:
+    client_class, _, language = agent.partition(" ")[0].partition("/")
+    if language == "Python" and client_class.isidentifier():
+        if client_class in _OPENAI_MODULE_CLIENTS:
             return "an OpenAI SDK client"
         for word, reason in _STAINLESS_CLIENTS:
-            if word in name:
+            if word in client_class:
                 return reason
-    if "anthropic-version" in headers:
-        return "an Anthropic SDK client"
-    if headers.get("x-goog-api-client", "").startswith("google-genai-sdk/"):
-        return "a google-genai SDK client"
-    if _signed_for_bedrock(headers.get("authorization", "")):
-        return "an Amazon Bedrock client"
     if agent.startswith(_MISTRAL_AGENT) or (
         agent.startswith(_SPEAKEASY_AGENT) and agent.rpartition(" ")[2].startswith("mistralai")
     ):
         return "a Mistral SDK client"
+    google_client = headers.get("x-goog-api-client", "")
+    if google_client.startswith(_GOOGLE_GENAI_AGENT) or agent.startswith(_GOOGLE_GENAI_AGENT):
+        return "a google-genai SDK client"
     if headers.get("x-fern-sdk-name", "").lower() == "cohere":
         return "a Cohere SDK client"
+    if _signed_for_bedrock(headers.get("authorization", "")):
+        return "an Amazon Bedrock client"
+    if "anthropic-version" in headers:
+        return "a request with Anthropic's anthropic-version header"
     return None
 
 
@@ -169,7 +175,12 @@ def model_body_reason(body: bytes | None) -> str | None:
     """``a JSON body with model and <field>`` when ``body`` is a JSON object holding a
     string ``model`` and one of :data:`BODY_INPUT_FIELDS`; None otherwise (no body, one
     that is not a JSON object, or one larger than the body limit)."""
-    if not body or len(body) > MAX_BODY_SIZE or not _JSON_OBJECT_START.match(body):
+    if (
+        not body
+        or len(body) > MAX_BODY_SIZE
+        or not _JSON_OBJECT_START.match(body)
+        or _MODEL_KEY not in body
+    ):
         return None
     try:
         document = orjson.loads(body)
