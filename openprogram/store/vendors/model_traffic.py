@@ -80,8 +80,9 @@ _OPENAI_MODULE_CLIENTS = frozenset({"_ModuleClient", "_AzureModuleClient", "_Bed
 
 _JSON_OBJECT_START = re.compile(rb"[ \t\r\n]*\{")
 _MODEL_KEY = b'"model"'
-"""Looked for before a body is parsed: a body without it names no model (JSON writers do not
-escape plain letters)."""
+_INPUT_KEYS = tuple(f'"{name}"'.encode() for name in BODY_INPUT_FIELDS)
+"""Looked for before a body is parsed: a body without ``"model"`` and one of these holds no
+model request (JSON writers do not escape plain letters)."""
 _AWS_SIGNATURE = "aws4-hmac-sha256 "
 _GOOGLE_GENAI_AGENT = "google-genai-sdk/"
 """How google-genai names itself in ``x-goog-api-client`` and ``User-Agent``
@@ -180,6 +181,7 @@ def model_body_reason(body: bytes | None) -> str | None:
         or len(body) > MAX_BODY_SIZE
         or not _JSON_OBJECT_START.match(body)
         or _MODEL_KEY not in body
+        or not any(key in body for key in _INPUT_KEYS)
     ):
         return None
     try:
