@@ -174,6 +174,13 @@ def test_boto3_bedrock_converse_is_model_traffic_by_its_signature_and_its_path()
     assert reason_for(server, received) == "an Amazon Bedrock client"
 
 
+def test_headers_may_be_the_pairs_a_captured_request_holds() -> None:
+    pairs = (("content-type", "application/json"), ("user-agent", "Anthropic/Python 2.17.0"))
+    url = "http://127.0.0.1:9/v1/messages"
+    assert model_traffic_reason("POST", url, pairs, b"{}") == "an Anthropic SDK client"
+    assert model_traffic_reason("POST", url, [], b"{}") is None
+
+
 def test_an_sdk_request_is_model_traffic_on_any_host_and_path() -> None:
     """A company gateway on an unusual path, the body not known (streamed): the headers
     alone decide."""
@@ -466,12 +473,17 @@ _header_values = st.one_of(
 @given(
     method=_text,
     url=_urls,
-    headers=st.dictionaries(_header_names, _header_values, max_size=5),
+    headers=st.dictionaries(_header_names, _header_values, max_size=5)
+    | st.lists(st.tuples(_header_names, _header_values), max_size=5),
     body=_bodies,
     model_hosts=st.lists(_text, max_size=3),
 )
 def test_the_rule_never_raises(
-    method: str, url: str, headers: dict[str, Any], body: bytes | None, model_hosts: list[str]
+    method: str,
+    url: str,
+    headers: dict[str, Any] | list[tuple[Any, Any]],
+    body: bytes | None,
+    model_hosts: list[str],
 ) -> None:
     reason = model_traffic_reason(method, url, headers, body, model_hosts=model_hosts)
     assert reason is None or isinstance(reason, str)

@@ -97,7 +97,7 @@ cloud packages, ``mistralai-gcp``…, keep it)."""
 def model_traffic_reason(
     method: str,
     url: str,
-    headers: Mapping[str, str],
+    headers: Mapping[str, str] | Iterable[tuple[str, str]],
     body: bytes | None,
     *,
     model_hosts: Iterable[str] = (),
@@ -106,8 +106,9 @@ def model_traffic_reason(
     model API path (openai-completions)``, ``a JSON body with model and messages``, ``a model
     host you listed``), or None when it is not.
 
-    ``headers``: as sent, names in any case; ``body``: the request's body as sent (None when
-    it is streamed or not known); ``model_hosts``: ``record_replay.model_hosts`` — a
+    ``headers``: as sent, names in any case — a mapping, or ``(name, value)`` pairs as a
+    captured request holds them; ``body``: the request's body as sent (None when it is
+    streamed or not known); ``model_hosts``: ``record_replay.model_hosts`` — a
     frozenset from :func:`~openprogram.config.hosts.normalized_hosts` is used as it is, so a
     caller asking for many requests normalises the list once.
     """
@@ -194,10 +195,11 @@ def model_body_reason(body: bytes | None) -> str | None:
     return None if field is None else f"a JSON body with model and {field}"
 
 
-def _wanted_headers(headers: Mapping[str, str]) -> dict[str, str]:
+def _wanted_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
     """The headers the rules read, names lower-case, values as text."""
     found: dict[str, str] = {}
-    for name, value in headers.items():
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    for name, value in pairs:
         key = _text(name).lower()
         if key in _WANTED_HEADERS:
             found[key] = _text(value)
