@@ -2,7 +2,9 @@
 
 Importing this package (or :mod:`openprogram.providers`) has no side effects: it registers
 no provider, reads no configuration and opens no file. See ``docs/`` for the guides, and
-``docs/architecture.md`` for how the packages below depend on each other.
+``docs/architecture.md`` for how the packages below depend on each other. (A process whose
+configured record/replay mode is on imports it as it starts, before pytest can mark it for
+assertion rewriting: PYTEST_DONT_REWRITE keeps pytest from warning about it.)
 
 :func:`record_replay` (from :mod:`openprogram.activation`) records or replays a block of
 code at both boundaries: the provider registry and every httpx / httpx2 client, so the

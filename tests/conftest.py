@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from openprogram.activation.startup import stop_configured_mode
 from openprogram.providers.registry import reset_provider_runtime
 from openprogram.recording.writer import close_recording_writers
+
+
+def _leave_the_users_configuration() -> None:
+    """The suite never runs under its user's configured record/replay mode: openprogram's
+    start-up hook started this process in it before this file loaded, so it is taken off
+    here; and every process the suite starts before a test sets its own home (a server of a
+    module's fixture, pytest-xdist's workers) gets an empty home of the suite's, and no
+    ``OPENPROGRAM_…`` variable of the user's."""
+    stop_configured_mode()
+    for name in list(os.environ):
+        if name.upper().startswith("OPENPROGRAM_") or name.startswith("_OPENPROGRAM_EXEC_"):
+            del os.environ[name]
+    home = tempfile.mkdtemp(prefix="openprogram-suite-home-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    os.environ["OPENPROGRAM_HOME"] = home
+
+
+_leave_the_users_configuration()
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 

@@ -82,7 +82,7 @@ def third_party(source: Path) -> set[str]:
     """The top-level modules ``source`` imports at run time that are neither the standard
     library nor this repository's own."""
     tops = {name.split(".")[0] for name in run_time_imports(source)}
-    own = {"openprogram", "tests", "benchmarks", *LOCAL_MODULES}
+    own = {"openprogram", "_openprogram_startup", "tests", "benchmarks", *LOCAL_MODULES}
     return {top for top in tops if top not in sys.stdlib_module_names and top not in own}
 
 

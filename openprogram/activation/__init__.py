@@ -1,10 +1,17 @@
-"""Record/replay above both boundaries: the provider registry and HTTP (httpx, httpx2).
+"""Record/replay above both boundaries: the provider registry and HTTP (every captured
+client library), and the tapes.
 
+    startup           which way in decides for a starting Python process (exec's plan, then
+                      the configuration), once, before its first line: the one place that
+                      decides, called by the start-up hook and exec's ``sitecustomize``
+    model_layer       the configured mode in a process: model traffic recorded, replayed or
+                      refused, every other connection left alone, the problems said at exit
     plan              ``RecordReplayPlan``: what to activate (mode, recording, settings), and
                       its JSON form for the processes of ``openprogram exec``
     boundaries        one plan made into both boundaries' parts (one writer, or one replay
-                      session, shared), installed process-wide for a block; the placeholder
-                      API keys set under replay
+                      session, shared), installed process-wide for a block
+    placeholder_keys  the API keys set under replay where a vendor has none
+    uncaught_errors   an uncaught openprogram error shown short, at a process's end
     context_manager   ``record_replay()``, the library's way in for a block of code
     connection_guard  the socket-level backstop: under replay, every connection and datagram
                       no recording serves is refused before it is made or sent
@@ -25,14 +32,14 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openprogram.activation.boundaries import PLACEHOLDER_API_KEY
     from openprogram.activation.context_manager import RecordReplay, record_replay
+    from openprogram.activation.placeholder_keys import PLACEHOLDER_API_KEY
     from openprogram.activation.plan import RecordReplayPlan
 
 __all__ = ["PLACEHOLDER_API_KEY", "RecordReplay", "RecordReplayPlan", "record_replay"]
 
 _EXPORTS = {
-    "PLACEHOLDER_API_KEY": "openprogram.activation.boundaries",
+    "PLACEHOLDER_API_KEY": "openprogram.activation.placeholder_keys",
     "RecordReplay": "openprogram.activation.context_manager",
     "RecordReplayPlan": "openprogram.activation.plan",
     "record_replay": "openprogram.activation.context_manager",

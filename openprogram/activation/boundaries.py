@@ -18,24 +18,14 @@ process-wide registry scope and an HTTP boundary activation, so every thread and
 the block is covered (the pytest fixture and ``record_replay()`` run this way).
 ``openprogram exec`` installs them for the whole life of a process instead.
 
-Under replay, placeholder API keys let SDK clients build without a real key. The official
-SDKs refuse to build a client (openai) or to send a request (anthropic) when
-their key variable is unset, although replay never sends anything. Under replay, openprogram
-therefore sets ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` to :data:`PLACEHOLDER_API_KEY`
-when they are unset (``openprogram exec``, ``record_replay()``, and the pytest plugin when it
-only replays).
-
-The placeholder is a known secret like any key: the variables' names end in ``API_KEY``, so
-their values are removed from everything written, compared or shown (see
-:mod:`openprogram.recording.redaction`). It never reaches a recording, and a request that
-carries it compares equal to one recorded with a real key.
+Under replay, the key variables a vendor's SDK reads get a placeholder where they are unset
+(:mod:`~openprogram.activation.placeholder_keys`, whose names this module exports too).
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -45,6 +35,12 @@ from openprogram.activation.connection_guard import (
     Connection,
     ConnectionWatch,
     note_not_recorded,
+)
+from openprogram.activation.placeholder_keys import (
+    PLACEHOLDER_API_KEY,
+    PLACEHOLDER_KEY_VARIABLES,
+    hide_placeholder_keys,
+    set_placeholder_keys,
 )
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
@@ -79,78 +75,6 @@ __all__ = [
     "read_for_replay",
     "set_placeholder_keys",
 ]
-
-
-PLACEHOLDER_API_KEY = "openprogram-replay-placeholder-key"
-"""The value the key variables get under replay when they are unset."""
-
-
-PLACEHOLDER_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (("OPENAI_API_KEY",), ("OPENAI_API_KEY",)),
-    (("ANTHROPIC_API_KEY",), ("ANTHROPIC_API_KEY",)),
-    (("GOOGLE_API_KEY", "GEMINI_API_KEY"), ("GEMINI_API_KEY",)),
-    (
-        ("AWS_ACCESS_KEY_ID", "AWS_PROFILE"),
-        ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
-    ),
-)
-"""For each client the variables it reads its key from, and those set to the placeholder
-when all of them are unset: the official OpenAI and Anthropic SDKs', google-genai's (it
-prefers ``GOOGLE_API_KEY`` and warns when both are set, so only ``GEMINI_API_KEY`` is set),
-and botocore's (keys to sign with, so that a replay never looks for credentials on a
-metadata server)."""
-
-PLACEHOLDER_KEY_VARIABLES = tuple(
-    dict.fromkeys(name for _, placed in PLACEHOLDER_KEYS for name in placed)
-)
-"""The variables replay may set to the placeholder."""
-
-
-def set_placeholder_keys(
-    environ: MutableMapping[str, str] | None = None,
-) -> Callable[[], None]:
-    """Set the key variables of each client whose variables are all unset or empty in
-    ``environ`` (default :data:`os.environ`) to the placeholder (:data:`PLACEHOLDER_KEYS`);
-    returns the function that puts back exactly those (unless something else changed them
-    meanwhile)."""
-    target = os.environ if environ is None else environ
-    placed: dict[str, str | None] = {}
-    for read, to_set in PLACEHOLDER_KEYS:
-        if not any(target.get(name) for name in read):
-            placed.update({name: target.get(name) for name in to_set})
-    for name in placed:
-        target[name] = PLACEHOLDER_API_KEY
-
-    def restore() -> None:
-        for name, previous in placed.items():
-            if target.get(name) != PLACEHOLDER_API_KEY:
-                continue
-            if previous is None:
-                del target[name]
-            else:
-                target[name] = previous
-
-    return restore
-
-
-def hide_placeholder_keys(
-    environ: MutableMapping[str, str] | None = None,
-) -> Callable[[], None]:
-    """Unset each key variable that holds the placeholder (a live call must not send it);
-    returns the function that sets back exactly those (unless something set them
-    meanwhile). What the pytest plugin does for a test that calls live in a run that
-    otherwise only replays."""
-    target = os.environ if environ is None else environ
-    hidden = [name for name in PLACEHOLDER_KEY_VARIABLES if target.get(name) == PLACEHOLDER_API_KEY]
-    for name in hidden:
-        del target[name]
-
-    def restore() -> None:
-        for name in hidden:
-            if name not in target:
-                target[name] = PLACEHOLDER_API_KEY
-
-    return restore
 
 
 SessionFactory = Callable[["Recording", RecordReplayPlan, "UserRedaction | None"], "ReplaySession"]

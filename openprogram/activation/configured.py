@@ -65,7 +65,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from openprogram.activation.connection_guard import REPLAY_GUARD
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.config import paths  # called through the module: one function answers for all
 from openprogram.config.problems import file_not_set_problem
@@ -88,6 +87,7 @@ __all__ = [
     "Activation",
     "Mode",
     "activate_record_replay",
+    "configured_plan",
     "exec_plan",
     "preset_activation",
     "recording_plan",
@@ -206,10 +206,9 @@ def _activate_replay(
         tools=settings.tools,
     )
     bindings = {TAPE_DECK_BINDING: TapePlayer(provider.session)}
-    # Under replay no connection may reach a live server but the ones the settings allow,
-    # whatever client library opens it, for the life of the process.
-    release = REPLAY_GUARD.enter((*settings.http_passthrough_hosts, *settings.allowed_hosts))
-    release = _zone_of_the_clock(settings.sources(), release) or release
+    # The configured mode is the model layer's: the process's other connections are its own
+    # (exec, record_replay() and the fixture are the hermetic ways in).
+    release = _zone_of_the_clock(settings.sources())
     return Activation(
         "replay", replay_transform(provider), path, bindings=bindings, release=release
     )
@@ -269,7 +268,7 @@ def exec_plan(
         return _plan("record", path, settings)
     if replay is not None:
         return _plan("replay", path, settings)
-    return _configured(settings)
+    return configured_plan(settings)
 
 
 def recording_plan(
@@ -287,21 +286,30 @@ def recording_plan(
     return _plan(mode, path, settings)
 
 
-def _configured(settings: RecordReplaySettings) -> RecordReplayPlan | None:
-
+def configured_plan(
+    settings: RecordReplaySettings, *, check_recording: bool = True
+) -> RecordReplayPlan | None:
+    """The plan of the configured mode (None: off): a blocked plan when no recording is set
+    or its name cannot be one; with ``check_recording``, also when the recording cannot be
+    recorded into (it is created with its header) or replayed. Without, the recording is
+    left to whoever prepares the plan's boundaries (the configured mode of a starting
+    process: when its first model call needs it)."""
     if settings.mode == "off":
         return None
     if not settings.file:
         return RecordReplayPlan.blocked(file_not_set_problem(settings.mode))
     try:
         path = paths.configured_recording_path(settings.file)
-        if settings.mode == "record":
+    except OpenProgramError as error:
+        return RecordReplayPlan.blocked(f"record_replay.file: {error}")
+    try:
+        if check_recording and settings.mode == "record":
             check_record_target(path, settings.file)
             _open_for_recording(path, settings)
-        else:
+        elif check_recording:
             _check_replay_source(path)
     except OpenProgramError as error:
-        return RecordReplayPlan.blocked(str(error))
+        return RecordReplayPlan.blocked(str(error), path)
     # The configured recording's sources: drawn from under record, the zone under replay.
     return replace(_plan(settings.mode, path, settings), sources=settings.sources())
 
@@ -317,6 +325,7 @@ def _plan(
         match=settings.match,
         passthrough_hosts=frozenset(settings.http_passthrough_hosts),
         allowed_hosts=frozenset(settings.allowed_hosts),
+        model_hosts=frozenset(settings.model_hosts),
         http_headers=frozenset(settings.http_headers),
         redact_patterns=tuple(settings.redact_patterns),
         tools=tuple(settings.tools.items()),

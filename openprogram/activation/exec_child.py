@@ -12,7 +12,7 @@
 If the recording cannot be opened any more, or the plan cannot be read, the process is
 blocked instead: every call refused, at both boundaries. An uncaught ``RecordReplayEscape``
 (how the HTTP boundary stops a run past an SDK's retry loop) is shown as the error it
-carries.
+carries (:mod:`~openprogram.activation.uncaught_errors`).
 
 Recording from several processes appends to the one recording (the writer is safe across
 processes). Replaying is one process's: the first process of the command to ask for a call
@@ -51,6 +51,7 @@ from openprogram.activation.exec_environment import (
     skipping_activation,
 )
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.activation.uncaught_errors import show_carried_errors
 from openprogram.errors import (
     ExecSetupError,
     OpenProgramError,
@@ -60,7 +61,7 @@ from openprogram.errors import (
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 from openprogram.recording.difference import DEFAULT_MATCHING
 from openprogram.recording.format import RecordedCall, Recording
-from openprogram.recording.mismatch import RecordReplayEscape, is_library_file
+from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.redaction import RequestRedactor
 from openprogram.recording.replay_session import ReplaySession
 from openprogram.recording.shared_lists import DumpableRequest
@@ -89,42 +90,7 @@ def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
     _write(exchange / f"process-{os.getpid()}.json", _handshake(plan, status, reason))
     if session is not None:
         atexit.register(_report, session, exchange)
-    sys.excepthook = _showing_carried_errors(sys.excepthook)
-
-
-def _showing_carried_errors(hook: Any) -> Any:
-    """``hook``, shown an uncaught ``RecordReplayEscape`` as the error it carries, so the
-    program's last words are ``ReplayMismatch: replay mismatch at …``; an uncaught error of
-    openprogram's own (a mismatch, a refused connection) is shown with the program's own
-    frames only (:func:`short_traceback`), not the dozens of frames of the SDK, the HTTP
-    client and openprogram it passed through: exec's report follows it."""
-
-    def excepthook(kind: Any, value: BaseException, traceback: Any) -> Any:
-        if isinstance(value, RecordReplayEscape):
-            value.error.__traceback__ = traceback
-            kind, value = type(value.error), value.error
-        if isinstance(value, OpenProgramError) and hook is sys.__excepthook__:
-            sys.stderr.write(short_traceback(value, traceback))
-            return None
-        return hook(kind, value, traceback)
-
-    return excepthook
-
-
-def short_traceback(error: BaseException, traceback: Any) -> str:
-    """``error`` as Python prints it, its traceback cut to the frames of the program's own
-    code: not the standard library's, an installed package's or openprogram's (the last
-    frame when none is left)."""
-    import traceback as tracebacks
-
-    frames = tracebacks.extract_tb(traceback)
-    own = [frame for frame in frames if not is_library_file(frame.filename)] or frames[-1:]
-    head = "Traceback (most recent call last; library frames left out):\n"
-    return (
-        head
-        + "".join(tracebacks.format_list(own))
-        + "".join(tracebacks.format_exception_only(type(error), error))
-    )
+    show_carried_errors()
 
 
 def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession | None:

@@ -6,13 +6,16 @@ exec makes a private folder (``0700``) for each run — the *exchange* — holdi
   ``PYTHONPATH``, so every Python process of the command (children and grandchildren too,
   which inherit the variable) runs it at start-up, before its first line. It takes its own
   folder off ``sys.path`` (so it shadows nothing), activates record/replay from the two
-  variables below (:func:`openprogram.activation.exec_child.activate_from_environment`),
-  then runs the user's own ``sitecustomize``, the next one on the path, if there is one;
+  variables below (:func:`openprogram.activation.startup.start`, where exec's plan comes
+  first — openprogram's start-up hook, in ``site-packages``, has done it already where
+  openprogram is installed), then runs the user's own ``sitecustomize``, the next one on
+  the path, if there is one;
 * one handshake file per process that activated (``process-<pid>.json``), and under replay
   each one's report at exit (``report-<pid>.json``) and the claim of the process that
   replays (``replay-claim``): exec reads them when the command has exited.
 
-The two variables: :data:`PLAN_VARIABLE` holds the plan as JSON (resolved once by exec, so
+The two variables (named in ``_openprogram_startup``, the start-up hook, which hands them
+on): :data:`PLAN_VARIABLE` holds the plan as JSON (resolved once by exec, so
 no process reads the configuration again), :data:`EXCHANGE_VARIABLE` the folder. Their
 names do not start with ``OPENPROGRAM_``, so the configuration does not take them for
 (misspelt) settings.
@@ -44,7 +47,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from openprogram.activation.boundaries import set_placeholder_keys
+from _openprogram_startup import EXCHANGE_VARIABLE, PLAN_VARIABLE
+from openprogram.activation.placeholder_keys import set_placeholder_keys
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.deterministic_sources import UTC_ZONE
 from openprogram.errors import ExecSetupError
@@ -65,12 +69,6 @@ __all__ = [
 ]
 
 
-PLAN_VARIABLE = "_OPENPROGRAM_EXEC_PLAN"
-
-
-EXCHANGE_VARIABLE = "_OPENPROGRAM_EXEC_DIR"
-
-
 CLAIM_FILE = "replay-claim"
 """In the exchange folder: the pid of the process that replays the recording."""
 
@@ -79,7 +77,8 @@ SITECUSTOMIZE = '''\
 """Written by `openprogram exec`: record/replay in this process from its first line.
 
 It takes its own folder off sys.path, activates record/replay as exec decided
-(openprogram.activation.exec_child), then runs your own sitecustomize, if you have one.
+(openprogram.activation.startup: exec's plan comes first), then runs your own
+sitecustomize, if you have one.
 """
 
 import os as _os
@@ -90,7 +89,7 @@ def _openprogram_exec():
     here = _os.path.dirname(_os.path.abspath(__file__))
     _sys.path[:] = [p for p in _sys.path if not (p and _os.path.abspath(p) == here)]
     try:
-        from openprogram.activation.exec_child import activate_from_environment
+        from openprogram.activation.startup import start
     except ImportError as error:
         folder = _os.environ.get("_OPENPROGRAM_EXEC_DIR")
         if folder:
@@ -108,7 +107,7 @@ def _openprogram_exec():
             except OSError:
                 pass
         return
-    activate_from_environment()
+    start()  # does nothing when openprogram's start-up hook has started this process
 
 
 _openprogram_exec()

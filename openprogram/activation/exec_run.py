@@ -71,8 +71,8 @@ __all__ = [
 
 NO_HANDSHAKE = (
     "no Python process of the command activated record/replay, so it ran without it: the "
-    "command runs no Python, or runs it with -I, -E or -S, or with an interpreter that cannot "
-    "import openprogram"
+    "command runs no Python, or runs it with -S (or with -I or -E where openprogram is not "
+    "installed in that Python), or with an interpreter that cannot import openprogram"
 )
 
 

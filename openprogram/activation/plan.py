@@ -55,6 +55,9 @@ class RecordReplayPlan:
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)
     """replay: hosts (``host`` or ``host:port``) the program may connect to live, besides the
     passthrough hosts; every other connection is refused."""
+    model_hosts: frozenset[str] = field(default_factory=frozenset)
+    """The configured mode: hosts (``host`` or ``host:port``) whose every request is model
+    traffic (``record_replay.model_hosts``)."""
     http_headers: frozenset[str] = field(default_factory=frozenset)
     redact_patterns: tuple[str, ...] = ()
     """The user's redaction patterns (regular expressions), applied with the built-in rules."""
@@ -103,6 +106,7 @@ class RecordReplayPlan:
                 "match": self.match,
                 "passthrough_hosts": sorted(self.passthrough_hosts),
                 "allowed_hosts": sorted(self.allowed_hosts),
+                "model_hosts": sorted(self.model_hosts),
                 "http_headers": sorted(self.http_headers),
                 "redact_patterns": list(self.redact_patterns),
                 "tools": dict(self.tools),
@@ -131,6 +135,7 @@ class RecordReplayPlan:
                 match=_text(data["match"]),
                 passthrough_hosts=frozenset(_texts(data["passthrough_hosts"])),
                 allowed_hosts=frozenset(_texts(data.get("allowed_hosts", []))),
+                model_hosts=frozenset(_texts(data.get("model_hosts", []))),
                 http_headers=frozenset(_texts(data["http_headers"])),
                 redact_patterns=tuple(_texts(data["redact_patterns"])),
                 tools=_policies(data.get("tools", {})),

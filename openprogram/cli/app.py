@@ -195,5 +195,11 @@ _add_groups()
 
 
 def main() -> None:
-    """The console-script entry point."""
+    """The console-script entry point. openprogram's own commands never run in the
+    configured record/replay mode (``openprogram run`` applies it at the provider registry,
+    as its runtime starts): where the start-up hook could not tell this process was one of
+    them (``python -c "from openprogram.cli import main; main()"``), it is taken off here."""
+    startup = sys.modules.get("openprogram.activation.startup")
+    if startup is not None:
+        startup.stop_configured_mode()
     app(prog_name="openprogram")

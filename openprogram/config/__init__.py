@@ -10,6 +10,7 @@
                  one names a host
     editing      changes to ``record_replay`` that keep the rest of the file byte for byte,
                  and the repair ``off`` performs on a broken file (``set_record_replay``)
+    startup_marker  what the configuration decided, kept beside it for the start-up hook
 
 Nothing is imported here, so ``import openprogram.config.paths`` stays cheap.
 """

@@ -34,6 +34,13 @@ build on::
   they must be deactivated in the reverse order (deactivating another one raises
   ``RuntimeError``; deactivating one twice does nothing).
 
+The configured mode (``openprogram recordings record|replay``) covers the *model layer* only:
+its boundary's mode is ``model_traffic``, and its :class:`ModelLayer` says which requests are
+model traffic (``covers``, asked with each request read whole) and gives the boundary that
+records, replays or refuses them (``boundary``: prepared when the first one is sent, so a
+process that sends none never opens its recording). Every other request is sent as it is:
+not recorded, not refused.
+
 Left alone in every mode: transports that never touch the network (``MockTransport``,
 ``ASGITransport``, ``WSGITransport``), the passthrough hosts, and the clients of
 openprogram's own vendor providers (marked with :data:`PROVIDER_CLIENT_MARK`): their calls
@@ -56,6 +63,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from openprogram.http_boundary.clients.interface import CapturedRequest
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.rewriting import RecordingMerge
     from openprogram.recording.user_redaction import UserRedaction
@@ -64,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROVIDER_CLIENT_MARK",
     "HttpBoundary",
+    "ModelLayer",
     "activate_http_boundary",
     "active_http_boundary",
 ]
@@ -73,11 +82,35 @@ PROVIDER_CLIENT_MARK = "_openprogram_provider_client"
 providers: the HTTP boundary leaves its requests alone."""
 
 
+BoundaryMode = Literal["record", "replay", "replay_or_record", "blocked", "model_traffic"]
+MODES: tuple[BoundaryMode, ...] = (
+    "record",
+    "replay",
+    "replay_or_record",
+    "blocked",
+    "model_traffic",
+)
+
+
+@dataclass(frozen=True)
+class ModelLayer:
+    """The configured mode's part of the HTTP boundary: which requests are model traffic, and
+    the boundary that handles them."""
+
+    mode: Literal["record", "replay", "blocked"]
+    """What the configured mode does with model traffic."""
+    covers: Callable[[CapturedRequest], bool]
+    """Whether a request (its body read) is model traffic."""
+    boundary: Callable[[], HttpBoundary]
+    """The boundary that records, replays or refuses model traffic (record, replay or
+    blocked), made when the first model request is sent."""
+
+
 @dataclass(frozen=True)
 class HttpBoundary:
     """What the HTTP boundary does with each request while it is active."""
 
-    mode: Literal["record", "replay", "replay_or_record", "blocked"]
+    mode: BoundaryMode
     writer: RecordingWriter | None = None
     """record: where the exchanges are written (replay_or_record: ``merge``'s writer)."""
     session: ReplaySession | None = None
@@ -91,6 +124,8 @@ class HttpBoundary:
     """Hosts (``host`` or ``host:port``) whose requests are sent as they are, uncaptured."""
     extra_headers: frozenset[str] = frozenset()
     """Request headers stored and compared besides the semantic ones (never credentials)."""
+    model_layer: ModelLayer | None = None
+    """model_traffic: which requests are model traffic, and what handles them."""
     relays: bool = False
     """The boundary's client relays each response to a client of its own (``openprogram
     serve``), reading every byte it is given: a recorded call whose client stopped reading is
@@ -113,12 +148,21 @@ class HttpBoundary:
             raise ValueError("an HttpBoundary in replay mode needs a session")
         if self.mode == "blocked" and not self.blocked_reason:
             raise ValueError("an HttpBoundary in blocked mode needs a blocked_reason")
-        if self.mode not in ("record", "replay", "replay_or_record", "blocked"):
+        if self.mode == "model_traffic" and self.model_layer is None:
+            raise ValueError("an HttpBoundary in model_traffic mode needs a model_layer")
+        if self.mode not in MODES:
             raise ValueError(f"unknown HttpBoundary mode {self.mode!r}")
         object.__setattr__(
             self, "passthrough_hosts", frozenset(h.lower() for h in self.passthrough_hosts)
         )
         object.__setattr__(self, "extra_headers", frozenset(h.lower() for h in self.extra_headers))
+
+    @property
+    def records(self) -> bool:
+        """Whether what it captures may be sent live and recorded (a request a taped
+        function sends is then its tape's)."""
+        layer = self.model_layer
+        return self.mode == "record" or (layer is not None and layer.mode == "record")
 
     def saw(self, host: str, port: int | None, scheme: str) -> None:
         """Note that a request went to ``host`` on ``port`` (None: ``scheme``'s default)."""

@@ -163,7 +163,7 @@ def captures(client: object, url: HttpURL, boundary: HttpBoundary, library: Clie
     if handled_above():
         return False
     if getattr(client, PROVIDER_CLIENT_MARK, False) or (
-        boundary.mode == "record" and taped_function_running() is not None
+        boundary.records and taped_function_running() is not None
     ):
         return False
     if boundary.passthrough_hosts:
@@ -177,8 +177,15 @@ def exchange_flow(
     boundary: HttpBoundary, library: ClientLibrary, request: HttpRequest, *, asynchronous: bool
 ) -> Flow:
     """Record, replay or refuse ``request`` by ``boundary``'s mode (``asynchronous``: the
-    client sends it asynchronously)."""
+    client sends it asynchronously); under ``model_traffic``, a request that is not model
+    traffic is sent as it is."""
     __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
+    layer = boundary.model_layer
+    if layer is not None:
+        yield Step.READ
+        if not layer.covers(library.captured_request(request)):
+            return _sent((yield Step.SEND))  # not model traffic: live, not recorded
+        boundary = layer.boundary()
     if boundary.mode == "blocked":
         raise RecordReplayEscape(RecordReplayBlockedError(boundary.blocked_reason or ""))
     headers = request.headers
@@ -186,7 +193,8 @@ def exchange_flow(
         redactor = call_redactor(headers.multi_items(), boundary.user_redaction)
         check_websocket(boundary, redactor.redact_text(str(request.url)))
         return _sent((yield Step.SEND))
-    yield Step.READ
+    if layer is None:
+        yield Step.READ
     captured = library.captured_request(request)
     sections = request_sections(
         captured.method, captured.url, captured.headers, captured.body, boundary.extra_headers

@@ -39,6 +39,7 @@ from openprogram.config.models import Mode
 from openprogram.config.paths import recordings_dir
 from openprogram.config.problems import file_not_set_problem
 from openprogram.config.settings import load_config
+from openprogram.config.startup_marker import file_state, same_state, write_startup_marker
 from openprogram.errors import OpenProgramError, RecordingFileError
 from openprogram.recording.not_recorded import connection_text
 from openprogram.store import names
@@ -54,13 +55,13 @@ if TYPE_CHECKING:
 REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
 
 
-HTTP_CAPTURE_NOTE = (
-    "this mode covers calls made through openprogram's providers and taped functions; SDK "
-    "(HTTP) traffic — the openai and anthropic SDKs, httpx — is captured only under "
-    "`openprogram exec -- COMMAND`, the pytest fixture or `openprogram.record_replay()`: a "
-    "plain `python agent.py` {verb} only its provider calls"
+WHAT_THE_MODE_COVERS = (
+    "it covers the model traffic of Python processes started from now on",
+    "other traffic goes live; non-Python programs: `openprogram exec -- COMMAND` or "
+    "`openprogram serve`",
 )
-"""What the configured mode does not cover, said whenever it records or replays."""
+"""What the configured mode covers and what not, in two lines: said whenever it records or
+replays."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def configured_status() -> StatusReport:
     if mode in ("record", "replay") or loaded.error is not None:
         notes.append("changes take effect at the next start of a process")
     if mode in ("record", "replay"):
-        notes.append(HTTP_CAPTURE_NOTE.format(verb=f"{mode}s"))
+        notes.extend(WHAT_THE_MODE_COVERS)
     if mode is not None and loaded.settings is not None:
         sources_note = _sources_note(mode, loaded.settings.record_replay)
         if sources_note is not None:
@@ -497,9 +498,24 @@ def turn_off() -> ModeChange:
 
 def _overrides_of(mode: Mode) -> dict[str, Any]:
     """Which environment variables still override the record/replay settings just written
-    (values that may hold a secret hidden, as ``status`` shows them)."""
+    (values that may hold a secret hidden, as ``status`` shows them). Reading the
+    configuration again for that, it writes the start-up marker of what it decides (a
+    starting process's hook then tells ``off`` at once)."""
 
+    location = paths.config_location()
+    try:
+        before = file_state(location.path)
+    except OSError:
+        before = None
     loaded = load_config()
+    if loaded.settings is not None:
+        try:
+            after = file_state(location.path)
+        except OSError:
+            after = None
+        if same_state(before, after):
+            decided = loaded.settings.record_replay.mode
+            write_startup_marker(location.path, decided, after, os.environ)
     forced = loaded.mode_forced_by_env
     redact = _secret_remover()
     variables = {

@@ -34,11 +34,11 @@ def test_record_creates_the_recording_with_only_its_header_and_switches_the_mode
     settings = read_settings().record_replay
     assert (settings.mode, settings.file) == ("record", "demo")
     assert f"Created recording 'demo' at {path}" in result.stdout
-    assert "the next process that starts records" in result.stdout
-    # The mode reaches openprogram's own providers; an SDK program needs exec: said once.
-    assert result.stderr.startswith("note: this mode covers calls made through openprogram's")
+    assert "Python processes started from now on record their model calls" in result.stdout
+    # What the mode covers, and what not (a program that is not Python needs exec): 2 lines.
+    assert result.stderr.startswith("note: it covers the model traffic of Python processes")
     assert "`openprogram exec -- COMMAND`" in result.stderr
-    assert result.stderr.count("\n") == 1
+    assert result.stderr.count("\n") == 2
 
 
 def test_record_without_a_name_uses_the_time() -> None:

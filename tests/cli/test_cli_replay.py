@@ -34,8 +34,8 @@ def test_replay_by_name(commented_config: Path) -> None:
 
     assert result.exit_code == 0, result.stderr
     assert f"Replaying {path} (2 calls)" in result.stdout
-    assert "the next process that starts gets its provider calls from it" in result.stdout
-    assert "a plain `python agent.py` replays only its provider calls" in result.stderr
+    assert "Python processes started from now on replay their model calls" in result.stdout
+    assert "model traffic of Python processes started from now on" in result.stderr
     assert commented_config.read_text() == COMMENTED_CONFIG.replace(
         'mode = "off"', 'mode = "replay"'
     ).replace('"old"', '"demo"')

@@ -1,6 +1,6 @@
-"""``recordings status`` says plainly that the configured mode covers openprogram's
-providers only: SDK (HTTP) traffic needs ``openprogram exec``, the fixture or
-``record_replay()``."""
+"""``recordings status``, ``record`` and ``replay`` say in two short lines what the configured
+mode covers — the model traffic of Python processes started from now on — and what not:
+other traffic, and programs that are not Python (``exec`` or ``serve`` for those)."""
 
 from __future__ import annotations
 
@@ -8,28 +8,47 @@ import json
 
 import pytest
 
+from openprogram.store.status import WHAT_THE_MODE_COVERS
 from tests.support.cli_runner import run
 from tests.support.config_files import configure
 from tests.support.recording_rows import write_recording
 
-NOTE = "SDK (HTTP) traffic — the openai and anthropic SDKs, httpx — is captured only under"
+COVERS, LEAVES = WHAT_THE_MODE_COVERS
+
+
+def test_the_two_lines_say_what_is_covered_and_what_not() -> None:
+    assert "model traffic of Python processes started from now on" in COVERS
+    assert "other traffic goes live" in LEAVES
+    assert "`openprogram exec -- COMMAND`" in LEAVES
+    assert "`openprogram serve`" in LEAVES
+    assert all(len(line) <= 100 for line in WHAT_THE_MODE_COVERS)
 
 
 @pytest.mark.parametrize("mode", ["record", "replay"])
-def test_status_says_sdk_traffic_needs_exec_the_fixture_or_record_replay(mode: str) -> None:
+def test_status_says_what_the_mode_covers(mode: str) -> None:
     write_recording("session", calls=1)
     configure(mode, "session")
     result = run("status")
     assert result.exit_code == 0, result.output
-    text = " ".join(result.stdout.split())
-    assert NOTE in text
-    assert "`openprogram exec -- COMMAND`, the pytest fixture or `openprogram.record_replay()`" in (
-        text
-    )
-    assert f"a plain `python agent.py` {mode}s only its provider calls" in text
+    lines = [line.removeprefix("note:").strip() for line in result.stdout.splitlines()]
+    assert COVERS in lines
+    assert LEAVES in lines
     notes = json.loads(run("status", "--json").stdout)["notes"]
-    assert any(NOTE in note for note in notes)
+    assert COVERS in notes
+    assert LEAVES in notes
+
+
+def test_record_and_replay_say_it_as_they_switch() -> None:
+    recorded = run("record", "session")
+    assert recorded.exit_code == 0, recorded.output
+    assert recorded.stderr.splitlines()[-2:] == [f"note: {COVERS}", f"note: {LEAVES}"]
+    write_recording("other", calls=1)
+    replayed = run("replay", "other")
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stderr.splitlines()[-2:] == [f"note: {COVERS}", f"note: {LEAVES}"]
 
 
 def test_with_record_replay_off_there_is_nothing_to_say() -> None:
-    assert NOTE not in " ".join(run("status").stdout.split())
+    text = run("status").stdout
+    assert COVERS not in text
+    assert LEAVES not in text

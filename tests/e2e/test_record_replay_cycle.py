@@ -47,7 +47,7 @@ def session(
 def test_record_replay_off_cycle(env: dict[str, str]) -> None:
     recorded = openprogram(env, "recordings", "record", "demo")
     assert recorded.returncode == 0, recorded.stderr
-    assert "next" in recorded.stdout
+    assert "from now on" in recorded.stdout
 
     live = session(env, "hello", "world")
     assert live.returncode == 0, live.stderr

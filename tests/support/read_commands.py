@@ -249,6 +249,7 @@ def stderr_problems(stderr: str, exit_code: int, prefix: tuple[str, ...] = ()) -
         if not lines or not lines[0].startswith(start):
             return [f"stderr does not start with {start!r}: {_clip(stderr)}"]
         lines = lines[1:]
+    lines = [line for line in lines if not line.startswith("note: ")]  # what a mode covers
     allowed = 2 if lines and lines[0].startswith(MISMATCH_START) else 1
     found = []
     if len(lines) > allowed:

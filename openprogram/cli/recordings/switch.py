@@ -47,12 +47,12 @@ def record(
         return
     assert change.recording is not None
     say(f"Created recording {change.name!r} at {change.recording}")
-    say("Mode is now record: the next process that starts records its provider calls into it.")
+    say("Mode is now record: Python processes started from now on record their model calls.")
     if change.sources is not None:
         zone = " (and runs in UTC)" if change.sources.clock is not None else ""
         say(f"It draws openprogram.now() and random() from {change.sources}{zone}.")
     note_sources_removed(change)
-    note_what_the_mode_covers("records")
+    note_what_the_mode_covers()
     warn_about_overrides(change)
 
 
@@ -69,20 +69,19 @@ def replay(
         print_json(describe_change(change))
         return
     say(f"Replaying {change.recording} ({plural(change.calls, 'call')})")
-    say(
-        "Mode is now replay: the next process that starts gets its provider calls from it, offline."
-    )
+    say("Mode is now replay: Python processes started from now on replay their model calls.")
     note_sources_removed(change)
-    note_what_the_mode_covers("replays")
+    note_what_the_mode_covers()
     warn_about_overrides(change)
 
 
-def note_what_the_mode_covers(verb: str) -> None:
-    """The configured mode reaches openprogram's own providers, not an SDK program run
-    plainly: said on stderr whenever a command turns recording or replay on."""
-    from openprogram.store.status import HTTP_CAPTURE_NOTE
+def note_what_the_mode_covers() -> None:
+    """What the configured mode covers and what not, in two lines on stderr, whenever a
+    command turns recording or replay on."""
+    from openprogram.store.status import WHAT_THE_MODE_COVERS
 
-    note(HTTP_CAPTURE_NOTE.format(verb=verb))
+    for line in WHAT_THE_MODE_COVERS:
+        note(line)
 
 
 def off(
@@ -100,7 +99,7 @@ def off(
         warn(f"repaired {change.config.path}: {repair}")
     if change.config.backup is not None:
         warn(f"the original is kept at {change.config.backup}")
-    say("Mode is now off: processes started from now on call providers directly.")
+    say("Mode is now off: processes started from now on call models directly.")
     warn_about_overrides(change)
 
 
