@@ -754,12 +754,25 @@ class ReplayConnectionRefusedError(OpenProgramError):
     serves: refused before it was made. ``library`` is the client library that opened it
     (``urllib3``, ``aiohttp``, …), or ``raw socket`` when none is known."""
 
-    def __init__(self, host: str, port: object, library: str, name: str | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: object,
+        library: str,
+        name: str | None = None,
+        *,
+        conflict: str | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.library = library
         self.name = name
+        self.conflict = conflict
+        """Both sides, when a recording runs inside the replay that refused it."""
         where = f"{host}:{port}" + (f" ({name})" if name and name != host else "")
+        if conflict is not None:
+            super().__init__(f"replay refused a connection to {where} ({library}): {conflict}")
+            return
         super().__init__(
             f"replay refused a connection to {where} ({library}) that no recording serves: "
             "openprogram records and replays requests of httpx, httpx2 (the openai and "

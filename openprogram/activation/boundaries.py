@@ -206,11 +206,15 @@ class BoundariesReport:
     """record: the connections (one per host and port) that no boundary captured."""
 
 
-def guard_replay(http: HttpBoundary, allowed_hosts: Iterable[str] = ()) -> Callable[[], None]:
+def guard_replay(
+    http: HttpBoundary, allowed_hosts: Iterable[str] = (), *, by: str | None = None
+) -> Callable[[], None]:
     """Under a replaying ``http`` boundary, refuse every connection from now on but to its
     passthrough hosts and ``allowed_hosts`` (see
-    :mod:`~openprogram.activation.connection_guard`); returns what lifts it (nothing to lift
-    for another mode)."""
+    :mod:`~openprogram.activation.connection_guard`), ``by`` naming it (default: the replay
+    of its recording); returns what lifts it (nothing to lift for another mode)."""
     if http.mode != "replay":
         return lambda: None
-    return REPLAY_GUARD.enter((*http.passthrough_hosts, *allowed_hosts))
+    if by is None and http.session is not None:
+        by = f"the replay of {http.session.path}"
+    return REPLAY_GUARD.enter((*http.passthrough_hosts, *allowed_hosts), by=by)

@@ -76,6 +76,7 @@ from typing import Any
 
 from openprogram.config.hosts import is_allowed, normalized_hosts
 from openprogram.errors import RecordingFileError, ReplayConnectionRefusedError
+from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.not_recorded import (
     NOT_RECORDED_FEATURE,
@@ -348,7 +349,9 @@ class ReplayGuard:
 
     def __init__(self, hook: SocketHook = SOCKET_HOOK) -> None:
         self._hook = hook
-        self._active: list[frozenset[str]] = []
+        self._active: list[tuple[frozenset[str], str | None]] = []
+        """Each active replay: the hosts it allows, and what it is (``openprogram exec
+        --replay of …``), said when a recording inside it is refused a connection."""
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
         self.refusals: list[ReplayConnectionRefusedError] = []
@@ -358,11 +361,14 @@ class ReplayGuard:
     def active(self) -> bool:
         return bool(self._active)
 
-    def enter(self, allowed_hosts: Iterable[str] = ()) -> Callable[[], None]:
+    def enter(
+        self, allowed_hosts: Iterable[str] = (), *, by: str | None = None
+    ) -> Callable[[], None]:
         """Refuse connections and datagrams from now on, except to ``allowed_hosts``, until
         the returned function is called (replays nest: a connection is allowed when every
-        active replay allows it)."""
-        allowed = normalized_hosts(allowed_hosts)
+        active replay allows it). ``by`` says which replay this is, for a refusal to name it
+        when a block that records inside it is refused."""
+        allowed = (normalized_hosts(allowed_hosts), by)
         with self._lock:
             self._active.append(allowed)
             if self._remove is None:
@@ -389,15 +395,31 @@ class ReplayGuard:
     def _check(self, host: str, port: int | None, name: str | None) -> None:
         with self._lock:
             active = list(self._active)
-        if not active or all(is_allowed(allowed, host, port, name) for allowed in active):
+        refusing = [by for allowed, by in active if not is_allowed(allowed, host, port, name)]
+        if not refusing:
             return
-        error = ReplayConnectionRefusedError(host, port, _library(), name)
+        error = ReplayConnectionRefusedError(
+            host, port, _library(), name, conflict=_conflict(refusing[0])
+        )
         with self._lock:
             self.refusals.append(error)
         raise RecordReplayEscape(error)
 
 
 REPLAY_GUARD = ReplayGuard()
+
+
+def _conflict(replay: str | None) -> str | None:
+    """When the innermost HTTP boundary records (a ``record_replay(mode="record")`` block, the
+    fixture recording) inside the replay that refused: both of them, named."""
+    inner = ACTIVATIONS.current
+    if inner is None or not inner.records or inner.writer is None:
+        return None
+    outer = replay or "a replay"
+    return (
+        f"the recording into {inner.writer.path} runs inside {outer}, which refuses every "
+        "connection its recording does not serve: record outside that replay"
+    )
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,8 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     )
     preset_activation(lambda: activation)
     activate_http_boundary(prepared.http)
-    guard_replay(prepared.http, plan.allowed_hosts)  # for the life of the process
+    exec_replay = f"`openprogram exec --replay` of {plan.path}"
+    guard_replay(prepared.http, plan.allowed_hosts, by=exec_replay)  # for the process's life
     if plan.mode == "replay":
         _refuse_unactivated_children()
     if plan.mode == "record":

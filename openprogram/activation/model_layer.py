@@ -291,13 +291,13 @@ class ModelLayerProcess:
 
 
 def _ended_on(uncaught: BaseException | None, problem: BaseException) -> bool:
-    """Whether the program ended on ``problem`` (carried, or as the cause of its error)."""
+    """Whether the program ended on ``problem`` — carried, as the cause of its error, or
+    the same refusal (each refused request raises one of its own) — so Python showed it."""
     seen: set[int] = set()
     current = uncaught
     while current is not None and id(current) not in seen:
-        if current is problem or (
-            isinstance(current, RecordReplayEscape) and current.error is problem
-        ):
+        error = current.error if isinstance(current, RecordReplayEscape) else current
+        if error is problem or (type(error) is type(problem) and str(error) == str(problem)):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
