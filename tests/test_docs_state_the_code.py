@@ -65,7 +65,7 @@ CAPTURE_LISTS = [
     ("docs/recording-format.md", "An HTTP call is one request sent through"),
     ("docs/recording-format.md", "The HTTP boundary (`openprogram/http_boundary/`) is active"),
     ("docs/configuration.md", "The configured mode (`record_replay.mode`) covers"),
-    ("docs/cli.md", "**The configured mode covers openprogram's providers only.**"),
+    ("docs/cli.md", "**The configured mode covers the model traffic of Python processes.**"),
     ("docs/sdks.md", "Most agents call their model through the official"),
     ("docs/architecture.md", "**`http_boundary/`** — record and replay of every request"),
     ("README.md", "An agent written with the official SDKs — or a framework on them"),
