@@ -45,7 +45,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from openprogram.activation.configured import Activation, preset_activation
 from openprogram.activation.connection_guard import Connection, ConnectionWatch
@@ -151,6 +151,8 @@ class ModelLayerProcess:
         """What the process this one was forked from had met: mismatches, refusals,
         connections (its own to report)."""
         self.watch = ConnectionWatch()
+        self.exit_status: object = None
+        """What the program gave ``sys.exit``, if it exited through it."""
         self._undo: list[Callable[[], None]] = []
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
@@ -173,10 +175,28 @@ class ModelLayerProcess:
         if sources is not None and sources.clock is not None:
             self._undo.append(set_local_time_to_utc())  # as when it was recorded
         show_carried_errors()
+        self._undo.append(self._noting_the_exit_status())
         self.watch.start()
         self._undo.append(self.watch.stop)
         atexit.register(self.report)
         self._undo.append(lambda: atexit.unregister(self.report))
+
+    def _noting_the_exit_status(self) -> Callable[[], None]:
+        """Have ``sys.exit`` note the status the program exits with (an exit handler cannot
+        read it); returns what puts ``sys.exit`` back."""
+        real_exit = sys.exit
+
+        def exit(status: str | int | None = None) -> NoReturn:
+            self.exit_status = status
+            real_exit(status)
+
+        sys.exit = exit
+
+        def restore() -> None:
+            if sys.exit is exit:
+                sys.exit = real_exit
+
+        return restore
 
     def stop(self) -> None:
         while self._undo:
@@ -199,11 +219,7 @@ class ModelLayerProcess:
         from openprogram.store.vendors.model_traffic import model_traffic_reason
 
         reason = model_traffic_reason(
-            request.method,
-            request.url,
-            dict(request.headers),
-            request.body,
-            model_hosts=self.model_hosts,
+            request.method, request.url, request.headers, request.body, model_hosts=self.model_hosts
         )
         return reason is not None
 
@@ -283,7 +299,7 @@ class ModelLayerProcess:
                 lines.append(missed_message(missed))
         for line in lines:
             sys.stderr.write(f"openprogram: {line}\n")
-        if problem is not None and uncaught is None:
+        if problem is not None and uncaught is None and self.exit_status in (None, 0):
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()

@@ -480,3 +480,71 @@ def test_the_project_s_own_suite_passes_under_its_user_s_configured_replay(tmp_p
     )  # fmt: skip
     assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-3000:]
     assert " passed" in suite.stdout
+
+
+def test_a_process_that_makes_no_model_call_never_opens_the_recording(front: Front) -> None:
+    front.openprogram("recordings", "record", "agent")
+    with SdkServer() as model:
+        front.url = model.base_url
+        assert front.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+    front.openprogram("recordings", "replay", "agent")
+    recording = front.home / "recordings" / "agent.jsonl"
+    recording.write_text(recording.read_text() + "{damaged\n")  # replay would refuse it
+
+    quiet = front.python("print('no model call')")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "no model call\n", "")
+
+    refused = front.python(OPENAI_AGENT, "hello")
+    assert refused.returncode == 1
+    assert "record/replay is blocked" in refused.stderr.splitlines()[-1]
+    assert "not valid JSON" in refused.stderr.splitlines()[-1]
+
+
+def test_a_program_s_own_exit_status_is_kept_when_it_failed_already(front: Front) -> None:
+    front.openprogram("recordings", "record", "agent")
+    with SdkServer() as model:
+        front.url = model.base_url
+        assert front.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+    front.openprogram("recordings", "replay", "agent")
+    swallowed = front.python(
+        """
+        import os, sys, openai
+        client = openai.OpenAI(base_url=os.environ["AGENT_URL"] + "/v1")
+        try:
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "other"}])
+        except BaseException:
+            sys.exit(3)
+        """
+    )
+    assert swallowed.returncode == 3
+    assert "replay mismatch at call 0" in swallowed.stderr
+
+
+def test_under_record_a_connection_to_a_model_host_no_library_captured_is_named(
+    front: Front,
+) -> None:
+    with JsonApi() as gateway:
+        front.openprogram("recordings", "record", "agent")
+        config = front.home / "config.toml"
+        config.write_text(
+            config.read_text().replace(
+                "[record_replay]", f'[record_replay]\nmodel_hosts = ["127.0.0.1:{gateway.port}"]'
+            )
+        )
+        raw = front.python(  # a socket of its own: what a C extension's client does
+            """
+            import socket, sys
+            with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as connection:
+                connection.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+                connection.recv(100)
+            """,
+            str(gateway.port),
+        )
+    assert raw.returncode == 0, raw.stderr
+    assert raw.stderr == (
+        f"openprogram: 1 connection to a model host not recorded: 127.0.0.1:{gateway.port} "
+        "(raw socket) — no boundary captures that client library, so a replay cannot answer "
+        "it (run the program under `openprogram exec` to see its connections refused under "
+        "replay)\n"
+    )
