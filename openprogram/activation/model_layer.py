@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
+import io
 import os
 import sys
 import threading
@@ -300,10 +302,18 @@ class ModelLayerProcess:
         for line in lines:
             sys.stderr.write(f"openprogram: {line}\n")
         if problem is not None and uncaught is None and self.exit_status in (None, 0):
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
+            _flush_open_files()
             os._exit(1)  # the last exit handler: the program would have exited 0
+
+
+def _flush_open_files() -> None:
+    """Flush every file still open for writing (the standard streams among them), as the
+    interpreter's own end would: ``os._exit`` skips it."""
+    for candidate in gc.get_objects():
+        if isinstance(candidate, io.IOBase):
+            with contextlib.suppress(Exception):
+                if not candidate.closed and candidate.writable():
+                    candidate.flush()
 
 
 def _ended_on(uncaught: BaseException | None, problem: BaseException) -> bool:

@@ -228,6 +228,8 @@ def test_a_swallowed_refusal_is_said_at_exit_and_the_exit_status_is_1(front: Fro
     swallowed = front.python(
         """
         import os, openai
+        results = open("results.txt", "w")  # never closed: the end of the process flushes it
+        results.write("written before the refusal\\n")
         client = openai.OpenAI(base_url=os.environ["AGENT_URL"] + "/v1")
         try:
             client.chat.completions.create(
@@ -238,6 +240,7 @@ def test_a_swallowed_refusal_is_said_at_exit_and_the_exit_status_is_1(front: Fro
     )
     assert swallowed.returncode == 1
     assert swallowed.stdout == "swallowed RecordReplayEscape\n"
+    assert (front.folder / "results.txt").read_text() == "written before the refusal\n"
     assert swallowed.stderr.splitlines() == [
         "openprogram: replay mismatch at call 0, field body.messages[0].content:",
         "recorded 'hello', incoming 'other'",
