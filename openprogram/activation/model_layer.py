@@ -21,8 +21,9 @@ little more than the decision:
 The recording is opened or read when the first model call needs it (:class:`LayerBoundaries`):
 record checks the target as ``exec --record`` does (a link in the store, a recording replay
 would refuse) and creates it; replay reads it whole and strictly, and refuses a drift
-snapshot and a recording that holds nothing. A failure there blocks the process from that
-call on — every model call refused, naming the cause and ``openprogram recordings off``.
+snapshot — exactly what ``openprogram recordings status`` calls broken. A failure there
+blocks the process from that call on — every model call refused, naming the cause and
+``openprogram recordings off``.
 
 Several processes share one recording: under record each appends (the writer is safe across
 processes); under replay each serves its own requests by content from the whole recording
@@ -124,16 +125,13 @@ class LayerBoundaries:
 def _checked_session(
     recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
 ) -> ReplaySession:
-    """The replay session of ``recording``, refused as every way into replay refuses it: a
-    drift snapshot, or a recording that holds nothing to replay."""
-    from openprogram.activation.configured import nothing_to_replay
-    from openprogram.errors import ExecSetupError
+    """The replay session of ``recording``, refused as ``recordings status`` calls it
+    INVALID: a drift snapshot. (One that holds nothing serves nothing: each model request is
+    refused as a request the recording does not hold.)"""
     from openprogram.recording.format import refuse_a_snapshot
     from openprogram.recording.replay_session import ReplaySession
 
     refuse_a_snapshot(recording)
-    if not recording.calls and not recording.tapes:
-        raise ExecSetupError(nothing_to_replay(recording.path))
     return ReplaySession(recording, user_redaction=user, **plan.replay_settings())
 
 

@@ -26,7 +26,7 @@ The configuration is read as ``openprogram recordings status`` reads it: a file 
 be read or validated, a mode without a recording, a recording name that names none — the
 process is *blocked*: every model request refused, naming ``openprogram recordings off``,
 other traffic untouched. The recording itself is read when the first model call needs it (a
-process that makes none never reads it); one that is missing, damaged, empty or a drift
+process that makes none never reads it); one that is missing, damaged or a drift
 snapshot blocks the process from that call on. ``OPENPROGRAM_RECORD_REPLAY__MODE=off`` turns
 the configured mode off for one process. ``openprogram``'s own commands never take it here:
 the recovery commands work whatever the configuration holds, and ``openprogram run``

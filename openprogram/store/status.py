@@ -280,7 +280,7 @@ def not_recorded_note(connections: list[dict[str, Any]]) -> str:
 def check_recording(path: Path, *, mode: Mode, argument: str) -> FileState:
     """Check the recording ``argument`` (a NAME or a PATH) names, at ``path``, as the next
     start in ``mode`` will: for recording, :func:`check_record_target`; else read strictly,
-    as replay reads it. Never raises."""
+    as replay reads it, and a drift snapshot refused as replay refuses it. Never raises."""
     link = _link_in_the_store(path, argument)
     if mode == "record":
         try:
@@ -296,9 +296,11 @@ def check_recording(path: Path, *, mode: Mode, argument: str) -> FileState:
             path, exists=False, valid=False, problem=f"{path} does not exist", link=link
         )
     from openprogram.provider_boundary.codec import read_recording  # only once a file is set
+    from openprogram.recording.format import refuse_a_snapshot
 
     try:
         parsed = read_recording(path)  # replay builds every event: check them all
+        refuse_a_snapshot(parsed)  # a drift snapshot is refused as replay refuses it
     except OpenProgramError as error:
         return FileState(path, exists=True, valid=False, problem=str(error), link=link)
     return _valid(parsed, link)

@@ -16,15 +16,21 @@ import pytest
 import _openprogram_startup as hook
 import openprogram
 from openprogram.activation import startup
-from openprogram.activation.model_layer import ModelLayerProcess, start_model_layer
+from openprogram.activation.model_layer import (
+    LayerBoundaries,
+    ModelLayerProcess,
+    start_model_layer,
+)
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.config.paths import config_location
+from openprogram.config.paths import config_location, recordings_dir
 from openprogram.errors import RecordReplayBlockedError, ReplayConnectionRefusedError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.recording.mismatch import RecordReplayEscape
+from openprogram.store.status import configured_status
 from tests.support.cli_runner import run
 from tests.support.config_files import configure, write_config
 from tests.support.http_agent import answering, ask
+from tests.support.recording_rows import write_recording
 from tests.support.sse_server import ScriptedServer
 
 
@@ -218,3 +224,68 @@ def test_a_recording_inside_a_hermetic_replay_is_refused_naming_both(
     message = str(refused.value)
     assert f"the recording into {inside} runs inside the replay of {empty}" in message
     assert "record outside that replay" in message
+
+
+def _snapshot(path: Path) -> None:
+    """Make the recording at ``path`` a drift snapshot (its header says so)."""
+    header, *rest = path.read_text().splitlines(keepends=True)
+    marked = header.rstrip("\n")[:-1] + ', "drift_snapshot": {"recording": "x"}}\n'
+    path.write_text(marked + "".join(rest))
+
+
+def _configured_and_broken(setup: str, tmp_path: Path) -> None:
+    """Configure one state of the mode and its recording (see the test's cases)."""
+    store = recordings_dir()
+    if setup == "not TOML":
+        write_config("[record_replay\n")
+    elif setup == "replay without a file":
+        write_config('[record_replay]\nmode = "replay"\n')
+    elif setup == "replay of a name that is none":
+        write_config('[record_replay]\nmode = "replay"\nfile = "bad name"\n')
+    elif setup == "replay of a missing recording":
+        configure("replay", "gone")
+    elif setup in ("replay of a damaged recording", "record into a damaged recording"):
+        path = write_recording("demo", calls=1)
+        path.write_text(path.read_text() + "{damaged\n")
+        configure(setup.split()[0], "demo")
+    elif setup == "replay of a drift snapshot":
+        _snapshot(write_recording("demo", calls=1))
+        configure("replay", "demo")
+    elif setup == "record through a link in the store":
+        elsewhere = write_recording(tmp_path / "elsewhere.jsonl", calls=0)
+        store.mkdir(parents=True, exist_ok=True)
+        (store / "demo.jsonl").symlink_to(elsewhere)
+        configure("record", "demo")
+    elif setup in ("replay of a good recording", "record into a good recording"):
+        write_recording("demo", calls=1)
+        configure(setup.split()[0], "demo")
+    else:
+        raise AssertionError(setup)
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "not TOML",
+        "replay without a file",
+        "replay of a name that is none",
+        "replay of a missing recording",
+        "replay of a damaged recording",
+        "replay of a drift snapshot",
+        "record into a damaged recording",
+        "record through a link in the store",
+        "replay of a good recording",
+        "record into a good recording",
+    ],
+)
+def test_a_process_is_blocked_exactly_when_status_calls_the_configuration_broken(
+    setup: str, tmp_path: Path
+) -> None:
+    _configured_and_broken(setup, tmp_path)
+    broken = configured_status().broken
+    decided = startup.configured_at_start(os.environ)
+    assert decided is not None
+    plan, setting = decided
+    if plan.mode != "blocked":  # the recording is read when the first model call needs it
+        plan = LayerBoundaries(plan, setting).prepared().plan
+    assert (plan.mode == "blocked") is broken, plan.blocked_reason
