@@ -1,6 +1,6 @@
 """Benchmark of openprogram's start-up hook, run by hand: what every Python process pays.
 
-    python benchmarks/bench_startup.py            # about 2 min
+    python benchmarks/bench_startup.py            # about 3 min
     python benchmarks/bench_startup.py --quick    # a smoke run
 
 Every Python process of an environment where openprogram is installed runs its start-up hook
@@ -12,7 +12,9 @@ Every Python process of an environment where openprogram is installed runs its s
    backend; its dependencies are not needed to decide ``off``), run with the hook and
    without it (its ``.pth`` moved aside between runs: the same environment otherwise), in
    the two cases a user meets: no configuration file at all, and a configuration that
-   ``recordings off`` wrote (the hook reads the start-up marker beside it).
+   ``recordings off`` wrote (the hook reads the start-up marker beside it). Then the same
+   with an editable install, where the hook is imported through setuptools' editable finder
+   (whose own cost, paid with or without the hook, is in both columns).
 2. **The mode on** — record or replay configured, in this environment (openprogram with its
    dependencies): the activation at start, against ``openprogram exec``'s per-process
    activation today (its ``sitecustomize`` and plan, in the environment exec gives the
@@ -85,9 +87,17 @@ def line(name: str, without: float, with_: float, budget: bool = False) -> None:
     print(f"{name:<52} {without:8.2f} {with_:8.2f} {added:+8.2f} ms {percent:+6.1f} %{verdict}")
 
 
-def wheel_environment(folder: Path) -> tuple[Path, Path]:
-    """A fresh venv with openprogram's wheel (no dependencies); its python and the hook's
-    ``.pth``."""
+BUILD_EDITABLE = """\
+import sys
+sys.path.insert(0, "build_backend")
+import startup_hook_backend
+print(startup_hook_backend.build_editable(sys.argv[1]))
+"""
+
+
+def installed_environment(folder: Path, *, editable: bool) -> tuple[Path, Path]:
+    """A fresh venv with openprogram's wheel, or its editable wheel (no dependencies); its
+    python and the hook's ``.pth``."""
     source = folder / "checkout"
     source.mkdir()
     ignored = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
@@ -97,11 +107,20 @@ def wheel_environment(folder: Path) -> tuple[Path, Path]:
         else:
             shutil.copy2(ROOT / name, source / name)
     dist = folder / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "-w", str(dist), str(source)],
-        check=True,
-    )  # fmt: skip
+    dist.mkdir()
+    if editable:
+        subprocess.run(
+            [sys.executable, "-c", BUILD_EDITABLE, str(dist)],
+            cwd=source,
+            check=True,
+            capture_output=True,
+        )
+    else:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+             "--no-index", "-w", str(dist), str(source)],
+            check=True,
+        )  # fmt: skip
     venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -127,11 +146,16 @@ def clean_environment(home: Path) -> dict[str, str]:
     }
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
     env.pop("PYTHONPATH", None)
+    # Python caches the bytecode of what it imports, as a user's environment does: without
+    # it, the hook of an editable install (in the checkout, not compiled by pip) is compiled
+    # again by every process.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
-def mode_off(runs: int, folder: Path) -> None:
-    python, hook = wheel_environment(folder)
+def mode_off(runs: int, folder: Path, *, editable: bool = False) -> None:
+    folder.mkdir()
+    python, hook = installed_environment(folder, editable=editable)
     aside = hook.with_name(hook.name + ".aside")
     command = [str(python), "-c", "pass"]
 
@@ -151,7 +175,8 @@ def mode_off(runs: int, folder: Path) -> None:
 
         return run
 
-    print("1. the mode off: python -c pass, the same venv without and with the hook")
+    install = "an editable install (setuptools' finder either way)" if editable else "the wheel"
+    print(f"1. the mode off, {install}: python -c pass, the same venv without and with the hook")
     print(f"{'case':<52} {'without':>8} {'with':>8} {'added':>11} {'':>8}")
     no_config = clean_environment(folder / "home-none")
     line("no configuration file", *alternated(runs, without_hook(no_config), with_hook(no_config)),
@@ -294,7 +319,9 @@ def main(argv: list[str] | None = None) -> None:
     runs = 5 if options.quick else 41
     print(f"machine reference: {machine_reference():.1f} µs")
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as folder:
-        mode_off(runs, Path(folder))
+        mode_off(runs, Path(folder) / "wheel")
+        print()
+        mode_off(runs, Path(folder) / "editable", editable=True)
         mode_on(max(3, runs // 2), Path(folder))
     print(f"machine reference: {machine_reference():.1f} µs")
 
