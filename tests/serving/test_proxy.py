@@ -135,9 +135,9 @@ def test_a_replay_serves_what_was_recorded_and_a_changed_request_gets_the_report
     assert outcome.exit_status == 1
     (account,) = outcome.accounts
     assert len(account.mismatches) == 2  # one for each client: no SDK retried it
-    assert account.unconsumed == [0, 1, 2, 3]
+    assert account.unconsumed == [1, 2, 3]  # call 0 was requested, and differed
     assert account.unconsumed_report is not None
-    assert "4 of 4 recorded calls never requested" in account.unconsumed_report
+    assert "3 of 4 recorded calls never requested (calls 1..3)" in account.unconsumed_report
 
 
 def test_concurrent_streams_are_recorded_and_replayed_by_content(tmp_path: Path) -> None:
