@@ -60,7 +60,9 @@ def split_model_reference(reference: str) -> tuple[str, str]:
 class RecordReplaySettings(BaseModel):
     """``[record_replay]``: whether provider calls are recorded, replayed, or neither."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # ``model_hosts`` is a field of the file, not a pydantic method; older pydantic warns of
+    # any field starting ``model_`` unless its protected namespace is cleared.
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
 
     mode: Mode = Field("off", description="off, record or replay (from the next start)")
     file: str | None = Field(None, description="a recording id in the store, or a path")
