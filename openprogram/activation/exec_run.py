@@ -140,12 +140,28 @@ def run_with_plan(
         exchange.remove()
 
 
-def run_process(command: tuple[str, ...], environ: dict[str, str]) -> int:
+def run_process(
+    command: tuple[str, ...],
+    environ: dict[str, str],
+    *,
+    pass_fds: Sequence[int] = (),
+    before_exec: Callable[[], None] | None = None,
+) -> int:
     """Run the command to its end while exec waits to report; Ctrl-C reaches it from the
     terminal, a SIGINT sent to exec alone and a SIGTERM are passed on (see the module's
-    docstring)."""
+    docstring). ``pass_fds`` stay open in it; ``before_exec`` runs in its process after
+    fork, before the program starts (after the request to die with exec)."""
+    die_with_exec = _die_with_exec()
+    steps = [step for step in (die_with_exec, before_exec) if step is not None]
+
+    def prepare() -> None:
+        for step in steps:
+            step()
+
     try:
-        process = subprocess.Popen(command, env=environ, preexec_fn=_die_with_exec())
+        process = subprocess.Popen(
+            command, env=environ, pass_fds=tuple(pass_fds), preexec_fn=prepare if steps else None
+        )
     except OSError as error:
         raise ExecSetupError(f"{command[0]}: cannot run it ({error.strerror or error})") from None
 
