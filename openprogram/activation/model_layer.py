@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = ["LayerBoundaries", "ModelLayerProcess", "start_model_layer", "went_live_message"]
+__all__ = ["LayerBoundaries", "ModelLayerProcess", "start_model_layer"]
 
 
 class LayerBoundaries:
@@ -292,7 +292,9 @@ class ModelLayerProcess:
         if self.plan.mode == "replay":
             live = self.went_live()
             if live:
-                lines.append(went_live_message(live))
+                from openprogram.store.vendors.model_traffic import not_model_traffic_message
+
+                lines.append(not_model_traffic_message(map(_where, live)) or "")
         elif self.plan.mode == "record":
             missed = self.missed_model_hosts()
             if missed:
@@ -338,15 +340,6 @@ def _distinct(connections: Iterable[Connection]) -> list[Connection]:
 
 def _where(connection: Connection) -> str:
     return f"{connection.name or connection.host}:{connection.port}"
-
-
-def went_live_message(connections: list[Connection]) -> str:
-    """``2 connections were not model traffic and went live: …`` (replay, at exit)."""
-    were = "1 connection was" if len(connections) == 1 else f"{len(connections)} connections were"
-    return (
-        f"{were} not model traffic and went live: {', '.join(map(_where, connections))} — "
-        "list a model host in record_replay.model_hosts, or use exec for a hermetic run"
-    )
 
 
 def missed_message(connections: list[Connection]) -> str:
