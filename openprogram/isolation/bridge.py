@@ -1,0 +1,339 @@
+"""The bridge: runs a command in a loopback-only network namespace of its own.
+
+``python -m openprogram.isolation.bridge [--relay SOCKET] [--bridge HOST:PORT ...]
+[--report FILE] -- COMMAND...`` (``Relay.wrap`` builds this line, and starts it faster):
+
+1. resolves each bridged endpoint to the addresses it listens on inside (``localhost`` is
+   127.0.0.1 and ::1, an address is itself, another name is what it resolves to out here);
+2. makes the namespace (:mod:`~openprogram.isolation.namespace`: its own user and network
+   namespace, the user's own uid and gid, ``lo`` up, every address local) — or says in one
+   line why it cannot and exits 2, never running the command unisolated;
+3. opens the packet observer on ``lo`` (:mod:`~openprogram.isolation.packets`) and listens on
+   each bridged endpoint at the same address inside: a connection accepted there is passed
+   to the relay, which connects out (only to what it was told to bridge) and hands the
+   connected socket back; the bridge passes the bytes both ways;
+4. starts the command (it execs, holding no capability in the namespace: its uid there is
+   not 0 — unless the user is root), passes SIGINT, SIGTERM and SIGHUP on (not those a
+   terminal already sent to the whole foreground group), and waits for it;
+5. reports what the namespace stopped — to the relay, to ``--report FILE``, or else on
+   stderr — and exits with the command's status (128 + the signal that killed it; 127 when
+   the command is not found, 126 when it cannot be run).
+
+``--check`` makes the namespace, observer and listeners, then exits 0 (or 2 with the reason):
+:func:`~openprogram.isolation.launch.unavailable_reason` runs it.
+
+Only the standard library is used, and little of it (no asyncio, argparse or typing): the
+bridge is on every isolated command's start-up path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import socket
+import sys
+import threading
+
+from openprogram.isolation import wire
+from openprogram.isolation.namespace import NamespaceUnavailable, enter_isolated_namespace
+from openprogram.isolation.packets import StopObserver, open_loopback_packet_socket
+
+TYPE_CHECKING = False  # typing itself is not loaded: it costs more than the bridge's work
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main"]
+
+_PREFIX = "openprogram isolation"
+_USAGE = (
+    f"{_PREFIX}: usage: python -m openprogram.isolation.bridge [--relay SOCKET] "
+    "[--bridge HOST:PORT]... [--report FILE] [--check] -- COMMAND..."
+)
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_SI_KERNEL = 0x80
+_CHUNK = 64 * 1024
+_RELAY_TIMEOUT = 30.0
+_IP_FREEBIND = 15
+_IPV6_FREEBIND = 78
+
+
+class _Arguments:
+    def __init__(self) -> None:
+        self.relay: str | None = None
+        self.report: str | None = None
+        self.check = False
+        self.bridged: list[tuple[str, int]] = []
+        self.command: list[str] = []
+
+
+class _UsageError(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    blocked = {*_FORWARDED, signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)  # threads started below inherit it
+    try:
+        arguments = _parse(list(sys.argv[1:] if argv is None else argv))
+        listen_on = [(endpoint, _addresses(endpoint[0])) for endpoint in arguments.bridged]
+    except _UsageError as error:
+        sys.stderr.write(f"{_PREFIX}: {error}\n")
+        return 2
+    try:
+        enter_isolated_namespace()
+        observer = StopObserver(open_loopback_packet_socket())
+        listeners = _listen(listen_on)
+    except NamespaceUnavailable as error:
+        sys.stderr.write(f"{_PREFIX}: cannot isolate the command: {error.reason}\n")
+        return 2
+    except OSError as error:
+        sys.stderr.write(f"{_PREFIX}: cannot isolate the command: {error}\n")
+        return 2
+    if arguments.check:
+        return 0
+    network = _Network(observer, listeners, arguments.relay)
+    network.start()
+    try:
+        pid = os.posix_spawnp(
+            arguments.command[0],
+            arguments.command,
+            os.environ,
+            setsigmask=(),
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *_FORWARDED),
+        )
+    except FileNotFoundError:
+        sys.stderr.write(f"{_PREFIX}: {arguments.command[0]}: command not found\n")
+        return 127
+    except OSError as error:
+        sys.stderr.write(f"{_PREFIX}: {arguments.command[0]}: {error.strerror}\n")
+        return 126
+    status = _wait(pid, blocked)
+    _report(network.finish(), arguments)
+    return status
+
+
+def _parse(words: list[str]) -> _Arguments:
+    arguments = _Arguments()
+    while words:
+        word = words.pop(0)
+        if word == "--":
+            arguments.command = words
+            break
+        if word == "--check":
+            arguments.check = True
+            continue
+        if word not in ("--relay", "--bridge", "--report") or not words:
+            raise _UsageError(f"{word!r} is not understood here\n{_USAGE}")
+        value = words.pop(0)
+        if word == "--relay":
+            arguments.relay = value
+        elif word == "--report":
+            arguments.report = value
+        else:
+            try:
+                arguments.bridged.append(wire.parse_endpoint(value))
+            except ValueError as error:
+                raise _UsageError(f"--bridge {error}") from None
+    if not arguments.command and not arguments.check:
+        raise _UsageError(f"no command given\n{_USAGE}")
+    return arguments
+
+
+def _addresses(host: str) -> list[tuple[int, str]]:
+    """Where a bridged host is listened for inside: its addresses as resolved out here."""
+    if host == "localhost":
+        return [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")]
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return [(family, host)]
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as error:
+        raise _UsageError(f"--bridge {host}: the name does not resolve here ({error})") from None
+    addresses: dict[tuple[int, str], None] = {}
+    for family, _, _, _, address in found:
+        if family in (socket.AF_INET, socket.AF_INET6):
+            addresses[(family, str(address[0]))] = None
+    return list(addresses)
+
+
+def _listen(
+    listen_on: list[tuple[tuple[str, int], list[tuple[int, str]]]],
+) -> dict[socket.socket, tuple[str, int]]:
+    """A listening socket inside for each address of each bridged endpoint."""
+    listeners: dict[socket.socket, tuple[str, int]] = {}
+    taken: set[tuple[str, int]] = set()
+    for endpoint, addresses in listen_on:
+        for family, address in addresses:
+            if (address, endpoint[1]) in taken:
+                continue  # "localhost" and "127.0.0.1" at one port: the first one serves
+            listener = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                if family == socket.AF_INET6:
+                    listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    listener.setsockopt(socket.IPPROTO_IPV6, _IPV6_FREEBIND, 1)
+                else:
+                    listener.setsockopt(socket.IPPROTO_IP, _IP_FREEBIND, 1)
+                listener.bind((address, endpoint[1]))
+                listener.listen(128)
+                listener.setblocking(False)
+            except OSError as error:
+                listener.close()
+                if family == socket.AF_INET6 and endpoint[0] == "localhost":
+                    continue  # no IPv6 in this kernel: 127.0.0.1 serves localhost
+                where = wire.format_endpoint(address, endpoint[1])
+                raise OSError(
+                    error.errno, f"cannot listen on {where} inside: {error.strerror}"
+                ) from None
+            taken.add((address, endpoint[1]))
+            listeners[listener] = endpoint
+    return listeners
+
+
+class _Network:
+    """One thread: accepts on the bridged endpoints and reads the packet observer."""
+
+    def __init__(
+        self,
+        observer: StopObserver,
+        listeners: dict[socket.socket, tuple[str, int]],
+        relay: str | None,
+    ) -> None:
+        self._observer = observer
+        self._listeners = listeners
+        self._relay = relay
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="bridge-network", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def finish(self) -> tuple[str, ...]:
+        """Stop, read the packets still waiting, and say what the namespace stopped."""
+        self._wake_writer.send(b"x")
+        self._thread.join(timeout=5)
+        with self._lock:
+            self._observer.read_available(limit=100_000)
+            return self._observer.stopped()
+
+    def _run(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._wake_reader, selectors.EVENT_READ)
+            selector.register(self._observer, selectors.EVENT_READ)
+            for listener in self._listeners:
+                selector.register(listener, selectors.EVENT_READ)
+            while True:
+                for key, _ in selector.select():
+                    if key.fileobj is self._wake_reader:
+                        return
+                    if key.fileobj is self._observer:
+                        with self._lock:
+                            self._observer.read_available()
+                    elif isinstance(key.fileobj, socket.socket):
+                        self._accept(key.fileobj)
+
+    def _accept(self, listener: socket.socket) -> None:
+        try:
+            inside, _ = listener.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return
+        endpoint = self._listeners[listener]
+        threading.Thread(
+            target=_serve, args=(inside, endpoint, self._relay), name="bridge-pass", daemon=True
+        ).start()
+
+
+def _serve(inside: socket.socket, endpoint: tuple[str, int], relay: str | None) -> None:
+    inside.setblocking(True)
+    outside = _connect_through(relay, endpoint) if relay is not None else None
+    if outside is None:
+        inside.close()  # the relay refused, is gone, or there is none: the client sees EOF
+        return
+    back = threading.Thread(target=_pass, args=(outside, inside), daemon=True)
+    back.start()
+    _pass(inside, outside)
+    back.join()
+    inside.close()
+    outside.close()
+
+
+def _connect_through(relay: str, endpoint: tuple[str, int]) -> socket.socket | None:
+    """The relay's connected socket for ``endpoint``, or None where it refused or failed."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as request:
+            request.settimeout(_RELAY_TIMEOUT)
+            request.connect(relay)
+            request.sendall(f"CONNECT {endpoint[0]} {endpoint[1]}\n".encode("ascii"))
+            answer, descriptors, _, _ = socket.recv_fds(request, wire.MAX_LINE, 1)
+    except (OSError, UnicodeEncodeError):
+        return None
+    if not answer.startswith(b"OK") or not descriptors:
+        for descriptor in descriptors:
+            os.close(descriptor)
+        return None
+    outside = socket.socket(fileno=descriptors[0])
+    outside.setblocking(True)
+    return outside
+
+
+def _pass(source: socket.socket, destination: socket.socket) -> None:
+    buffer = bytearray(_CHUNK)
+    try:
+        while size := source.recv_into(buffer):
+            destination.sendall(memoryview(buffer)[:size])
+        destination.shutdown(socket.SHUT_WR)
+    except OSError:
+        for side in (source, destination):
+            with contextlib.suppress(OSError):
+                side.shutdown(socket.SHUT_RDWR)
+
+
+def _wait(pid: int, blocked: set[signal.Signals]) -> int:
+    """Wait for the command, passing on the signals sent to the bridge alone."""
+    while True:
+        received = signal.sigwaitinfo(blocked)
+        if received.si_signo != signal.SIGCHLD:
+            if received.si_code != _SI_KERNEL:  # a terminal's signal reached the command too
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, received.si_signo)
+            continue
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            code = os.waitstatus_to_exitcode(status)
+            return 128 - code if code < 0 else code
+
+
+def _report(stopped: tuple[str, ...], arguments: _Arguments) -> None:
+    if not stopped:
+        return
+    if arguments.relay is not None and _send_report(arguments.relay, stopped):
+        return
+    if arguments.report is not None:
+        with contextlib.suppress(OSError), open(arguments.report, "a", encoding="utf-8") as file:
+            file.writelines(f"{line}\n" for line in stopped)
+            return
+    for line in stopped:
+        sys.stderr.write(f"{_PREFIX}: stopped {line}\n")
+
+
+def _send_report(relay: str, stopped: tuple[str, ...]) -> bool:
+    lines = stopped[: wire.MAX_STOPPED]
+    message = "".join([f"STOPPED {len(lines)}\n", *(f"{line}\n" for line in lines)])
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(5)
+            connection.connect(relay)
+            connection.sendall(message.encode("ascii", "backslashreplace"))
+            return wire.read_line(connection) == "OK"
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())
