@@ -23,6 +23,12 @@ requested. A mismatch at the HTTP boundary travels out of the SDK as a
 it); leaving the block it becomes the :class:`ReplayMismatch` it carries. While the block
 runs, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are set to a placeholder when unset (see
 :mod:`openprogram.activation.boundaries`), so SDK clients build without a key.
+
+The block's child processes are held to it too (:mod:`openprogram.activation.children`): a
+Python child records into, or replays from, the same recording, as under ``openprogram
+exec``; under replay any other child runs in a loopback-only network namespace, or is
+refused (``children="refuse"``); leaving the block raises
+:class:`~openprogram.activation.children.ChildReplayError` for what a child did wrong.
 """
 
 from __future__ import annotations
@@ -39,6 +45,14 @@ from openprogram.activation.boundaries import (
     both_boundaries_active,
     prepare_boundaries,
     set_placeholder_keys,
+)
+from openprogram.activation.children import (
+    BlockChildren,
+    ChildRefusedError,
+    ChildrenRule,
+    ChildReplayError,
+    block_children,
+    check_children_rule,
 )
 from openprogram.activation.configured import check_appendable
 from openprogram.activation.connection_guard import (
@@ -78,6 +92,13 @@ class RecordReplay:
     appended_to: int = 0
     """record: the calls the recording held before the block (its calls come after them;
     logged as a warning when there were any)."""
+    unenforced: list[str] = field(default_factory=list)
+    """replay: the child processes that could not replay in-process and ran with nothing
+    holding their connections (no network namespace can be made here), and why; each is
+    warned of (:class:`~openprogram.activation.children.UnenforcedChildWarning`)."""
+    children_not_recorded: list[str] = field(default_factory=list)
+    """record, once the block ended: the connections its Python child processes opened that
+    no boundary captured (logged as a warning too)."""
 
     @property
     def mismatches(self) -> list[ReplayMismatch]:
@@ -103,6 +124,8 @@ def record_replay(
     tools: Mapping[str, str] | None = None,
     seed: int | None = None,
     clock: Clock | None = None,
+    children: ChildrenRule | None = None,
+    allowed_commands: Iterable[str] | None = None,
 ) -> Iterator[RecordReplay]:
     """Record the block's calls into ``path``, or replay them from it (see the module's
     docstring).
@@ -146,6 +169,15 @@ def record_replay(
     to everything written and to both sides of every comparison under replay: replay a
     recording with the redaction it was recorded with.
 
+    ``children``: what becomes of a child process started in the block that cannot replay
+    in-process (not Python, ``python -S``) under replay: ``"isolate"`` runs it in a
+    loopback-only network namespace (where none can be made: as it is, named as unenforced)
+    and ``"refuse"`` refuses it before it starts; ``allowed_commands``: the commands (the
+    file name of ``argv[0]``, such as ``"git"``) a child runs as it is. None: the
+    configuration's ``record_replay.children`` and ``record_replay.allowed_commands``
+    (default ``"isolate"`` and none). A Python child inherits the block: it records into,
+    or replays from, the same recording (see :mod:`openprogram.activation.children`).
+
     Recording into an existing recording appends to it, and says so (a warning of the
     ``openprogram`` logger, and :attr:`RecordReplay.appended_to`): a replay then serves both
     sessions' calls, in order. Raises
@@ -172,6 +204,8 @@ def record_replay(
         tools=tuple((tools or {}).items()),
         sources=sources,
     )
+    rule = None if children is None else check_children_rule(children)
+    commands = None if allowed_commands is None else tuple(allowed_commands)
     if mode == "record":
         check_appendable(recording)  # a damaged recording blocks recording as it blocks replay
     prepared = prepare_boundaries(plan, redact=redact, redact_name=redact_name)
@@ -194,6 +228,8 @@ def record_replay(
     try:
         with (
             zone,
+            block_children(plan, rule=rule, allowed_commands=commands) as kids,
+            _claimed_by_block(kids, session),
             both_boundaries_active(
                 prepared.transform, prepared.http, prepared.tapes, allowed_hosts=plan.allowed_hosts
             ) as report,
@@ -206,20 +242,59 @@ def record_replay(
                 if session is not None and session.mismatches:
                     _raise_first_mismatch(session, error)
                 _raise_first_refusal(REPLAY_GUARD.refusals_since(refused_before), error)
+                _raise_children_problems(kids, error)
                 raise
+            finally:
+                active.unenforced.extend(kids.unenforced)
+            problems = kids.problems()
+            active.children_not_recorded.extend(kids.not_recorded())
+            claimed_by_child = kids.claimed_by_child
         if report.not_recorded:
             active.not_recorded.extend(report.not_recorded)
             logger.warning("openprogram: %s", not_recorded_message(report.not_recorded))
+        if active.children_not_recorded:
+            logger.warning(
+                "openprogram: connections the block's child processes opened were not "
+                "recorded: %s — a replay of this recording will refuse them",
+                ", ".join(active.children_not_recorded),
+            )
         if session is not None:
             if session.mismatches:
                 _raise_first_mismatch(session, None)
             _raise_first_refusal(REPLAY_GUARD.refusals_since(refused_before), None)
-            session.assert_consumed()
+        if problems:
+            raise ChildReplayError(problems)
+        if session is not None and not claimed_by_child:
+            session.assert_consumed()  # else the child that replayed reported what it left
     finally:
         if restore_keys is not None:
             restore_keys()
         if mode == "record":
             forget_writer(recording)
+
+
+@contextmanager
+def _claimed_by_block(kids: BlockChildren, session: ReplaySession | None) -> Iterator[None]:
+    """Under replay, the block's own session serves calls once this process holds the
+    recording's claim: the block and a replaying child never both serve a call."""
+    if session is None:
+        yield
+        return
+    undo = kids.claim_for_block(session)
+    try:
+        yield
+    finally:
+        undo()
+
+
+def _raise_children_problems(kids: BlockChildren, error: BaseException) -> None:
+    """Raise what the block's child processes did wrong, if anything, over the error the
+    block raised (a child refused a connection is often why the block failed)."""
+    if not isinstance(error, Exception) or isinstance(error, ChildReplayError | ChildRefusedError):
+        return
+    problems = kids.problems()
+    if problems:
+        raise ChildReplayError(problems) from error
 
 
 def _raise_first_mismatch(session: ReplaySession, error: BaseException | None) -> None:

@@ -87,6 +87,18 @@ class RecordReplaySettings(BaseModel):
         description="hosts a replay may connect to live (a test database, a local tool "
         "server); every other connection is refused under replay",
     )
+    children: Literal["isolate", "refuse"] = Field(
+        "isolate",
+        description="record_replay() and the pytest fixture under replay: a child process "
+        "that cannot replay in-process (not Python, python -S) runs in a loopback-only "
+        "network namespace (isolate; where none can be made, it runs and is named as "
+        "unenforced), or is refused before it starts (refuse)",
+    )
+    allowed_commands: list[str] = Field(
+        [],
+        description="record_replay() and the pytest fixture: commands (the file name of "
+        "argv[0], e.g. git) a child process runs as it is, never isolated nor refused",
+    )
     model_hosts: list[str] = Field(
         [],
         description="hosts whose every request is model traffic (a model gateway, a local "
@@ -163,6 +175,16 @@ class RecordReplaySettings(BaseModel):
     def _are_hosts(cls, value: list[str]) -> list[str]:
         # As the HTTP boundary compares them: lower case, an IPv6 address without brackets.
         return [check_host_entry(host) for host in value]
+
+    @field_validator("allowed_commands")
+    @classmethod
+    def _are_command_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or "/" in name or name != name.strip():
+                raise ValueError(
+                    f"{name!r} is not a command's file name (the basename of argv[0], e.g. git)"
+                )
+        return value
 
     @field_validator("redact_patterns")
     @classmethod

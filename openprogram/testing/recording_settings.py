@@ -144,6 +144,13 @@ class RecordingSettings:
     clock: Clock | None = None
     """While recording: the clock ``openprogram.now()`` reads; under record and replay, the
     test runs in UTC."""
+    children: Literal["isolate", "refuse"] | None = None
+    """Under replay, a child process of the test that cannot replay in-process (not Python,
+    ``python -S``): isolated in a loopback-only network namespace, or refused before it
+    starts (None: the configuration's ``record_replay.children``, by default isolate)."""
+    allowed_commands: tuple[str, ...] | None = None
+    """Commands (the file name of ``argv[0]``) a child process of the test runs as it is
+    (None: the configuration's ``record_replay.allowed_commands``)."""
 
     @property
     def sources(self) -> RecordingSources | None:
@@ -258,6 +265,12 @@ def _clock(value: object) -> Clock | None:
     return value
 
 
+def _children(value: object) -> Literal["isolate", "refuse"] | None:
+    from openprogram.activation.children import check_children_rule
+
+    return None if value is None else check_children_rule(value)
+
+
 def _redact(value: object) -> Callable[[str], str] | None:
     if value is not None and not callable(value):
         raise ValueError(f"must be a function taking a string and returning it, not {value!r}")
@@ -278,6 +291,8 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
     "redact": _redact,
     "seed": _seed,
     "clock": _clock,
+    "children": _children,
+    "allowed_commands": _by_configuration_rules("allowed_commands"),
 }
 """Each setting's key and the check that turns a given value into the setting's value
 (raising ``ValueError`` saying what is wrong)."""
@@ -359,6 +374,8 @@ CONFIGURED_SETTINGS = (
     "http_headers",
     "tools",
     "redact_patterns",
+    "children",
+    "allowed_commands",
 )
 """The settings openprogram's configuration carries (``record_replay.<key>``)."""
 

@@ -50,7 +50,9 @@ from openprogram.activation.boundaries import (
     hide_placeholder_keys,
     set_placeholder_keys,
 )
+from openprogram.activation.children import BlockChildren, ChildReplayError, block_children
 from openprogram.activation.connection_guard import REPLAY_GUARD, Connection
+from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
@@ -148,6 +150,10 @@ class RecordingSession:
         self.drift: DriftReport | None = None
         """``drift`` mode: the check of the live answers, once the test's body passed."""
         self._mismatches_reported = 0
+        self._children_reported = False
+        self.children: BlockChildren | None = None
+        """The child processes the test started, while and after it ran (None: ``live``,
+        ``new_episodes`` with a recording, or not installed yet)."""
         self._replay_scope: ExitStack | None = None
         self._scope_entered: ProviderScope | None = None
 
@@ -166,7 +172,61 @@ class RecordingSession:
     @contextmanager
     def installed(self) -> Iterator[None]:
         """Record, replay or both at both boundaries, in every thread and task, inside this
-        block (see the module's docstring)."""
+        block (see the module's docstring); the child processes the test starts are held to
+        it (:mod:`openprogram.activation.children`)."""
+        with self._children_held(), self._boundaries_installed():
+            yield
+
+    @contextmanager
+    def _children_held(self) -> Iterator[None]:
+        plan = self._children_plan()
+        if plan is None:
+            yield
+            return
+        settings = self.settings
+        with block_children(
+            plan,
+            rule=None if settings is None else settings.children,
+            allowed_commands=None if settings is None else settings.allowed_commands,
+        ) as children:
+            self.children = children
+            if self.replay is None:
+                yield
+                return
+            undo = children.claim_for_block(self.replay.session)
+            try:
+                yield
+            finally:
+                undo()
+
+    def _children_plan(self) -> RecordReplayPlan | None:
+        """The plan a Python child of the test activates: the test's replay, or its
+        recording into the temporary file (None: ``live`` and ``new_episodes`` with a
+        recording, whose children run as they are)."""
+        settings = self.settings
+        if self.mode == "replay":
+            mode: Literal["record", "replay"] = "replay"
+            path = self.path
+        elif self.mode == "record" and self._write_path is not None:
+            mode, path = "record", self._write_path
+        else:
+            return None
+        return RecordReplayPlan(
+            mode,
+            path,
+            ignore_fields=() if settings is None else settings.ignore_fields,
+            compare_loopback_ports=False if settings is None else settings.compare_loopback_ports,
+            match="content" if settings is None else settings.match,
+            passthrough_hosts=self.passthrough_hosts,
+            allowed_hosts=self.allowed_hosts,
+            http_headers=self.http_headers,
+            redact_patterns=() if settings is None else settings.redact_patterns,
+            tools=() if settings is None else settings.tools,
+            sources=self.sources,
+        )
+
+    @contextmanager
+    def _boundaries_installed(self) -> Iterator[None]:
         if self.mode == "replay":
             with ExitStack() as scope:
                 scope.enter_context(self._replay_boundaries())
@@ -260,10 +320,14 @@ class RecordingSession:
         test caught, or recorded calls it never made (not under ``new_episodes``, which
         drops them). None if there is nothing wrong."""
         if self.replay is None:
-            return None
-        problem = self._new_mismatch_problem() or self._new_refusal_problem()
+            return self._children_problem()
+        problem = (
+            self._new_mismatch_problem() or self._new_refusal_problem() or self._children_problem()
+        )
         if problem is not None or self.merge is not None:
             return problem
+        if self.children is not None and self.children.claimed_by_child:
+            return None  # the child that replayed the recording reported what it left
         try:
             self.replay.assert_consumed()
         except UnconsumedCallsError as error:
@@ -274,8 +338,20 @@ class RecordingSession:
     def problem_at_teardown(self) -> str | None:
         """A mismatch caught and swallowed after the test body (in a fixture's teardown)."""
         if self.replay is None:
+            return self._children_problem()
+        return (
+            self._new_mismatch_problem() or self._new_refusal_problem() or self._children_problem()
+        )
+
+    def _children_problem(self) -> str | None:
+        """What the test's child processes did wrong (they have ended by now), once."""
+        if self.children is None or self._children_reported:
             return None
-        return self._new_mismatch_problem() or self._new_refusal_problem()
+        problems = self.children.problems()
+        if not problems:
+            return None
+        self._children_reported = True
+        return str(ChildReplayError(problems))
 
     def _new_refusal_problem(self) -> str | None:
         new = REPLAY_GUARD.refusals_since(self._refusals_reported)
@@ -366,6 +442,8 @@ class RecordingSession:
             kind=self._outcome_kind(passed),
         )
         outcome.not_recorded = [str(connection) for connection in self.not_recorded]
+        if self.children is not None and self.mode == "record":
+            outcome.not_recorded += self.children.not_recorded()
         if self.drift is not None:
             outcome.drift = self.drift.to_json()
         saved = self.saved
