@@ -177,6 +177,7 @@ class Relay:
             connection.sendall(b"NO " + reason[:200] + b"\n")
             return
         with outside:
+            outside.settimeout(None)  # the bridge gets a plain blocking socket
             socket.send_fds(connection, [b"OK\n"], [outside.fileno()])
 
     def _collect(self, connection: socket.socket, count: int) -> None:
