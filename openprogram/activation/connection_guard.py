@@ -55,7 +55,10 @@ with the name it was resolved from: the ``allowed_hosts`` setting and the
 Under record nothing is refused; a :class:`ConnectionWatch` notes every connection and every
 destination of a datagram instead (each once), so that the ones no boundary captured — a
 database driver, a raw socket, a metrics client's datagrams — are reported at the end
-rather than missed in silence.
+rather than missed in silence. Given an exchange folder (``openprogram exec --record``), it
+also writes every endpoint it saw, captured or not, to ``seen-<pid>.jsonl`` there as it
+sees it (:func:`python_saw`), so that exec can tell the connections its kernel-level watch
+saw that no Python hook did (:mod:`openprogram.isolation.connect_watch`).
 
 What the hook cannot see: sockets that C or Rust extensions open themselves (uvloop's own
 transports, grpc's core, a driver written in C, c-ares), a socket that connected before the
@@ -66,6 +69,8 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import json
+import os
 import socket
 import sys
 import threading
@@ -98,6 +103,7 @@ __all__ = [
     "is_name_lookup",
     "not_recorded_message",
     "note_not_recorded",
+    "python_saw",
     "system_resolvers",
 ]
 
@@ -447,12 +453,15 @@ class ConnectionWatch:
     datagram to, between :meth:`start` and :meth:`stop` (threads and tasks included), each
     host, port and name once (a metrics client sends thousands); refuses none."""
 
-    def __init__(self, hook: SocketHook = SOCKET_HOOK) -> None:
+    def __init__(self, hook: SocketHook = SOCKET_HOOK, *, seen_into: Path | None = None) -> None:
         self._hook = hook
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
         self._noted: set[tuple[str, int | None, str | None]] = set()
         self.connections: list[Connection] = []
+        self._seen_into = seen_into
+        """The exchange folder each endpoint is written to as it is seen (None: nowhere)."""
+        self._written: set[tuple[int, str, int | None]] = set()
 
     def start(self) -> None:
         if self._remove is None:
@@ -483,6 +492,8 @@ class ConnectionWatch:
         return list(found.values())
 
     def _note(self, host: str, port: int | None, name: str | None) -> None:
+        if self._seen_into is not None:
+            self._write_seen(host, port)
         with self._lock:
             if (host, port, name) in self._noted:
                 return
@@ -490,6 +501,62 @@ class ConnectionWatch:
         connection = Connection(host, port, name, _library())
         with self._lock:
             self.connections.append(connection)
+
+    def _write_seen(self, host: str, port: int | None) -> None:
+        """Add ``host``:``port`` to this process's ``seen-<pid>.jsonl``, once per process (a
+        forked child writes its own); one line, appended whole."""
+        key = (os.getpid(), host, port)
+        with self._lock:
+            if key in self._written:
+                return
+            self._written.add(key)
+        assert self._seen_into is not None
+        line = json.dumps({"host": host, "port": port}).encode() + b"\n"
+        try:
+            fd = os.open(
+                self._seen_into / f"{SEEN_PREFIX}{key[0]}.jsonl",
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                0o600,
+            )
+        except OSError:
+            return  # exec has gone, or its folder with it: nobody is left to tell
+        try:
+            os.write(fd, line)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+SEEN_PREFIX = "seen-"
+"""The files a :class:`ConnectionWatch` writes the endpoints it saw to, ``seen-<pid>.jsonl``."""
+
+_SEEN_LIMIT = 4 * 1024 * 1024
+"""The most of one ``seen-<pid>.jsonl`` read (each line names one endpoint)."""
+
+
+def python_saw(folder: Path) -> dict[int, set[tuple[str, int | None]]]:
+    """The endpoints (host as given to ``connect``, port) each Python process of a command
+    saw, by pid, from the ``seen-<pid>.jsonl`` files in ``folder`` (a damaged line or file
+    is skipped)."""
+    found: dict[int, set[tuple[str, int | None]]] = {}
+    for path in sorted(folder.glob(f"{SEEN_PREFIX}*.jsonl")):
+        try:
+            pid = int(path.name.removeprefix(SEEN_PREFIX).removesuffix(".jsonl"))
+            with path.open("rb") as file:
+                text = file.read(_SEEN_LIMIT)
+        except (OSError, ValueError):
+            continue
+        endpoints = found.setdefault(pid, set())
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            port = entry.get("port") if isinstance(entry, dict) else None
+            if isinstance(entry, dict) and isinstance(entry.get("host"), str):
+                endpoints.add((entry["host"], port if type(port) is int else None))
+    return found
 
 
 def note_not_recorded(writer: RecordingWriter, connections: Iterable[Connection]) -> None:

@@ -123,7 +123,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     if plan.mode == "replay":
         _refuse_unactivated_children()
     if plan.mode == "record":
-        watch = ConnectionWatch()
+        watch = ConnectionWatch(seen_into=exchange)  # exec compares with what its kernel watch saw
         watch.start()
         allowed = (*prepared.http.passthrough_hosts, *plan.allowed_hosts)
         atexit.register(_report_not_recorded, watch, prepared.http, allowed, exchange)

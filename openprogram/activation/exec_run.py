@@ -116,17 +116,21 @@ def run_with_plan(
     environ: Mapping[str, str] | None = None,
     *,
     on_start: Callable[[RecordReplayPlan], None] | None = None,
+    wrap: Callable[[Sequence[str]], Sequence[str]] | None = None,
 ) -> ExecOutcome:
     """Run ``command`` with ``plan`` active in each of its Python processes (None: as it
     is), in ``environ`` (default: this process's). ``on_start`` is called with the plan once
     the checks have passed, just before the command starts (the CLI tells there that the
-    command runs blocked, before anything the command prints)."""
+    command runs blocked, before anything the command prints). ``wrap`` gives the argv that
+    runs the command (an isolation's :meth:`~openprogram.isolation.Relay.wrap`); the checks
+    and the outcome are the command's own."""
     base = dict(os.environ if environ is None else environ)
     argv = tuple(command)
     if not argv:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
+    run = argv if wrap is None else tuple(wrap(argv))
     if plan is None:
-        return ExecOutcome(argv, run_process(argv, base), None)
+        return ExecOutcome(argv, run_process(run, base), None)
     check_command(argv, base, replay=plan.mode == "replay")
     before = _recorded_calls(plan) if plan.mode == "record" else 0
     exchange = open_exchange()
@@ -134,7 +138,7 @@ def run_with_plan(
         environ_of_child = child_environment(base, plan, exchange)
         if on_start is not None:
             on_start(plan)
-        status = run_process(argv, environ_of_child)
+        status = run_process(run, environ_of_child)
         return _outcome(argv, status, plan, exchange, before)
     finally:
         exchange.remove()
