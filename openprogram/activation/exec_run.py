@@ -57,6 +57,7 @@ from openprogram.activation.exec_environment import (
 )
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
+from openprogram.isolation.connect_watch import ConnectWatch, not_seen_by_python
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
 
@@ -98,6 +99,9 @@ class ExecOutcome:
     put_back: bool = False
     """record: the command failed, so the recording was put back as it was before it (a
     recording exec created for it removed), whatever it recorded."""
+    unwatched: str | None = None
+    """record: why the connections opened outside Python were not watched here (None: they
+    were, :mod:`openprogram.isolation.connect_watch`)."""
 
     @property
     def exit_status(self) -> int:
@@ -138,8 +142,12 @@ def run_with_plan(
         environ_of_child = child_environment(base, plan, exchange)
         if on_start is not None:
             on_start(plan)
-        status = run_process(run, environ_of_child)
-        return _outcome(argv, status, plan, exchange, before)
+        # record: the kernel shows exec every connection of the command's processes
+        watch = ConnectWatch() if plan.mode == "record" else None
+        with watch or contextlib.nullcontext():
+            before_exec = watch.before_exec if watch is not None else None
+            status = run_process(run, environ_of_child, before_exec=before_exec)
+        return _outcome(argv, status, plan, exchange, before, watch)
     finally:
         exchange.remove()
 
@@ -232,7 +240,12 @@ def _die_with_exec() -> Callable[[], None] | None:
 
 
 def _outcome(
-    command: tuple[str, ...], status: int, plan: RecordReplayPlan, exchange: Exchange, before: int
+    command: tuple[str, ...],
+    status: int,
+    plan: RecordReplayPlan,
+    exchange: Exchange,
+    before: int,
+    watch: ConnectWatch | None = None,
 ) -> ExecOutcome:
     handshakes = _read_all(exchange.folder, "process-")
     if not handshakes:
@@ -255,10 +268,23 @@ def _outcome(
             listed = report.get("connections")
             if isinstance(listed, list):
                 not_recorded.extend(str(item) for item in listed if str(item) not in not_recorded)
+        if watch is not None:  # what the kernel saw that no Python hook did
+            allowed = (*plan.passthrough_hosts, *plan.allowed_hosts)
+            outside = not_seen_by_python(
+                watch.connections, exchange.folder, allowed=allowed, listed=not_recorded
+            )
+            not_recorded.extend(str(item) for item in outside if str(item) not in not_recorded)
     else:
         calls = _replay_problems(plan, exchange, problems)
     return ExecOutcome(
-        command, status, plan, len(handshakes), calls, tuple(problems), tuple(not_recorded)
+        command,
+        status,
+        plan,
+        len(handshakes),
+        calls,
+        tuple(problems),
+        tuple(not_recorded),
+        unwatched=watch.unwatched if watch is not None else None,
     )
 
 
