@@ -184,6 +184,10 @@ def _report(outcome: object) -> None:
         line(f"recorded {plural(outcome.calls, 'call')} into {plan.path}")
         if outcome.not_recorded:
             line(not_recorded_message(outcome.not_recorded), "bold yellow")
+        if outcome.unwatched:
+            from openprogram.isolation.connect_watch import unwatched_message
+
+            line(unwatched_message(outcome.unwatched), "yellow")
     elif plan.mode == "replay" and not outcome.problems:
         line(f"{plural(outcome.calls, 'call')} replayed from {plan.path} and matched")
 

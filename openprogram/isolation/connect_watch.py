@@ -31,6 +31,7 @@ privileges. Not seen: 32-bit programs, and ``io_uring``'s connects.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import os
 import select
@@ -56,7 +57,13 @@ from openprogram.isolation.seccomp_notify import (
     this_architecture,
 )
 
-__all__ = ["ConnectWatch", "WatchedConnection", "destination", "not_seen_by_python"]
+__all__ = [
+    "ConnectWatch",
+    "WatchedConnection",
+    "destination",
+    "not_seen_by_python",
+    "unwatched_message",
+]
 
 KEEPER = Path(__file__).with_name("seccomp_notify.py")
 """The keeper's script (see the module's docstring)."""
@@ -167,7 +174,7 @@ class ConnectWatch:
         try:
             listener = install_filter(self._arch, self._program)
         except OSError as error:
-            os.write(ready, b"error %s" % str(error.strerror or error).encode())
+            os.write(ready, b"error %d" % (error.errno or 0))
             return
         os.write(ready, b"fd %d" % listener)
         taken = os.read(go, 16)
@@ -231,10 +238,7 @@ class ConnectWatch:
             os.write(self._go[1], b"go")
             said = os.read(self._ready[0], 256)
             if not said.startswith(b"fd "):
-                reason = said.removeprefix(b"error ").decode(errors="replace")
-                self.unwatched = (
-                    f"the command's process could not install the filter ({reason or 'it ended'})"
-                )
+                self.unwatched = _not_installed(said)
                 return None
             try:
                 listener = take_descriptor(self._arch, pidfd, int(said[3:]))
@@ -332,6 +336,11 @@ class ConnectWatch:
         return found
 
 
+def unwatched_message(reason: str) -> str:
+    """What exec says at the end of a record run the kernel could not watch."""
+    return f"connections opened outside Python were not watched here: {reason}"
+
+
 def not_seen_by_python(
     connections: Iterable[WatchedConnection],
     folder: Path | None,
@@ -421,6 +430,20 @@ def _handshakes(folder: Path) -> set[int]:
         with contextlib.suppress(ValueError):
             found.add(int(path.stem.removeprefix("process-")))
     return found
+
+
+def _not_installed(said: bytes) -> str:
+    """Why the command's process could not install the filter, from what it said."""
+    try:
+        number = int(said.removeprefix(b"error "))
+    except ValueError:
+        return "the command's process ended before it installed the filter"
+    if number == errno.EBUSY:
+        return (
+            "its processes are watched by another seccomp listener already (an enclosing "
+            "openprogram exec --record, or a container's own)"
+        )
+    return f"the command's process could not install the filter ({os.strerror(number)})"
 
 
 def _addresses(arch: Architecture, notification: Notification, memory: int) -> list[bytes]:
