@@ -62,6 +62,10 @@ if TYPE_CHECKING:
     from openprogram.testing.network_block import NetworkBlock
     from openprogram.testing.session_lifecycle import RecordingSession
 
+pytest_plugins = ["openprogram.testing.isolation"]
+"""``--openprogram-isolate``: the whole session in a loopback-only network namespace
+(:mod:`~openprogram.testing.isolation`, loaded with this plugin and turned off with it)."""
+
 _RESTORE_KEYS = pytest.StashKey[Callable[[], None]]()
 _BLOCK = pytest.StashKey["NetworkBlock"]()
 _ACTIVE = pytest.StashKey["RecordingSession"]()
