@@ -3,8 +3,9 @@
 ``python -m openprogram.isolation.bridge [--relay SOCKET] [--bridge HOST:PORT ...]
 [--report FILE] -- COMMAND...`` (``Relay.wrap`` builds this line, and starts it faster):
 
-1. resolves each bridged endpoint to the addresses it listens on inside (``localhost`` is
-   127.0.0.1 and ::1, an address is itself, another name is what it resolves to out here);
+1. decides where each bridged endpoint is listened for inside: ``localhost`` at 127.0.0.1
+   and ::1, an address at itself, a name at an address of its own that the bridge's DNS
+   responder gives it (:mod:`~openprogram.isolation.names`; nothing is resolved here);
 2. makes the namespace (:mod:`~openprogram.isolation.namespace`: its own user and network
    namespace, the user's own uid and gid, ``lo`` up, every address local) — or says in one
    line why it cannot and exits 2, never running the command unisolated;
@@ -37,6 +38,7 @@ import sys
 import threading
 
 from openprogram.isolation import wire
+from openprogram.isolation.names import NameResponder, nameservers, synthetic_address
 from openprogram.isolation.namespace import NamespaceUnavailable, enter_isolated_namespace
 from openprogram.isolation.packets import StopObserver, open_loopback_packet_socket
 
@@ -45,6 +47,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["main"]
+
+_ListenOn = list[tuple[tuple[str, int], list[tuple[int, str]]]]
+"""Each bridged endpoint, and the (family, address) pairs it is listened for at inside."""
 
 _PREFIX = "openprogram isolation"
 _USAGE = (
@@ -77,14 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, blocked)  # threads started below inherit it
     try:
         arguments = _parse(list(sys.argv[1:] if argv is None else argv))
-        listen_on = [(endpoint, _addresses(endpoint[0])) for endpoint in arguments.bridged]
     except _UsageError as error:
         sys.stderr.write(f"{_PREFIX}: {error}\n")
         return 2
     try:
         enter_isolated_namespace()
         observer = StopObserver(open_loopback_packet_socket())
+        listen_on, names = _addresses(arguments.bridged)
         listeners = _listen(listen_on)
+        responder = NameResponder(names) if names else None
+        answering = responder.listen(nameservers()) if responder is not None else []
     except NamespaceUnavailable as error:
         sys.stderr.write(f"{_PREFIX}: cannot isolate the command: {error.reason}\n")
         return 2
@@ -93,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if arguments.check:
         return 0
-    network = _Network(observer, listeners, arguments.relay)
+    network = _Network(observer, listeners, arguments.relay, (responder, answering))
     network.start()
     try:
         pid = os.posix_spawnp(
@@ -141,30 +148,35 @@ def _parse(words: list[str]) -> _Arguments:
     return arguments
 
 
-def _addresses(host: str) -> list[tuple[int, str]]:
-    """Where a bridged host is listened for inside: its addresses as resolved out here."""
-    if host == "localhost":
-        return [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")]
+def _addresses(bridged: list[tuple[str, int]]) -> tuple[_ListenOn, dict[str, str]]:
+    """Where each bridged endpoint is listened for inside, and the address of each name."""
+    names: dict[str, str] = {}
+    listen_on: _ListenOn = []
+    for host, port in bridged:
+        addresses: list[tuple[int, str]]
+        if host == "localhost":
+            addresses = [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")]
+        elif (family := _literal_family(host)) is not None:
+            addresses = [(family, host)]
+        else:
+            key = host.lower().rstrip(".")
+            names.setdefault(key, synthetic_address(len(names)))
+            addresses = [(socket.AF_INET, names[key])]
+        listen_on.append(((host, port), addresses))
+    return listen_on, names
+
+
+def _literal_family(host: str) -> int | None:
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
             socket.inet_pton(family, host)
         except OSError:
             continue
-        return [(family, host)]
-    try:
-        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError as error:
-        raise _UsageError(f"--bridge {host}: the name does not resolve here ({error})") from None
-    addresses: dict[tuple[int, str], None] = {}
-    for family, _, _, _, address in found:
-        if family in (socket.AF_INET, socket.AF_INET6):
-            addresses[(family, str(address[0]))] = None
-    return list(addresses)
+        return family
+    return None
 
 
-def _listen(
-    listen_on: list[tuple[tuple[str, int], list[tuple[int, str]]]],
-) -> dict[socket.socket, tuple[str, int]]:
+def _listen(listen_on: _ListenOn) -> dict[socket.socket, tuple[str, int]]:
     """A listening socket inside for each address of each bridged endpoint."""
     listeners: dict[socket.socket, tuple[str, int]] = {}
     taken: set[tuple[str, int]] = set()
@@ -203,8 +215,10 @@ class _Network:
         observer: StopObserver,
         listeners: dict[socket.socket, tuple[str, int]],
         relay: str | None,
+        names: tuple[NameResponder | None, list[socket.socket]],
     ) -> None:
         self._observer = observer
+        self._responder, self._answering = names
         self._listeners = listeners
         self._relay = relay
         self._wake_reader, self._wake_writer = socket.socketpair()
@@ -220,7 +234,8 @@ class _Network:
         self._thread.join(timeout=5)
         with self._lock:
             self._observer.read_available(limit=100_000)
-            return self._observer.stopped()
+            lookups = self._responder.stopped() if self._responder is not None else ()
+            return tuple(dict.fromkeys((*self._observer.stopped(), *lookups)))
 
     def _run(self) -> None:
         with selectors.DefaultSelector() as selector:
@@ -228,6 +243,8 @@ class _Network:
             selector.register(self._observer, selectors.EVENT_READ)
             for listener in self._listeners:
                 selector.register(listener, selectors.EVENT_READ)
+            for answering in self._answering:
+                selector.register(answering, selectors.EVENT_READ, "names")
             while True:
                 for key, _ in selector.select():
                     if key.fileobj is self._wake_reader:
@@ -235,7 +252,12 @@ class _Network:
                     if key.fileobj is self._observer:
                         with self._lock:
                             self._observer.read_available()
-                    elif isinstance(key.fileobj, socket.socket):
+                    elif not isinstance(key.fileobj, socket.socket):
+                        continue
+                    elif key.data == "names" and self._responder is not None:
+                        with self._lock:
+                            self._responder.answer_waiting(key.fileobj)
+                    else:
                         self._accept(key.fileobj)
 
     def _accept(self, listener: socket.socket) -> None:

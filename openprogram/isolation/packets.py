@@ -31,6 +31,8 @@ import ctypes
 import socket
 import struct
 
+from openprogram.isolation.names import queried_name
+
 __all__ = ["MAX_REPORTS", "MAX_TRACKED", "StopObserver", "open_loopback_packet_socket"]
 
 MAX_REPORTS = 64
@@ -136,7 +138,7 @@ class StopObserver:
         target = (family, inner[3], _port(inner[4], 2))
         if target in self._unreachable or len(self._unreachable) >= MAX_TRACKED:
             return
-        name = _dns_query_name(inner[4][8:]) if target[2] == 53 else None
+        name = queried_name(bytes(inner[4][8:])) if target[2] == 53 else None
         if name is not None:
             self._unreachable[target] = f"a DNS lookup of {name} (UDP to {_format(target)})"
         else:
@@ -173,31 +175,6 @@ def _format(address: Address) -> str:
     family, packed, port = address
     text = socket.inet_ntop(family, packed)
     return f"[{text}]:{port}" if family == socket.AF_INET6 else f"{text}:{port}"
-
-
-def _dns_query_name(message: memoryview | bytes) -> str | None:
-    """The first question's name of a DNS query, shown safely; None if it is not one."""
-    if len(message) < 12 or message[2] & 0x80 or int.from_bytes(message[4:6], "big") < 1:
-        return None
-    labels: list[str] = []
-    position = 12
-    while position < len(message):
-        length = message[position]
-        if length == 0:
-            return ".".join(labels) if labels else "."
-        if length > 63 or position + 1 + length > len(message) or len(labels) >= 127:
-            return None
-        label = bytes(message[position + 1 : position + 1 + length])
-        labels.append("".join(_visible(byte) for byte in label))
-        position += 1 + length
-    return None
-
-
-def _visible(byte: int) -> str:
-    character = chr(byte)
-    if character.isascii() and (character.isalnum() or character in "-_*"):
-        return character
-    return f"\\x{byte:02x}"
 
 
 def _filter_program() -> bytes:

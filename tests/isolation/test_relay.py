@@ -5,6 +5,7 @@ Every target here is a live server on loopback that counts its hits."""
 
 from __future__ import annotations
 
+import os
 import socket
 import stat
 import subprocess
@@ -220,3 +221,39 @@ def test_a_relay_that_is_gone_does_not_hang_the_command(hit_server: HitServer) -
         f"openprogram isolation: stopped 127.0.0.1:{hit_server.port + 1} "
         "(TCP, refused in the isolated namespace)\n"
     )
+
+
+@needs_namespaces
+def test_a_bridged_name_resolves_inside_and_reaches_the_name_outside(
+    hit_server: HitServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = socket.getaddrinfo
+
+    def outside(host: str, *rest: object, **options: object) -> object:
+        # the relay, in this process, connects to the name: here it means the live server
+        return real("127.0.0.1" if host == "db.bridged.test" else host, *rest, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", outside)
+    outside_namespace = os.stat("/proc/self/ns/net").st_ino
+    source = (
+        "import os, socket, sys, urllib.request\n"
+        f"if os.stat('/proc/self/ns/net').st_ino == {outside_namespace}:\n"
+        "    sys.exit('NOT ISOLATED: nothing asked')\n"
+        f"print(socket.getaddrinfo('db.bridged.test', {hit_server.port}, socket.AF_INET)[0][4])\n"
+        + _get(f"http://db.bridged.test:{hit_server.port}/by-name")
+        + "try:\n"
+        "    socket.getaddrinfo('api.openai.com', 443)\n"
+        "except socket.gaierror as error:\n"
+        "    print('not resolved', error.errno == socket.EAI_NONAME)\n"
+    )
+    with Relay([Endpoint("db.bridged.test", hit_server.port)]) as relay:
+        done = _run(relay.wrap([sys.executable, "-I", "-c", source]))
+        stopped = relay.stopped()
+    assert done.stdout.splitlines() == [
+        f"('198.18.0.1', {hit_server.port})",
+        "hit",
+        "not resolved True",
+    ], done.stderr
+    assert hit_server.paths == ["/by-name"]
+    assert len(stopped) == 1
+    assert stopped[0].startswith("a DNS lookup of api.openai.com (UDP to ")
