@@ -149,7 +149,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     bridged = os.environ.get(INSIDE)
     if bridged is not None and "PYTEST_XDIST_WORKER" not in os.environ:
         return f"openprogram: isolated in a loopback-only network namespace; bridged: {bridged}"
-    return config.stash.get(_UNISOLATED, None)
+    line = config.stash.get(_UNISOLATED, None)
+    return None if line is None else f"openprogram: {line}"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
