@@ -61,6 +61,7 @@ from openprogram.errors import (
     RecordReplayBlockedError,
     ServeSetupError,
 )
+from openprogram.isolation.connect_watch import ConnectWatch, not_seen_by_python
 from openprogram.serving.routes import VENDORS, check_upstream
 from openprogram.serving.trust import TOKEN_VARIABLE
 from openprogram.store.names import resolve_recording
@@ -224,8 +225,12 @@ def _run_through_proxy(
             argv = (*_isolated_prefix(socket, listening.port), *command)
         if on_start is not None:
             on_start(plan)
+        # record: every connection of the command's processes
+        watch = ConnectWatch() if plan.mode == "record" else None
         try:
-            status = run_process(argv, environ)
+            with watch or contextlib.nullcontext():
+                before_exec = watch.before_exec if watch is not None else None
+                status = run_process(argv, environ, before_exec=before_exec)
         finally:
             accounts = server.stop().accounts
     finally:
@@ -236,7 +241,24 @@ def _run_through_proxy(
         problems = [str(RecordReplayBlockedError(plan.blocked_reason or ""))]
     else:
         problems = own.problems
-    return ExecOutcome(command, status, plan, 0, own.calls, tuple(problems))
+    outcome = ExecOutcome(command, status, plan, 0, own.calls, tuple(problems))
+    if watch is not None:
+        outcome = _with_outside(outcome, watch, plan, proxy=(listening.host, listening.port))
+    return outcome
+
+
+def _with_outside(
+    outcome: ExecOutcome, watch: ConnectWatch, plan: RecordReplayPlan, *, proxy: tuple[str, int]
+) -> ExecOutcome:
+    """record: ``outcome`` with the connections the command's processes opened elsewhere than
+    to exec's ``proxy`` (:mod:`openprogram.isolation.connect_watch`) as not recorded."""
+    allowed = (*plan.passthrough_hosts, *plan.allowed_hosts)
+    outside = not_seen_by_python(watch.connections, None, allowed=allowed, skip=(proxy,))
+    return dataclasses.replace(
+        outcome,
+        not_recorded=tuple(str(connection) for connection in outside),
+        unwatched=watch.unwatched,
+    )
 
 
 def upstreams_of(environ: Mapping[str, str]) -> dict[str, str]:
