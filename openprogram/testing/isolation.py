@@ -15,9 +15,11 @@ entry and each ``openprogram_http_passthrough_hosts`` entry, read as ``exec`` re
 ``allowed_hosts`` (``host:port`` is that endpoint; a bare loopback host, every port listening
 on it when the run starts; a bare name, its ports 443 and 80); and when the run's record
 mode records or calls live (``once``, ``new_episodes``, ``all``, ``rewrite``, ``live``,
-``drift``), the loopback upstreams the vendors' base URL variables point at
-(``OPENAI_BASE_URL=http://127.0.0.1:8000/v1``…). A marker's or ``openprogram_config``'s own
-``allowed_hosts`` are per test, known only once the session runs inside: they are not
+``drift``), each vendor's API: where its base URL variable points
+(``OPENAI_BASE_URL=http://127.0.0.1:8000/v1``…), or its official API (``api.openai.com:443``,
+``api.anthropic.com:443``, ``generativelanguage.googleapis.com:443``). A bridged name
+resolves inside, to an address of the bridge's own. A marker's or ``openprogram_config``'s
+own ``allowed_hosts`` are per test, known only once the session runs inside: they are not
 bridged.
 
 **What was stopped** — every connection the namespace refused (a TCP connection to an address
@@ -40,7 +42,6 @@ run inside (and its xdist workers) that it is isolated already.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import signal
 import subprocess
@@ -209,7 +210,7 @@ def session_endpoints(config: pytest.Config) -> tuple[Endpoint, ...]:
     if listed:  # the options are not parsed yet: the early parse of the command line has them
         hosts.extend(host.strip() for host in str(listed).split(","))
     hosts.extend(_ini_lines(config, "openprogram_http_passthrough_hosts"))
-    return bridged_endpoints([host for host in hosts if host], also=_loopback_upstreams(config))
+    return bridged_endpoints([host for host in hosts if host], also=_upstreams(config))
 
 
 def _ini_lines(config: pytest.Config, name: str) -> list[str]:
@@ -217,9 +218,10 @@ def _ini_lines(config: pytest.Config, name: str) -> list[str]:
     return [str(line).strip() for line in lines if str(line).strip()]
 
 
-def _loopback_upstreams(config: pytest.Config) -> tuple[Endpoint, ...]:
-    """Where the vendors' base URL variables point, when on loopback and the record mode
-    may reach an upstream."""
+def _upstreams(config: pytest.Config) -> tuple[Endpoint, ...]:
+    """The vendors' APIs, when the record mode may reach an upstream: where each vendor's
+    base URL variable points (``OPENAI_BASE_URL=http://127.0.0.1:8000/v1``), or its
+    official API's host on 443 where none is set."""
     from openprogram.isolation import Endpoint
     from openprogram.serving.routes import VENDORS
 
@@ -229,21 +231,13 @@ def _loopback_upstreams(config: pytest.Config) -> tuple[Endpoint, ...]:
         return ()
     found: list[Endpoint] = []
     for vendor in VENDORS:
-        for variable in vendor.base_url_variables:
-            parts = urlsplit(os.environ.get(variable, ""))
-            if parts.hostname and _is_loopback(parts.hostname):
+        urls = [os.environ.get(variable, "") for variable in vendor.base_url_variables]
+        for url in [url for url in urls if url] or [vendor.upstream]:
+            parts = urlsplit(url)
+            if parts.hostname:
                 port = parts.port or (443 if parts.scheme == "https" else 80)
                 found.append(Endpoint(parts.hostname, port))
     return tuple(dict.fromkeys(found))
-
-
-def _is_loopback(host: str) -> bool:
-    if host in ("localhost", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _endpoint_text(endpoint: Endpoint) -> str:

@@ -38,11 +38,15 @@ def test_a_recording_test_reaches_its_loopback_upstream_and_replays_inside(
     )
     assert done.returncode == 0, said(done)
     assert hit_server.hits == 1
+    header = "openprogram: isolated in a loopback-only network namespace; bridged: "
+    bridged = f"127.0.0.1:{hit_server.port}, api.anthropic.com:443, "
+    assert f"{header}{bridged}generativelanguage.googleapis.com:443" in done.stdout, said(done)
     assert (tmp_path / "tests" / "recordings" / "test_agent" / "test_agent.jsonl").is_file()
     hit_server.stop()  # the upstream is gone: the replay needs nothing of it
     done = run_pytest(tmp_path, "--openprogram-isolate", env=environ)
     assert done.returncode == 0, said(done)
     assert "1 passed" in done.stdout
+    assert f"{header}nothing" in done.stdout, said(done)  # replay: no upstream
 
 
 def test_the_option_refuses_where_no_namespace_can_be_made(
@@ -76,6 +80,9 @@ def test_the_ini_option_runs_unisolated_and_says_so_where_no_namespace_can_be_ma
     done = run_pytest(tmp_path, "-p", "no_namespace", env={"PYTHONPATH": str(tmp_path)})
     assert done.returncode == 0, said(done)
     assert hit_server.hits == 1
+    header = "openprogram: isolated in a loopback-only network namespace; bridged: "
+    bridged = f"127.0.0.1:{hit_server.port}, api.anthropic.com:443, "
+    assert f"{header}{bridged}generativelanguage.googleapis.com:443" in done.stdout, said(done)
     line = (
         "openprogram: openprogram_isolate is set, but this machine cannot make a network "
         "namespace (simulated: user namespaces are off): the tests run unisolated, and only "
