@@ -29,7 +29,6 @@ bridge is on every isolated command's start-up path.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import selectors
 import signal
@@ -277,6 +276,11 @@ def _serve(inside: socket.socket, endpoint: tuple[str, int], relay: str | None) 
     if outside is None:
         inside.close()  # the relay refused, is gone, or there is none: the client sees EOF
         return
+    for side in (inside, outside):  # pass each write on as it came, never hold it back
+        try:
+            side.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            continue
     back = threading.Thread(target=_pass, args=(outside, inside), daemon=True)
     back.start()
     _pass(inside, outside)
@@ -312,8 +316,10 @@ def _pass(source: socket.socket, destination: socket.socket) -> None:
         destination.shutdown(socket.SHUT_WR)
     except OSError:
         for side in (source, destination):
-            with contextlib.suppress(OSError):
+            try:
                 side.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                continue
 
 
 def _wait(pid: int, blocked: set[signal.Signals]) -> int:
@@ -322,8 +328,10 @@ def _wait(pid: int, blocked: set[signal.Signals]) -> int:
         received = signal.sigwaitinfo(blocked)
         if received.si_signo != signal.SIGCHLD:
             if received.si_code != _SI_KERNEL:  # a terminal's signal reached the command too
-                with contextlib.suppress(ProcessLookupError):
+                try:
                     os.kill(pid, received.si_signo)
+                except ProcessLookupError:
+                    continue  # it has just ended: its SIGCHLD is waiting
             continue
         done, status = os.waitpid(pid, os.WNOHANG)
         if done == pid:
@@ -337,8 +345,12 @@ def _report(stopped: tuple[str, ...], arguments: _Arguments) -> None:
     if arguments.relay is not None and _send_report(arguments.relay, stopped):
         return
     if arguments.report is not None:
-        with contextlib.suppress(OSError), open(arguments.report, "a", encoding="utf-8") as file:
-            file.writelines(f"{line}\n" for line in stopped)
+        try:
+            with open(arguments.report, "a", encoding="utf-8") as file:
+                file.writelines(f"{line}\n" for line in stopped)
+        except OSError:
+            pass
+        else:
             return
     for line in stopped:
         sys.stderr.write(f"{_PREFIX}: stopped {line}\n")

@@ -53,10 +53,12 @@ Address = tuple[int, bytes, int]
 
 def open_loopback_packet_socket() -> socket.socket:
     """A non-blocking packet socket on ``lo`` that receives only what the observer reads."""
-    packets = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+    # Made receiving nothing (protocol 0), then bound once to what it reads: a packet socket
+    # rebound while it receives waits for an RCU grace period (milliseconds at every start).
+    packets = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     try:
         _attach_filter(packets, _filter_program())
-        packets.bind(("lo", _ETH_P_ALL))
+        packets.bind(("lo", _ETH_P_ALL))  # Python puts it in network order
         packets.setblocking(False)
     except OSError:
         packets.close()
