@@ -28,6 +28,9 @@ says what user redaction a recording started now uses. They are imported on firs
     harness            sessions re-run under replay (``verify``) and the offline demo
     drift              recorded calls re-sent live, and how the provider's answers drifted
     importing          other tools' files made into recordings: vcrpy cassettes
+    isolation          commands held by the operating system: a loopback-only network
+                       namespace as the user, the relay for what is bridged into it, and
+                       the connections a command opens below Python, seen under record
     testing            the pytest plugin
     cli                the ``openprogram`` command line
     json_nesting       the one nesting limit every reader of JSON-like values agrees on

@@ -10,11 +10,15 @@ is seen on its loopback and reported.
     Endpoint              a bridged ``host:port``
     Relay                 outside: bridges the allowed endpoints, ``wrap(argv)``, ``stopped()``
 
-    namespace   making the namespace (unshare, the uid/gid maps, lo up, local routes)
-    bridge      the process inside: listens, passes connections, starts the command
-    packets     what the namespace stopped, read from the packets on its loopback
-    wire        what a bridge and its relay say to each other
-    launch      the bridge's command line, and the check that it works here
+    namespace       making the namespace (unshare, the uid/gid maps, lo up, local routes)
+    bridge          the process inside: listens, passes connections, starts the command
+    packets         what the namespace stopped, read from the packets on its loopback
+    names           DNS inside: the bridged names resolve, nothing else does
+    wire            what a bridge and its relay say to each other
+    relay           the relay outside, and the bridged endpoints
+    launch          the bridge's command line, and the check that it works here
+    connect_watch   under record, every connection a command's processes open (no namespace)
+    seccomp_notify  the kernel's half of that watch: seccomp user notification
 
 ``docs/architecture.md`` ("Isolation") says what each platform enforces.
 """
