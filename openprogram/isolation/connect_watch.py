@@ -101,7 +101,8 @@ def destination(address: bytes) -> tuple[str, int] | None:
         return str(ipaddress.IPv4Address(address[4:8])), port
     if family == socket.AF_INET6 and len(address) >= 24:
         port = int.from_bytes(address[2:4], "big")
-        return str(ipaddress.IPv6Address(address[8:24])), port
+        host = ipaddress.IPv6Address(address[8:24])
+        return str(host.ipv4_mapped or host), port  # a mapped address reaches IPv4
     return None
 
 
@@ -120,6 +121,8 @@ class ConnectWatch:
         self._program = b""
         self._lock = threading.Lock()
         self._seen: dict[tuple[int, str, int], WatchedConnection] = {}
+        self._processes: dict[int, int] = {}
+        """The process of each thread that called (grpcio connects from a thread of its own)."""
         self._ready = self._go = (-1, -1)
         self._wake = (-1, -1)
         self._standby = -1
@@ -296,44 +299,47 @@ class ConnectWatch:
         notification = listener.receive()
         if notification is None:
             return
-        found: list[WatchedConnection] = []
         try:
-            found = self._destinations(listener, notification)
+            self._note(listener, notification)
         except Exception:  # whatever went wrong, the call goes on
-            found = []
+            pass
         finally:
             listener.let_through(notification)
-        if found:
-            with self._lock:
-                for connection in found:
-                    key = (connection.pid, connection.host, connection.port)
-                    self._seen.setdefault(key, connection)
 
-    def _destinations(
-        self, listener: Listener, notification: Notification
-    ) -> list[WatchedConnection]:
-        """Where the waiting call connects or sends to, read from its process's memory."""
+    def _note(self, listener: Listener, notification: Notification) -> None:
+        """Note where the waiting call connects or sends to, read from its process's memory
+        (each process, host and port once, with the process's name then)."""
         assert self._arch is not None
-        pid = notification.pid
+        thread = notification.pid  # the calling thread (a process's first thread: its pid)
         try:
-            memory = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+            memory = os.open(f"/proc/{thread}/mem", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            return []
+            return
         try:
             if not listener.still_waiting(notification):
-                return []  # the pid may be another process's by now
+                return  # the pid may be another process's by now
             addresses = _addresses(self._arch, notification, memory)
-            if not addresses or not listener.still_waiting(notification):
-                return []
+            places = [where for where in map(destination, addresses) if where is not None]
+            if not places or not listener.still_waiting(notification):
+                return
+            pid = self._process_of(thread)
+            new = [(host, port) for host, port in places if (pid, host, port) not in self._seen]
+            if not new:
+                return
             name = _process_name(pid)
         finally:
             os.close(memory)
-        found = []
-        for address in addresses:
-            where = destination(address)
-            if where is not None:
-                found.append(WatchedConnection(pid, where[0], where[1], name))
-        return found
+        with self._lock:
+            for host, port in new:
+                self._seen.setdefault((pid, host, port), WatchedConnection(pid, host, port, name))
+
+    def _process_of(self, thread: int) -> int:
+        """The process (thread group) ``thread`` belongs to, while it waits in the call."""
+        pid = self._processes.get(thread)
+        if pid is None:
+            pid = _thread_group(thread)
+            self._processes[thread] = pid
+        return pid
 
 
 def unwatched_message(reason: str) -> str:
@@ -473,6 +479,20 @@ def _addresses(arch: Architecture, notification: Notification, memory: int) -> l
             found.append(read(name, length))
         return found
     return []
+
+
+def _thread_group(thread: int) -> int:
+    """The pid of the process ``thread`` is a thread of (``Tgid`` in its status)."""
+    try:
+        with open(f"/proc/{thread}/status", "rb") as file:
+            status = file.read(4096)
+    except OSError:
+        return thread
+    for line in status.splitlines():
+        if line.startswith(b"Tgid:"):
+            with contextlib.suppress(ValueError):
+                return int(line.split()[1])
+    return thread
 
 
 def _process_name(pid: int) -> str:
