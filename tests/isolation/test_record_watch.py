@@ -24,8 +24,8 @@ from tests.isolation.live import (
     HOST,
     GrpcEchoServer,
     HitServer,
-    curl_plain,
     ctypes_connect,
+    curl_plain,
     grpc_unary,
     os_system_curl,
 )
@@ -188,7 +188,8 @@ def test_a_command_outlives_an_exec_killed_mid_run(tmp_path: Path) -> None:
             stderr=subprocess.DEVNULL,
             text=True,
         ) as exec_process:
-            assert exec_process.stdin is not None and exec_process.stdout is not None
+            assert exec_process.stdin is not None
+            assert exec_process.stdout is not None
             assert exec_process.stdout.readline() == "started\n"  # the command runs, watched
             os.kill(exec_process.pid, signal.SIGKILL)
             assert exec_process.wait() == -signal.SIGKILL
