@@ -147,6 +147,32 @@ def test_the_command_runs_as_the_users_own_uid_and_gid() -> None:
     assert mapping.split() == [str(os.getuid()), str(os.getuid()), "1"]  # not mapped to root
 
 
+def test_a_user_who_is_not_root_runs_the_command_as_themselves_with_no_capability() -> None:
+    nobody = 65534
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to start the bridge as another user")
+    as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups"]
+    pythons = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"]
+    usable = [
+        python
+        for python in pythons
+        if _run(
+            [*as_nobody, python, "-I", "-S", "-c", "import sys; assert sys.version_info >= (3, 11)"]
+        ).returncode
+        == 0
+    ]
+    if not usable:
+        pytest.skip(f"no Python 3.11+ here that uid {nobody} may run ({', '.join(pythons)})")
+    argv = bridge_argv(
+        ["sh", "-c", "id -u; id -g; cat /proc/self/uid_map; grep CapEff /proc/self/status"]
+    )
+    done = _run([*as_nobody, usable[0], *argv[1:]])
+    uid, gid, mapping, capabilities = done.stdout.splitlines()
+    assert (int(uid), int(gid)) == (nobody, nobody), done.stderr
+    assert mapping.split() == [str(nobody), str(nobody), "1"]
+    assert capabilities.split() == ["CapEff:", "0000000000000000"]
+
+
 def test_the_command_is_in_a_network_namespace_of_its_own_with_loopback_only() -> None:
     done = _run(bridge_argv(["sh", "-c", "readlink /proc/self/ns/net; cat /proc/self/net/dev"]))
     namespace, _, _, *devices = done.stdout.splitlines()
