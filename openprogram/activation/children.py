@@ -133,7 +133,8 @@ class UnenforcedChildWarning(UserWarning):
 _DECIDING = threading.local()
 """Set while a child is being decided on, in the thread deciding."""
 
-_SHELL_SYNTAX = re.compile(r"[;&|`$()<>\n*?{}\[\]~]")
+_SUBSTITUTION = re.compile(r"`|\$\(|[\n\r]")
+"""Shell syntax that runs a command of its own anywhere in a line (quoted or not)."""
 
 
 class BlockChildren:
@@ -672,12 +673,17 @@ def _flags(options: Sequence[str]) -> set[str]:
 
 
 def _shell_command_allowed(command: str, allowed: frozenset[str]) -> bool:
-    """Whether a shell command is one simple command of an allowed program."""
-    if _SHELL_SYNTAX.search(command):
+    """Whether a shell command is one simple command of an allowed program: no operator
+    (``;``, ``&&``, ``|``, a redirection, a subshell) and no command substitution."""
+    if _SUBSTITUTION.search(command):
         return False
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        words = shlex.split(command)
+        words = list(lexer)
     except ValueError:
+        return False
+    if any(word and all(letter in lexer.punctuation_chars for letter in word) for word in words):
         return False
     while words and "=" in words[0] and not words[0].startswith("="):
         words.pop(0)  # VARIABLE=value before the command

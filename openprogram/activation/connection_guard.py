@@ -362,6 +362,10 @@ class ReplayGuard:
         self._remove: Callable[[], None] | None = None
         self.refusals: list[ReplayConnectionRefusedError] = []
         """Every connection and datagram refused since the process started."""
+        self.on_refusal: list[Callable[[], None]] = []
+        """Called after each refusal is remembered (an exec process reports it at once: a
+        process that ends with ``os._exit``, as a forkserver's worker does, runs no exit
+        handler)."""
 
     @property
     def active(self) -> bool:
@@ -409,6 +413,8 @@ class ReplayGuard:
         )
         with self._lock:
             self.refusals.append(error)
+        for listener in list(self.on_refusal):
+            listener()
         raise RecordReplayEscape(error)
 
 

@@ -90,6 +90,7 @@ def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
     _write(exchange / f"process-{os.getpid()}.json", _handshake(plan, status, reason))
     if session is not None:
         atexit.register(_report, session, exchange)
+        REPLAY_GUARD.on_refusal.append(lambda: _report(session, exchange))
     show_carried_errors()
 
 
