@@ -60,6 +60,7 @@ from openprogram.isolation.seccomp_notify import (
 __all__ = [
     "ConnectWatch",
     "WatchedConnection",
+    "call_addresses",
     "destination",
     "not_seen_by_python",
     "unwatched_message",
@@ -318,7 +319,7 @@ class ConnectWatch:
         try:
             if not listener.still_waiting(notification):
                 return  # the pid may be another process's by now
-            addresses = _addresses(self._arch, notification, memory)
+            addresses = call_addresses(self._arch, notification, memory)
             places = [where for where in map(destination, addresses) if where is not None]
             if not places or not listener.still_waiting(notification):
                 return
@@ -452,7 +453,7 @@ def _not_installed(said: bytes) -> str:
     return f"the command's process could not install the filter ({os.strerror(number)})"
 
 
-def _addresses(arch: Architecture, notification: Notification, memory: int) -> list[bytes]:
+def call_addresses(arch: Architecture, notification: Notification, memory: int) -> list[bytes]:
     """The socket addresses a notified call names (none for a ``sendmsg`` on a connected
     socket)."""
     arguments = notification.arguments
