@@ -32,6 +32,8 @@ __all__ = ["Endpoint", "Relay"]
 _REQUEST_TIMEOUT = 10.0
 _CONNECT_TIMEOUT = 10.0
 _MAX_REPORTS = 1024
+_MAX_REQUESTS = 64
+"""Requests served at once; one more is closed unanswered (the bridge closes its client)."""
 _SOCKET_PATH_LIMIT = 100
 """A Unix socket's path must fit in 108 bytes; a folder under a longer TMPDIR uses /tmp."""
 
@@ -65,6 +67,7 @@ class Relay:
         self._allowed = {(endpoint.host, endpoint.port) for endpoint in self._bridged}
         self._stopped: dict[str, None] = {}
         self._lock = threading.Lock()
+        self._serving = threading.BoundedSemaphore(_MAX_REQUESTS)
         self._folder: Path | None = None
         self._server: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -144,6 +147,9 @@ class Relay:
                 connection, _ = server.accept()
             except OSError:
                 return  # closed
+            if not self._serving.acquire(blocking=False):
+                connection.close()
+                continue
             threading.Thread(
                 target=self._serve,
                 args=(connection,),
@@ -152,6 +158,12 @@ class Relay:
             ).start()
 
     def _serve(self, connection: socket.socket) -> None:
+        try:
+            self._answer(connection)
+        finally:
+            self._serving.release()
+
+    def _answer(self, connection: socket.socket) -> None:
         with connection:
             connection.settimeout(_REQUEST_TIMEOUT)
             try:

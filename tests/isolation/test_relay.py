@@ -5,6 +5,7 @@ Every target here is a live server on loopback that counts its hits."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -257,3 +258,27 @@ def test_a_bridged_name_resolves_inside_and_reaches_the_name_outside(
     assert hit_server.paths == ["/by-name"]
     assert len(stopped) == 1
     assert stopped[0].startswith("a DNS lookup of api.openai.com (UDP to ")
+
+
+def test_the_relay_serves_a_bounded_number_of_requests_at_once() -> None:
+    with Relay() as relay:
+        idle = []
+        for _ in range(64):  # each holds a request open without sending its line
+            connection = socket.socket(socket.AF_UNIX)
+            connection.connect(str(relay.socket_path))
+            idle.append(connection)
+        with socket.socket(socket.AF_UNIX) as one_more:
+            one_more.settimeout(TIMEOUT)
+            one_more.connect(str(relay.socket_path))
+            with contextlib.suppress(ConnectionResetError):
+                one_more.sendall(b"CONNECT 127.0.0.1 1\n")
+                assert one_more.recv(100) == b""  # closed unanswered
+        for connection in idle:
+            connection.close()
+        answers = set()
+        for _ in range(10_000):  # the handlers see their clients gone, and serve again
+            answer, _ = _ask(relay.socket_path, b"CONNECT 127.0.0.1 1\n")
+            answers.add(answer)
+            if answer:
+                break
+        assert b"NO this endpoint is not bridged\n" in answers
