@@ -1,6 +1,7 @@
-"""``openprogram exec [--record NAME | --replay NAME] [--proxy | --isolate] -- COMMAND
-[ARGS...]``: run a program with record/replay active — a Python one in each of its Python
-processes from their first line, any other through a recording proxy its base URLs point at.
+"""``openprogram exec [--record NAME | --replay NAME] [--proxy | --no-proxy] [--isolate |
+--no-isolate] -- COMMAND [ARGS...]``: run a program with record/replay active — a Python one
+in each of its Python processes from their first line, any other through a recording proxy
+its base URLs point at; under replay, by default, in a network namespace with loopback only.
 
 The command's standard streams are its own; what exec says — what was recorded or
 replayed, the mismatch report, why the command ran without record/replay — goes to
@@ -44,9 +45,18 @@ PROXY = typer.Option(
 ISOLATE = typer.Option(
     False,
     "--isolate",
-    help="Linux: run the command through the proxy in a network namespace with loopback "
-    "only, so that nothing it does can reach a live server.",
+    help="Linux: run the command in a network namespace with loopback only and the allowed "
+    "hosts bridged in, under record too (the default under replay where it can be made); "
+    "refused where it cannot.",
 )
+NO_ISOLATE = typer.Option(
+    False,
+    "--no-isolate",
+    help="Run the command in this network, under replay too (Python's own connections are "
+    "still refused).",
+)
+UNENFORCED = "replay is enforced for Python only here: {reason} (--no-isolate silences this)"
+"""Said at start when the namespace a replay would run in cannot be made here."""
 
 
 def exec_command(
@@ -61,6 +71,7 @@ def exec_command(
     ),
     proxy: bool | None = PROXY,
     isolate: bool = ISOLATE,
+    no_isolate: bool = NO_ISOLATE,
     seed: int | None = SEED,
     clock_start: str | None = CLOCK_START,
     clock_step: int | None = CLOCK_STEP,
@@ -73,7 +84,10 @@ def exec_command(
     anthropic, google-genai and boto3 SDKs). Any other program (node, a Go binary, a shell
     script), or one given --proxy, runs against a recording proxy that OPENAI_BASE_URL,
     ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL point at. Without --record or --replay,
-    the configured mode applies. --seed, --clock-start and --clock-step drive
+    the configured mode applies. Under replay (and when blocked) the command runs, where
+    Linux allows it, in a network namespace with loopback only, as your own user: nothing
+    it starts reaches another server but the allowed hosts; --isolate asks for that under
+    record too, --no-isolate turns it off. --seed, --clock-start and --clock-step drive
     openprogram.now() and random() in the Python processes while recording, so two
     recordings of one session hash alike; a clock also runs the command in UTC (give it
     with --replay too, for a time shown in the local zone). Exits with the command's status;
@@ -90,6 +104,8 @@ def exec_command(
             "NAME): they drive the clock and randomness of the recording the command makes",
             EXIT_USAGE,
         )
+    if isolate and no_isolate:
+        abort("--isolate and --no-isolate contradict each other: give one of them", EXIT_USAGE)
     with reporting_errors(usage_errors=(ExecSetupError, RecordingNameError, RecordingFileError)):
         outcome = run(
             command,
@@ -97,8 +113,9 @@ def exec_command(
             replay=replay,
             keep_partial=keep_partial,
             proxy=proxy,
-            isolate=isolate,
+            isolate=True if isolate else False if no_isolate else None,
             on_start=_tell_blocked,
+            on_unisolated=_tell_unenforced,
             sources=sources,
         )
     _report(outcome)
@@ -112,6 +129,7 @@ EXEC_OPTIONS = (
     "--proxy",
     "--no-proxy",
     "--isolate",
+    "--no-isolate",
     "--seed",
     "--clock-start",
     "--clock-step",
@@ -151,6 +169,11 @@ def _tell_blocked(plan: object) -> None:
     if plan.mode == "blocked":
         blocked = RecordReplayBlockedError(plan.blocked_reason or "")
         _say(f"{blocked}; the command runs with every call refused", "bold red")
+
+
+def _tell_unenforced(reason: str) -> None:
+    """Before a replay that runs without its namespace starts: why, in one line."""
+    _say(UNENFORCED.format(reason=reason), "bold yellow")
 
 
 def _report(outcome: object) -> None:

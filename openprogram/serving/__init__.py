@@ -15,11 +15,9 @@ language by base URL, and ``openprogram exec`` for a program that is not Python.
     running         a server's life: listening, stopping without losing a recording, in
                     the foreground or in a thread
     proxied_exec    ``openprogram exec`` of any program: a Python one in-process, any other
-                    through a server of its own; ``--isolate``: the program in a network
-                    namespace with loopback only
-    namespace_bridge
-                    what runs inside that namespace: loopback up, each connection passed
-                    to the server's Unix socket, the command
+                    through a server of its own
+    exec_isolation  whether exec runs the program in a network namespace with loopback
+                    only (by default under replay), and what it bridges into it
 
 The server stands on aiohttp (the optional extra ``serve``): importing this package imports
 nothing, its modules import aiohttp.

@@ -18,13 +18,17 @@ and :func:`run_command` runs the command one of two ways:
   requests sent to those base URLs are recorded or replayed: a program that writes its URL
   in its code is not captured this way.
 
-**--isolate** (Linux) runs the command through the proxy in a network namespace of its own,
-with loopback only, so that under replay nothing it does can reach a live server: the
-server listens on a Unix socket too, and a bridge inside the namespace
-(:mod:`~openprogram.serving.namespace_bridge`) listens on the command's loopback and passes
-each connection to that socket. Where a namespace cannot be made (containers often forbid
-unprivileged ``unshare``), exec refuses before anything runs; it never runs the command
-unisolated instead.
+**Isolation** (Linux). Under replay, and when blocked, the command runs by default in a
+network namespace of its own with loopback only, as the user's own uid and gid, so that
+nothing it does — a child binary, a C extension's socket, a datagram — reaches a live
+server; ``--isolate`` asks for that under record too, ``--no-isolate`` turns it off. Either
+way the command runs as it would without (a Python one in-process, its base URLs its own;
+any other through the proxy). What reaches outside is what
+:mod:`~openprogram.serving.exec_isolation` bridges through an
+:class:`openprogram.isolation.Relay`: the allowed and passthrough hosts, and the proxy's
+port. The connections the namespace stopped are a problem of the run. Where no namespace
+can be made, an explicit ``--isolate`` is refused before anything runs; the default runs
+the command without, and the caller is told why (``on_unisolated``).
 
 Under replay, and when blocked, the key variables the SDKs need are set to a placeholder
 where unset, as for Python. What the command did is reported as for Python: the calls
@@ -38,10 +42,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -61,7 +61,14 @@ from openprogram.errors import (
     RecordReplayBlockedError,
     ServeSetupError,
 )
+from openprogram.isolation import Endpoint, Relay
 from openprogram.isolation.connect_watch import ConnectWatch, not_seen_by_python
+from openprogram.serving.exec_isolation import (
+    bridged_endpoints,
+    isolation_for,
+    refuse_where_unavailable,
+    stopped_problem,
+)
 from openprogram.serving.routes import VENDORS, check_upstream
 from openprogram.serving.trust import TOKEN_VARIABLE
 from openprogram.store.names import resolve_recording
@@ -93,22 +100,25 @@ def exec_command(
     replay: str | None = None,
     keep_partial: bool = False,
     proxy: bool | None = None,
-    isolate: bool = False,
+    isolate: bool | None = None,
     on_start: Callable[[RecordReplayPlan], None] | None = None,
+    on_unisolated: Callable[[str], None] | None = None,
     sources: RecordingSources | None = None,
 ) -> ExecOutcome:
     """Run ``command`` under ``--record``, ``--replay`` or the configured mode, in-process or
-    through the proxy (``proxy``: None decides by the command, see the module's docstring;
-    ``isolate`` implies the proxy); ``on_start`` is called with the plan just before the
-    command starts, once everything was checked (not when record/replay is off);
-    ``sources`` (``--seed``, ``--clock-start``) are what the Python processes' ``now()`` and
-    ``random()`` draw from while recording, and a clock runs them in UTC. Raises
-    :class:`ExecSetupError` (and, for a flag's recording, ``RecordingNameError`` /
+    through the proxy (``proxy``: None decides by the command, see the module's docstring),
+    in a loopback-only network namespace or not (``isolate``: ``--isolate``,
+    ``--no-isolate``, None: by the plan); ``on_start`` is called with the plan just before
+    the command starts, once everything was checked (not when record/replay is off), after
+    ``on_unisolated`` with the reason when the namespace the plan asked for cannot be made
+    here; ``sources`` (``--seed``, ``--clock-start``) are what the Python processes'
+    ``now()`` and ``random()`` draw from while recording, and a clock runs them in UTC.
+    Raises :class:`ExecSetupError` (and, for a flag's recording, ``RecordingNameError`` /
     ``RecordingFileError``) for what is wrong before it runs."""
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
-    if isolate and proxy is False:
-        raise ExecSetupError("--isolate runs the command through the proxy: drop --no-proxy")
+    if isolate:
+        refuse_where_unavailable()  # before a new recording is made
     new = record is not None and not _names_a_file(record)
     plan = exec_plan(record=record, replay=replay)  # creates a new recording, with its header
     if sources is not None and plan is not None and plan.mode != "blocked":
@@ -122,6 +132,7 @@ def exec_command(
         proxy=proxy,
         isolate=isolate,
         on_start=on_start,
+        on_unisolated=on_unisolated,
     )
 
 
@@ -133,30 +144,82 @@ def run_command(
     discard_failed: bool = False,
     recording_is_new: bool = False,
     proxy: bool | None = None,
-    isolate: bool = False,
+    isolate: bool | None = False,
     on_start: Callable[[RecordReplayPlan], None] | None = None,
+    on_unisolated: Callable[[str], None] | None = None,
 ) -> ExecOutcome:
     """Run ``command`` with ``plan`` (None: as it is) in ``environ`` (default: this
-    process's), in-process or through the proxy as ``proxy`` and ``isolate`` say (None: by
-    the command); see :func:`exec_command`."""
+    process's), in-process or through the proxy as ``proxy`` says (None: by the command),
+    isolated as ``isolate`` says (None: by the plan; the default, False, is never); see
+    :func:`exec_command`."""
     base = dict(os.environ if environ is None else environ)
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
     python = runs_python(command, base)  # and ExecSetupError for a command not found
-    through_proxy = isolate or (proxy if proxy is not None else not python)
+    through_proxy = proxy if proxy is not None else not python
     if plan is None:
         return run_with_plan(command, None, base)
+    isolated, unisolated = isolation_for(isolate, plan.mode)
+    starting = _starting(on_start, on_unisolated, unisolated)
     prior = None if recording_is_new else _size_of(plan.path)
     if through_proxy:
-        if isolate:
-            check_isolation()
-        outcome = _run_through_proxy(tuple(command), plan, base, isolate=isolate, on_start=on_start)
+        outcome = _run_through_proxy(
+            tuple(command), plan, base, isolated=isolated, on_start=starting
+        )
+    elif isolated:
+        upstreams = _upstream_endpoints(base) if plan.mode == "record" else ()
+        with Relay(bridged_endpoints(_hosts(plan), also=upstreams)) as relay:
+            outcome = run_with_plan(command, plan, base, on_start=starting, wrap=relay.wrap)
+            outcome = _with_stopped(outcome, relay.stopped())
     else:
-        outcome = run_with_plan(command, plan, base, on_start=on_start)
+        outcome = run_with_plan(command, plan, base, on_start=starting)
     if discard_failed and outcome.status != 0 and plan.mode == "record" and plan.path:
         _put_back(plan.path, prior)
         return dataclasses.replace(outcome, calls=0, discarded=outcome.calls, put_back=True)
     return outcome
+
+
+def _starting(
+    on_start: Callable[[RecordReplayPlan], None] | None,
+    on_unisolated: Callable[[str], None] | None,
+    reason: str | None,
+) -> Callable[[RecordReplayPlan], None]:
+    """What is called just before the command starts: ``on_unisolated`` with ``reason``,
+    then ``on_start``."""
+
+    def starting(plan: RecordReplayPlan) -> None:
+        if on_unisolated is not None and reason is not None:
+            on_unisolated(reason)
+        if on_start is not None:
+            on_start(plan)
+
+    return starting
+
+
+def _hosts(plan: RecordReplayPlan) -> frozenset[str]:
+    """The host-list entries the plan lets through: bridged into an isolated command."""
+    return plan.allowed_hosts | plan.passthrough_hosts
+
+
+def _upstream_endpoints(environ: Mapping[str, str]) -> tuple[Endpoint, ...]:
+    """Where the base URL variables of ``environ`` point (``OPENAI_BASE_URL``…): what a
+    Python command recording in-process in a namespace reaches, as the proxy would."""
+    found = []
+    for upstream in upstreams_of(environ).values():
+        parts = urlsplit(upstream)
+        if parts.hostname:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            found.append(Endpoint(parts.hostname, port))
+    return tuple(found)
+
+
+def _with_stopped(outcome: ExecOutcome, stopped: Sequence[str]) -> ExecOutcome:
+    """``outcome`` with the connections its namespace stopped among its problems."""
+    assert outcome.plan is not None
+    problem = stopped_problem(stopped, mode=outcome.plan.mode)
+    if problem is None:
+        return outcome
+    return dataclasses.replace(outcome, problems=(*outcome.problems, problem))
 
 
 def _names_a_file(argument: str) -> bool:
@@ -191,17 +254,15 @@ def _run_through_proxy(
     plan: RecordReplayPlan,
     base: dict[str, str],
     *,
-    isolate: bool,
-    on_start: Callable[[RecordReplayPlan], None] | None,
+    isolated: bool,
+    on_start: Callable[[RecordReplayPlan], None],
 ) -> ExecOutcome:
     try:
         from openprogram.serving.running import BackgroundServer, ServeOptions, open_sessions
     except ImportError:
         raise ExecSetupError(MISSING_AIOHTTP.format(what=os.path.basename(command[0]))) from None
 
-    folder = Path(tempfile.mkdtemp(prefix="openprogram-proxy-")) if isolate else None
-    socket = None if folder is None else folder / "serve.sock"
-    options = ServeOptions(port=0, upstreams=upstreams_of(base), unix_socket=socket)
+    options = ServeOptions(port=0, upstreams=upstreams_of(base))
     # the sessions a test runner's setup opens on this server: where its setup keeps them,
     # with the configured settings
     folder_of_sessions = base.get(SERVE_DIR_VARIABLE) or None
@@ -213,38 +274,41 @@ def _run_through_proxy(
     )
     server = BackgroundServer(sessions, options)
     try:
-        try:
-            listening = server.start()
-        except ServeSetupError as error:
-            raise ExecSetupError(f"cannot start the recording proxy: {error}") from None
+        listening = server.start()
+    except ServeSetupError as error:
+        raise ExecSetupError(f"cannot start the recording proxy: {error}") from None
+    stopped: tuple[str, ...] = ()
+    watch: ConnectWatch | None = None  # record: every connection of the command's processes
+    try:
         environ = proxied_environment(
             base, listening.url, token=listening.token, replay=plan.mode != "record"
         )
-        argv = command
-        if socket is not None:
-            argv = (*_isolated_prefix(socket, listening.port), *command)
-        if on_start is not None:
+        with contextlib.ExitStack() as stack:
+            argv: Sequence[str] = command
+            if isolated:
+                proxy_port = Endpoint(listening.host, listening.port)
+                relay = stack.enter_context(
+                    Relay(bridged_endpoints(_hosts(plan), also=(proxy_port,)))
+                )
+                argv = relay.wrap(command)
             on_start(plan)
-        # record: every connection of the command's processes
-        watch = ConnectWatch() if plan.mode == "record" else None
-        try:
-            with watch or contextlib.nullcontext():
-                before_exec = watch.before_exec if watch is not None else None
-                status = run_process(argv, environ, before_exec=before_exec)
-        finally:
-            accounts = server.stop().accounts
+            if plan.mode == "record":
+                watch = stack.enter_context(ConnectWatch())
+            before_exec = watch.before_exec if watch is not None else None
+            status = run_process(tuple(argv), environ, before_exec=before_exec)
+            if isolated:
+                stopped = relay.stopped()
     finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        accounts = server.stop().accounts
     own = accounts[0]
     if plan.mode == "blocked":
         problems = [str(RecordReplayBlockedError(plan.blocked_reason or ""))]
     else:
-        problems = own.problems
+        problems = list(own.problems)
     outcome = ExecOutcome(command, status, plan, 0, own.calls, tuple(problems))
     if watch is not None:
         outcome = _with_outside(outcome, watch, plan, proxy=(listening.host, listening.port))
-    return outcome
+    return _with_stopped(outcome, stopped)
 
 
 def _with_outside(
@@ -314,48 +378,3 @@ def proxied_environment(
     if replay:
         set_placeholder_keys(child)
     return child
-
-
-def check_isolation() -> None:
-    """Refuse ``--isolate`` where a network namespace cannot be made (:class:`ExecSetupError`,
-    before anything runs)."""
-    if not sys.platform.startswith("linux"):
-        raise ExecSetupError(
-            "--isolate needs Linux network namespaces, which this system lacks; run without "
-            "--isolate (nothing was run)"
-        )
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        raise ExecSetupError(
-            "--isolate needs the unshare command (util-linux), which is not installed; "
-            "nothing was run"
-        )
-    probe = subprocess.run(
-        [unshare, *_UNSHARE_OPTIONS, "true"], capture_output=True, text=True, check=False
-    )
-    if probe.returncode != 0:
-        reason = " ".join(probe.stderr.split()) or f"exit status {probe.returncode}"
-        raise ExecSetupError(
-            f"--isolate cannot make a network namespace here ({reason}): unprivileged user "
-            "namespaces are off or forbidden (as in many containers); nothing was run, and "
-            "exec does not run the command unisolated instead"
-        )
-
-
-_UNSHARE_OPTIONS = ("--user", "--map-root-user", "--net")
-
-
-def _isolated_prefix(socket: Path, port: int) -> tuple[str, ...]:
-    """What runs the command in a namespace with only loopback, where the bridge passes
-    ``127.0.0.1:port`` on to the server's ``socket``."""
-    bridge = ("-m", "openprogram.serving.namespace_bridge", "--socket", str(socket))
-    return (
-        "unshare",
-        *_UNSHARE_OPTIONS,
-        "--",
-        sys.executable,
-        *bridge,
-        "--port",
-        str(port),
-        "--",
-    )
