@@ -383,11 +383,13 @@ def block_children(
             _ACTIVE.append(children)
             if len(_ACTIVE) == 1:
                 _INTERCEPTION.install()
+        _stop_forkserver()  # one started before the block would fork children without it
         try:
             yield children
         finally:
             with _STACK_LOCK:
                 _leave(children)
+            _stop_forkserver()  # one started in the block would keep its plan after it
     finally:
         children.close()
 
@@ -408,6 +410,17 @@ def _leave(children: BlockChildren) -> None:
     del _ACTIVE[position]
     if not _ACTIVE:
         _INTERCEPTION.uninstall()
+
+
+def _stop_forkserver() -> None:
+    """Stop ``multiprocessing``'s fork server if it runs (the next process of a forkserver
+    context starts a fresh one, from the environment of that moment). Its workers run on.
+    Nothing is imported: a program that never used it has none."""
+    module = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(module, "_forkserver", None)
+    stop = getattr(server, "_stop", None)
+    if getattr(server, "_forkserver_pid", None) is not None and callable(stop):
+        stop()
 
 
 def _current() -> BlockChildren | None:

@@ -429,3 +429,25 @@ def test_children_must_be_isolate_or_refuse(empty_recording: Path) -> None:
         openprogram.record_replay(empty_recording, mode="replay", children="allow"),  # type: ignore[arg-type]
     ):
         pass
+
+
+def test_a_forkserver_started_before_the_block_is_restarted_inside_it(
+    hit_server: HitServer, empty_recording: Path
+) -> None:
+    context = multiprocessing.get_context("forkserver")
+    before = context.Process(target=_connect, args=(hit_server.port,))
+    before.start()  # outside any block: the server starts, and this worker reaches the server
+    before.join(CLIENT_TIMEOUT * 3)
+    assert hit_server.hits == 1
+    with (
+        pytest.raises(ChildReplayError, match=f"127.0.0.1:{hit_server.port}"),
+        openprogram.record_replay(empty_recording, mode="replay"),
+    ):
+        inside = context.Process(target=_connect, args=(hit_server.port,))
+        inside.start()
+        inside.join(CLIENT_TIMEOUT * 3)
+    assert hit_server.hits == 1
+    after = context.Process(target=_connect, args=(hit_server.port,))
+    after.start()  # the block's server was stopped with it: this one runs as it is
+    after.join(CLIENT_TIMEOUT * 3)
+    assert hit_server.hits == 2
