@@ -250,8 +250,8 @@ class ConnectWatch:
                 os.write(self._go[1], b"no: %s" % str(error).encode())
                 self.unwatched = f"exec could not take the listener ({error})"
                 return None
+            os.write(self._go[1], b"ok")  # the command starts now
             self._start_keeper(listener)
-            os.write(self._go[1], b"ok")
             return listener
         finally:
             os.close(pidfd)
