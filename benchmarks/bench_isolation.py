@@ -7,7 +7,9 @@
    (``bridge_argv``: the namespace, the packet observer, no relay) and through a relay with one
    bridged endpoint (``Relay.wrap``: a listener inside, and the report sent to the relay at
    the end), in alternating runs; the median wall time of each from ``subprocess.run`` to its
-   end, what the namespace adds to the direct run, and what it adds between the fastest runs
+   end, what the namespace adds to the direct run (beside it, the direct run plus a bare
+   start of the interpreter the bridge runs on, ``python -I -S -c pass``: the part of the
+   cost that is Python's own start), and what it adds between the fastest runs
    of each (the floor, the least disturbed by a busy machine). Goal: at most +50 ms.
 2. **Per request** to a loopback HTTP server outside (``http.server``, HTTP/1.1): a client
    written with ``http.client`` makes N requests on one keep-alive connection and N on a new
@@ -103,6 +105,9 @@ def startup(relay: Relay, runs: int) -> None:
     for label, command in (("true", ["true"]), ("python -c pass", [sys.executable, "-c", "pass"])):
         ways = {
             "direct": lambda c=command: _wall(c),
+            "+ python -I -S": lambda c=command: (
+                _wall([sys.executable, "-I", "-S", "-c", "pass"]) + _wall(c)
+            ),
             "bridge alone": lambda c=command: _wall(bridge_argv(c)),
             "relay.wrap": lambda c=command: _wall(relay.wrap(c)),
         }
@@ -113,7 +118,7 @@ def startup(relay: Relay, runs: int) -> None:
             median = statistics.median(values)
             added = "" if name == "direct" else f"  (+{median - direct:.1f} ms)"
             floor = "" if name == "direct" else f"; fastest run +{min(values) - fastest:.1f} ms"
-            print(f"   {label:<16} {name:<13} {median:7.1f} ms{added}{floor}")
+            print(f"   {label:<16} {name:<15} {median:7.1f} ms{added}{floor}")
 
 
 def per_request(relay: Relay, port: int, runs: int, count: int) -> None:

@@ -32,8 +32,8 @@ _LAUNCHER = (
     "    package = type(sys)(name)\n"
     "    package.__path__ = [path]\n"
     "    sys.modules[name] = package\n"
-    "from openprogram.isolation.bridge import main\n"
-    "sys.exit(main())\n"
+    "from openprogram.isolation.bridge import run\n"
+    "run()\n"
 )
 _CHECK_TIMEOUT = 30.0
 
