@@ -57,7 +57,11 @@ from openprogram.activation.exec_environment import (
 )
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
-from openprogram.isolation.connect_watch import ConnectWatch, not_seen_by_python
+from openprogram.isolation.connect_watch import (
+    ConnectWatch,
+    not_seen_by_python,
+    note_in_recording,
+)
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
 
@@ -273,6 +277,7 @@ def _outcome(
             outside = not_seen_by_python(
                 watch.connections, exchange.folder, allowed=allowed, listed=not_recorded
             )
+            note_in_recording(plan.path, outside)
             not_recorded.extend(str(item) for item in outside if str(item) not in not_recorded)
     else:
         calls = _replay_problems(plan, exchange, problems)

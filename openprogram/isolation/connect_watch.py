@@ -39,12 +39,17 @@ import socket
 import struct
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from openprogram.activation.connection_guard import Connection, is_name_lookup, python_saw
+from openprogram.activation.connection_guard import (
+    Connection,
+    is_name_lookup,
+    note_not_recorded,
+    python_saw,
+)
 from openprogram.config.hosts import is_allowed, normalized_hosts
 from openprogram.isolation.seccomp_notify import (
     Architecture,
@@ -56,6 +61,7 @@ from openprogram.isolation.seccomp_notify import (
     take_descriptor,
     this_architecture,
 )
+from openprogram.recording.writer import writer_for
 
 __all__ = [
     "ConnectWatch",
@@ -63,6 +69,7 @@ __all__ = [
     "call_addresses",
     "destination",
     "not_seen_by_python",
+    "note_in_recording",
     "unwatched_message",
 ]
 
@@ -394,6 +401,13 @@ def not_seen_by_python(
             who = f"{connection.process}, a process that is not Python"
         found[(host, port)] = Connection(host, port, None, who)
     return list(found.values())
+
+
+def note_in_recording(path: Path | None, connections: Sequence[Connection]) -> None:
+    """Add ``connections`` (what :func:`not_seen_by_python` found) to the recording at
+    ``path`` as a ``not_recorded`` row, so that ``status`` and ``show`` name them too."""
+    if path is not None and connections:
+        note_not_recorded(writer_for(path), connections)
 
 
 def _python_saw(endpoints: set[tuple[str, int | None]], host: str, port: int) -> bool:

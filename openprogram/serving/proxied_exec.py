@@ -62,7 +62,11 @@ from openprogram.errors import (
     ServeSetupError,
 )
 from openprogram.isolation import Endpoint, Relay
-from openprogram.isolation.connect_watch import ConnectWatch, not_seen_by_python
+from openprogram.isolation.connect_watch import (
+    ConnectWatch,
+    not_seen_by_python,
+    note_in_recording,
+)
 from openprogram.serving.exec_isolation import (
     bridged_endpoints,
     isolation_for,
@@ -318,6 +322,7 @@ def _with_outside(
     to exec's ``proxy`` (:mod:`openprogram.isolation.connect_watch`) as not recorded."""
     allowed = (*plan.passthrough_hosts, *plan.allowed_hosts)
     outside = not_seen_by_python(watch.connections, None, allowed=allowed, skip=(proxy,))
+    note_in_recording(plan.path, outside)
     return dataclasses.replace(
         outcome,
         not_recorded=tuple(str(connection) for connection in outside),

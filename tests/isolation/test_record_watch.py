@@ -71,6 +71,12 @@ def recorded_calls(tmp_path: Path) -> int:
     return len(read_recording(path).calls)
 
 
+def kept_as_not_recorded(tmp_path: Path) -> list[dict[str, object]]:
+    """The recording's ``not_recorded`` connections (what ``status`` and ``show`` name)."""
+    [path] = (tmp_path / "home").rglob("run.jsonl")
+    return list(read_recording(path).not_recorded)
+
+
 def test_a_curl_child_beside_a_recorded_call_is_listed(tmp_path: Path) -> None:
     with HitServer() as vendor, HitServer() as other:
         program = RECORDED_CALL + f"import subprocess\nsubprocess.run({curl_plain(other.url)!r})\n"
@@ -83,6 +89,9 @@ def test_a_curl_child_beside_a_recorded_call_is_listed(tmp_path: Path) -> None:
         f"1 connection was not recorded: {HOST}:{other.port} (curl, a process that is not Python)"
     )
     assert "not watched" not in done.stderr
+    assert kept_as_not_recorded(tmp_path) == [
+        {"host": HOST, "port": other.port, "library": "curl, a process that is not Python"}
+    ]
 
 
 def test_os_system_curl_is_listed(tmp_path: Path) -> None:
@@ -132,6 +141,7 @@ def test_a_connection_a_python_hook_saw_is_listed_once(tmp_path: Path) -> None:
         done = record(tmp_path, RECORDED_CALL + raw, vendor.url)
         assert other.hits == 1
     assert not_recorded(done) == f"1 connection was not recorded: {HOST}:{other.port} (raw socket)"
+    assert [entry["library"] for entry in kept_as_not_recorded(tmp_path)] == ["raw socket"]
 
 
 def test_a_recorded_call_alone_lists_nothing(tmp_path: Path) -> None:
@@ -155,6 +165,9 @@ def test_a_command_through_the_proxy_lists_what_did_not_go_through_it(tmp_path: 
     assert not_recorded(done) == (
         f"1 connection was not recorded: {HOST}:{other.port} (curl, not through exec's proxy)"
     )
+    assert kept_as_not_recorded(tmp_path) == [
+        {"host": HOST, "port": other.port, "library": "curl, not through exec's proxy"}
+    ]
 
 
 def test_a_nested_exec_says_its_command_was_not_watched(tmp_path: Path) -> None:
