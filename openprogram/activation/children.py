@@ -43,6 +43,7 @@ recently entered active block's.
 from __future__ import annotations
 
 import _posixsubprocess
+import atexit
 import json
 import logging
 import os
@@ -67,13 +68,11 @@ from openprogram.activation.exec_environment import (
     open_exchange,
     python_of,
 )
-from openprogram.config.settings import load_config
 from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError
-from openprogram.isolation import Endpoint, Relay, unavailable_reason
-from openprogram.isolation.launch import bridge_argv
 
 if TYPE_CHECKING:
     from openprogram.activation.plan import RecordReplayPlan
+    from openprogram.isolation import Endpoint, Relay
     from openprogram.recording.replay_session import ReplaySession
 
 __all__ = [
@@ -130,6 +129,13 @@ class UnenforcedChildWarning(UserWarning):
     its connections: no network namespace can be made here."""
 
 
+CHILDREN_VARIABLE = "_OPENPROGRAM_BLOCK_CHILDREN"
+"""Set by a block for its children: the rule and allowed commands (JSON), so a Python child
+holds its own children as the block holds its."""
+
+CHILDREN_REPORT = "children-"
+"""In the exchange folder: ``children-<pid>.json``, what a Python child's own children did."""
+
 _DECIDING = threading.local()
 """Set while a child is being decided on, in the thread deciding."""
 
@@ -146,12 +152,14 @@ class BlockChildren:
         *,
         rule: ChildrenRule | None = None,
         allowed_commands: Iterable[str] | None = None,
+        exchange: Exchange | None = None,
     ) -> None:
         self.plan = plan
         self._rule = rule
         self._allowed_commands = None if allowed_commands is None else frozenset(allowed_commands)
         self.pid = os.getpid()
-        self.exchange: Exchange = open_exchange()
+        self._owns_exchange = exchange is None
+        self.exchange: Exchange = open_exchange() if exchange is None else exchange
         self.variables: dict[str, str] = {}
         """The variables the block sets in ``os.environ`` while it is active."""
         self._saved: dict[str, str | None] = {}
@@ -166,6 +174,8 @@ class BlockChildren:
     # -- the rule, read from the configuration only when a child needs it ----------------
 
     def _configured(self) -> tuple[ChildrenRule, frozenset[str]]:
+        from openprogram.config.settings import load_config  # only when a child needs it
+
         loaded = load_config()
         if loaded.settings is None:
             return "isolate", frozenset()
@@ -199,7 +209,7 @@ class BlockChildren:
         ``replacing``: this process replaces itself with it (``os.exec*``), so an isolated
         one gets a namespace with no relay (nothing bridged; what it stops is said on its
         standard error), the block ending with this process."""
-        if not argv or self.plan.mode != "replay" or getattr(_DECIDING, "now", False):
+        if not argv or self.plan.mode != "replay" or deciding_on_a_child():
             return None  # a process started while deciding (the namespace check) runs as is
         _DECIDING.now = True
         try:
@@ -224,9 +234,13 @@ class BlockChildren:
             refusal = ChildRefusedError(command, f"{cannot}, so it cannot replay in-process")
             self.refused.append(str(refusal))
             raise refusal
-        unavailable = unavailable_reason()
+        unavailable = namespace_unavailable()
         if unavailable is None:
-            return bridge_argv(argv) if replacing else self.relay().wrap(list(argv))
+            if replacing:
+                from openprogram.isolation.launch import bridge_argv
+
+                return bridge_argv(argv)
+            return self.relay().wrap(list(argv))
         line = f"{command} ran with nothing holding its connections: {cannot}, and {unavailable}"
         self.unenforced.append(line)
         logger.warning("openprogram: unenforced: %s", line)
@@ -250,6 +264,8 @@ class BlockChildren:
         return False
 
     def relay(self) -> Relay:
+        from openprogram.isolation import Relay
+
         with self._lock:
             if self._relay is None:
                 relay = Relay(_bridged(self.plan))
@@ -259,7 +275,10 @@ class BlockChildren:
 
     def environment_for(self, environ: Mapping[str, str]) -> dict[str, str]:
         """``environ`` (a child's own) with the block's variables where it lacks them."""
-        return child_environment(environ, self.plan, self.exchange)
+        child = child_environment(environ, self.plan, self.exchange)
+        allowed = None if self._allowed_commands is None else sorted(self._allowed_commands)
+        child[CHILDREN_VARIABLE] = json.dumps({"children": self._rule, "allowed_commands": allowed})
+        return child
 
     # -- the block's own claim on the recording ------------------------------------------
 
@@ -312,10 +331,22 @@ class BlockChildren:
 
     # -- what the children left ----------------------------------------------------------
 
-    def problems(self) -> list[str]:
-        """One line for each thing a child did that fails the block (see the module's
-        docstring)."""
+    def own_problems(self) -> list[str]:
+        """What this process's own children did that fails the block: refused, or stopped
+        in their namespaces."""
         problems = list(self.refused)
+        if self._relay is not None:
+            problems.extend(
+                f"a child process's connection to {line} was stopped: list the host with "
+                "its port in allowed_hosts if the block may reach it"
+                for line in self._relay.stopped()
+            )
+        return problems
+
+    def problems(self) -> list[str]:
+        """One line for each thing a child (or a child of a Python child) did that fails
+        the block (see the module's docstring)."""
+        problems = self.own_problems()
         folder = self.exchange.folder
         for handshake in _read_all(folder, "process-").values():
             if handshake.get("status") != "active":
@@ -330,13 +361,40 @@ class BlockChildren:
                 for pid, report in reports.items():
                     if report.get("kind") == kind and isinstance(report.get("problem"), str):
                         problems.append(f"in the child process {pid}: {report['problem']}")
-        if self._relay is not None:
-            problems.extend(
-                f"a child process's connection to {line} was stopped: list the host with "
-                "its port in allowed_hosts if the block may reach it"
-                for line in self._relay.stopped()
-            )
+        for pid, held in _read_all(folder, CHILDREN_REPORT).items():
+            listed = held.get("problems")
+            if isinstance(listed, list):
+                problems.extend(f"in the child process {pid}: {line}" for line in listed)
         return list(dict.fromkeys(problems))
+
+    def all_unenforced(self) -> list[str]:
+        """:attr:`unenforced`, and the children of Python children that ran unenforced."""
+        found = list(self.unenforced)
+        for held in _read_all(self.exchange.folder, CHILDREN_REPORT).values():
+            listed = held.get("unenforced")
+            if isinstance(listed, list):
+                found.extend(str(line) for line in listed)
+        return list(dict.fromkeys(found))
+
+    def report_to_block(self) -> None:
+        """In a Python child of a block, at exit: what its own children did, for the
+        block (``children-<pid>.json``)."""
+        if os.getpid() != self.pid:
+            return  # a forked copy: its parent reports for itself
+        problems, unenforced = self.own_problems(), list(self.unenforced)
+        if self._relay is not None:
+            self._relay.__exit__(None, None, None)
+            self._relay = None
+        if not problems and not unenforced:
+            return
+        report = {"problems": problems, "unenforced": unenforced}
+        path = self.exchange.folder / f"{CHILDREN_REPORT}{self.pid}.json"
+        temporary = path.with_name(f".{path.name}.tmp")
+        try:
+            temporary.write_text(json.dumps(report), encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError:
+            pass  # the block has ended, and its folder with it: nobody is left to tell
 
     def not_recorded(self) -> list[str]:
         """record: the connections the Python children opened that no boundary captured."""
@@ -350,7 +408,8 @@ class BlockChildren:
     def close(self) -> None:
         if self._relay is not None:
             self._relay.__exit__(None, None, None)
-        self.exchange.remove()
+        if self._owns_exchange:
+            self.exchange.remove()
 
 
 # -- the stack of active blocks, and the process's environment ---------------------------
@@ -394,6 +453,31 @@ def block_children(
         children.close()
 
 
+def hold_children_of_child(
+    plan: RecordReplayPlan, folder: Path, environ: Mapping[str, str]
+) -> None:
+    """In a Python child a block started (its variable in ``environ``), under replay: hold
+    this process's own children as the block holds its, for the life of the process; at
+    exit, what they did is written to the block's folder (exec's own processes, which
+    carry no such variable, are left alone: exec holds the whole command)."""
+    text = environ.get(CHILDREN_VARIABLE)
+    if text is None or plan.mode != "replay":
+        return
+    try:
+        given = json.loads(text)
+        rule = None if given.get("children") is None else check_children_rule(given["children"])
+        listed = given.get("allowed_commands")
+        allowed = None if listed is None else [str(name) for name in listed]
+    except (ValueError, AttributeError, TypeError):
+        rule, allowed = "refuse", []  # a variable that cannot be read: the strict reading
+    children = BlockChildren(plan, rule=rule, allowed_commands=allowed, exchange=Exchange(folder))
+    children.variables = children.environment_for({})
+    with _STACK_LOCK:
+        _ACTIVE.append(children)
+        _INTERCEPTION.install()
+    atexit.register(children.report_to_block)
+
+
 def _leave(children: BlockChildren) -> None:
     position = _ACTIVE.index(children)
     if position == len(_ACTIVE) - 1:
@@ -410,6 +494,20 @@ def _leave(children: BlockChildren) -> None:
     del _ACTIVE[position]
     if not _ACTIVE:
         _INTERCEPTION.uninstall()
+
+
+def deciding_on_a_child() -> bool:
+    """Whether this thread is deciding how a child starts (a process it starts meanwhile,
+    the namespace check, runs as it is)."""
+    return bool(getattr(_DECIDING, "now", False))
+
+
+def namespace_unavailable() -> str | None:
+    """:func:`openprogram.isolation.unavailable_reason`, imported when a child first needs
+    it (an exec process that starts none never loads it)."""
+    from openprogram.isolation import unavailable_reason
+
+    return unavailable_reason()
 
 
 def _stop_forkserver() -> None:
@@ -705,6 +803,8 @@ def _shell_command_allowed(command: str, allowed: frozenset[str]) -> bool:
 
 def _bridged(plan: RecordReplayPlan) -> list[Endpoint]:
     """The allowed (and passthrough) hosts that name a port, as the relay bridges them."""
+    from openprogram.isolation import Endpoint
+
     endpoints: list[Endpoint] = []
     for entry in sorted({*plan.allowed_hosts, *plan.passthrough_hosts}):
         host, _, port = entry.rpartition(":")

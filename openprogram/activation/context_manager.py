@@ -245,7 +245,7 @@ def record_replay(
                 _raise_children_problems(kids, error)
                 raise
             finally:
-                active.unenforced.extend(kids.unenforced)
+                active.unenforced.extend(kids.all_unenforced())
             problems = kids.problems()
             active.children_not_recorded.extend(kids.not_recorded())
             claimed_by_child = kids.claimed_by_child

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from openprogram.activation.boundaries import guard_replay, prepare_boundaries
+from openprogram.activation.children import deciding_on_a_child, hold_children_of_child
 from openprogram.activation.configured import Activation, preset_activation
 from openprogram.activation.connection_guard import REPLAY_GUARD, ConnectionWatch, note_not_recorded
 from openprogram.activation.exec_environment import (
@@ -123,6 +124,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
     guard_replay(prepared.http, plan.allowed_hosts, by=exec_replay)  # for the process's life
     if plan.mode == "replay":
         _refuse_unactivated_children()
+        hold_children_of_child(plan, exchange, os.environ)  # a block's child: its own too
     if plan.mode == "record":
         watch = ConnectionWatch(seen_into=exchange)  # exec compares with what its kernel watch saw
         watch.start()
@@ -283,6 +285,8 @@ def _refuse_unactivated_children() -> None:
     real_init = subprocess.Popen.__init__
 
     def refuse_skipping(command: list[str], environ: Mapping[str, str]) -> None:
+        if deciding_on_a_child():
+            return  # the namespace check a block's child makes before it starts its own
         skipped = skipping_activation(command, environ)
         if skipped is not None:
             reason = f"replay refused to start {' '.join(command)}: {skipped}"

@@ -400,7 +400,7 @@ def test_a_shell_line_is_not_allowed_by_its_first_word_alone(
 def test_where_no_namespace_can_be_made_the_child_is_named_unenforced(
     hit_server: HitServer, empty_recording: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(children_module, "unavailable_reason", lambda: "namespaces are off here")
+    monkeypatch.setattr(children_module, "namespace_unavailable", lambda: "namespaces are off here")
     with (
         pytest.warns(UnenforcedChildWarning, match="curl") as warned,
         openprogram.record_replay(empty_recording, mode="replay", allowed_commands=[]) as active,
@@ -451,3 +451,53 @@ def test_a_forkserver_started_before_the_block_is_restarted_inside_it(
     after.start()  # the block's server was stopped with it: this one runs as it is
     after.join(CLIENT_TIMEOUT * 3)
     assert hit_server.hits == 2
+
+
+def _starts(argv: list[str]) -> str:
+    """Python source that runs ``argv`` as its own child and swallows whatever it did."""
+    return (
+        "import subprocess\n"
+        "try:\n"
+        f"    subprocess.run({argv!r}, capture_output=True, timeout={CLIENT_TIMEOUT * 2})\n"
+        "except Exception as error:\n"
+        "    print('stopped:', type(error).__name__, error)\n"
+    )
+
+
+@needs_curl
+@pytest.mark.needs_namespaces
+def test_a_python_childs_own_curl_child_runs_isolated(
+    hit_server: HitServer, empty_recording: Path
+) -> None:
+    with (
+        pytest.raises(ChildReplayError) as raised,
+        openprogram.record_replay(empty_recording, mode="replay", allowed_commands=[]),
+    ):
+        _run(python_argv(_starts(curl_plain(hit_server.url))))
+    assert hit_server.hits == 0
+    assert f"a child process's connection to 127.0.0.1:{hit_server.port}" in str(raised.value)
+    assert str(raised.value).startswith("in the child process ")
+
+
+@needs_curl
+def test_a_python_childs_own_curl_child_is_refused_by_the_blocks_rule(
+    hit_server: HitServer, empty_recording: Path
+) -> None:
+    with (
+        pytest.raises(ChildReplayError, match="replay refused to start curl "),
+        openprogram.record_replay(empty_recording, mode="replay", children="refuse"),
+    ):
+        done = _run(python_argv(_starts(curl_plain(hit_server.url))))
+        assert "stopped: ChildRefusedError" in done.stdout, done.stdout + done.stderr
+    assert hit_server.hits == 0
+
+
+@needs_curl
+def test_a_python_childs_allowed_command_runs_as_it_is(
+    hit_server: HitServer, empty_recording: Path
+) -> None:
+    with openprogram.record_replay(
+        empty_recording, mode="replay", children="refuse", allowed_commands=["curl"]
+    ):
+        _run(python_argv(_starts(curl_plain(hit_server.url))))
+    assert hit_server.hits == 1
