@@ -9,7 +9,8 @@ not counted), once under the watch (:class:`~openprogram.isolation.connect_watch
 the seccomp filter, exec's thread answering each notification) and once without, the two
 runs alternated, median of several; the difference divided by the calls is the cost of one:
 
-* a TCP ``connect`` to a loopback listener (socket made and closed each time);
+* a TCP ``connect`` to a loopback listener (socket made and closed each time), and one to
+  a loopback port that refuses it at once;
 * a UDP ``sendto`` naming its destination (a metrics client's datagram);
 * a ``send`` on a connected TCP socket (not stopped by the filter: should cost nothing).
 
@@ -40,6 +41,11 @@ if kind == "connect":
         sock = socket.socket()
         sock.connect(("127.0.0.1", port))
         sock.close()
+elif kind == "refused":
+    for _ in range(count):
+        sock = socket.socket()
+        sock.connect_ex(("127.0.0.1", port))
+        sock.close()
 elif kind == "sendto":
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for _ in range(count):
@@ -55,29 +61,38 @@ print(time.perf_counter() - start)
 
 SERVERS = """
 import socket, sys, threading
-server = socket.socket()
+server = socket.socket()  # accepts and closes at once
 server.bind(("127.0.0.1", 0))
-server.listen(512)
+server.listen(4096)
+sink = socket.socket()  # accepts and reads until the client closes
+sink.bind(("127.0.0.1", 0))
+sink.listen(64)
 datagrams = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 datagrams.bind(("127.0.0.1", 0))
+closed = socket.socket()
+closed.bind(("127.0.0.1", 0))  # bound, never listening: a connect to it is refused at once
 def drain(connection):
     with connection:
         while connection.recv(65536):
             pass
 def accept():
     while True:
-        threading.Thread(target=drain, args=(server.accept()[0],), daemon=True).start()
+        server.accept()[0].close()
+def accept_sink():
+    while True:
+        threading.Thread(target=drain, args=(sink.accept()[0],), daemon=True).start()
 def drop():
     while True:
         datagrams.recv(64)
-threading.Thread(target=accept, daemon=True).start()
-threading.Thread(target=drop, daemon=True).start()
-print(server.getsockname()[1], datagrams.getsockname()[1], flush=True)
+for target in (accept, accept_sink, drop):
+    threading.Thread(target=target, daemon=True).start()
+sockets = (server, datagrams, closed, sink)
+print(*(each.getsockname()[1] for each in sockets), flush=True)
 sys.stdin.read()
 """
-"""A TCP listener that accepts and drains, and a UDP socket that drops what comes, in a
-process of their own (so that their threads do not share exec's interpreter with the
-watch's thread), until their standard input closes."""
+"""TCP listeners that accept and close, or accept and drain, a UDP socket that drops what
+comes and a port that refuses, in a process of their own (so that their threads do not share
+the interpreter of the watch's thread), until their standard input closes."""
 
 
 def timed(kind: str, port: int, count: int, *, watched: bool) -> float:
@@ -120,11 +135,12 @@ def main() -> None:
         text=True,
     )
     assert servers.stdout is not None
-    tcp, udp = map(int, servers.stdout.readline().split())
+    tcp, udp, closed, sink = map(int, servers.stdout.readline().split())
     print(machine_reference())
     print(f"{count} calls per run, median of {runs} alternated runs, µs per call")
     print(f"{'call':<12}{'plain':>10}{'watched':>10}{'added':>10}")
-    for kind, port in (("connect", tcp), ("sendto", udp), ("send", tcp)):
+    kinds = (("connect", tcp), ("refused", closed), ("sendto", udp), ("send", sink))
+    for kind, port in kinds:
         plain, watched = [], []
         for _ in range(runs):
             plain.append(timed(kind, port, count, watched=False))
