@@ -165,6 +165,8 @@ def _unshare_refused(code: int) -> str:
             "unprivileged user namespaces are restricted "
             f"(kernel.apparmor_restrict_unprivileged_userns=1): {what}"
         )
+    if code == errno.EPERM and _unmapped():
+        return f"this process is in a user namespace that maps no uid or gid: {what}"
     if code == errno.ENOSPC:
         return f"the limit of user namespaces (user.max_user_namespaces) is reached: {what}"
     if code in (errno.EPERM, errno.ENOSYS):
@@ -191,6 +193,15 @@ def _write(path: str, text: str) -> None:
         os.write(descriptor, text.encode())
     finally:
         os.close(descriptor)
+
+
+def _unmapped() -> bool:
+    """Whether this process's own user namespace maps no uid (``unshare --user`` alone)."""
+    try:
+        with open("/proc/self/uid_map", encoding="ascii") as file:
+            return not file.read(4096).strip()
+    except OSError:
+        return False
 
 
 def _setting(name: str) -> str | None:

@@ -230,7 +230,10 @@ def test_where_the_namespace_cannot_be_made_the_command_never_runs(tmp_path: Pat
     # In a user namespace without a mapping, unshare(CLONE_NEWUSER) is refused (EPERM).
     done = _run(["unshare", "--user", *bridge_argv(["touch", str(marker)])])
     assert done.returncode == 2
-    assert done.stderr.startswith("openprogram isolation: cannot isolate the command: ")
+    assert done.stderr.startswith(
+        "openprogram isolation: cannot isolate the command: "
+        "this process is in a user namespace that maps no uid or gid: "
+    )
     assert done.stderr.count("\n") == 1
     assert not marker.exists()
 

@@ -174,6 +174,7 @@ def test_a_refused_unshare_says_why_in_the_machines_terms(
     monkeypatch: pytest.MonkeyPatch, settings: dict[str, str], code: int, says: str
 ) -> None:
     monkeypatch.setattr(namespace, "_setting", settings.get)
+    monkeypatch.setattr(namespace, "_unmapped", lambda: False)
     reason = namespace._unshare_refused(code)
     assert says in reason
     assert "\n" not in reason
