@@ -154,29 +154,6 @@ def test_a_replay_that_mismatched_or_left_calls_exits_1_listing_them(tmp_path: P
     ]
 
 
-def test_exec_refuses_isolation_where_no_namespace_can_be_made(tmp_path: Path) -> None:
-    # a stand-in unshare that fails as a container's does: exec runs nothing unisolated
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "unshare").write_text(
-        "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n"
-    )
-    (bin_dir / "unshare").chmod(0o755)
-    env = user_environment(tmp_path / "home")
-    env["PATH"] = f"{bin_dir}:{env['PATH']}"
-    marker = tmp_path / "ran"
-    result = openprogram_process(
-        "exec", "--record", "iso", "--isolate", "--", "touch", str(marker), env=env
-    )
-    assert result.returncode == 2
-    assert result.stderr == (
-        "error: --isolate cannot make a network namespace here (unshare: unshare failed: "
-        "Operation not permitted): unprivileged user namespaces are off or forbidden (as in many "
-        "containers); nothing was run, and exec does not run the command unisolated instead\n"
-    )
-    assert not marker.exists()
-
-
 def test_without_a_recording_of_its_own_it_serves_sessions_and_sums_them_up(
     tmp_path: Path,
 ) -> None:
