@@ -296,6 +296,22 @@ def ctypes_connect(host: str, port: int) -> str:
     )
 
 
+def python_socket(host: str, port: int) -> str:
+    """Python source: a plain Python socket, as a database driver opens one (no HTTP client
+    the boundary serves from a recording), then an HTTP GET written on it."""
+    return (
+        "import socket\n"
+        "try:\n"
+        f"    address = ({host!r}, {port})\n"
+        f"    with socket.create_connection(address, timeout={CLIENT_TIMEOUT}) as sock:\n"
+        f"        sock.sendall(b'GET /socket HTTP/1.1\\r\\nHost: {host}\\r\\n"
+        "Connection: close\\r\\n\\r\\n')\n"
+        "        print('reached:', sock.recv(64).split(b'\\r\\n')[0].decode())\n"
+        "except OSError as error:\n"
+        "    print('stopped:', type(error).__name__, error)\n"
+    )
+
+
 def udp_sendto(host: str, port: int) -> str:
     """Python source: one UDP datagram with ``sendto`` (no answer expected: the counter
     says whether it arrived)."""

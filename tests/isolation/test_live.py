@@ -14,6 +14,7 @@ from tests.isolation.live import (
     Escape,
     LiveServers,
     grpc_unary,
+    python_socket,
     udp_sendto,
     urllib_get,
 )
@@ -48,10 +49,11 @@ def test_no_escape_reaches_its_server_from_a_bare_namespace(
 def test_the_servers_count_in_process_clients_too(live_servers: LiveServers) -> None:
     for source in (
         urllib_get(live_servers.http.url),
+        python_socket("127.0.0.1", live_servers.http.port),
         udp_sendto("127.0.0.1", live_servers.udp.port),
         grpc_unary(live_servers.grpc.target),
     ):
         exec(compile(source, "<client>", "exec"), {})
-    assert live_servers.http.paths == ["/escape"]
+    assert live_servers.http.paths == ["/escape", "/socket"]
     assert live_servers.grpc.hits == 1
     assert live_servers.udp.hits == 1
