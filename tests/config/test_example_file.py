@@ -43,6 +43,8 @@ def test_the_walk_finds_every_setting() -> None:
         "record_replay.match",
         "record_replay.http_passthrough_hosts",
         "record_replay.allowed_hosts",
+        "record_replay.children",
+        "record_replay.allowed_commands",
         "record_replay.model_hosts",
         "record_replay.http_headers",
         "record_replay.redact_patterns",
