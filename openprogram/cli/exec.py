@@ -91,8 +91,9 @@ def exec_command(
     openprogram.now() and random() in the Python processes while recording, so two
     recordings of one session hash alike; a clock also runs the command in UTC (give it
     with --replay too, for a time shown in the local zone). Exits with the command's status;
-    1 if it exited 0 but replay diverged, left calls unrequested or was blocked; 2 if the
-    command could not run with record/replay active.
+    1 if it exited 0 but replay diverged, left calls unrequested, was blocked or had a
+    connection stopped by the namespace; 2 if the command could not run with record/replay
+    active.
     """
     from openprogram.serving.proxied_exec import exec_command as run
 
