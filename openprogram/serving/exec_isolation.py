@@ -81,7 +81,8 @@ def bridged_endpoints(
 ) -> tuple[Endpoint, ...]:
     """The endpoints the namespace reaches through the bridge: each host-list entry of
     ``hosts`` as the module's docstring says, then ``also``; each once, in a stable order.
-    ``proc`` is where the listening sockets are read (tests give files of their own)."""
+    ``proc`` is where the listening sockets are read (tests give files of their own).
+    Raises :class:`ExecSetupError` for an entry whose port is out of range."""
     found: list[Endpoint] = []
     listening: list[tuple[str, int]] | None = None
     for entry in sorted(set(hosts)):
@@ -89,6 +90,11 @@ def bridged_endpoints(
         if not host:
             continue
         if port is not None:
+            if not 0 < port < 65536:
+                raise ExecSetupError(
+                    f"{entry!r} in record_replay.allowed_hosts or http_passthrough_hosts names "
+                    "no port (1 to 65535): correct it in the configuration (nothing was run)"
+                )
             found.append(Endpoint(host, port))
         elif _is_loopback(host):
             if listening is None:

@@ -78,6 +78,18 @@ def test_an_entry_with_a_port_is_that_endpoint(proc: list[Path]) -> None:
     )
 
 
+@pytest.mark.parametrize("entry", ["127.0.0.1:0", "db.internal:99999"])
+def test_an_entry_whose_port_is_out_of_range_is_refused_naming_it(
+    proc: list[Path], entry: str
+) -> None:
+    with pytest.raises(ExecSetupError) as refused:
+        bridged_endpoints([entry], proc=proc)
+    assert str(refused.value) == (
+        f"{entry!r} in record_replay.allowed_hosts or http_passthrough_hosts names no port "
+        "(1 to 65535): correct it in the configuration (nothing was run)"
+    )
+
+
 def test_a_bare_loopback_host_stands_for_the_ports_listening_on_it(proc: list[Path]) -> None:
     assert bridged_endpoints(["127.0.0.1"], proc=proc) == (
         Endpoint("127.0.0.1", 22),  # listening on every address
