@@ -146,8 +146,9 @@ def run_with_plan(
         environ_of_child = child_environment(base, plan, exchange)
         if on_start is not None:
             on_start(plan)
-        # record: the kernel shows exec every connection of the command's processes
-        watch = ConnectWatch() if plan.mode == "record" else None
+        # record: the kernel shows exec every connection of the command's processes (not
+        # in a namespace: only the bridged hosts get out, and its bridge names what it stops)
+        watch = ConnectWatch() if plan.mode == "record" and wrap is None else None
         with watch or contextlib.nullcontext():
             before_exec = watch.before_exec if watch is not None else None
             status = run_process(run, environ_of_child, before_exec=before_exec)

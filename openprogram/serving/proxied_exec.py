@@ -296,7 +296,7 @@ def _run_through_proxy(
                 )
                 argv = relay.wrap(command)
             on_start(plan)
-            if plan.mode == "record":
+            if plan.mode == "record" and not isolated:  # isolated: the bridge names what it stops
                 watch = stack.enter_context(ConnectWatch())
             before_exec = watch.before_exec if watch is not None else None
             status = run_process(tuple(argv), environ, before_exec=before_exec)

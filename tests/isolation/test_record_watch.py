@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -210,3 +211,27 @@ def test_a_command_outlives_an_exec_killed_mid_run(tmp_path: Path) -> None:
             exec_process.stdin.close()
             assert exec_process.stdout.read() == "hit\n"  # until the command's end
         assert other.hits == 1
+
+
+@pytest.mark.needs_namespaces
+def test_an_isolated_record_leaves_the_namespace_to_say_what_it_stopped(tmp_path: Path) -> None:
+    """``--isolate``: only the bridged hosts get out, and the namespace names what it stopped;
+    the watch would only add the bridge's own traffic, so it is not run."""
+    with HitServer() as other:
+        done = openprogram_process(
+            "exec",
+            "--record",
+            "run",
+            "--isolate",
+            "--",
+            "sh",
+            "-c",
+            f"{shlex.join(curl_plain(other.url))}; exit 0",  # exits 0: the report is whole
+            env=user_environment(tmp_path / "home"),
+        )
+        assert other.hits == 0
+    assert done.returncode == 1, done.stderr  # a connection the namespace stopped
+    said = " ".join(done.stderr.split())
+    assert f"{HOST}:{other.port} (TCP, refused in the isolated namespace)" in said, said
+    assert "not recorded" not in said
+    assert "not watched" not in said
