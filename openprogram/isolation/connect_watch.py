@@ -76,6 +76,10 @@ __all__ = [
 KEEPER = Path(__file__).with_name("seccomp_notify.py")
 """The keeper's script (see the module's docstring)."""
 
+_KEEPERS: list[int] = []
+"""The keepers this process started that it has not reaped yet."""
+_KEEPERS_LOCK = threading.Lock()
+
 _SOCKADDR_LIMIT = 128
 """The most of a socket address read (``struct sockaddr_storage``)."""
 _MESSAGES_LIMIT = 64
@@ -134,7 +138,6 @@ class ConnectWatch:
         self._ready = self._go = (-1, -1)
         self._wake = (-1, -1)
         self._standby = -1
-        self._keeper: int | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
         if self._arch is None:
@@ -267,7 +270,7 @@ class ConnectWatch:
         """Start the process that answers in exec's stead (see the module's docstring)."""
         standby, self._standby = os.pipe()
         try:
-            self._keeper = os.posix_spawn(
+            keeper = os.posix_spawn(
                 sys.executable,
                 [sys.executable, "-I", "-S", str(KEEPER), "3", "4"],
                 {},
@@ -281,14 +284,25 @@ class ConnectWatch:
                 setsid=True,
             )
         except OSError:
-            self._keeper = None  # exec answers alone: it must not stop before the command
+            pass  # exec answers alone: a command that outlives exec's watch then fails
+        else:
+            with _KEEPERS_LOCK:
+                _KEEPERS.append(keeper)
         finally:
             os.close(standby)
 
-    def _reap_keeper(self) -> None:
-        if self._keeper is not None:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(self._keeper, os.WNOHANG)
+    @staticmethod
+    def _reap_keeper() -> None:
+        """Reap the keepers (of this watch and earlier ones) that have ended; one still
+        answering is reaped by a later watch, or by nobody when exec ends first."""
+        with _KEEPERS_LOCK:
+            for keeper in list(_KEEPERS):
+                try:
+                    done, _ = os.waitpid(keeper, os.WNOHANG)
+                except ChildProcessError:
+                    done = keeper
+                if done == keeper:
+                    _KEEPERS.remove(keeper)
 
     def _answer(self, listener: Listener) -> None:
         poller = select.poll()
