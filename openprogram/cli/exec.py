@@ -95,9 +95,13 @@ def exec_command(
     connection stopped by the namespace; 2 if the command could not run with record/replay
     active.
     """
-    from openprogram.serving.proxied_exec import exec_command as run
+    from openprogram.serving.exec_isolation import probe_early
 
     _refuse_an_unknown_option(ctx, command[0])
+    if not no_isolate and (isolate or record is None):
+        probe_early()  # while what runs the command is imported
+    from openprogram.serving.proxied_exec import exec_command as run
+
     sources = recording_sources(seed, clock_start, clock_step)
     if sources is not None and record is None and replay is None:
         abort(

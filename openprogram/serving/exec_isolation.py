@@ -17,6 +17,10 @@ every TCP port listening at start on that address or on every address (read from
 must be listed with its port. A bare host that is not loopback stands for its web ports,
 443 and 80. Nothing else gets out of the namespace.
 
+**When it is known** (:func:`probe_early`): whether a namespace can be made here is asked
+once per process by running the bridge (tens of milliseconds); exec asks in a thread as it
+starts, while it imports what runs the command, so that the answer costs no time of its own.
+
 **What was stopped** (:func:`stopped_problem`): the connections the namespace refused
 — a child binary's, a C extension's, a datagram — become a problem of the run, so that a
 command that exited 0 makes exec exit 1.
@@ -25,19 +29,24 @@ command that exited 0 makes exec exit 1.
 from __future__ import annotations
 
 import ipaddress
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openprogram import isolation
-from openprogram.activation.plan import PlanMode
 from openprogram.errors import ExecSetupError
 from openprogram.isolation import Endpoint
+
+if TYPE_CHECKING:
+    from openprogram.activation.plan import PlanMode
 
 __all__ = [
     "WEB_PORTS",
     "bridged_endpoints",
     "isolation_for",
     "listening_ports",
+    "probe_early",
     "refuse_where_unavailable",
     "stopped_problem",
 ]
@@ -48,6 +57,26 @@ _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 _LISTEN = "0A"
 """The state of a listening socket in ``/proc/net/tcp``."""
 _PROC_TCP = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
+
+
+_early: list[threading.Thread] = []
+
+
+def probe_early() -> None:
+    """Start asking whether a namespace can be made here, in a thread: the answer is then
+    waited for where it is needed. (Light to import: the CLI calls it first.)"""
+    if not _early:
+        thread = threading.Thread(
+            target=isolation.unavailable_reason, name="openprogram-isolation-probe", daemon=True
+        )
+        _early.append(thread)
+        thread.start()
+
+
+def _unavailable_reason() -> str | None:
+    for thread in _early:
+        thread.join()  # the early answer, rather than a second probe beside it
+    return isolation.unavailable_reason()
 
 
 def isolation_for(isolate: bool | None, mode: PlanMode) -> tuple[bool, str | None]:
@@ -62,13 +91,13 @@ def isolation_for(isolate: bool | None, mode: PlanMode) -> tuple[bool, str | Non
     if isolate:
         refuse_where_unavailable()
         return True, None
-    reason = isolation.unavailable_reason()
+    reason = _unavailable_reason()
     return reason is None, reason
 
 
 def refuse_where_unavailable() -> None:
     """Refuse ``--isolate`` (:class:`ExecSetupError`) where no namespace can be made."""
-    reason = isolation.unavailable_reason()
+    reason = _unavailable_reason()
     if reason is not None:
         raise ExecSetupError(
             f"--isolate cannot make a network namespace here ({reason}); nothing was run, "
