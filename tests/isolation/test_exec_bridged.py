@@ -11,6 +11,7 @@ import pytest
 from openprogram import isolation
 from openprogram.errors import ExecSetupError
 from openprogram.isolation import Endpoint
+from openprogram.serving import exec_isolation
 from openprogram.serving.exec_isolation import (
     bridged_endpoints,
     isolation_for,
@@ -164,3 +165,21 @@ def test_what_the_namespace_stopped_is_one_problem_naming_each_connection() -> N
         f"2 connections were stopped by the isolated recording: {one}, {two}; a host:port "
         "that may stay live goes in record_replay.allowed_hosts"
     )
+
+
+def test_the_early_probe_is_the_one_answer_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+
+    def reason() -> str | None:
+        asked.append("probe")
+        return "not Linux"
+
+    monkeypatch.setattr(isolation, "unavailable_reason", reason)
+    monkeypatch.setattr(exec_isolation, "_early", [])
+    exec_isolation.probe_early()
+    exec_isolation.probe_early()  # once per process
+    assert exec_isolation.isolation_for(None, "replay") == (False, "not Linux")
+    assert not exec_isolation._early[0].is_alive()
+    # the thread's probe once (a second probe_early starts none), then the answer read after
+    # it ended: the real function keeps it, this stand-in is simply asked again
+    assert asked == ["probe", "probe"]
