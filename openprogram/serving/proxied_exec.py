@@ -162,6 +162,12 @@ def run_command(
     python = runs_python(command, base)  # and ExecSetupError for a command not found
     through_proxy = proxy if proxy is not None else not python
     if plan is None:
+        if isolate:
+            raise ExecSetupError(
+                "--isolate holds a recording or a replay, and record/replay is off here (no "
+                "--record or --replay, and the configured mode is off): add --replay NAME or "
+                "--record NAME (nothing was run)"
+            )
         return run_with_plan(command, None, base)
     isolated, unisolated = isolation_for(isolate, plan.mode)
     starting = _starting(on_start, on_unisolated, unisolated)

@@ -3,7 +3,8 @@ forbids them, Ubuntu's AppArmor restriction): a replay says in one line at start
 enforced for Python only and runs as it would without; an explicit ``--isolate`` is refused
 before anything runs; ``--no-isolate`` silences the line. The machine's own answer is
 replaced by one that says no (``openprogram.isolation.unavailable_reason``), in this
-process: exec itself runs here, its command in a process of its own."""
+process: exec itself runs here, its command in a process of its own. And ``--isolate`` with
+record/replay off, which has nothing to hold, is refused too."""
 
 from __future__ import annotations
 
@@ -74,5 +75,17 @@ def test_an_explicit_isolate_is_refused_before_anything_runs(
     assert error_line(result) == (
         f"error: --isolate cannot make a network namespace here ({REASON}); nothing was run, "
         "and exec does not run the command unisolated instead: run without --isolate"
+    )
+    assert not marker.exists()
+
+
+def test_isolate_with_record_replay_off_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    result = openprogram("exec", "--isolate", "--", "touch", str(marker))
+    assert result.exit_code == 2
+    assert error_line(result) == (
+        "error: --isolate holds a recording or a replay, and record/replay is off here (no "
+        "--record or --replay, and the configured mode is off): add --replay NAME or --record "
+        "NAME (nothing was run)"
     )
     assert not marker.exists()
