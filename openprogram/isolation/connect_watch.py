@@ -35,6 +35,7 @@ import errno
 import ipaddress
 import os
 import select
+import signal
 import socket
 import struct
 import sys
@@ -164,7 +165,14 @@ class ConnectWatch:
             self._thread = threading.Thread(
                 target=self._run, name="openprogram-connect-watch", daemon=True
             )
-            self._thread.start()
+            # Started with every signal blocked, so the kernel gives exec's signals to its
+            # main thread: one caught here would not wake the main thread's wait for the
+            # command, and a SIGTERM or SIGINT exec passes on would never be passed.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            try:
+                self._thread.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return self
 
     def __exit__(
@@ -282,6 +290,7 @@ class ConnectWatch:
                     (os.POSIX_SPAWN_DUP2, standby, 4),
                 ],
                 setsid=True,
+                setsigmask=(),  # not the watch thread's, which blocks every signal
             )
         except OSError:
             pass  # exec answers alone: a command that outlives exec's watch then fails

@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import shlex
+import signal
 import socket
 import struct
 import subprocess
@@ -312,3 +313,19 @@ def test_with_no_one_answering_the_kernel_fails_the_connect(
         done = connect_after_the_watch_stops(shlex.join([sys.executable, "-c", connect]))
         assert (done.returncode, done.stdout) == (0, f"{errno.ENOSYS}\n"), done.stderr
         assert server.hits == 0
+
+
+@needs_watch
+def test_the_watch_thread_leaves_every_signal_to_exec_main_thread() -> None:
+    """A signal the kernel gave the watch's thread would not wake exec's main thread from
+    its wait for the command, so a SIGTERM exec must pass on would be lost (exec and its
+    command then wait for ever): the thread blocks every signal, from its start."""
+    with ConnectWatch() as watch:
+        thread = watch._thread
+        assert thread is not None
+        assert thread.native_id is not None
+        status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    [blocked] = [line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")]
+    mask = int(blocked, 16)
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        assert mask & (1 << (number - 1)), f"{signal.Signals(number).name} is not blocked"
