@@ -42,7 +42,6 @@ recently entered active block's.
 
 from __future__ import annotations
 
-import _posixsubprocess
 import atexit
 import json
 import logging
@@ -69,6 +68,11 @@ from openprogram.activation.exec_environment import (
     python_of,
 )
 from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError
+
+try:
+    import _posixsubprocess as _spawning
+except ImportError:  # not POSIX: subprocess starts processes another way
+    _spawning = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from openprogram.activation.plan import RecordReplayPlan
@@ -540,7 +544,7 @@ class _Interception:
             return
         self.installed = True
         patches: list[tuple[Any, str, Callable[[Any], Any]]] = [
-            (_posixsubprocess, "fork_exec", _fork_exec),
+            (_spawning, "fork_exec", _fork_exec),
             (subprocess, "_fork_exec", _fork_exec),
             (os, "system", _system),
             (os, "execv", _execv),

@@ -122,7 +122,8 @@ def openprogram_config() -> dict[str, Any]:
     """Recording settings for every test in its scope; override it (in a test module, or a
     ``conftest.py`` for the tests below it) to return a dict of settings: ``record_mode``,
     ``ignore_fields``, ``match``, ``http_passthrough_hosts``, ``http_headers``, ``tools``,
-    ``redact_patterns``, ``redact``, ``seed``, ``clock``. A test's
+    ``redact_patterns``, ``redact``, ``seed``, ``clock``, ``children``,
+    ``allowed_commands``. A test's
     ``@pytest.mark.openprogram(...)`` overrides it."""
     return {}
 

@@ -29,8 +29,11 @@ The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are
 ``redact`` (a function ``str -> str``; the fixture and the marker only), ``seed`` and
 ``clock`` (the deterministic sources ``openprogram.now()`` and ``random()`` draw from while
 the test records — a whole number, and ``openprogram.stepping_clock(...)`` or
-``sequence_clock(...)``; a clock also runs the test in UTC, at record and replay alike), and
-the record mode (:data:`RecordMode`). A new setting is a field of
+``sequence_clock(...)``; a clock also runs the test in UTC, at record and replay alike),
+``children`` (``isolate`` or ``refuse``: a child process of a replaying test that cannot
+replay in-process) and ``allowed_commands`` (the commands a child runs as they are; both
+also in the configuration, see :mod:`openprogram.activation.children`), and the record mode
+(:data:`RecordMode`). A new setting is a field of
 :class:`RecordingSettings`, a line in :data:`SETTING_CHECKS` and, if the ini file or the
 configuration carries it, a line in :data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
 
