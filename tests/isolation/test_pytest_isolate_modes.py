@@ -80,9 +80,6 @@ def test_the_ini_option_runs_unisolated_and_says_so_where_no_namespace_can_be_ma
     done = run_pytest(tmp_path, "-p", "no_namespace", env={"PYTHONPATH": str(tmp_path)})
     assert done.returncode == 0, said(done)
     assert hit_server.hits == 1
-    header = "openprogram: isolated in a loopback-only network namespace; bridged: "
-    bridged = f"127.0.0.1:{hit_server.port}, api.anthropic.com:443, "
-    assert f"{header}{bridged}generativelanguage.googleapis.com:443" in done.stdout, said(done)
     line = (
         "openprogram: openprogram_isolate is set, but this machine cannot make a network "
         "namespace (simulated: user namespaces are off): the tests run unisolated, and only "
