@@ -17,6 +17,8 @@ request the ``openprogram_recording`` fixture. See ``docs/testing.md``.
     drift_mode           the drift mode's check: a passing test's calls sent live, the
                          answers compared with the recorded ones, the spending budget
     network_block        --openprogram-block-network: connections to other machines refused
+    isolation            --openprogram-isolate: the whole session run again in a loopback-only
+                         network namespace, the allowed hosts bridged in
     cassette_import      --openprogram-import-cassettes: a test's vcrpy cassette, named by
                          pytest-recording, made into its recording before it runs
     suite_summary        what one test did with its recording, as plain data; the summary's
