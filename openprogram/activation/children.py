@@ -492,9 +492,7 @@ def _leave(children: BlockChildren) -> None:
                 os.environ[key] = value
     else:  # left before a block entered after it (another thread): that one restores ours
         above = _ACTIVE[position + 1]
-        for key, value in children._saved.items():
-            if key in above._saved:
-                above._saved[key] = value
+        above._saved.update(children._saved)  # what was there before both
     del _ACTIVE[position]
     if not _ACTIVE:
         _INTERCEPTION.uninstall()

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ from openprogram.activation.children import (
     UnenforcedChildWarning,
 )
 from openprogram.activation.exec_environment import EXCHANGE_VARIABLE, PLAN_VARIABLE
+from openprogram.activation.plan import RecordReplayPlan
 from openprogram.recording.reader import read_recording
 from tests.isolation.live import (
     CLIENT_TIMEOUT,
@@ -501,3 +503,44 @@ def test_a_python_childs_allowed_command_runs_as_it_is(
     ):
         _run(python_argv(_starts(curl_plain(hit_server.url))))
     assert hit_server.hits == 1
+
+
+def test_children_held_in_two_threads_and_left_out_of_order_restore_the_environment(
+    empty_recording: Path, tmp_path: Path
+) -> None:
+    """``record_replay()`` blocks end in the reverse order they began; the children's part
+    of them (the environment) also copes with two threads leaving in the other order."""
+    before = dict(os.environ)
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, str] = {}
+
+    def first() -> None:
+        with children_module.block_children(RecordReplayPlan("replay", empty_recording)):
+            first_in.set()
+            second_in.wait(CLIENT_TIMEOUT)
+        first_out.set()  # left while the second block, begun after it, still runs
+
+    def second() -> None:
+        first_in.wait(CLIENT_TIMEOUT)
+        with children_module.block_children(RecordReplayPlan("record", tmp_path / "r.jsonl")):
+            second_in.set()
+            first_out.wait(CLIENT_TIMEOUT)
+            seen["mode"] = json.loads(os.environ[PLAN_VARIABLE])["mode"]
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(CLIENT_TIMEOUT * 3)
+    assert seen == {"mode": "record"}  # the block begun last still decides for children
+    assert dict(os.environ) == before
+    assert children_module._ACTIVE == []
+
+
+def test_a_python_childs_unrecorded_connection_is_listed(
+    hit_server: HitServer, tmp_path: Path
+) -> None:
+    with openprogram.record_replay(tmp_path / "r.jsonl", mode="record") as active:
+        _run(python_argv(_socket_connect(hit_server.port)))
+    assert hit_server.hits == 1
+    assert any(f"127.0.0.1:{hit_server.port}" in line for line in active.children_not_recorded)
