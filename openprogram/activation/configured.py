@@ -265,9 +265,9 @@ def exec_plan(
     assert loaded.settings is not None
     settings = loaded.settings.record_replay
     if record is not None:
-        return _plan("record", path, settings)
+        return settings_plan("record", path, settings)
     if replay is not None:
-        return _plan("replay", path, settings)
+        return settings_plan("replay", path, settings)
     return configured_plan(settings)
 
 
@@ -283,7 +283,7 @@ def recording_plan(
         _open_for_recording(path, settings)
     else:
         _check_replay_source(path)
-    return _plan(mode, path, settings)
+    return settings_plan(mode, path, settings)
 
 
 def configured_plan(
@@ -311,12 +311,14 @@ def configured_plan(
     except OpenProgramError as error:
         return RecordReplayPlan.blocked(str(error), path)
     # The configured recording's sources: drawn from under record, the zone under replay.
-    return replace(_plan(settings.mode, path, settings), sources=settings.sources())
+    return replace(settings_plan(settings.mode, path, settings), sources=settings.sources())
 
 
-def _plan(
+def settings_plan(
     mode: Literal["record", "replay"], path: Path, settings: RecordReplaySettings
 ) -> RecordReplayPlan:
+    """The plan that records into or replays ``path`` with ``[record_replay]``'s settings:
+    every way in that names its own recording builds its plan here, so none forgets one."""
     return RecordReplayPlan(
         mode,
         path,

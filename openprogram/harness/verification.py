@@ -21,18 +21,18 @@ running the program again: :func:`verify_command` runs a command as ``openprogra
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from openprogram.activation.configured import nothing_to_replay
-from openprogram.activation.plan import RecordReplayPlan
+from openprogram.activation.configured import nothing_to_replay, settings_plan
 from openprogram.agent.file_tools import builtin_tools
 from openprogram.agent.loop import run_agent
 from openprogram.agent.tools import AgentTool
+from openprogram.config.models import RecordReplaySettings
 from openprogram.config.settings import load_config
 from openprogram.errors import ReplayMismatch, VerifySetupError
 from openprogram.named_objects import NotAModuleAttributeName, load_named_object
@@ -143,10 +143,17 @@ def verify_recording(
 
 
 def verify_command(
-    path: Path, command: Sequence[str], *, tool_policies: Mapping[str, str] | None = None
+    path: Path,
+    command: Sequence[str],
+    *,
+    tool_policies: Mapping[str, str] | None = None,
+    isolate: bool | None = None,
+    on_unisolated: Callable[[str], None] | None = None,
 ) -> VerifyResult:
     """Run ``command`` with the recording at ``path`` replayed at both boundaries, in each of
-    its Python processes, as ``openprogram exec --replay`` does; it passes when the command
+    its Python processes, as ``openprogram exec --replay`` does — in a loopback-only network
+    namespace where one can be made (``isolate``: None by the platform, False never;
+    ``on_unisolated`` is told why, in one line, where none can); it passes when the command
     exits 0 with every call matched and consumed.
 
     Raises :class:`~openprogram.errors.RecordingFileError` for a recording that cannot be
@@ -158,19 +165,10 @@ def verify_command(
     refuse_a_snapshot(recording)
     if not recording.calls and not recording.tapes:
         raise VerifySetupError(nothing_to_replay(path))
-    settings = _configured_settings()
-    plan = RecordReplayPlan(
-        "replay",
-        path,
-        ignore_fields=tuple(settings.ignore_fields) if settings else (),
-        compare_loopback_ports=settings.compare_loopback_ports if settings else False,
-        match=settings.match if settings else DEFAULT_MATCHING,
-        passthrough_hosts=frozenset(settings.http_passthrough_hosts) if settings else frozenset(),
-        http_headers=frozenset(settings.http_headers) if settings else frozenset(),
-        redact_patterns=tuple(settings.redact_patterns) if settings else (),
-        tools=tuple({**(settings.tools if settings else {}), **(tool_policies or {})}.items()),
-    )
-    outcome = run_command(command, plan)
+    settings = _configured_settings() or RecordReplaySettings()
+    plan = settings_plan("replay", path, settings)
+    plan = replace(plan, tools=tuple({**settings.tools, **(tool_policies or {})}.items()))
+    outcome = run_command(command, plan, isolate=isolate, on_unisolated=on_unisolated)
     divergence = outcome.problems[0] if outcome.problems else None
     if divergence is None and outcome.status != 0:
         divergence = f"the command exited with status {outcome.status}"

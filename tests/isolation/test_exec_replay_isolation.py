@@ -267,3 +267,32 @@ def configured(recorded: Recorded, tmp_path: Path, line: str) -> dict[str, str]:
     config = tmp_path / "config.toml"
     config.write_text(f"[record_replay]\n{line}\n")
     return {**recorded.env, "OPENPROGRAM_CONFIG": str(config)}
+
+
+def test_verify_of_a_command_holds_its_replay_as_exec_does(
+    recorded: Recorded, hit_server: HitServer
+) -> None:
+    """``recordings verify NAME -- COMMAND`` is a replay: the command runs in the namespace
+    (a child curl reaches the live server 0 times) and verify fails naming the connection."""
+    command = after_the_call(curl_plain(hit_server.url))
+    result = openprogram_process(
+        "recordings", "verify", str(recorded.python), "--", *command, env=recorded.env
+    )
+    assert hit_server.hits == 0
+    assert result.returncode == 1, result.stderr
+    assert f"{HOST}:{hit_server.port}" in result.stdout + result.stderr
+
+
+def test_verify_of_a_command_keeps_the_allowed_hosts(recorded: Recorded, tmp_path: Path) -> None:
+    """verify builds its plan from the configured settings as exec does: an allowed
+    database stand-in is reached from Python (verify once forgot ``allowed_hosts``, and
+    replay refused it)."""
+    with HitServer() as database:
+        env = configured(recorded, tmp_path, f'allowed_hosts = ["{HOST}:{database.port}"]')
+        command = after_the_call(python_socket_get(database.port))
+        result = openprogram_process(
+            "recordings", "verify", str(recorded.python), "--", *command, env=env
+        )
+        hits = database.hits
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert hits == 1

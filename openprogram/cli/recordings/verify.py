@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import typer
 
+from openprogram.cli.exec import NO_ISOLATE, UNENFORCED
 from openprogram.cli.output import (
     EXIT_FAILURE,
     EXIT_USAGE,
@@ -22,6 +23,7 @@ from openprogram.cli.output import (
     print_json,
     reporting_errors,
     say,
+    warn,
 )
 from openprogram.cli.run import TOOL_POLICY, parsed_tool_policies
 from openprogram.errors import (
@@ -50,14 +52,16 @@ def verify(
     ),
     tool_policy: list[str] | None = TOOL_POLICY,
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    no_isolate: bool = NO_ISOLATE,
 ) -> None:
     """Re-run the recorded session under replay, offline, and check every call.
 
     Without a command, the session is rebuilt from its first call and run through the
     current agent loop. With `-- COMMAND`, the command is run with the recording replayed
     in each of its Python processes (as `openprogram exec --replay` does): SDK (HTTP) calls
-    included. Prints ✔ and the transcript hash when every call matches and is consumed
-    (and the command exited 0); otherwise the first divergence and exit 1. With --json the
+    included, and on Linux in a network namespace with loopback only (--no-isolate: not).
+    Prints ✔ and the transcript hash when every call matches and is consumed (and the
+    command exited 0); otherwise the first divergence and exit 1. With --json the
     JSON alone is printed on stdout, the command's own output on stderr. Exit 2 when the
     recording, --tools or the command cannot be used. The session's tools run live unless
     --tool-policy (or record_replay.tools) says replay (their taped results) or check.
@@ -68,13 +72,21 @@ def verify(
 
     if command and tools is not None:
         abort("--tools applies to sessions rebuilt without a command; drop it", EXIT_USAGE)
+    if no_isolate and not command:
+        abort("--no-isolate applies to a command run under replay (-- COMMAND)", EXIT_USAGE)
     policies = parsed_tool_policies(tool_policy)
     usage_errors = (RecordingNameError, RecordingFileError, VerifySetupError, ExecSetupError)
     with reporting_errors(usage_errors=usage_errors):
         path = resolve_recording(recording, recordings_dir()).path
         if command:
             with _stdout_to_stderr() if as_json else contextlib.nullcontext():
-                result = verify_command(path, command, tool_policies=policies)
+                result = verify_command(
+                    path,
+                    command,
+                    tool_policies=policies,
+                    isolate=False if no_isolate else None,
+                    on_unisolated=_tell_unenforced,
+                )
         else:
             result = verify_recording(path, tools=tools, tool_policies=policies)
     if as_json:
@@ -87,6 +99,11 @@ def verify(
         say(result.divergence or "")
     if not result.ok:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _tell_unenforced(reason: str) -> None:
+    """Before a replay that runs without its namespace starts: why, in one line."""
+    warn(UNENFORCED.format(reason=reason))
 
 
 @contextlib.contextmanager
