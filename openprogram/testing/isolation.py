@@ -58,7 +58,9 @@ if TYPE_CHECKING:
     from openprogram.isolation import Endpoint
 
 INSIDE = "_OPENPROGRAM_PYTEST_ISOLATED"
-"""Set in the environment of the run inside the namespace, to what was bridged into it."""
+"""Set in the environment of the run inside the namespace, to what was bridged into it; that
+run empties it, so that the sessions started under it (xdist's workers, a test's own pytest)
+know they are inside without saying so again."""
 
 OPTION = "--openprogram-isolate"
 INI = "openprogram_isolate"
@@ -66,6 +68,8 @@ INI = "openprogram_isolate"
 RECORDING_MODES = frozenset({"once", "new_episodes", "all", "rewrite", "live", "drift"})
 """The record modes in which a test may reach its upstream: theirs are bridged."""
 
+_BRIDGED = pytest.StashKey[str]()
+"""What was bridged into the namespace this run was started in by the outer pytest."""
 _UNISOLATED = pytest.StashKey[str]()
 """Why the run is not isolated although the ini option asked for it."""
 
@@ -100,6 +104,10 @@ def pytest_load_initial_conftests(
 ) -> Generator[None, None, None]:
     """Before any ``conftest.py`` is imported: run the session again inside a namespace
     and exit with its status, when asked to and not inside one already."""
+    bridged = os.environ.get(INSIDE)
+    if bridged:  # the run the outer pytest started: its header says so, no session under it
+        early_config.stash[_BRIDGED] = bridged
+        os.environ[INSIDE] = ""
     asked = _asked(early_config)
     if asked is not None and not _inside():
         from openprogram import isolation
@@ -147,8 +155,8 @@ def unisolated_line(reason: str) -> str:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    bridged = os.environ.get(INSIDE)
-    if bridged is not None and "PYTEST_XDIST_WORKER" not in os.environ:
+    bridged = config.stash.get(_BRIDGED, None)
+    if bridged is not None:
         return f"openprogram: isolated in a loopback-only network namespace; bridged: {bridged}"
     line = config.stash.get(_UNISOLATED, None)
     return None if line is None else f"openprogram: {line}"
