@@ -7,6 +7,7 @@ workers are held as well; without the option the run is what it was."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,3 +152,17 @@ def test_xdist_workers_run_inside(
     assert (hit_server.hits, grpc_echo.hits) == (0, 0)
     assert f"127.0.0.1:{hit_server.port} (TCP" in done.stderr
     assert f"127.0.0.1:{grpc_echo.port} (TCP" in done.stderr
+
+
+def test_only_the_session_started_inside_says_it_is_isolated(tmp_path: Path) -> None:
+    nested = tmp_path / "nested"
+    nested.mkdir()
+    (nested / "test_inner.py").write_text("def test_inner():\n    pass\n")
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(nested)]
+    case = Case("a_pytest_of_its_own", argv=argv, expect="1 passed")
+    (tmp_path / "test_outer.py").write_text(suite_text([case]))
+    done = run_pytest(tmp_path, "--openprogram-isolate", "test_outer.py")
+    assert done.returncode == 0, said(done)
+    header = "openprogram: isolated in a loopback-only network namespace; bridged: nothing"
+    assert done.stdout.count(header) == 1, said(done)  # the outer run's, not the nested one's
+    assert "CLIENT a_pytest_of_its_own:" in done.stdout
