@@ -177,9 +177,16 @@ def run_isolated(config: pytest.Config) -> int:
     bridged = session_endpoints(config)
     said = ", ".join(_endpoint_text(endpoint) for endpoint in bridged) or "nothing"
     environ = {**os.environ, INSIDE: said}
-    with Relay(bridged) as relay:
-        status = _run(relay.wrap(argv), cwd=str(config.invocation_params.dir), env=environ)
-        stopped = relay.stopped()
+    try:
+        with Relay(bridged) as relay:
+            status = _run(relay.wrap(argv), cwd=str(config.invocation_params.dir), env=environ)
+            stopped = relay.stopped()
+    except OSError as error:  # no temporary folder for the relay's socket, no process
+        sys.stderr.write(
+            f"openprogram: {OPTION} could not start the isolated session ({error}); "
+            "no test was run\n"
+        )
+        return int(pytest.ExitCode.INTERNAL_ERROR)
     if stopped:
         count = len(stopped)
         sys.stderr.write(

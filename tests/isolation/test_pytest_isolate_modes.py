@@ -87,3 +87,42 @@ def test_the_ini_option_runs_unisolated_and_says_so_where_no_namespace_can_be_ma
     )
     assert line in done.stderr.splitlines(), said(done)  # at the start
     assert done.stdout.splitlines().count(line) == 2, said(done)  # in the header and the summary
+
+
+NO_RELAY = """\
+import openprogram.isolation
+
+
+class NoRelay:
+    def __init__(self, bridged):
+        pass
+
+    def __enter__(self):
+        raise OSError("simulated: no folder for the relay's socket")
+
+    def __exit__(self, *exc_info):
+        return None
+
+
+openprogram.isolation.unavailable_reason = lambda: None
+openprogram.isolation.Relay = NoRelay
+"""
+"""A plugin (``-p no_relay``) with which the relay cannot start."""
+
+
+def test_a_relay_that_cannot_start_is_one_line_and_runs_no_test(
+    hit_server: HitServer, tmp_path: Path
+) -> None:
+    (tmp_path / "no_relay.py").write_text(NO_RELAY)
+    cases = [Case("curl", argv=curl_plain(hit_server.url))]
+    (tmp_path / "test_curl.py").write_text(suite_text(cases))
+    done = run_pytest(
+        tmp_path, "-p", "no_relay", "--openprogram-isolate", env={"PYTHONPATH": str(tmp_path)}
+    )
+    assert done.returncode == 3, said(done)
+    assert hit_server.hits == 0
+    assert "Traceback" not in done.stderr, said(done)
+    assert done.stderr.splitlines()[-1] == (
+        "openprogram: --openprogram-isolate could not start the isolated session (simulated: "
+        "no folder for the relay's socket); no test was run"
+    ), said(done)
