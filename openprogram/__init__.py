@@ -42,6 +42,7 @@ says what user redaction a recording started now uses. They are imported on firs
                        ``random()`` from, and the zone a deterministic clock runs in
     visible_text       untrusted text shown as text: control characters as their escapes
     lazy_exports       package exports loaded on first use
+    quiet_threads      helper threads that leave every signal to the main thread
 """
 
 from __future__ import annotations

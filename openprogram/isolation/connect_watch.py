@@ -35,7 +35,6 @@ import errno
 import ipaddress
 import os
 import select
-import signal
 import socket
 import struct
 import sys
@@ -62,6 +61,7 @@ from openprogram.isolation.seccomp_notify import (
     take_descriptor,
     this_architecture,
 )
+from openprogram.quiet_threads import start_quiet
 from openprogram.recording.writer import writer_for
 
 __all__ = [
@@ -165,14 +165,8 @@ class ConnectWatch:
             self._thread = threading.Thread(
                 target=self._run, name="openprogram-connect-watch", daemon=True
             )
-            # Started with every signal blocked, so the kernel gives exec's signals to its
-            # main thread: one caught here would not wake the main thread's wait for the
-            # command, and a SIGTERM or SIGINT exec passes on would never be passed.
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-            try:
-                self._thread.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            # every signal to exec's main thread, whose wait for the command it must wake
+            start_quiet(self._thread)
         return self
 
     def __exit__(

@@ -26,6 +26,7 @@ from types import TracebackType
 
 from openprogram.isolation import wire
 from openprogram.isolation.launch import bridge_argv
+from openprogram.quiet_threads import start_quiet
 
 __all__ = ["Endpoint", "Relay"]
 
@@ -111,7 +112,7 @@ class Relay:
             raise
         self._folder, self._server = folder, server
         self._thread = threading.Thread(target=self._accept, name="openprogram-relay", daemon=True)
-        self._thread.start()
+        start_quiet(self._thread)  # a signal sent to exec must wake exec's wait for the command
 
     def close(self) -> None:
         """Stop serving and remove the folder (bridges still running find no socket)."""

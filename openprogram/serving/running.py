@@ -40,6 +40,7 @@ from openprogram.config import paths
 from openprogram.config.models import RecordReplaySettings
 from openprogram.config.settings import load_config
 from openprogram.errors import RecordReplayBlockedError, ServeSetupError
+from openprogram.quiet_threads import start_quiet
 from openprogram.serving.forwarding import Upstreams
 from openprogram.serving.server import DEFAULT_MAX_REQUEST_SIZE, ProxyServer, finish_in_flight
 from openprogram.serving.sessions import ProxySession, SessionAccount, SessionTable
@@ -320,7 +321,7 @@ class BackgroundServer:
         self._listening: Listening | None = None
 
     def start(self) -> Listening:
-        self._thread.start()
+        start_quiet(self._thread)  # a signal sent to exec must wake exec's wait for the command
         future = asyncio.run_coroutine_threadsafe(
             Listening.start(self.table, self.options), self._loop
         )
