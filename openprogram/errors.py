@@ -51,6 +51,11 @@
     ├── RecordingMissingError             pytest: replay-only, and the test has no recording
     ├── RecordingOnCiRefusedError         pytest: a test would record (or call live) on CI
     ├── ReplayConnectionRefusedError      a connection under replay that no recording serves
+    ├── ChildRefusedError                 under replay, a child process refused before it
+    │                                     started (``children="refuse"``)
+    ├── ChildReplayError (+AssertionError)
+    │                                     a child process of a block broke its replay or
+    │                                     recording (its problems, one line each)
     └── NetworkBlockedError               pytest: a test connected to another machine with
                                           the network blocked
 
@@ -77,13 +82,15 @@ import difflib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
 __all__ = [
     "ActiveRecordingUnknownError",
     "CanonicalJSONError",
     "CassetteError",
+    "ChildRefusedError",
+    "ChildReplayError",
     "ClockExhaustedError",
     "ConfigError",
     "ExecSetupError",
@@ -799,3 +806,28 @@ class NetworkBlockedError(OpenProgramError):
             "(--openprogram-block-network); replay the test's calls with the "
             "openprogram_recording fixture, or list the host in openprogram_allowed_hosts"
         )
+
+
+class ChildRefusedError(OpenProgramError):
+    """Under replay, a child process that cannot replay in-process was refused before it
+    started (``children="refuse"``, or an ``os.exec*`` that would leave the block)."""
+
+    def __init__(self, command: str, reason: str) -> None:
+        self.command = command
+        self.reason = reason
+        super().__init__(
+            f"replay refused to start {command}: {reason}; list its command in "
+            "record_replay.allowed_commands to run it as it is"
+        )
+
+
+class ChildReplayError(OpenProgramError, AssertionError):
+    """A child process of a ``record_replay()`` block (or of a test using the fixture) broke
+    the block's replay or recording: ``problems`` holds one line for each (the first is the
+    message's, with the count of the others)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        more = len(self.problems) - 1
+        tail = f" (and {more} more problem{'s' if more > 1 else ''} of child processes)"
+        super().__init__(f"{self.problems[0]}{tail if more else ''}")

@@ -13,6 +13,8 @@ client library), and the tapes.
     placeholder_keys  the API keys set under replay where a vendor has none
     uncaught_errors   an uncaught openprogram error shown short, at a process's end
     context_manager   ``record_replay()``, the library's way in for a block of code
+    children          the child processes a block starts: a Python one inherits its plan,
+                      any other runs in a loopback-only namespace, is refused, or is named
     connection_guard  the socket-level backstop: under replay, every connection and datagram
                       no recording serves is refused before it is made or sent
     configured        what the configured mode turns on: the provider runtime's activation,

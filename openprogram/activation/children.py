@@ -67,7 +67,10 @@ from openprogram.activation.exec_environment import (
     open_exchange,
     python_of,
 )
-from openprogram.errors import OpenProgramError, ReplayInAnotherProcessError
+from openprogram.errors import (
+    ChildRefusedError,
+    ReplayInAnotherProcessError,
+)
 
 try:
     import _posixsubprocess as _spawning
@@ -82,8 +85,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CHILDREN_RULES",
     "BlockChildren",
-    "ChildRefusedError",
-    "ChildReplayError",
     "ChildrenRule",
     "UnenforcedChildWarning",
     "block_children",
@@ -101,31 +102,6 @@ def check_children_rule(value: object) -> ChildrenRule:
     if value not in CHILDREN_RULES:
         raise ValueError(f"children must be 'isolate' or 'refuse', not {value!r}")
     return value
-
-
-class ChildRefusedError(OpenProgramError):
-    """Under replay, a child process that cannot replay in-process was refused before it
-    started (``children="refuse"``, or an ``os.exec*`` that would leave the block)."""
-
-    def __init__(self, command: str, reason: str) -> None:
-        self.command = command
-        self.reason = reason
-        super().__init__(
-            f"replay refused to start {command}: {reason}; list its command in "
-            "record_replay.allowed_commands to run it as it is"
-        )
-
-
-class ChildReplayError(OpenProgramError, AssertionError):
-    """A child process of a ``record_replay()`` block (or of a test using the fixture) broke
-    the block's replay or recording: ``problems`` holds one line for each (the first is the
-    message's, with the count of the others)."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        more = len(self.problems) - 1
-        tail = f" (and {more} more problem{'s' if more > 1 else ''} of child processes)"
-        super().__init__(f"{self.problems[0]}{tail if more else ''}")
 
 
 class UnenforcedChildWarning(UserWarning):

@@ -28,7 +28,7 @@ The block's child processes are held to it too (:mod:`openprogram.activation.chi
 Python child records into, or replays from, the same recording, as under ``openprogram
 exec``; under replay any other child runs in a loopback-only network namespace, or is
 refused (``children="refuse"``); leaving the block raises
-:class:`~openprogram.activation.children.ChildReplayError` for what a child did wrong.
+:class:`~openprogram.errors.ChildReplayError` for what a child did wrong.
 """
 
 from __future__ import annotations
@@ -48,9 +48,7 @@ from openprogram.activation.boundaries import (
 )
 from openprogram.activation.children import (
     BlockChildren,
-    ChildRefusedError,
     ChildrenRule,
-    ChildReplayError,
     block_children,
     check_children_rule,
 )
@@ -62,6 +60,7 @@ from openprogram.activation.connection_guard import (
 )
 from openprogram.activation.plan import RecordReplayPlan, check_match
 from openprogram.deterministic_sources import RecordingSources, local_time_in_utc
+from openprogram.errors import ChildRefusedError, ChildReplayError
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.recording.writer import forget_writer
 

@@ -50,10 +50,10 @@ from openprogram.activation.boundaries import (
     hide_placeholder_keys,
     set_placeholder_keys,
 )
-from openprogram.activation.children import BlockChildren, ChildReplayError, block_children
+from openprogram.activation.children import BlockChildren, block_children
 from openprogram.activation.connection_guard import REPLAY_GUARD, Connection
 from openprogram.activation.plan import RecordReplayPlan
-from openprogram.errors import ReplayMismatch, UnconsumedCallsError
+from openprogram.errors import ChildReplayError, ReplayMismatch, UnconsumedCallsError
 from openprogram.http_boundary.boundary import HttpBoundary
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.provider_boundary.replay_or_record import replay_or_record_transform

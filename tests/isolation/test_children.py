@@ -29,13 +29,10 @@ import pytest
 
 import openprogram
 from openprogram.activation import children as children_module
-from openprogram.activation.children import (
-    ChildRefusedError,
-    ChildReplayError,
-    UnenforcedChildWarning,
-)
+from openprogram.activation.children import UnenforcedChildWarning
 from openprogram.activation.exec_environment import EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.plan import RecordReplayPlan
+from openprogram.errors import ChildRefusedError, ChildReplayError
 from openprogram.recording.reader import read_recording
 from tests.isolation.live import (
     CLIENT_TIMEOUT,
