@@ -60,10 +60,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from openprogram.activation.exec_environment import (
-    CLAIM_FILE,
     Exchange,
     PythonCommand,
     child_environment,
+    claim_replay,
+    claimant,
     open_exchange,
     python_of,
 )
@@ -288,25 +289,16 @@ class BlockChildren:
     def _claim(self, session: ReplaySession) -> None:
         if self._claimed_here or os.getpid() != self.pid:
             return  # claimed already, or a forked process: it shares the block's session
-        claim = self.exchange.folder / CLAIM_FILE
-        try:
-            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            owner = _claimant(claim) or 0
-            if owner != self.pid:
-                raise session.keep(
-                    ReplayInAnotherProcessError(session.calls_consumed, owner, self.pid)
-                ) from None
-        else:
-            with os.fdopen(fd, "w") as file:
-                file.write(str(self.pid))
+        owner = claim_replay(self.exchange.folder, self.pid)
+        if owner != self.pid:
+            raise session.keep(ReplayInAnotherProcessError(session.calls_consumed, owner, self.pid))
         self._claimed_here = True
 
     @property
     def claimed_by_child(self) -> bool:
         """Whether a child process claimed the recording (it replays it, and reports the
         calls it left unrequested): the block's own session then served nothing."""
-        owner = _claimant(self.exchange.folder / CLAIM_FILE)
+        owner = claimant(self.exchange.folder)
         return owner is not None and owner != self.pid
 
     # -- what the children left ----------------------------------------------------------
@@ -789,13 +781,6 @@ def _bridged(plan: RecordReplayPlan) -> list[Endpoint]:
         if host and ":" not in host and port.isdigit() and 0 < int(port) < 65536:
             endpoints.append(Endpoint(host, int(port)))
     return endpoints
-
-
-def _claimant(claim: Path) -> int | None:
-    try:
-        return int(claim.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _read_all(folder: Path, prefix: str) -> dict[int, dict[str, Any]]:

@@ -46,9 +46,9 @@ from openprogram.activation.children import deciding_on_a_child, hold_children_o
 from openprogram.activation.configured import Activation, preset_activation
 from openprogram.activation.connection_guard import REPLAY_GUARD, ConnectionWatch, note_not_recorded
 from openprogram.activation.exec_environment import (
-    CLAIM_FILE,
     EXCHANGE_VARIABLE,
     PLAN_VARIABLE,
+    claim_replay,
     skipping_activation,
 )
 from openprogram.activation.plan import RecordReplayPlan
@@ -213,26 +213,10 @@ class ClaimingReplaySession(ReplaySession):
     def _claim(self) -> None:
 
         pid = os.getpid()
-        claim = self.exchange / CLAIM_FILE
-        try:
-            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            owner = _claimant(claim)
-            if owner != pid:
-                raise self.keep(
-                    ReplayInAnotherProcessError(self.calls_consumed, owner, pid)
-                ) from None
-        else:
-            with os.fdopen(fd, "w") as file:
-                file.write(str(pid))
+        owner = claim_replay(self.exchange, pid)
+        if owner != pid:
+            raise self.keep(ReplayInAnotherProcessError(self.calls_consumed, owner, pid))
         self.claimed_by = pid
-
-
-def _claimant(claim: Path) -> int:
-    try:
-        return int(claim.read_text() or 0)
-    except (OSError, ValueError):
-        return 0
 
 
 def _handshake(plan: RecordReplayPlan, status: str, reason: str | None) -> dict[str, Any]:

@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,8 @@ __all__ = [
     "PythonCommand",
     "check_command",
     "child_environment",
+    "claim_replay",
+    "claimant",
     "open_exchange",
     "python_of",
     "runs_python",
@@ -71,6 +74,36 @@ __all__ = [
 
 CLAIM_FILE = "replay-claim"
 """In the exchange folder: the pid of the process that replays the recording."""
+
+
+def claim_replay(folder: Path, pid: int) -> int:
+    """Claim the replay of the recording for process ``pid`` in the exchange ``folder``; the
+    pid of the process that holds the claim (``pid`` itself when this call or an earlier one
+    took it). The claim appears whole: it is written under a name of its own, then linked
+    into place (a link never replaces a file), so a process or thread that lost the race
+    never reads it empty."""
+    claim = folder / CLAIM_FILE
+    draft = folder / f"{CLAIM_FILE}.{pid}.{threading.get_ident()}"
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(str(pid))
+    try:
+        os.link(draft, claim)
+    except FileExistsError:
+        owner = claimant(folder)
+        return pid if owner is None else owner
+    finally:
+        draft.unlink(missing_ok=True)
+    return pid
+
+
+def claimant(folder: Path) -> int | None:
+    """The pid of the process that claimed the replay in the exchange ``folder`` (None:
+    none did, or the claim cannot be read)."""
+    try:
+        return int((folder / CLAIM_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 SITECUSTOMIZE = '''\

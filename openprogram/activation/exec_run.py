@@ -49,10 +49,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from openprogram.activation.exec_environment import (
-    CLAIM_FILE,
     Exchange,
     check_command,
     child_environment,
+    claimant,
     open_exchange,
 )
 from openprogram.activation.plan import RecordReplayPlan
@@ -303,18 +303,18 @@ def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[
         for report in reports.values():
             if report.get("kind") == kind and isinstance(report.get("problem"), str):
                 problems.append(report["problem"])
-    claimant = _claimant(exchange.folder / CLAIM_FILE)
-    if claimant is None:
+    owner = claimant(exchange.folder)
+    if owner is None:
         # No process replayed anything: every call and every tape entry replay would have
         # required was left unread, told as replay tells it.
         unread = None if problems else _nothing_replayed(plan)
         if unread is not None:
             problems.append(str(unread))
         return 0
-    claimed = reports.get(claimant)
+    claimed = reports.get(owner)
     if claimed is None:
         problems.append(
-            f"process {claimant}, which replayed the recording, ended without its report (was "
+            f"process {owner}, which replayed the recording, ended without its report (was "
             "it killed?), so whether every recorded call was requested is unknown"
         )
         return 0
@@ -334,13 +334,6 @@ def _read_all(folder: Path, prefix: str) -> dict[int, dict[str, Any]]:
         if isinstance(data, dict):
             found[pid] = data
     return found
-
-
-def _claimant(claim: Path) -> int | None:
-    try:
-        return int(claim.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _nothing_replayed(plan: RecordReplayPlan) -> UnconsumedCallsError | None:
