@@ -24,10 +24,12 @@ every kind (``pytest.mark.parametrize("escape", ESCAPES, ids=str)``).
 
 from __future__ import annotations
 
+import select
 import shlex
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
@@ -109,6 +111,15 @@ class HitServer:
 
     @property
     def hits(self) -> int:
+        """The connections made so far, those the kernel has queued for the server's thread
+        included: a client that connected and left before that thread took its connection
+        has hit the server all the same."""
+        listening = self._server.socket
+        for _ in range(CLIENT_TIMEOUT * 100):
+            readable, _, _ = select.select([listening], [], [], 0)
+            if not readable:
+                break
+            time.sleep(0.01)  # a connection waits in the queue: the server's thread takes it
         with self._server.lock:
             return self._server.connections
 

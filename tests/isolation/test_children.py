@@ -79,9 +79,14 @@ def _socket_connect(port: int) -> str:
 
 
 def _connect(port: int) -> None:
-    """A multiprocessing target: a plain socket connection, whatever it meets."""
+    """A multiprocessing target: a plain socket connection, whatever it meets. It waits for
+    the server's answer, so that the server has counted it once the worker has ended (a
+    connection the kernel accepted is not yet one the server's thread took)."""
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT).close()
+        with socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT) as sock:
+            sock.sendall(b"GET /worker HTTP/1.0\r\n\r\n")
+            while sock.recv(4096):
+                pass
     except Exception as error:
         print("stopped:", type(error).__name__, error)
 
