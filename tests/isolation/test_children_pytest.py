@@ -175,7 +175,7 @@ def test_children_of_a_fixture_test_are_held(tmp_path: Path, hit_server: HitServ
     for name in ("test_python_child", "test_python_isolated_child", "test_multiprocessing_spawn"):
         assert connection in failed[name], replayed
         assert "in the child process" in failed[name], replayed
-    assert failed["test_refused_curl"].startswith("openprogram.activation.children."), replayed
+    assert failed["test_refused_curl"].startswith("openprogram.errors.ChildRefusedError"), replayed
     assert "replay refused to start curl " in failed["test_refused_curl"], replayed
     refusal = re.search(r"REFUSAL: (.*)", replayed)
     assert refusal is not None, replayed
