@@ -65,8 +65,10 @@ from openprogram.activation.exec_environment import (
     child_environment,
     claim_replay,
     claimant,
+    interpreter_flags,
     open_exchange,
     python_of,
+    read_reports,
 )
 from openprogram.errors import (
     ChildRefusedError,
@@ -320,7 +322,7 @@ class BlockChildren:
         the block (see the module's docstring)."""
         problems = self.own_problems()
         folder = self.exchange.folder
-        for handshake in _read_all(folder, "process-").values():
+        for handshake in read_reports(folder, "process-").values():
             if handshake.get("status") != "active":
                 problems.append(
                     f"the child Python process {handshake.get('pid')} "
@@ -328,12 +330,12 @@ class BlockChildren:
                     f"{handshake.get('reason')}"
                 )
         if self.plan.mode == "replay":
-            reports = _read_all(folder, "report-")
+            reports = read_reports(folder, "report-")
             for kind in ("mismatch", "refused", "unconsumed"):
                 for pid, report in reports.items():
                     if report.get("kind") == kind and isinstance(report.get("problem"), str):
                         problems.append(f"in the child process {pid}: {report['problem']}")
-        for pid, held in _read_all(folder, CHILDREN_REPORT).items():
+        for pid, held in read_reports(folder, CHILDREN_REPORT).items():
             listed = held.get("problems")
             if isinstance(listed, list):
                 problems.extend(f"in the child process {pid}: {line}" for line in listed)
@@ -342,7 +344,7 @@ class BlockChildren:
     def all_unenforced(self) -> list[str]:
         """:attr:`unenforced`, and the children of Python children that ran unenforced."""
         found = list(self.unenforced)
-        for held in _read_all(self.exchange.folder, CHILDREN_REPORT).values():
+        for held in read_reports(self.exchange.folder, CHILDREN_REPORT).values():
             listed = held.get("unenforced")
             if isinstance(listed, list):
                 found.extend(str(line) for line in listed)
@@ -371,7 +373,7 @@ class BlockChildren:
     def not_recorded(self) -> list[str]:
         """record: the connections the Python children opened that no boundary captured."""
         found: list[str] = []
-        for report in _read_all(self.exchange.folder, "unrecorded-").values():
+        for report in read_reports(self.exchange.folder, "unrecorded-").values():
             listed = report.get("connections")
             if isinstance(listed, list):
                 found.extend(str(item) for item in listed)
@@ -720,37 +722,12 @@ def _why_not_in_process(program: str, python: PythonCommand | None) -> str | Non
     here = os.path.dirname(os.path.abspath(sys.executable))
     if os.path.dirname(os.path.abspath(python.interpreter)) != here:
         return f"its Python ({python.interpreter}) is not this environment's"
-    flags = _flags(python.options)
+    flags = set(interpreter_flags(python.options))
     if "S" in flags:
         return "-S skips the site module, where record/replay starts"
     if flags & {"I", "E"} and not _hook_installed():
         return "-I or -E skips PYTHONPATH, and the start-up hook is not installed here"
     return None
-
-
-def _flags(options: Sequence[str]) -> set[str]:
-    """The single-letter interpreter options, which end at the script, ``-c``, ``-m`` or
-    ``-`` (``-W`` and ``-X`` take a value, joined or as the next word)."""
-    found: set[str] = set()
-    waiting_for_value = False
-    for option in options:
-        if waiting_for_value:
-            waiting_for_value = False
-            continue
-        if option == "-" or not option.startswith("-"):
-            break
-        if option.startswith("--"):
-            waiting_for_value = option == "--check-hash-based-pycs"
-            continue
-        cluster = option[1:]
-        for position, letter in enumerate(cluster):
-            found.add(letter)
-            if letter in "cm":
-                return found
-            if letter in "WX":
-                waiting_for_value = position == len(cluster) - 1
-                break
-    return found
 
 
 def _shell_command_allowed(command: str, allowed: frozenset[str]) -> bool:
@@ -781,17 +758,3 @@ def _bridged(plan: RecordReplayPlan) -> list[Endpoint]:
         if host and ":" not in host and port.isdigit() and 0 < int(port) < 65536:
             endpoints.append(Endpoint(host, int(port)))
     return endpoints
-
-
-def _read_all(folder: Path, prefix: str) -> dict[int, dict[str, Any]]:
-    """The JSON files ``<prefix><pid>.json`` of ``folder``, by pid (damaged ones skipped)."""
-    found: dict[int, dict[str, Any]] = {}
-    for path in sorted(folder.glob(f"{prefix}*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            pid = int(path.stem.removeprefix(prefix))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            found[pid] = data
-    return found

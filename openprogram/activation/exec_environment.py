@@ -37,6 +37,7 @@ here; exec's handshake tells afterwards whether any Python process of it activat
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -47,6 +48,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from _openprogram_startup import EXCHANGE_VARIABLE, PLAN_VARIABLE
 from openprogram.activation.placeholder_keys import set_placeholder_keys
@@ -65,8 +67,10 @@ __all__ = [
     "child_environment",
     "claim_replay",
     "claimant",
+    "interpreter_flags",
     "open_exchange",
     "python_of",
+    "read_reports",
     "runs_python",
     "skipping_activation",
 ]
@@ -95,6 +99,21 @@ def claim_replay(folder: Path, pid: int) -> int:
     finally:
         draft.unlink(missing_ok=True)
     return pid
+
+
+def read_reports(folder: Path, prefix: str) -> dict[int, dict[str, Any]]:
+    """The JSON files ``<prefix><pid>.json`` the processes left in the exchange ``folder``,
+    by pid (damaged ones skipped)."""
+    found: dict[int, dict[str, Any]] = {}
+    for path in sorted(folder.glob(f"{prefix}*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            pid = int(path.stem.removeprefix(prefix))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            found[pid] = data
+    return found
 
 
 def claimant(folder: Path) -> int | None:
@@ -310,7 +329,7 @@ def skipping_activation(command: Sequence[str], environ: Mapping[str, str]) -> s
 
 
 def _skipping(python: PythonCommand) -> str | None:
-    flags = _interpreter_flags(python.options)
+    flags = [flag for flag in interpreter_flags(python.options) if flag in _SKIPPING_FLAGS]
     if not flags:
         return None
     flag = flags[0]
@@ -390,9 +409,10 @@ def _shebang(program: str) -> str | None:
     return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
 
 
-def _interpreter_flags(options: Sequence[str]) -> list[str]:
-    """The skipping flags (``I``, ``E``, ``S``) among the interpreter's options, which end
-    at the script, ``-c``, ``-m`` or ``-``."""
+def interpreter_flags(options: Sequence[str]) -> list[str]:
+    """The single-letter options given to the interpreter, in order, each once; they end at
+    the script, ``-c``, ``-m`` or ``-`` (``-W`` and ``-X`` take a value, joined or as the
+    next word)."""
     found: list[str] = []
     waiting_for_value = False
     for option in options:
@@ -406,7 +426,7 @@ def _interpreter_flags(options: Sequence[str]) -> list[str]:
             continue
         cluster = option[1:]
         for position, letter in enumerate(cluster):
-            if letter in _SKIPPING_FLAGS and letter not in found:
+            if letter not in found:
                 found.append(letter)
             if letter in "cm":
                 return found

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import signal
 import subprocess
@@ -44,9 +43,8 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openprogram.activation.exec_environment import (
     Exchange,
@@ -54,6 +52,7 @@ from openprogram.activation.exec_environment import (
     child_environment,
     claimant,
     open_exchange,
+    read_reports,
 )
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
@@ -252,7 +251,7 @@ def _outcome(
     before: int,
     watch: ConnectWatch | None = None,
 ) -> ExecOutcome:
-    handshakes = _read_all(exchange.folder, "process-")
+    handshakes = read_reports(exchange.folder, "process-")
     if not handshakes:
         raise ExecSetupError(NO_HANDSHAKE)
     for handshake in handshakes.values():
@@ -269,7 +268,7 @@ def _outcome(
         problems.append(str(RecordReplayBlockedError(plan.blocked_reason or "")))
     elif plan.mode == "record":
         calls = _recorded_calls(plan) - before
-        for report in _read_all(exchange.folder, "unrecorded-").values():
+        for report in read_reports(exchange.folder, "unrecorded-").values():
             listed = report.get("connections")
             if isinstance(listed, list):
                 not_recorded.extend(str(item) for item in listed if str(item) not in not_recorded)
@@ -296,7 +295,7 @@ def _outcome(
 
 def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[str]) -> int:
     """Collect the processes' replay problems; the calls the claiming process consumed."""
-    reports = _read_all(exchange.folder, "report-")
+    reports = read_reports(exchange.folder, "report-")
     # A mismatch, a refused connection (or a refused process) first: calls left unrequested
     # are often their result.
     for kind in ("mismatch", "refused", "unconsumed"):
@@ -320,20 +319,6 @@ def _replay_problems(plan: RecordReplayPlan, exchange: Exchange, problems: list[
         return 0
     consumed = claimed.get("consumed")
     return consumed if isinstance(consumed, int) else 0
-
-
-def _read_all(folder: Path, prefix: str) -> dict[int, dict[str, Any]]:
-    """The JSON files ``<prefix><pid>.json`` of ``folder``, by pid (damaged ones skipped)."""
-    found: dict[int, dict[str, Any]] = {}
-    for path in sorted(folder.glob(f"{prefix}*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            pid = int(path.stem.removeprefix(prefix))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            found[pid] = data
-    return found
 
 
 def _nothing_replayed(plan: RecordReplayPlan) -> UnconsumedCallsError | None:
