@@ -114,14 +114,20 @@ class HitServer:
         """The connections made so far, those the kernel has queued for the server's thread
         included: a client that connected and left before that thread took its connection
         has hit the server all the same."""
-        listening = self._server.socket
-        for _ in range(CLIENT_TIMEOUT * 100):
-            readable, _, _ = select.select([listening], [], [], 0)
-            if not readable:
-                break
-            time.sleep(0.01)  # a connection waits in the queue: the server's thread takes it
+        self._settle()
         with self._server.lock:
             return self._server.connections
+
+    def _settle(self) -> None:
+        """Wait while connections are queued for the server's thread (it takes each one)."""
+        listening = self._server.socket
+        for _ in range(CLIENT_TIMEOUT * 100):
+            if listening.fileno() < 0:
+                return  # stopped: what was counted is all there is
+            readable, _, _ = select.select([listening], [], [], 0)
+            if not readable:
+                return
+            time.sleep(0.01)
 
     @property
     def paths(self) -> list[str]:
@@ -129,6 +135,7 @@ class HitServer:
             return list(self._server.paths)
 
     def stop(self) -> None:
+        self._settle()  # a connection made before the stop counts, taken or not
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=CLIENT_TIMEOUT)
