@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import ipaddress
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from openprogram import isolation
 from openprogram.errors import ExecSetupError
 from openprogram.isolation import Endpoint
+from openprogram.serving.routes import VENDORS
 
 if TYPE_CHECKING:
     from openprogram.activation.plan import PlanMode
@@ -132,6 +134,21 @@ def bridged_endpoints(
         else:
             found.extend(Endpoint(host, p) for p in WEB_PORTS)
     found.extend(also)
+    return tuple(dict.fromkeys(found))
+
+
+def vendor_endpoints(environ: Mapping[str, str]) -> tuple[Endpoint, ...]:
+    """The vendors' APIs a recording run reaches: where each vendor's base URL variable in
+    ``environ`` points (``OPENAI_BASE_URL=http://127.0.0.1:8000/v1``), else its official
+    API's host on 443 (``api.openai.com:443``) — what an isolated record run bridges in."""
+    found: list[Endpoint] = []
+    for vendor in VENDORS:
+        urls = [environ.get(variable, "").strip() for variable in vendor.base_url_variables]
+        for url in [url for url in urls if url][:1] or [vendor.upstream]:
+            parts = urlsplit(url)
+            if parts.hostname:
+                port = parts.port or (443 if parts.scheme == "https" else 80)
+                found.append(Endpoint(parts.hostname, port))
     return tuple(dict.fromkeys(found))
 
 

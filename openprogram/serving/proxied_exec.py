@@ -72,6 +72,7 @@ from openprogram.serving.exec_isolation import (
     isolation_for,
     refuse_where_unavailable,
     stopped_problem,
+    vendor_endpoints,
 )
 from openprogram.serving.routes import VENDORS, check_upstream
 from openprogram.serving.trust import TOKEN_VARIABLE
@@ -177,7 +178,7 @@ def run_command(
             tuple(command), plan, base, isolated=isolated, on_start=starting
         )
     elif isolated:
-        upstreams = _upstream_endpoints(base) if plan.mode == "record" else ()
+        upstreams = vendor_endpoints(base) if plan.mode == "record" else ()
         with Relay(bridged_endpoints(_hosts(plan), also=upstreams)) as relay:
             outcome = run_with_plan(command, plan, base, on_start=starting, wrap=relay.wrap)
             outcome = _with_stopped(outcome, relay.stopped())
@@ -209,18 +210,6 @@ def _starting(
 def _hosts(plan: RecordReplayPlan) -> frozenset[str]:
     """The host-list entries the plan lets through: bridged into an isolated command."""
     return plan.allowed_hosts | plan.passthrough_hosts
-
-
-def _upstream_endpoints(environ: Mapping[str, str]) -> tuple[Endpoint, ...]:
-    """Where the base URL variables of ``environ`` point (``OPENAI_BASE_URL``…): what a
-    Python command recording in-process in a namespace reaches, as the proxy would."""
-    found = []
-    for upstream in upstreams_of(environ).values():
-        parts = urlsplit(upstream)
-        if parts.hostname:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-            found.append(Endpoint(parts.hostname, port))
-    return tuple(found)
 
 
 def _with_stopped(outcome: ExecOutcome, stopped: Sequence[str]) -> ExecOutcome:

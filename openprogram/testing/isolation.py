@@ -50,7 +50,6 @@ import threading
 from collections.abc import Generator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -235,24 +234,14 @@ def _ini_lines(config: pytest.Config, name: str) -> list[str]:
 
 def _upstreams(config: pytest.Config) -> tuple[Endpoint, ...]:
     """The vendors' APIs, when the record mode may reach an upstream: where each vendor's
-    base URL variable points (``OPENAI_BASE_URL=http://127.0.0.1:8000/v1``), or its
-    official API's host on 443 where none is set."""
-    from openprogram.isolation import Endpoint
-    from openprogram.serving.routes import VENDORS
+    base URL variable points, or its official API's host on 443 where none is set."""
+    from openprogram.serving.exec_isolation import vendor_endpoints
 
     mode = getattr(config.known_args_namespace, "openprogram_record_mode", None)
     mode = mode or config.getini("openprogram_record_mode")
     if mode not in RECORDING_MODES:
         return ()
-    found: list[Endpoint] = []
-    for vendor in VENDORS:
-        urls = [os.environ.get(variable, "") for variable in vendor.base_url_variables]
-        for url in [url for url in urls if url] or [vendor.upstream]:
-            parts = urlsplit(url)
-            if parts.hostname:
-                port = parts.port or (443 if parts.scheme == "https" else 80)
-                found.append(Endpoint(parts.hostname, port))
-    return tuple(dict.fromkeys(found))
+    return vendor_endpoints(os.environ)
 
 
 def _endpoint_text(endpoint: Endpoint) -> str:

@@ -17,6 +17,7 @@ from openprogram.serving.exec_isolation import (
     isolation_for,
     listening_ports,
     stopped_problem,
+    vendor_endpoints,
 )
 
 HEAD = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
@@ -183,3 +184,15 @@ def test_the_early_probe_is_the_one_answer_waited_for(monkeypatch: pytest.Monkey
     # the thread's probe once (a second probe_early starts none), then the answer read after
     # it ended: the real function keeps it, this stand-in is simply asked again
     assert asked == ["probe", "probe"]
+
+
+def test_a_recording_run_bridges_each_vendor_where_its_variable_points_else_its_api() -> None:
+    """What an isolated record run (``exec --record --isolate``, ``--openprogram-isolate``
+    recording) bridges in for the vendors: a base URL variable's host and port, else the
+    official API on 443 — a Python SDK on its default base URL records through it."""
+    found = vendor_endpoints({"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"})
+    assert Endpoint("127.0.0.1", 8000) in found
+    assert Endpoint("api.openai.com", 443) not in found
+    assert Endpoint("api.anthropic.com", 443) in found
+    assert Endpoint("generativelanguage.googleapis.com", 443) in found
+    assert len(found) == len(set(found))
