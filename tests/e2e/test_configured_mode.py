@@ -124,6 +124,14 @@ class Front:
             timeout=120,
         )
 
+    def record_the_agent(self) -> None:
+        """``recordings record agent``, then the openai agent asks "hello" of a live
+        stand-in once (the server stopped afterwards)."""
+        self.openprogram("recordings", "record", "agent")
+        with SdkServer() as model:
+            self.url = model.base_url
+            assert self.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+
 
 @pytest.fixture
 def front(tmp_path: Path) -> Front:
@@ -197,10 +205,7 @@ class JsonApi(LoopbackServer):
 def test_under_replay_a_model_request_not_recorded_is_refused_and_other_traffic_goes_through(
     front: Front,
 ) -> None:
-    front.openprogram("recordings", "record", "agent")
-    with SdkServer() as model:
-        front.url = model.base_url
-        assert front.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+    front.record_the_agent()
     front.openprogram("recordings", "replay", "agent")
 
     with SdkServer() as model, JsonApi() as tool:
@@ -220,10 +225,7 @@ def test_under_replay_a_model_request_not_recorded_is_refused_and_other_traffic_
 
 
 def test_a_swallowed_refusal_is_said_at_exit_and_the_exit_status_is_1(front: Front) -> None:
-    front.openprogram("recordings", "record", "agent")
-    with SdkServer() as model:
-        front.url = model.base_url
-        assert front.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+    front.record_the_agent()
     front.openprogram("recordings", "replay", "agent")
     swallowed = front.python(
         """
@@ -251,10 +253,7 @@ def test_a_swallowed_refusal_is_said_at_exit_and_the_exit_status_is_1(front: Fro
 def test_pip_and_a_python_http_server_behave_as_without_openprogram(
     front: Front, mode: str
 ) -> None:
-    front.openprogram("recordings", "record", "agent")
-    with SdkServer() as model:
-        front.url = model.base_url
-        assert front.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+    front.record_the_agent()
     if mode == "replay":
         front.openprogram("recordings", "replay", "agent")
 
@@ -486,10 +485,7 @@ def test_the_project_s_own_suite_passes_under_its_user_s_configured_replay(tmp_p
 
 
 def test_a_process_that_makes_no_model_call_never_opens_the_recording(front: Front) -> None:
-    front.openprogram("recordings", "record", "agent")
-    with SdkServer() as model:
-        front.url = model.base_url
-        assert front.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+    front.record_the_agent()
     front.openprogram("recordings", "replay", "agent")
     recording = front.home / "recordings" / "agent.jsonl"
     recording.write_text(recording.read_text() + "{damaged\n")  # replay would refuse it
@@ -504,10 +500,7 @@ def test_a_process_that_makes_no_model_call_never_opens_the_recording(front: Fro
 
 
 def test_a_program_s_own_exit_status_is_kept_when_it_failed_already(front: Front) -> None:
-    front.openprogram("recordings", "record", "agent")
-    with SdkServer() as model:
-        front.url = model.base_url
-        assert front.python(OPENAI_AGENT, "hello", keys=True).returncode == 0
+    front.record_the_agent()
     front.openprogram("recordings", "replay", "agent")
     swallowed = front.python(
         """
