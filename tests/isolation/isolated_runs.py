@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.isolation.live import CLIENT_TIMEOUT
+from tests.support.inner_project import ENVIRONMENT_CLEARED
 
 RUN_TIMEOUT = 600
 """Only a run that hangs waits this long (seconds); no test measures time with it."""
 
-_NOT_INHERITED = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_CURRENT_TEST")
-"""What the test's own pytest-xdist worker set: the run started here is a session of its own."""
+_NOT_INHERITED = (*ENVIRONMENT_CLEARED, "PYTEST_CURRENT_TEST")
+"""What the outer run set (CI's ``CI=true``, the test's own pytest-xdist worker, a configured
+mode): the run started here is a developer's session of its own, unless ``env`` says otherwise."""
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,8 @@ def run_pytest(
     folder: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -m pytest -p no:cacheprovider -rA ARGS`` in ``folder``, as a user runs it."""
-    environ = {**os.environ, **(env or {})}
-    for name in _NOT_INHERITED:
-        environ.pop(name, None)
+    environ = {name: value for name, value in os.environ.items() if name not in _NOT_INHERITED}
+    environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args],
         cwd=folder,
