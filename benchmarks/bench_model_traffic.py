@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from openprogram.config.hosts import normalized_hosts
-from openprogram.store.vendors.model_traffic import model_traffic_reason
+from openprogram.vendors.model_traffic import model_traffic_reason
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine_reference import machine_reference

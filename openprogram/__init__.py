@@ -19,6 +19,8 @@ says what user redaction a recording started now uses. They are imported on firs
     provider_boundary  record/replay at the provider registry
     http_boundary      record/replay at HTTP, one adapter per client library
     tape_boundary      tapes: taped functions, the clock and randomness, agent tools
+    vendors            one module per model API: how its calls and replies read, its
+                       streamed pieces, usage and the model-traffic rule
     store              the recordings folder: names, list, show, scan, diff, status, switching
     config             ``config.toml`` and the ``OPENPROGRAM_…`` variables
     activation         record/replay turned on for a block, a process, or ``openprogram exec``

@@ -7,7 +7,7 @@ little more than the decision:
 
 * the HTTP boundary in ``model_traffic`` mode: each request a captured client library sends
   (httpx, httpx2, urllib3 — ``requests``, botocore —, aiohttp, ``http.client``) is asked
-  :func:`~openprogram.store.vendors.model_traffic.model_traffic_reason`. Model traffic is
+  :func:`~openprogram.vendors.model_traffic.model_traffic_reason`. Model traffic is
   recorded, answered from the recording, or refused (blocked); every other request is sent
   as it is — not recorded, not refused;
 * the provider registry and the tapes, through the runtime's preset activation
@@ -216,7 +216,7 @@ class ModelLayerProcess:
     def covers(self, request: CapturedRequest) -> bool:
         """Whether ``request`` is model traffic (the configured mode's to record or replay)."""
         # The rule reads the vendor views: loaded with the first request a client sends.
-        from openprogram.store.vendors.model_traffic import model_traffic_reason
+        from openprogram.vendors.model_traffic import model_traffic_reason
 
         reason = model_traffic_reason(
             request.method, request.url, request.headers, request.body, model_hosts=self.model_hosts
@@ -292,7 +292,7 @@ class ModelLayerProcess:
         if self.plan.mode == "replay":
             live = self.went_live()
             if live:
-                from openprogram.store.vendors.model_traffic import not_model_traffic_message
+                from openprogram.vendors.model_traffic import not_model_traffic_message
 
                 lines.append(not_model_traffic_message(map(_where, live)) or "")
         elif self.plan.mode == "record":

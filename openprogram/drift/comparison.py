@@ -31,8 +31,8 @@ from openprogram.recording.response_shapes import (
     shape_drift,
     stream_summary,
 )
-from openprogram.store.vendors import vendor_api
-from openprogram.store.vendors.reply import as_dict, as_list, as_str
+from openprogram.vendors import vendor_api
+from openprogram.vendors.reply import as_dict, as_list, as_str
 
 __all__ = ["COMPARED_HEADERS", "LiveAnswer", "answer_drift", "answer_of_rows", "offered_tools"]
 

@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from openprogram.store.vendors import vendor_api
-from openprogram.store.vendors.anthropic_messages import ANTHROPIC_MESSAGES
-from openprogram.store.vendors.bedrock_converse import BEDROCK_CONVERSE
-from openprogram.store.vendors.gemini import GEMINI
-from openprogram.store.vendors.openai_chat import OPENAI_CHAT
-from openprogram.store.vendors.openai_responses import OPENAI_RESPONSES
+from openprogram.vendors import vendor_api
+from openprogram.vendors.anthropic_messages import ANTHROPIC_MESSAGES
+from openprogram.vendors.bedrock_converse import BEDROCK_CONVERSE
+from openprogram.vendors.gemini import GEMINI
+from openprogram.vendors.openai_chat import OPENAI_CHAT
+from openprogram.vendors.openai_responses import OPENAI_RESPONSES
 
 __all__ = [
     "Credentials",

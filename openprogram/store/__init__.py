@@ -13,8 +13,6 @@ fast; re-running a recorded session (``verify``) lives above them, in
     store          create, delete and prune recordings in the store
     show           each recorded call as a person wants to read it
     html_pages     a recording, and two compared, as one self-contained page to review
-    vendors        what the store knows of each model API (one object per API), and an HTTP
-                   call's exchange, streamed text and tokens read through them
     scan           the secrets a recording still holds, found by the rules replay applies
     hashing        the transcript hash (and canonical JSON)
     comparison     how two recordings differ, calls paired by content (``diff``)

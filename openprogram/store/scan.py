@@ -6,7 +6,7 @@ configuration and conversation, events as model output, an HTTP response's heade
 configuration, an error's message as text; by the built-in rules, the credentials this
 process knows (its environment's keys) and the user redaction given — and reports every
 value that would change: ``file:line: call N, field PATH: kind``. It then joins the pieces
-of each streamed block (:func:`~openprogram.store.vendors.streamed_blocks`) and redacts the
+of each streamed block (:func:`~openprogram.vendors.streamed_blocks`) and redacts the
 text they make together, which finds a credential a model streamed cut across deltas
 (``field event[3..5].delta``). Tape entries (what taped functions and agent tools took and
 gave) are redacted as the tapes write them — arguments as configuration, results and error
@@ -53,9 +53,9 @@ from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.token_shapes import TOKEN_SHAPES
 from openprogram.recording.user_redaction import substitute_pattern
 from openprogram.store.names import is_path_argument, resolve_recording
-from openprogram.store.vendors import streamed_blocks
-from openprogram.store.vendors.openprogram_events import DELTA_EVENTS
-from openprogram.store.vendors.reply import Piece
+from openprogram.vendors import streamed_blocks
+from openprogram.vendors.openprogram_events import DELTA_EVENTS
+from openprogram.vendors.reply import Piece
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction

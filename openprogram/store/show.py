@@ -9,7 +9,7 @@ refused here too, naming the line, instead of being shown wrongly. The views are
 the validated events, so every field has the type replay gives it; event fields it does not
 know are ignored.
 
-An HTTP call's view (:mod:`openprogram.store.vendors`) adds its exchange — method,
+An HTTP call's view (:mod:`openprogram.vendors`) adds its exchange — method,
 URL, status, the body's kind, events and size — and, for the model APIs it knows, fills the
 same fields from the request body and the response: the vendor's own stop reason
 (``tool_calls``, ``end_turn``, ``completed``) and usage object, as the server sent them.
@@ -37,7 +37,7 @@ from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.tape_rows import TapeEntry
 from openprogram.store.hashing import transcript_hash
 from openprogram.store.summary import call_label
-from openprogram.store.vendors import HttpExchange, http_call_parts, usage_tokens
+from openprogram.vendors import HttpExchange, http_call_parts, usage_tokens
 
 __all__ = ["CallView", "RecordingView", "TapeView", "call_views", "tape_view", "view_of"]
 

@@ -61,11 +61,11 @@ from openprogram.provider_boundary.transforms import record_transform, replay_tr
 from openprogram.providers.registry import current_scope, process_wide_scope
 from openprogram.recording.rewriting import RecordingMerge
 from openprogram.recording.writer import forget_writer, writer_for
-from openprogram.store.vendors import call_tokens
 from openprogram.tape_boundary.deck import TapePlayer, TapeRecorder
 from openprogram.testing.recording_settings import RecordMode, record_command
 from openprogram.testing.saving import SavedRecording, merge_recording, save_recording
 from openprogram.testing.suite_summary import OutcomeKind, TestOutcome
+from openprogram.vendors import call_tokens
 
 if TYPE_CHECKING:
     from openprogram.deterministic_sources import RecordingSources

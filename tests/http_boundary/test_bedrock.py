@@ -29,7 +29,7 @@ from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.store.scan import scan_recordings
 from openprogram.store.show import call_views
-from openprogram.store.vendors import http_call_parts, streamed_blocks
+from openprogram.vendors import http_call_parts, streamed_blocks
 from tests.support.bedrock_server import (
     MODEL_ID,
     TOOL_INPUT,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from openprogram.recording.format import RecordedCall
 from openprogram.store.show import CallView, call_views
-from openprogram.store.vendors import call_tokens, http_api, http_call_parts, streamed_blocks
+from openprogram.vendors import call_tokens, http_api, http_call_parts, streamed_blocks
 from tests.support.gemini_http_rows import (
     STREAM_URL,
     STREAM_USAGE,

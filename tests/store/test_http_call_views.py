@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from openprogram.recording.format import RecordedCall, RecordedError
 from openprogram.store.show import CallView, call_views
-from openprogram.store.vendors import http_api, http_call_parts
+from openprogram.vendors import http_api, http_call_parts
 from tests.support.http_call_rows import write_calls
 from tests.support.recording_rows import Row
 from tests.support.vendor_http_rows import (

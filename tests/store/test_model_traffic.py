@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from openprogram.body_limit import MAX_BODY_SIZE, MAX_BODY_SIZE_MB
 from openprogram.config.hosts import normalized_hosts
 from openprogram.config.models import RecordReplaySettings
-from openprogram.store.vendors.model_traffic import (
+from openprogram.vendors.model_traffic import (
     BODY_INPUT_FIELDS,
     SDK_CLIENTS,
     model_body_reason,

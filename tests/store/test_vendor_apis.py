@@ -3,7 +3,7 @@ response shape, and the usage names the token counts read, derived from the regi
 
 from __future__ import annotations
 
-from openprogram.store.vendors import (
+from openprogram.vendors import (
     API_NAMES,
     INPUT_COUNTS,
     OUTPUT_COUNTS,

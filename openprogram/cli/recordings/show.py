@@ -21,7 +21,7 @@ from openprogram.errors import RecordingCallNotFoundError, RecordingFileError, R
 
 if TYPE_CHECKING:
     from openprogram.store.show import CallView, TapeView
-    from openprogram.store.vendors import HttpExchange
+    from openprogram.vendors import HttpExchange
 
 HTML = typer.Option(
     None,

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from openprogram.store.vendors.reply import (
+from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
     Piece,
@@ -57,7 +57,7 @@ _EXCEPTION_SUFFIX = "Exception"
 
 
 class BedrockConverse:
-    """Converse, as :class:`~openprogram.store.vendors.VendorApi` reads it."""
+    """Converse, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "bedrock-converse"
     input_tokens = "inputTokens"

@@ -8,7 +8,7 @@ nothing, blocks joined with a newline. A recorded body is whatever the server se
 reader here takes any JSON value: a field of an unexpected type is treated as absent, never
 as an error. A :class:`Piece` is one streamed piece of text where it stands in the call's
 events, so that a block's pieces can be joined, redacted and put back. Each vendor's format is
-read in its own module of :mod:`openprogram.store.vendors`.
+read in its own module of :mod:`openprogram.vendors`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from openprogram.store.vendors.reply import BlockKey, HttpReply, Piece, as_dict, as_str, block_key
+from openprogram.vendors.reply import BlockKey, HttpReply, Piece, as_dict, as_str, block_key
 
 __all__ = ["DELTA_EVENTS", "OPENPROGRAM_EVENTS", "OpenprogramEvents"]
 
@@ -22,7 +22,7 @@ DELTA_EVENTS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 
 
 class OpenprogramEvents:
-    """openprogram's provider events, as :class:`~openprogram.store.vendors.EventReader`
+    """openprogram's provider events, as :class:`~openprogram.vendors.EventReader`
     reads them: each event row is one of the stream's events."""
 
     input_tokens = "input"

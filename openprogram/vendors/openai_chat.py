@@ -19,7 +19,7 @@ The streamed pieces of text are, for every choice, ``choices[i].delta``'s ``cont
 
 A message's content parts (text, ``[image]``, ``[audio]``, ``[file]``) and a function call
 shown as ``name(arguments)`` are read the same way by OpenAI's Responses API
-(:mod:`openprogram.store.vendors.openai_responses`).
+(:mod:`openprogram.vendors.openai_responses`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from openprogram.store.vendors.reply import (
+from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
     PathPart,
@@ -82,7 +82,7 @@ def call_text(name: Any, arguments: Any) -> str:
 
 
 class OpenAIChat:
-    """Chat Completions, as :class:`~openprogram.store.vendors.VendorApi` reads it."""
+    """Chat Completions, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-completions"
     input_tokens = "prompt_tokens"

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from openprogram.store.vendors.openai_chat import call_text, parts_text
-from openprogram.store.vendors.reply import (
+from openprogram.vendors.openai_chat import call_text, parts_text
+from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
     Piece,
@@ -51,7 +51,7 @@ part (None: the output item is the block)."""
 
 
 class OpenAIResponses:
-    """Responses, as :class:`~openprogram.store.vendors.VendorApi` reads it."""
+    """Responses, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-responses"
     input_tokens = "input_tokens"

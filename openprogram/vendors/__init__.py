@@ -4,7 +4,7 @@ A :class:`VendorApi` knows one API: its name, whether a call was made to it (fro
 request, else from the shape of the response), the reply it put back together, the pieces
 of text it streamed and the names of its usage counts. :data:`VENDOR_APIS` lists them; a
 new API is one module here and one entry there. openprogram's own provider events are read
-the same way (:data:`~openprogram.store.vendors.openprogram_events.OPENPROGRAM_EVENTS`), so
+the same way (:data:`~openprogram.vendors.openprogram_events.OPENPROGRAM_EVENTS`), so
 a recorded call of either boundary is read through one :class:`EventReader`.
 
     reply               the reply put back together, its tool calls, a streamed piece; the
@@ -25,7 +25,7 @@ Read through them, here:
   what its body was (server-sent events, JSON, text, binary, none) with the number of events
   and the body's size, and the transport error when the call failed before or during the
   response; and, for a call to a known API, its conversation
-  (:class:`~openprogram.store.vendors.reply.HttpReply`): the new input message, the reply
+  (:class:`~openprogram.vendors.reply.HttpReply`): the new input message, the reply
   text, thinking, tool calls, stop reason and usage (:func:`http_call_parts`). The API is
   known from the request — every API's check of the path (and headers, host) comes before
   any check of the response's shape — and any other call gets the exchange only, and the
@@ -49,13 +49,13 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from openprogram.store.vendors.anthropic_messages import ANTHROPIC_MESSAGES
-from openprogram.store.vendors.bedrock_converse import BEDROCK_CONVERSE
-from openprogram.store.vendors.gemini import GEMINI
-from openprogram.store.vendors.openai_chat import OPENAI_CHAT
-from openprogram.store.vendors.openai_responses import OPENAI_RESPONSES
-from openprogram.store.vendors.openprogram_events import OPENPROGRAM_EVENTS
-from openprogram.store.vendors.reply import (
+from openprogram.vendors.anthropic_messages import ANTHROPIC_MESSAGES
+from openprogram.vendors.bedrock_converse import BEDROCK_CONVERSE
+from openprogram.vendors.gemini import GEMINI
+from openprogram.vendors.openai_chat import OPENAI_CHAT
+from openprogram.vendors.openai_responses import OPENAI_RESPONSES
+from openprogram.vendors.openprogram_events import OPENPROGRAM_EVENTS
+from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
     Piece,

@@ -37,7 +37,7 @@ import orjson
 
 from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.config.hosts import is_allowed, normalized_hosts
-from openprogram.store.vendors import VENDOR_APIS
+from openprogram.vendors import VENDOR_APIS
 from openprogram.wording import plural
 
 __all__ = [

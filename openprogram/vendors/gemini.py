@@ -31,8 +31,8 @@ from typing import Any
 
 import orjson
 
-from openprogram.store.vendors.openai_chat import call_text
-from openprogram.store.vendors.reply import (
+from openprogram.vendors.openai_chat import call_text
+from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
     Piece,
@@ -54,7 +54,7 @@ _MEDIA = ("image", "audio", "video")
 
 
 class Gemini:
-    """Gemini's ``generateContent``, as :class:`~openprogram.store.vendors.VendorApi` reads
+    """Gemini's ``generateContent``, as :class:`~openprogram.vendors.VendorApi` reads
     it."""
 
     name = "gemini-generate-content"

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from openprogram.store.vendors.reply import (
+from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
     Piece,
@@ -52,7 +52,7 @@ _DELTA_FIELDS = {
 
 
 class AnthropicMessages:
-    """Messages, as :class:`~openprogram.store.vendors.VendorApi` reads it."""
+    """Messages, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "anthropic-messages"
     input_tokens = "input_tokens"
