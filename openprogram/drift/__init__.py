@@ -8,6 +8,9 @@ team learns the provider moved on before its agent breaks. The recording is neve
 
     comparison   one live answer against the recorded one: status, body kind, shapes,
                  compared headers, tool calls against the offered tools' schemas
+    response_shapes  the typed shape of a provider's answers per JSON path and event type,
+                 and how a live answer drifted from a recorded one (breaking, additive,
+                 content)
     origins      where a call is sent, and whether its vendor's credentials may go there:
                  the vendor's official API, or an origin the user named (``--base-url``,
                  the configured ``providers.<api>.base_url``); any other is not sent to

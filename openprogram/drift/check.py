@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from openprogram.drift.comparison import LiveAnswer, answer_drift, answer_of_rows
 from openprogram.drift.credentials import Credentials
 from openprogram.drift.origins import BaseUrls
+from openprogram.drift.response_shapes import DRIFT_CLASSES, DriftClass, PathDrift
 from openprogram.drift.sending import (
     LiveRequest,
     Unsent,
@@ -33,7 +34,6 @@ from openprogram.drift.sending import (
     send_http,
     send_provider_call,
 )
-from openprogram.recording.response_shapes import DRIFT_CLASSES, DriftClass, PathDrift
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -6,7 +6,7 @@ same code that records, redaction included), so the comparison sees the two alik
 * **the status** — another status, or success where an error was recorded (or the other way
   round), is breaking, and the bodies are not compared further unless both are errors;
 * **the body's kind** — server-sent events where JSON was recorded, say — is breaking;
-* **the body's shape** (:mod:`openprogram.recording.response_shapes`): a JSON body path by
+* **the body's shape** (:mod:`openprogram.drift.response_shapes`): a JSON body path by
   path, a stream per event type. An error answer's shape is the error's contract, so any
   change of it (a new field too) is breaking;
 * **the compared headers** (:data:`COMPARED_HEADERS`): one that no longer comes is breaking,
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from openprogram.recording.response_shapes import (
+from openprogram.drift.response_shapes import (
     DriftClass,
     PathDrift,
     ShapeSummary,

@@ -39,9 +39,6 @@ type and no HTTP client.
     multipart_bodies  where two bodies stored whole first differ: the part of a multipart
                       body that differs, or the bytes decoded
     report            ``FirstDifference`` and ``format_report``: the one way a drift is written
-    response_shapes   the typed shape of a provider's answers per JSON path and event type,
-                      and how a live answer drifted from a recorded one (breaking, additive,
-                      content)
     mismatch          what replay raises when a run drifts from its recording, and its wording
     replay_session    ``ReplaySession``: one replay, serving calls to any boundary, with the
                       served calls, the comparison rules and ``order`` matching

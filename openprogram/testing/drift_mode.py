@@ -49,8 +49,8 @@ from openprogram.wording import plural
 
 if TYPE_CHECKING:
     from openprogram.drift.check import Result
+    from openprogram.drift.response_shapes import DriftClass
     from openprogram.recording.format import Recording
-    from openprogram.recording.response_shapes import DriftClass
     from openprogram.testing.network_block import NetworkBlock
     from openprogram.testing.session_lifecycle import RecordingSession
 

@@ -78,7 +78,7 @@ from openprogram.testing.recording_settings import RECORD_MODES, Layer
 from openprogram.testing.suite_summary import DRIFT_CLASSES
 
 if TYPE_CHECKING:
-    from openprogram.recording.response_shapes import DriftClass
+    from openprogram.drift.response_shapes import DriftClass
 
 DEFAULT_RECORDINGS_DIR = "tests/recordings"
 DRIFT_BASE_URL = "--openprogram-drift-base-url"

@@ -334,7 +334,7 @@ def test_a_header_given_stands_in_for_a_missing_key_and_replaces_the_vendors() -
 
 def test_the_text_report_names_many_content_paths_on_one_line() -> None:
     from openprogram.drift.check import CallDrift
-    from openprogram.recording.response_shapes import PathDrift
+    from openprogram.drift.response_shapes import PathDrift
 
     drift = [PathDrift("breaking", "status", "changed", "200", "500")]
     drift += [PathDrift("content", f"usage.n{i}", "other values", "1", "2") for i in range(4)]

@@ -23,7 +23,7 @@ from openprogram.errors import RecordingFileError, RecordingNameError
 if TYPE_CHECKING:
     from openprogram.drift.check import DriftReport
     from openprogram.drift.origins import BaseUrls
-    from openprogram.recording.response_shapes import DriftClass
+    from openprogram.drift.response_shapes import DriftClass
 
 FAIL_ON = ("breaking", "additive", "content")
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.recording.response_shapes import (
+from openprogram.drift.response_shapes import (
     ENUM_FIELDS,
     PathDrift,
     ShapeSummary,
