@@ -18,7 +18,9 @@ can look up, moving ``NEW → INITIALIZING → READY | FAILED``:
   ``READY``, in mode ``blocked``.
 
 This module knows the process scope only as the few methods it calls
-(:class:`ProcessScope`): the registry imports it, never the other way round.
+(:class:`ProcessScope`): the registry imports it, never the other way round. Importing it
+loads only the built-ins' factory table: the configured mode, and the recording core it
+builds, are imported by :func:`start`, so importing the registry stays light.
 """
 
 from __future__ import annotations
@@ -29,12 +31,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from openprogram.activation.configured import Activation, Mode, activate_record_replay
 from openprogram.errors import ProviderRuntimeError
 from openprogram.providers.builtins import BUILTIN_PROVIDER_FACTORIES, DEFAULT_API_KEY_VARIABLES
-from openprogram.recording.redaction import SecretRedactor, remember_secret_variable
 
 if TYPE_CHECKING:
+    from openprogram.activation.configured import Activation, Mode
     from openprogram.config.models import Settings
     from openprogram.config.settings import LoadedConfig
     from openprogram.providers.registry import ApiProvider, RegistryTransform
@@ -55,6 +56,8 @@ class ProcessScope(Protocol):
 def remember_key_variables(settings: Settings | None) -> None:
     """Remember the built-in apis' default key variables and every ``api_key_env`` the
     configuration names (none when it could not be read)."""
+    from openprogram.recording.redaction import remember_secret_variable  # with the runtime
+
     for variable in DEFAULT_API_KEY_VARIABLES.values():
         remember_secret_variable(variable)
     for provider in settings.providers.values() if settings is not None else ():
@@ -79,7 +82,8 @@ class RuntimeStatus:
 
 _condition = threading.Condition(threading.RLock())
 _state = RuntimeState.NEW
-_activation = Activation("off")
+_activation: Activation | None = None
+"""What the configured mode turned on; None before the runtime is ready (mode ``off``)."""
 _configuration: LoadedConfig | None = None
 _failure: tuple[str, str] | None = None
 _initializing_thread: int | None = None
@@ -107,6 +111,10 @@ def start(into: ProcessScope) -> RuntimeStatus:
         _state = RuntimeState.INITIALIZING
         _initializing_thread = threading.get_ident()
     try:
+        # The configured mode (and the recording core it builds) is loaded only now, as the
+        # runtime starts: importing the registry loads neither.
+        from openprogram.activation.configured import activate_record_replay
+
         loaded = _configuration = _load_configuration()
         remember_key_variables(loaded.settings if loaded is not None else None)
         _register_builtins(loaded, into)
@@ -136,6 +144,8 @@ def _load_configuration() -> LoadedConfig | None:
 
 
 def _register_builtins(loaded: LoadedConfig | None, into: ProcessScope) -> None:
+    from openprogram.recording.redaction import SecretRedactor  # with the runtime
+
     providers = loaded.settings.providers if loaded and loaded.settings else {}
     for api, factory in BUILTIN_PROVIDER_FACTORIES.items():
         cause = None
@@ -161,11 +171,13 @@ def _finish(
     global _state, _failure, _initializing_thread, _activation
     with _condition:
         _state, _failure, _initializing_thread = state, failure, None
-        _activation = activation or Activation("off")
+        _activation = activation
         _condition.notify_all()
 
 
 def _status() -> RuntimeStatus:
+    if _activation is None:
+        return RuntimeStatus(_state, "off")
     return RuntimeStatus(
         _state, _activation.mode, _activation.recording, _activation.blocked_reason
     )
@@ -191,13 +203,13 @@ def reset(into: ProcessScope) -> None:
     with _condition:
         if _state is RuntimeState.INITIALIZING:
             raise ProviderRuntimeError("reset", "cannot reset while initializing")
-        if _activation.release is not None:
+        if _activation is not None and _activation.release is not None:
             _activation.release()
         into.clear()
         _configuration = None
         _state, _activation, _failure, _initializing_thread = (
             RuntimeState.NEW,
-            Activation("off"),
+            None,
             None,
             None,
         )

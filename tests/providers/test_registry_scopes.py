@@ -308,10 +308,7 @@ print(json.dumps(sorted(m for m in sys.modules if m in json.loads(sys.argv[2]) o
     ("module", "loaded"),
     [
         ("openprogram.activation.configured", ["openprogram.activation.configured"]),
-        (
-            "openprogram.providers.runtime",
-            ["openprogram.activation.configured", "openprogram.providers.runtime"],
-        ),
+        ("openprogram.providers.runtime", ["openprogram.providers.runtime"]),
         ("openprogram.provider_boundary.recorder", ["openprogram.provider_boundary.recorder"]),
         ("openprogram.provider_boundary.replay", ["openprogram.provider_boundary.replay"]),
         (
@@ -320,11 +317,7 @@ print(json.dumps(sorted(m for m in sys.modules if m in json.loads(sys.argv[2]) o
         ),
         (
             "openprogram.providers.registry",
-            [
-                "openprogram.activation.configured",
-                "openprogram.providers.registry",
-                "openprogram.providers.runtime",
-            ],
+            ["openprogram.providers.registry", "openprogram.providers.runtime"],
         ),
     ],
 )
