@@ -10,8 +10,9 @@ leaves alone its transports that never touch the network. Each driver sends the 
 inside :func:`~openprogram.http_boundary.stacking.sending_beneath`. :func:`exchange_flow`
 holds the decisions for one captured request, written once: it yields each :class:`Step`
 (read the request's body, send it through the client's transport, close the response) to its
-sync or async driver, the two methods of :class:`CapturingTransport`, and returns the
-response the client gets. A WebSocket handshake (``Upgrade: websocket``) is sent uncaptured
+sync or async driver (:func:`drive`, :func:`drive_async`: the two methods of
+:class:`CapturingTransport`, and the adapters of libraries without a transport), and returns
+the response the client gets. A WebSocket handshake (``Upgrade: websocket``) is sent uncaptured
 when recording, and refused under replay
 (:mod:`~openprogram.http_boundary.websocket_refusal`).
 
@@ -118,6 +119,8 @@ __all__ = [
     "call_redactor",
     "capture_transport",
     "captures",
+    "drive",
+    "drive_async",
     "exchange_flow",
     "response_of_call",
 ]
@@ -132,9 +135,9 @@ class Step(enum.Enum):
     CLOSE = "close"
 
 
-Flow = Generator[Step, "HttpResponse | None", "HttpResponse"]
-R = TypeVar("R", bound="HttpResponse")
-"""The response type of a driver: the library's own, or the view a library adapter wraps it in."""
+R = TypeVar("R")
+"""A library's response, as the exchange carries it from the sending to the client."""
+Flow = Generator[Step, R | None, R]
 """One exchange's decisions; what a step raises is thrown in where it was yielded."""
 
 
@@ -143,7 +146,7 @@ def capture_transport(
     transport: HttpTransport,
     url: HttpURL,
     boundary: HttpBoundary,
-    library: ClientLibrary,
+    library: ClientLibrary[HttpResponse],
 ) -> HttpTransport:
     """The transport ``client`` sends a request for ``url`` through while ``boundary`` is
     active: ``transport`` itself when the request is left alone, else a capturing one."""
@@ -152,7 +155,9 @@ def capture_transport(
     return CapturingTransport(transport, boundary, library)
 
 
-def captures(client: object, url: HttpURL, boundary: HttpBoundary, library: ClientLibrary) -> bool:
+def captures(
+    client: object, url: HttpURL, boundary: HttpBoundary, library: ClientLibrary[Any]
+) -> bool:
     """Whether a request ``client`` sends for ``url`` while ``boundary`` is active is
     captured: not one a capture above is sending through this library (it is that one's
     call, :mod:`~openprogram.http_boundary.stacking`), nor for a client of openprogram's own
@@ -174,8 +179,8 @@ def captures(client: object, url: HttpURL, boundary: HttpBoundary, library: Clie
 
 
 def exchange_flow(
-    boundary: HttpBoundary, library: ClientLibrary, request: HttpRequest, *, asynchronous: bool
-) -> Flow:
+    boundary: HttpBoundary, library: ClientLibrary[R], request: HttpRequest, *, asynchronous: bool
+) -> Flow[R]:
     """Record, replay or refuse ``request`` by ``boundary``'s mode (``asynchronous``: the
     client sends it asynchronously); under ``model_traffic``, a request that is not model
     traffic is sent as it is."""
@@ -234,7 +239,7 @@ def exchange_flow(
         recorder.stop(exc)
         raise
     try:
-        recorder.respond(response.status_code, response.headers)
+        recorder.respond(*library.head(response))
     except BaseException:
         yield Step.CLOSE
         raise
@@ -242,7 +247,7 @@ def exchange_flow(
     return response
 
 
-def _sent(response: HttpResponse | None) -> HttpResponse:
+def _sent(response: R | None) -> R:
     assert response is not None  # what the driver sends back after Step.SEND
     return response
 
@@ -250,12 +255,15 @@ def _sent(response: HttpResponse | None) -> HttpResponse:
 class CapturingTransport:
     """A transport of an httpx-shaped library that records, replays or refuses each request
     by ``boundary``'s mode; ``transport`` is the one the client would have used. Its sync
-    and async methods are the two thin drivers of :func:`exchange_flow`."""
+    and async methods drive :func:`exchange_flow`."""
 
     __slots__ = ("boundary", "library", "transport")
 
     def __init__(
-        self, transport: HttpTransport, boundary: HttpBoundary, library: ClientLibrary
+        self,
+        transport: HttpTransport,
+        boundary: HttpBoundary,
+        library: ClientLibrary[HttpResponse],
     ) -> None:
         self.transport = transport
         self.boundary = boundary
@@ -265,25 +273,7 @@ class CapturingTransport:
         __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
         transport = cast("SyncTransport", self.transport)
         flow = exchange_flow(self.boundary, self.library, request, asynchronous=False)
-        response: HttpResponse | None = None
-        try:
-            step = next(flow)
-            while True:
-                try:
-                    if step is Step.SEND:
-                        with sending_beneath():
-                            response = transport.handle_request(request)
-                    elif step is Step.READ:
-                        request.read()
-                    elif response is not None:
-                        response.close()
-                except BaseException as exc:
-                    step = flow.throw(exc)
-                else:
-                    step = flow.send(response if step is Step.SEND else None)
-        except StopIteration as done:
-            answer: HttpResponse = done.value
-            return answer
+        return drive(flow, lambda: transport.handle_request(request), request.read, _close_response)
 
     async def handle_async_request(self, request: HttpRequest) -> HttpResponse:
         __tracebackhide__ = True
@@ -299,15 +289,49 @@ class CapturingTransport:
         return await drive_async(flow, send, request.aread, close)
 
 
+def _close_response(response: HttpResponse) -> None:
+    response.close()
+
+
+def drive(
+    flow: Flow[R],
+    send: Callable[[], R],
+    read: Callable[[], object],
+    close: Callable[[R], object],
+) -> R:
+    """Run ``flow`` for a synchronous client: ``send`` the request (inside
+    :func:`~openprogram.http_boundary.stacking.sending_beneath`), ``read`` its body,
+    ``close`` the response, as it asks; what a step raises is thrown back into it. Returns
+    the response it ends with."""
+    __tracebackhide__ = True
+    response: R | None = None
+    try:
+        step = next(flow)
+        while True:
+            try:
+                if step is Step.SEND:
+                    with sending_beneath():
+                        response = send()
+                elif step is Step.READ:
+                    read()
+                elif response is not None:
+                    close(response)
+            except BaseException as exc:
+                step = flow.throw(exc)
+            else:
+                step = flow.send(response if step is Step.SEND else None)
+    except StopIteration as done:
+        answer: R = done.value
+        return answer
+
+
 async def drive_async(
-    flow: Flow,
+    flow: Flow[R],
     send: Callable[[], Awaitable[R]],
     read: Callable[[], Awaitable[object]],
     close: Callable[[R], Awaitable[None]],
 ) -> R:
-    """Run ``flow`` for an asynchronous client: ``send`` the request, ``read`` its body,
-    ``close`` the response, as it asks; what a step raises is thrown back into it. Returns
-    the response it ends with."""
+    """The asynchronous form of :func:`drive`."""
     __tracebackhide__ = True
     response: R | None = None
     try:
@@ -334,7 +358,7 @@ def _start(
     boundary: HttpBoundary,
     sections: dict[str, Any],
     redactor: SecretRedactor,
-    library: ClientLibrary,
+    library: ClientLibrary[Any],
 ) -> HttpCallRecorder:
     writer = boundary.writer
     assert writer is not None  # HttpBoundary checks a record boundary has one
@@ -376,7 +400,9 @@ def call_redactor(
 class HttpCallRecorder:
     """The rows of one HTTP call after its request row: its response, its body, its end."""
 
-    def __init__(self, call: CallWriter, redactor: SecretRedactor, library: ClientLibrary) -> None:
+    def __init__(
+        self, call: CallWriter, redactor: SecretRedactor, library: ClientLibrary[Any]
+    ) -> None:
         self.call = call
         self.redactor = redactor
         self.library = library
@@ -576,12 +602,12 @@ def _content_length(value: str | None) -> int | None:
 def response_of_call(
     call: RecordedCall,
     session: ReplaySession,
-    library: ClientLibrary,
+    library: ClientLibrary[R],
     request: HttpRequest,
     *,
     asynchronous: bool,
     relayed: bool = False,
-) -> HttpResponse:
+) -> R:
     """The response to ``request`` of ``call``, a recorded HTTP call of ``session`` already
     taken (``relayed``: see :attr:`HttpBoundary.relays`)."""
     events = call.event_rows
@@ -624,7 +650,7 @@ def _body(
     content: bytes,
     call: RecordedCall,
     session: ReplaySession,
-    library: ClientLibrary,
+    library: ClientLibrary[Any],
     request: HttpRequest,
     *,
     relayed: bool,
@@ -637,7 +663,7 @@ def _body(
 def _end(
     call: RecordedCall,
     session: ReplaySession,
-    library: ClientLibrary,
+    library: ClientLibrary[Any],
     request: HttpRequest,
     *,
     responded: bool,

@@ -31,7 +31,7 @@ __all__ = ["install_http_capture"]
 WEBSOCKET_MODULES = ("websockets.sync.client", "websockets.asyncio.client")
 """The modules of the ``websockets`` package whose connections are checked (see
 :mod:`~openprogram.http_boundary.websocket_refusal`)."""
-_HOOKS: dict[str, ClientLibrary] = {
+_HOOKS: dict[str, ClientLibrary[Any]] = {
     name: library for library in CLIENT_LIBRARIES for name in library.module_names
 }
 """Which library hooks each module name."""

@@ -20,6 +20,8 @@ the program has imported it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from openprogram.http_boundary.clients.aiohttp_client import AiohttpLibrary
 from openprogram.http_boundary.clients.http_client import HttpClientLibrary
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
@@ -59,7 +61,7 @@ __all__ = [
     "SyncTransport",
 ]
 
-CLIENT_LIBRARIES: tuple[ClientLibrary, ...] = (
+CLIENT_LIBRARIES: tuple[ClientLibrary[Any], ...] = (
     HttpxLibrary("httpx"),
     HttpxLibrary("httpx2"),
     Urllib3Library(),

@@ -3,50 +3,44 @@
 
 While an HTTP boundary is active, the patched ``_request`` adds one middleware after the
 session's (or the request's) own, so it runs around aiohttp's connect-and-send of each
-request it sends — every hop of a redirect and every retry on a fresh connection is one
-exchange, recorded as sent — unless it is captured above: a transport of httpx over aiohttp
-(litellm's default async one, the SDKs' ``DefaultAioHttpClient``) is httpx's call, and the
-middleware passes it through (:mod:`~openprogram.http_boundary.stacking`). The middleware
-drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow`: under record it
-calls aiohttp's handler (the connection is opened and the request sent for real), and the
-response's ``content`` becomes a stream reader that pulls from aiohttp's own and reports
-each piece to the recorder as the program reads it (line by line, by chunk, ``read()``,
-``json()``, ``text()``); releasing or closing the response reports what had arrived by then.
-Under replay the handler is never called, so no socket is opened: the answer is a real
-``ClientResponse`` of the recorded status and headers whose ``content`` is a stream reader
-fed the recorded body as the program reads it. Client middlewares exist from aiohttp 3.12
-on; an older aiohttp is left unhooked (its connections are then refused under replay by the
-connection guard).
-
-aiohttp already decodes a ``content-encoding`` before its stream reader holds the body, so
-what the recorder is fed is the decoded body. A recorded error replays as the aiohttp class
-of its name (``ClientConnectorError`` built from the request's connection key and an
-``OSError`` holding the recorded reason, so its message is the recorded one). This module
-imports no aiohttp (nor asyncio): what it needs of them is taken from ``sys.modules`` once
-aiohttp is hooked, having imported them.
+request — every hop of a redirect and every retry on a fresh connection is one exchange —
+unless it is captured above: httpx over aiohttp (litellm's default async transport, the
+SDKs' ``DefaultAioHttpClient``) is httpx's call (:mod:`~openprogram.http_boundary.stacking`).
+The middleware drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow`:
+under record it calls aiohttp's handler (the request is sent for real), and the response's
+``content`` becomes a stream reader that pulls from aiohttp's own and reports each piece to
+the recorder as the program reads it; releasing or closing the response reports what had
+arrived by then. Under replay the handler is never called, so no socket is opened: the
+answer is a real ``ClientResponse`` whose ``content`` is fed the recorded body as the
+program reads it. aiohttp decodes a ``content-encoding`` before its reader holds the body, so
+the recorder is fed the decoded body. A recorded error replays as the aiohttp class of its
+name (``ClientConnectorError`` built from the request's connection key and an ``OSError`` of
+the recorded reason, so its message is the recorded one). Client middlewares exist from
+aiohttp 3.12 on; an older aiohttp is left unhooked (the connection guard refuses its
+connections under replay). This module imports no aiohttp: what it needs is taken from
+``sys.modules`` once aiohttp is hooked.
 """
 
 from __future__ import annotations
 
-import builtins
 import functools
 import inspect
 import re
 import sys
-from collections.abc import Awaitable, Callable, Iterator
-from types import ModuleType
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Protocol, cast
 
-from openprogram.errors import RecordedProviderError
 from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
-    AsyncByteStream,
     BodyRecorder,
+    HeaderList,
+    HttpHeaders,
     HttpRequest,
-    HttpResponse,
     ReadsThroughProtocols,
-    SyncByteStream,
+    RequestView,
     reason_phrase,
+    rebuilt_error,
 )
 
 if TYPE_CHECKING:
@@ -61,13 +55,6 @@ _REASON = re.compile(r" \[(.*)\]\Z", re.DOTALL)
 """The OS reason at the end of a ``ClientConnectorError``'s message."""
 
 
-class _MultiDict(Protocol):
-    """aiohttp's headers (a ``multidict`` mapping: case-insensitive, repeated names)."""
-
-    def get(self, key: str, default: str | None = None) -> str | None: ...
-    def items(self) -> Iterator[tuple[str, str]]: ...
-
-
 class _YarlURL(Protocol):
     """aiohttp's URL (``yarl.URL``)."""
 
@@ -77,12 +64,6 @@ class _YarlURL(Protocol):
     def explicit_port(self) -> int | None: ...
     @property
     def scheme(self) -> str: ...
-
-
-class _Payload(Protocol):
-    """A request body of aiohttp."""
-
-    async def as_bytes(self) -> bytes: ...
 
 
 class _StreamReader(Protocol):
@@ -104,28 +85,21 @@ class _ClientResponse(Protocol):
     content: _StreamReader
 
     @property
-    def headers(self) -> _MultiDict: ...
+    def headers(self) -> Mapping[str, str]: ...  # a multidict: ``items`` repeats a name
     def close(self) -> None: ...
     def release(self) -> object: ...
 
 
 class _ClientRequest(Protocol):
-    """aiohttp's ``ClientRequest``, as a middleware sees it."""
+    """aiohttp's ``ClientRequest``, as a middleware sees it (its ``body`` a payload)."""
 
-    @property
-    def method(self) -> str: ...
-    @property
-    def url(self) -> _YarlURL: ...
-    @property
-    def headers(self) -> _MultiDict: ...
-    @property
-    def body(self) -> _Payload | bytes: ...
-    @property
-    def connection_key(self) -> object: ...
-    @property
-    def request_info(self) -> object: ...
-    @property
-    def response_class(self) -> Callable[..., _ClientResponse]: ...
+    method: str
+    url: _YarlURL
+    headers: Mapping[str, str]
+    body: object
+    connection_key: object
+    request_info: object
+    response_class: Callable[..., _ClientResponse]
 
 
 _Handler = Callable[[_ClientRequest], Awaitable[_ClientResponse]]
@@ -139,8 +113,8 @@ class AiohttpLibrary(ReadsThroughProtocols):
 
     def __init__(self) -> None:
         self._module: ModuleType | None = None
-        self._recording_content: type | None = None
-        self._replay_content: type | None = None
+        self._recording_content: type = _RecordingContent  # with aiohttp's StreamReader, once
+        self._replay_content: type = _ReplayContent  # it is hooked
         self._response_takes_stream_writer = False
 
     @property
@@ -161,28 +135,21 @@ class AiohttpLibrary(ReadsThroughProtocols):
         if original is None or "middlewares" not in inspect.signature(original).parameters:
             return
         library = self if self._module in (None, module) else AiohttpLibrary()
-        library._bind(module)
-        session_class._request = _capturing(original, library)  # type: ignore[attr-defined]
-        setattr(session_class, _PATCH_MARK, True)
-
-    def _bind(self, module: ModuleType) -> None:
-        self._module = module
+        library._module = module
         reader: type = sys.modules["aiohttp.streams"].StreamReader
-        self._recording_content = type(
+        library._recording_content = type(
             "RecordingContent", (_RecordingContent, reader), {"__slots__": ("_recorder", "_source")}
         )
-        self._replay_content = type(
+        library._replay_content = type(
             "ReplayContent", (_ReplayContent, reader), {"__slots__": ("_chunks",)}
         )
         parameters = inspect.signature(module.ClientResponse.__init__).parameters
-        self._response_takes_stream_writer = "stream_writer" in parameters
+        library._response_takes_stream_writer = "stream_writer" in parameters
+        session_class._request = _capturing(original, library)  # type: ignore[attr-defined]
+        setattr(session_class, _PATCH_MARK, True)
 
-    @property
-    def module(self) -> ModuleType:
-        """The ``aiohttp.client`` module this library is bound to."""
-        module = self._module
-        assert module is not None, "aiohttp is used before it was hooked"
-        return module
+    def head(self, response: _ClientResponse) -> tuple[int, HttpHeaders]:
+        return response.status, HeaderList(response.headers.items())
 
     def response(
         self,
@@ -192,22 +159,24 @@ class AiohttpLibrary(ReadsThroughProtocols):
         body: Iterator[bytes],
         *,
         asynchronous: bool,
-    ) -> HttpResponse:
+    ) -> _ClientResponse:
         view = cast(_RequestView, request)
         sent = view.request
         loop = sys.modules["asyncio"].get_running_loop()
-        arguments: dict[str, object] = {
-            "writer": None,
-            "continue100": None,
-            "timer": None,
-            "request_info": sent.request_info,
-            "traces": [],
-            "loop": loop,
-            "session": view.session,
-        }
-        if self._response_takes_stream_writer:
-            arguments["stream_writer"] = _SentWriter()
-        response = sent.response_class(sent.method, sent.url, **arguments)
+        # a replayed response was sent, and nothing of it was written (aiohttp 3.14 on)
+        written = {"stream_writer": SimpleNamespace(output_size=0)}
+        response = sent.response_class(
+            sent.method,
+            sent.url,
+            writer=None,
+            continue100=None,
+            timer=None,
+            request_info=sent.request_info,
+            traces=[],
+            loop=loop,
+            session=view.session,
+            **(written if self._response_takes_stream_writer else {}),
+        )
         multidict = sys.modules["multidict"]
         fields = vars(response)
         fields["version"] = sys.modules["aiohttp.http"].HttpVersion11
@@ -215,30 +184,21 @@ class AiohttpLibrary(ReadsThroughProtocols):
         fields["reason"] = reason_phrase(status)
         fields["_headers"] = multidict.CIMultiDictProxy(multidict.CIMultiDict(headers))
         fields["_raw_headers"] = tuple((k.encode(), v.encode("utf-8")) for k, v in headers)
-        replay_content = self._replay_content
-        assert replay_content is not None
-        content = replay_content(_NoFlowControl(), _READ_LIMIT, loop=loop)
+        content = self._replay_content(_NoFlowControl(), _READ_LIMIT, loop=loop)
         content._chunks = body
         fields["content"] = content
         fields["_closed"] = False
         content.on_eof(response._response_eof)  # type: ignore[attr-defined]
-        return _ResponseView(response, view)
+        return response
 
     def record_body(
-        self, response: HttpResponse, recorder: BodyRecorder, *, asynchronous: bool
+        self, response: _ClientResponse, recorder: BodyRecorder, *, asynchronous: bool
     ) -> None:
-        received = cast(_ResponseView, response).response
-        source = received.content
-        recording_content = self._recording_content
-        assert recording_content is not None
-        content = recording_content(
-            _NoFlowControl(), _READ_LIMIT, loop=sys.modules["asyncio"].get_running_loop()
-        )
-        content._source = source
+        loop = sys.modules["asyncio"].get_running_loop()
+        content = self._recording_content(_NoFlowControl(), _READ_LIMIT, loop=loop)
+        content._source = response.content
         content._recorder = recorder
-        fields = vars(received)
-        fields["content"] = content
-        release, close = received.release, received.close
+        release, close = response.release, response.close
 
         def released() -> object:
             content.settle()
@@ -248,41 +208,32 @@ class AiohttpLibrary(ReadsThroughProtocols):
             content.settle()
             close()
 
-        fields["release"] = released
-        fields["close"] = closed
+        vars(response).update(content=content, release=released, close=closed)
 
-    def content_decoder(self, content_encoding: str) -> _AlreadyDecoded:
-        return _AlreadyDecoded()
+    def content_decoder(self, content_encoding: str) -> None:
+        """None: aiohttp's reader already holds the body decoded."""
+        return None
 
     def rebuild_error(self, recorded: RecordedError, request: HttpRequest) -> BaseException:
         """The aiohttp class of that name for an aiohttp error, the built-in class for a
         built-in, else ``RecordedProviderError`` naming the recorded type."""
-        module, _, name = recorded.type.rpartition(".")
-        sent = cast(_RequestView, request).request
-        if module == "aiohttp" or module.startswith("aiohttp."):
-            exceptions = sys.modules["aiohttp.client_exceptions"]
-            cls = getattr(exceptions, name, None)
-            if isinstance(cls, type) and issubclass(cls, Exception):
-                if issubclass(cls, exceptions.ClientConnectorError):
-                    match = _REASON.search(recorded.message)
-                    reason = match.group(1) if match else recorded.message
-                    try:
-                        return cls(sent.connection_key, OSError(None, reason))
-                    except TypeError:
-                        pass
-                for arguments in ((recorded.message,), ()):
-                    try:
-                        return cls(*arguments)
-                    except TypeError:
-                        continue
-        elif not module:
-            cls = getattr(builtins, name, None)
-            if isinstance(cls, type) and issubclass(cls, Exception):
+        exceptions = sys.modules["aiohttp.client_exceptions"]
+
+        def build(cls: type[Exception], message: str) -> BaseException | None:
+            candidates: list[tuple[object, ...]] = [(message,), ()]
+            if issubclass(cls, exceptions.ClientConnectorError):
+                match = _REASON.search(message)
+                reason = OSError(None, match.group(1) if match else message)
+                candidates.insert(0, (cast(_RequestView, request).request.connection_key, reason))
+            for arguments in candidates:
                 try:
-                    return cls(recorded.message)
-                except Exception:  # a built-in whose constructor wants other arguments
-                    pass
-        return RecordedProviderError(recorded.type, recorded.message)
+                    return cls(*arguments)
+                except TypeError:
+                    continue
+            return None
+
+        ours = recorded.type.split(".")[0] == "aiohttp"
+        return rebuilt_error(recorded, exceptions if ours else None, build)
 
 
 def _capturing(original: _RequestMethod, library: AiohttpLibrary) -> _RequestMethod:
@@ -298,14 +249,13 @@ def _capturing(original: _RequestMethod, library: AiohttpLibrary) -> _RequestMet
             view = _RequestView(request, session)
             flow = exchange_flow(boundary, library, view, asynchronous=True)
 
-            async def send() -> _ResponseView:
-                return _ResponseView(await handler(request), view)
+            async def send() -> _ClientResponse:
+                return await handler(request)
 
-            async def close(response: _ResponseView) -> None:
+            async def close(response: _ClientResponse) -> None:
                 response.close()
 
-            answer = await drive_async(flow, send, view.aread, close)
-            return answer.response
+            return await drive_async(flow, send, view.aread, close)
 
         return middleware
 
@@ -345,50 +295,13 @@ class _URLView:
         return str(self._url)
 
 
-class _HeadersView:
-    """aiohttp's headers as the boundary reads them (lower-case names)."""
-
-    __slots__ = ("_headers",)
-
-    def __init__(self, headers: _MultiDict) -> None:
-        self._headers = headers
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        value = self._headers.get(key)
-        return default if value is None else value
-
-    def multi_items(self) -> list[tuple[str, str]]:
-        return [(name.lower(), value) for name, value in self._headers.items()]
-
-
-class _RequestView:
+class _RequestView(RequestView):
     """An aiohttp request as the exchange reads it; its body is read once, by ``aread``."""
 
-    __slots__ = ("_content", "request", "session")
-
     def __init__(self, request: _ClientRequest, session: object) -> None:
+        super().__init__(request.method, _URLView(request.url), request.headers.items())
         self.request = request
         self.session = session
-        self._content = b""
-
-    @property
-    def method(self) -> str:
-        return self.request.method
-
-    @property
-    def url(self) -> _URLView:
-        return _URLView(self.request.url)
-
-    @property
-    def headers(self) -> _HeadersView:
-        return _HeadersView(self.request.headers)
-
-    @property
-    def content(self) -> bytes:
-        return self._content
-
-    def read(self) -> bytes:
-        return self._content
 
     async def aread(self) -> bytes:
         body = self.request.body
@@ -398,59 +311,6 @@ class _RequestView:
             as_bytes = getattr(body, "as_bytes", None)
             self._content = b"" if as_bytes is None else await as_bytes()
         return self._content
-
-
-class _NoBody:
-    """The ``stream`` of a response view: the body is the aiohttp response's own."""
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(())
-
-    def close(self) -> None:
-        pass
-
-
-class _ResponseView:
-    """An aiohttp response as the exchange reads it."""
-
-    __slots__ = ("request", "response", "stream")
-
-    def __init__(self, response: _ClientResponse, request: _RequestView) -> None:
-        self.response = response
-        self.request: HttpRequest = request
-        self.stream: SyncByteStream | AsyncByteStream = _NoBody()
-
-    @property
-    def status_code(self) -> int:
-        return self.response.status
-
-    @property
-    def headers(self) -> _HeadersView:
-        return _HeadersView(self.response.headers)
-
-    @property
-    def is_stream_consumed(self) -> bool:
-        return False
-
-    @property
-    def content(self) -> bytes:
-        return b""
-
-    def close(self) -> None:
-        self.response.close()
-
-    async def aclose(self) -> None:
-        self.response.close()
-
-
-class _AlreadyDecoded:
-    """The content decoder of an aiohttp body: aiohttp's reader already holds it decoded."""
-
-    def decode(self, data: bytes) -> bytes:
-        return data
-
-    def flush(self) -> bytes:
-        return b""
 
 
 class _NoFlowControl:
@@ -463,12 +323,6 @@ class _NoFlowControl:
 
     def resume_reading(self, resume_parser: bool = True) -> None:
         pass
-
-
-class _SentWriter:
-    """The stream writer of a replayed response: its request is sent, nothing was written."""
-
-    output_size = 0
 
 
 class _RecordingContent:

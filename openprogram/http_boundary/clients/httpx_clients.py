@@ -21,23 +21,23 @@ in its ``__dict__`` says it is), by the library the module is named after.
 
 from __future__ import annotations
 
-import builtins
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, cast
 
-from openprogram.errors import RecordedProviderError
 from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
     AsyncByteStream,
     BodyRecorder,
+    HttpHeaders,
     HttpRequest,
     HttpResponse,
     HttpTransport,
     HttpURL,
     ReadsThroughProtocols,
     SyncByteStream,
+    rebuilt_error,
 )
 
 if TYPE_CHECKING:
@@ -129,6 +129,9 @@ class HttpxLibrary(ReadsThroughProtocols):
         assert module is not None, f"{self._name} is used before it was hooked"
         return module
 
+    def head(self, response: HttpResponse) -> tuple[int, HttpHeaders]:
+        return response.status_code, response.headers
+
     def response(
         self,
         request: HttpRequest,
@@ -174,27 +177,20 @@ class HttpxLibrary(ReadsThroughProtocols):
         """The class of this library by that name for an httpx/httpx2 (or httpcore) error —
         with the recorded ``reason`` as an ``OSError`` for its cause — the built-in class
         for a built-in, else ``RecordedProviderError`` naming the recorded type."""
-        module, _, name = recorded.type.rpartition(".")
-        if module in _EXCEPTION_MODULES:
-            cls = getattr(self.module, name, None)
-            if isinstance(cls, type) and issubclass(cls, Exception):
-                for arguments in ({"request": request}, {}):
-                    try:
-                        rebuilt = cls(recorded.message, **arguments)
-                    except TypeError:
-                        continue
-                    if recorded.reason is not None:  # what an SDK reading the chain shows
-                        rebuilt.__cause__ = OSError(recorded.reason)
-                    return rebuilt
-        elif not module:
-            cls = getattr(builtins, name, None)
-            if isinstance(cls, type) and issubclass(cls, Exception):
-                try:
-                    return cls(recorded.message)
-                except Exception:  # a built-in whose constructor wants other arguments
-                    pass
 
-        return RecordedProviderError(recorded.type, recorded.message)
+        def build(cls: type[Exception], message: str) -> BaseException | None:
+            for arguments in ({"request": request}, {}):
+                try:
+                    rebuilt = cls(message, **arguments)
+                except TypeError:
+                    continue
+                if recorded.reason is not None:  # what an SDK reading the chain shows
+                    rebuilt.__cause__ = OSError(recorded.reason)
+                return rebuilt
+            return None
+
+        ours = recorded.type.rpartition(".")[0] in _EXCEPTION_MODULES
+        return rebuilt_error(recorded, self.module if ours else None, build)
 
 
 def _capturing(

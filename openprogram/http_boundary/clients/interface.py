@@ -1,20 +1,28 @@
-"""What the HTTP boundary needs of a client library, and the shapes of the library objects it
-touches, as typing protocols.
+"""What the HTTP boundary needs of a client library, the shapes of the library objects it
+touches, and what every library's adapter reads the same way.
 
 :class:`ClientLibrary` is one library the boundary captures: the modules it hooks and how,
 how a captured request reads (as a :class:`CapturedRequest`), where it connects (a
-:class:`Destination`), how a response and a recorded error are built back in that library,
-and how a recorded response's body is teed. The other protocols describe the objects of an
-httpx-shaped library the boundary reads or calls, so none of them is ``Any`` on the seam.
+:class:`Destination`), how a response's head reads, how a response and a recorded error are
+built back in that library, and how a recorded response's body is teed. The other protocols
+describe the objects of an httpx-shaped library the boundary reads or calls, so none of them
+is ``Any`` on the seam. An adapter of another shape reads its library's request as a
+:class:`RequestView` (its headers a :class:`HeaderList`), and rebuilds a recorded error with
+:func:`rebuilt_error`.
 """
 
 from __future__ import annotations
 
+import builtins
 import http
-from collections.abc import AsyncIterator, Iterator
+import inspect
+import re
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, TypeVar
+
+from openprogram.errors import RecordedProviderError
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedError
@@ -27,16 +35,23 @@ __all__ = [
     "ClientLibrary",
     "ContentDecoder",
     "Destination",
+    "HeaderList",
     "HttpHeaders",
     "HttpRequest",
     "HttpResponse",
     "HttpTransport",
     "HttpURL",
     "ReadsThroughProtocols",
+    "RequestView",
     "SyncByteStream",
     "SyncTransport",
+    "exception_of",
     "reason_phrase",
+    "rebuilt_error",
 ]
+
+R = TypeVar("R")
+"""A library's response, as the exchange carries it from the sending to the client."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +196,9 @@ class ReadsThroughProtocols:
         return Destination(url.host.lower(), url.port, url.scheme)
 
 
-class ClientLibrary(Protocol):
-    """One HTTP client library the boundary captures."""
+class ClientLibrary(Protocol[R]):
+    """One HTTP client library the boundary captures; ``R`` is its response, as the
+    exchange hands it from the sending to the client."""
 
     @property
     def name(self) -> str:
@@ -207,6 +223,10 @@ class ClientLibrary(Protocol):
         """Where a request for ``url`` connects."""
         ...
 
+    def head(self, response: R) -> tuple[int, HttpHeaders]:
+        """The status and headers of ``response``."""
+        ...
+
     def response(
         self,
         request: HttpRequest,
@@ -215,20 +235,18 @@ class ClientLibrary(Protocol):
         body: Iterator[bytes],
         *,
         asynchronous: bool,
-    ) -> HttpResponse:
+    ) -> R:
         """A response of this library to ``request``, its body the chunks of ``body``."""
         ...
 
-    def record_body(
-        self, response: HttpResponse, recorder: BodyRecorder, *, asynchronous: bool
-    ) -> None:
+    def record_body(self, response: R, recorder: BodyRecorder, *, asynchronous: bool) -> None:
         """Have ``response``'s body report each chunk to ``recorder`` as the client reads
         it (a body already read reports it whole at once)."""
         ...
 
-    def content_decoder(self, content_encoding: str) -> ContentDecoder:
+    def content_decoder(self, content_encoding: str) -> ContentDecoder | None:
         """A fresh decoder for a body of this ``content-encoding`` (the library's own, as
-        its clients decode a body they read)."""
+        its clients decode a body they read); None keeps the bytes as they came."""
         ...
 
     def rebuild_error(self, recorded: RecordedError, request: HttpRequest) -> BaseException:
@@ -242,3 +260,104 @@ def reason_phrase(status: int) -> str:
         return http.HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+class HeaderList:
+    """Headers as a list of (lower-case name, value): ``get`` joins a repeated name. A name
+    or value given as bytes (botocore sends its headers so) is read as latin-1, as
+    ``http.client`` puts it on the wire."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[tuple[str | bytes, str | bytes]]) -> None:
+        self._items = [(_text(name).lower(), _text(value)) for name, value in items]
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        name = key.lower()
+        values = [value for item, value in self._items if item == name]
+        return ", ".join(values) if values else default
+
+    def multi_items(self) -> list[tuple[str, str]]:
+        return list(self._items)
+
+
+def _text(value: object) -> str:
+    return bytes(value).decode("latin-1") if isinstance(value, bytes | bytearray) else str(value)
+
+
+class RequestView:
+    """A request of a library that is not httpx-shaped, as the exchange reads it: its
+    ``method``, ``url`` and ``headers``, and its whole body once :meth:`read` (or
+    :meth:`aread`) has read it."""
+
+    def __init__(
+        self, method: str, url: HttpURL, headers: Iterable[tuple[str | bytes, str | bytes]]
+    ) -> None:
+        self.method = method
+        self.url = url
+        self.headers: HttpHeaders = HeaderList(headers)
+        self._content: bytes | None = None
+
+    @property
+    def content(self) -> bytes:
+        assert self._content is not None, "the request's body is read first"
+        return self._content
+
+    def read(self) -> bytes:
+        raise NotImplementedError
+
+    async def aread(self) -> bytes:
+        return self.read()
+
+
+_ERRNO = re.compile(r"\[Errno (-?\d+)\] (.*)", re.DOTALL)
+
+
+def rebuilt_error(
+    recorded: RecordedError,
+    classes: object,
+    build: Callable[[type[Exception], str], BaseException | None] | None = None,
+) -> BaseException:
+    """The exception ``recorded`` replays as: the class of its name in ``classes`` (where
+    the library keeps the classes of the recorded type's module; None when that module is
+    not the library's) built by ``build`` (by default as :func:`exception_of` builds one),
+    or the built-in class of its name; else ``RecordedProviderError`` naming the recorded
+    type."""
+    module, _, name = recorded.type.rpartition(".")
+    cls = getattr(classes if module else builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        error = (build if module and build else exception_of)(cls, recorded.message)
+        if error is not None:
+            return error
+    return RecordedProviderError(recorded.type, recorded.message)
+
+
+def exception_of(
+    cls: type[Exception], message: str, arguments: Mapping[str, object] | None = None
+) -> Exception | None:
+    """An instance of ``cls`` whose text is ``message``: an ``OSError`` keeps the errno its
+    message names; another is built with each argument its constructor requires — the one
+    ``arguments`` names, else the message — or else with the message alone, or nothing.
+    None when its constructor refuses them all."""
+    errno = _ERRNO.fullmatch(message)
+    if issubclass(cls, OSError) and errno:
+        return cls(int(errno.group(1)), errno.group(2))
+    try:
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        parameters = []
+    named = arguments or {}
+    required = [
+        named.get(parameter.name, message)
+        for parameter in parameters
+        if parameter.default is inspect.Parameter.empty
+        and parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    for candidate in ([required] if required else []) + [[message], []]:
+        try:
+            error = cls(*candidate)
+        except Exception:  # a constructor that wants other arguments
+            continue
+        error.args = (message,)
+        return error
+    return None

@@ -1,0 +1,187 @@
+"""What ``http.client`` and urllib3 share on the wire, for their two adapters: where a
+request goes (:class:`TargetURL`), its whole body (:func:`whole_body`), a replayed response
+as ``http.client`` reads one (:func:`replayed_response`), and the close of a teed body
+(:class:`BodyTee`).
+
+urllib3 sends with ``http.client`` and reads its responses with it, so a replayed response
+of either library is an ``http.client.HTTPResponse`` parsed from the recorded status,
+headers and body (no connection made): framed by its ``content-length`` when it is served
+with one (a call that completed), else read as a chunked body, so that every recorded chunk
+reaches the client before a recorded error.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import io
+import itertools
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol, cast
+
+from openprogram.http_boundary.clients.interface import BodyRecorder, reason_phrase
+
+__all__ = ["BodyCut", "BodyTee", "TargetURL", "replayed_response", "whole_body"]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class TargetURL:
+    """Where a urllib3 or ``http.client`` request goes: its connection's scheme, host and
+    port (the tunnelled ones through a proxy), and the request target (a path, or a whole
+    URL sent to a proxy)."""
+
+    __slots__ = ("_port", "_target", "host", "scheme")
+
+    def __init__(self, scheme: str, host: str, port: int | None, target: str) -> None:
+        self.scheme = scheme
+        self.host = host
+        self._port = port
+        self._target = target
+
+    @property
+    def port(self) -> int | None:
+        """The port, None for the scheme's default."""
+        return None if self._port == _DEFAULT_PORTS.get(self.scheme) else self._port
+
+    @classmethod
+    def tunnelled(cls, scheme: str, host: str, port: int | None, target: str) -> TargetURL:
+        """The URL of a request tunnelled through a proxy to ``host`` (its default port when
+        ``port`` is None)."""
+        return cls(scheme, host, port or _DEFAULT_PORTS[scheme], target)
+
+    def __str__(self) -> str:
+        if "://" in self._target.partition("?")[0]:
+            return self._target
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = "" if self.port is None else f":{self.port}"
+        target = self._target if self._target.startswith("/") else f"/{self._target}"
+        return f"{self.scheme}://{host}{port}{target}"
+
+
+def whole_body(body: object, text_encoding: str = "utf-8") -> bytes:
+    """The bytes a client sends for ``body``: bytes as they are, a file or an iterable read
+    to its end (a file up to its first empty read), text encoded as the library encodes it
+    (urllib3: UTF-8; ``http.client``: ISO-8859-1)."""
+    if body is None:
+        return b""
+    if isinstance(body, str):
+        return body.encode(text_encoding)
+    if isinstance(body, bytes | bytearray | memoryview):
+        return bytes(body)
+    read = getattr(body, "read", None)
+    pieces: Iterable[object] = (
+        itertools.takewhile(bool, iter(functools.partial(read, 65536), None))
+        if callable(read)
+        else cast(Iterable[object], body)
+    )
+    return b"".join(
+        piece.encode(text_encoding) if isinstance(piece, str) else bytes(cast(bytes, piece))
+        for piece in pieces
+    )
+
+
+class BodyCut(Exception):
+    """Raised by a replayed body's chunks where the recorded body was cut: the body stops
+    there without its end, as the connection left it."""
+
+
+def replayed_response(
+    status: int,
+    headers: list[tuple[str, str]],
+    body: Iterator[bytes],
+    *,
+    method: str,
+    debuglevel: int = 0,
+) -> http.client.HTTPResponse:
+    """The ``http.client.HTTPResponse`` that reads ``status``, ``headers`` and the chunks of
+    ``body`` as a server's answer to ``method`` (with ``transfer-encoding: chunked`` added
+    when no ``content-length`` frames it)."""
+    chunked = all(name != "content-length" for name, _ in headers)
+    lines = [f"HTTP/1.1 {status} {reason_phrase(status)}"]
+    lines.extend(f"{name}: {value}" for name, value in headers)
+    if chunked:
+        lines.append("transfer-encoding: chunked")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+    source = io.BufferedReader(_ReplayBody(head, body, chunked=chunked))
+    response = http.client.HTTPResponse(
+        cast(socket.socket, _ReplaySocket(source)), debuglevel=debuglevel, method=method
+    )
+    response.begin()
+    return response
+
+
+class _ReplayBody(io.RawIOBase):
+    """A replayed response as the bytes ``http.client`` reads (under an
+    ``io.BufferedReader``): ``head``, then each recorded chunk — in chunked transfer
+    encoding (``chunked``), else as it is — then the end of the body (none after a
+    :class:`BodyCut`), or whatever ending the walk of the recording raises, once the chunks
+    before it have been read."""
+
+    def __init__(self, head: bytes, chunks: Iterator[bytes], *, chunked: bool) -> None:
+        self._chunks = chunks
+        self._pending = head
+        self._done = False
+        self._chunked = chunked
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        while not self._pending and not self._done:
+            try:
+                piece = next(self._chunks, None)
+            except BodyCut:
+                self._done = True
+                break
+            if piece is None:
+                self._done = True
+                self._pending = b"0\r\n\r\n" if self._chunked else b""
+            elif piece:
+                self._pending = b"%x\r\n%s\r\n" % (len(piece), piece) if self._chunked else piece
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+
+class _ReplaySocket:
+    """What ``http.client.HTTPResponse`` reads a replayed response from."""
+
+    def __init__(self, source: io.BufferedReader[_ReplayBody]) -> None:
+        self._source = source
+
+    def makefile(self, mode: str) -> io.BufferedReader[_ReplayBody]:
+        return self._source
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class BodyTee:
+    """The wrappers a tee puts on one response's methods: it counts the reads under way (a
+    read calls another; a close inside a read is that read's), and reports the client's
+    own close to the recorder."""
+
+    def __init__(self, raw: _Closable, recorder: BodyRecorder) -> None:
+        self._raw = raw
+        self._recorder = recorder
+        self._reading = 0
+
+    def install(self, wrappers: dict[str, Callable[..., object]]) -> None:
+        """Put ``wrappers`` (by method name) and the close on the response."""
+        methods = vars(self._raw)
+        methods.update(wrappers)
+        close = self._raw.close
+
+        @functools.wraps(close)
+        def close_body() -> None:
+            try:
+                close()
+            finally:
+                if not self._reading:
+                    self._recorder.closed()
+
+        methods["close"] = close_body
