@@ -167,13 +167,6 @@ def test_an_error_imports_from_openprogram_errors(name: str) -> None:
     assert issubclass(imported, OpenProgramError)
 
 
-def test_the_providers_package_still_exports_its_errors() -> None:
-    import openprogram.providers
-
-    for name in ("ReplayMismatch", "UnconsumedCallsError", "RecordedProviderError"):
-        assert getattr(openprogram.providers, name) is getattr(openprogram.errors, name)
-
-
 def test_importing_openprogram_errors_imports_nothing_else() -> None:
     script = (
         "import json, sys\n"

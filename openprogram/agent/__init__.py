@@ -29,17 +29,14 @@ if TYPE_CHECKING:
     )
     from openprogram.agent.session import SessionResult, resolve_model, run_session
     from openprogram.agent.tools import AgentTool, tool
-    from openprogram.errors import ModelReferenceError, ToolDefinitionError
 
 _EXPORTS: dict[str, str] = {
     "AgentEvent": "openprogram.agent.loop",
     "AgentRun": "openprogram.agent.loop",
     "AgentTool": "openprogram.agent.tools",
-    "ModelReferenceError": "openprogram.errors",
     "SessionResult": "openprogram.agent.session",
     "ToolCallFinished": "openprogram.agent.loop",
     "ToolCallStarted": "openprogram.agent.loop",
-    "ToolDefinitionError": "openprogram.errors",
     "builtin_tools": "openprogram.agent.file_tools",
     "resolve_model": "openprogram.agent.session",
     "run_agent": "openprogram.agent.loop",
@@ -51,11 +48,9 @@ __all__ = [
     "AgentEvent",
     "AgentRun",
     "AgentTool",
-    "ModelReferenceError",
     "SessionResult",
     "ToolCallFinished",
     "ToolCallStarted",
-    "ToolDefinitionError",
     "builtin_tools",
     "resolve_model",
     "run_agent",

@@ -23,17 +23,6 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openprogram.errors import (
-        MissingApiKeyError,
-        OpenProgramError,
-        ProviderRuntimeError,
-        RecordedProviderError,
-        RecordingFileError,
-        RecordingTruncatedError,
-        ReplayMismatch,
-        UnconsumedCallsError,
-        UnknownApiError,
-    )
     from openprogram.provider_boundary.recorder import RecordingProvider
     from openprogram.provider_boundary.replay import ReplayProvider
     from openprogram.providers.builtins.echo import ECHO_MODEL, EchoProvider
@@ -94,15 +83,8 @@ _EXPORTS: dict[str, str] = {
     "ImageContent": "openprogram.providers.types",
     "Message": "openprogram.providers.types",
     "MessageAccumulator": "openprogram.providers.events",
-    "MissingApiKeyError": "openprogram.errors",
     "Model": "openprogram.providers.types",
-    "OpenProgramError": "openprogram.errors",
-    "ProviderRuntimeError": "openprogram.errors",
-    "RecordedProviderError": "openprogram.errors",
-    "RecordingFileError": "openprogram.errors",
     "RecordingProvider": "openprogram.provider_boundary.recorder",
-    "RecordingTruncatedError": "openprogram.errors",
-    "ReplayMismatch": "openprogram.errors",
     "ReplayProvider": "openprogram.provider_boundary.replay",
     "RuntimeState": "openprogram.providers.runtime",
     "RuntimeStatus": "openprogram.providers.runtime",
@@ -124,8 +106,6 @@ _EXPORTS: dict[str, str] = {
     "ToolCallEndEvent": "openprogram.providers.events",
     "ToolCallStartEvent": "openprogram.providers.events",
     "ToolResultMessage": "openprogram.providers.types",
-    "UnconsumedCallsError": "openprogram.errors",
-    "UnknownApiError": "openprogram.errors",
     "Usage": "openprogram.providers.types",
     "UserMessage": "openprogram.providers.types",
     "complete": "openprogram.providers.streaming",
@@ -153,15 +133,8 @@ __all__ = [
     "ImageContent",
     "Message",
     "MessageAccumulator",
-    "MissingApiKeyError",
     "Model",
-    "OpenProgramError",
-    "ProviderRuntimeError",
-    "RecordedProviderError",
-    "RecordingFileError",
     "RecordingProvider",
-    "RecordingTruncatedError",
-    "ReplayMismatch",
     "ReplayProvider",
     "RuntimeState",
     "RuntimeStatus",
@@ -183,8 +156,6 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
     "ToolResultMessage",
-    "UnconsumedCallsError",
-    "UnknownApiError",
     "Usage",
     "UserMessage",
     "complete",

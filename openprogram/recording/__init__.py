@@ -1,19 +1,35 @@
 """The recording core both boundaries share: it works on JSON values, and imports no provider
-type and no HTTP client.
+type and no HTTP client. Replay has one door, ``replay_session``: a mismatch is debugged from
+there (its docstring follows one request through the modules below).
 
+    replay_session    the door to replay: ``ReplaySession``, serving a recording's calls and
+                      tape entries to every boundary; ``content`` and ``order`` matching and
+                      what they share; the claim a session may be given (exec's)
+    pairing           what a request is paired with a recorded call by: the incoming request
+                      redacted, its comparison rules, the calls served so far
+    content_matching  a request's equal among recorded calls by digest, else the nearest
+                      for the report
+    tape_replay       the recording's tape entries served under replay, and the agent tools'
+                      policies
+    mismatch          what replay raises when a run drifts from its recording, and its wording
+    report            ``FirstDifference`` and ``format_report``: the one way a drift is written
+    difference        the first difference between two JSON values, the ignore rules (the
+                      fields that change from run to run by default), how a value or a path is
+                      shown on a report line, the names of the matchings
+    multipart_bodies  where two bodies stored whole first differ: the part of a multipart
+                      body that differs, or the bytes decoded
     format            the rows, the header, the format version and features; the parsed
-                      form (``Recording``, ``RecordedCall``, ``RecordedError``); what a row
-                      can hold (no inf/NaN, bounded nesting), checked before writing
+                      form (``Recording``, ``RecordedCall``, ``RecordedError``, ``TapeEntry``);
+                      what a row can hold (no inf/NaN, bounded nesting), checked before writing
     http_rows         the HTTP boundary's rows, checked field by field for the reader
-    tape_rows         the tape rows (``TapeEntry``), and which tape covers the code running
-                      now (the ``within`` of a row)
+    tape_rows         the tape rows, checked for the reader, and which tape covers the code
+                      running now (the ``within`` of a row)
     not_recorded      the ``not_recorded`` row: connections a recorded session opened that no
                       boundary captured
     request_delta     requests stored against an earlier one: the reader's rebuild, the
                       writer's bases
     shared_lists      the lists a request shares with the ones before it, told apart by
-                      their JSON text; what replay remembers of the requests it served, and
-                      the incoming request built from them
+                      their JSON text, and what replay remembers of the requests it served
     reader            the strict reader (``read_recording``, ``parse_recording``) and the one
                       door a recording's bytes are read through
     writer            ``RecordingWriter``, one per file per process: appending calls safely
@@ -33,19 +49,10 @@ type and no HTTP client.
                       a call, linked across calls to the response that made each up
     redaction         credentials removed from everything written
     token_shapes      the shapes of credentials redaction finds in text, each with its kind
+    wire_rules        what the core must know of the model APIs' wire (key headers and
+                      shapes, conversation keys, signed tokens, per-run fields), handed down
+                      as data by openprogram's package: the core never imports the vendors
     user_redaction    the user's own patterns and functions, and their fingerprint
-    difference        the first difference between two JSON values, the ignore rules, how a
-                      value or a path is shown on a report line, the names of the matchings
-    multipart_bodies  where two bodies stored whole first differ: the part of a multipart
-                      body that differs, or the bytes decoded
-    report            ``FirstDifference`` and ``format_report``: the one way a drift is written
-    mismatch          what replay raises when a run drifts from its recording, and its wording
-    replay_session    ``ReplaySession``: one replay, serving calls to any boundary, with the
-                      served calls, the comparison rules and ``order`` matching
-    content_matching  ``content`` matching: the earliest equal call by digest, else the
-                      nearest for the report
-    tape_replay       the recording's tape entries served under replay, and the agent tools'
-                      policies
 
 Each boundary keeps its own codec above this package: the provider registry's
 (``openprogram.provider_boundary.recorder``, ``openprogram.provider_boundary.replay``) and
@@ -59,7 +66,6 @@ from typing import TYPE_CHECKING
 from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openprogram.errors import RecordingTruncatedError, ReplayMismatch, UnconsumedCallsError
     from openprogram.recording.format import (
         RECORDING_FORMAT_VERSION,
         RecordedCall,
@@ -79,12 +85,9 @@ _EXPORTS: dict[str, str] = {
     "RecordedCall": "openprogram.recording.format",
     "RecordedError": "openprogram.recording.format",
     "Recording": "openprogram.recording.format",
-    "RecordingTruncatedError": "openprogram.errors",
     "RecordingWriter": "openprogram.recording.writer",
-    "ReplayMismatch": "openprogram.errors",
     "ReplaySession": "openprogram.recording.replay_session",
     "SecretRedactor": "openprogram.recording.redaction",
-    "UnconsumedCallsError": "openprogram.errors",
     "encode_row": "openprogram.recording.format",
     "new_header": "openprogram.recording.format",
     "parse_recording": "openprogram.recording.reader",
@@ -97,12 +100,9 @@ __all__ = [
     "RecordedCall",
     "RecordedError",
     "Recording",
-    "RecordingTruncatedError",
     "RecordingWriter",
-    "ReplayMismatch",
     "ReplaySession",
     "SecretRedactor",
-    "UnconsumedCallsError",
     "encode_row",
     "new_header",
     "parse_recording",

@@ -36,13 +36,9 @@ from openprogram.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from openprogram.deterministic_sources import sequence_clock, stepping_clock
-    from openprogram.errors import ClockExhaustedError, RecordedTapeError, TapeValueError
     from openprogram.tape_boundary.taped_functions import now, random, seeded_random, taped
 
 _EXPORTS: dict[str, str] = {
-    "ClockExhaustedError": "openprogram.errors",
-    "RecordedTapeError": "openprogram.errors",
-    "TapeValueError": "openprogram.errors",
     "now": "openprogram.tape_boundary.taped_functions",
     "random": "openprogram.tape_boundary.taped_functions",
     "seeded_random": "openprogram.tape_boundary.taped_functions",
@@ -52,9 +48,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "ClockExhaustedError",
-    "RecordedTapeError",
-    "TapeValueError",
     "now",
     "random",
     "seeded_random",

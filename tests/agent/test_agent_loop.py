@@ -12,10 +12,10 @@ from openprogram.agent import (
     AgentTool,
     ToolCallFinished,
     ToolCallStarted,
-    ToolDefinitionError,
     run_agent,
     tool,
 )
+from openprogram.errors import ToolDefinitionError
 from openprogram.providers import (
     ECHO_MODEL,
     AssistantMessage,

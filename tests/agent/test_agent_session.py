@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.agent import ModelReferenceError, run_session
+from openprogram.agent import run_session
 from openprogram.config.paths import config_location
+from openprogram.errors import ModelReferenceError
 from openprogram.providers import (
     ECHO_MODEL,
     ReplayProvider,

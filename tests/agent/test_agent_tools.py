@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from openprogram.agent import AgentTool, ToolDefinitionError, tool
+from openprogram.agent import AgentTool, tool
 from openprogram.agent.tools import result_text
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, ToolDefinitionError
 from openprogram.providers import Tool
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from openprogram.agent import ModelReferenceError, resolve_model
+from openprogram.agent import resolve_model
 from openprogram.config.models import build_settings
-from openprogram.errors import OpenProgramError
+from openprogram.errors import ModelReferenceError, OpenProgramError
 from openprogram.providers import ECHO_MODEL, Model
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.errors import RecordedProviderError, ReplayMismatch, UnconsumedCallsError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
@@ -19,16 +20,13 @@ from openprogram.providers import (
     Context,
     EchoProvider,
     Model,
-    RecordedProviderError,
     RecordingProvider,
-    ReplayMismatch,
     ReplayProvider,
     SimpleStreamOptions,
     StartEvent,
     StreamOptions,
     TextDeltaEvent,
     TextStartEvent,
-    UnconsumedCallsError,
     UserMessage,
     provider_scope,
     register_api_provider,
@@ -448,7 +446,7 @@ async def test_recording_into_a_non_recording_is_refused(tmp_path: Path) -> None
     path = tmp_path / "notes.jsonl"
     path.write_text("my own notes\n")
     recorder = RecordingProvider(EchoProvider(), path)
-    from openprogram.providers import RecordingFileError
+    from openprogram.errors import RecordingFileError
 
     with pytest.raises(RecordingFileError, match="not an openprogram recording"):
         _ = [e async for e in recorder.stream_simple(ECHO_MODEL, HELLO)]

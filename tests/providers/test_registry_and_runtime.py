@@ -13,14 +13,13 @@ from typing import Any
 
 import pytest
 
+from openprogram.errors import ProviderRuntimeError, UnknownApiError
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
     EchoProvider,
     Model,
-    ProviderRuntimeError,
     RuntimeState,
-    UnknownApiError,
     UserMessage,
     complete,
     get_api_provider,
@@ -240,7 +239,8 @@ def test_a_failed_builtin_s_traceback_holds_no_key(monkeypatch: pytest.MonkeyPat
 
 
 async def test_a_provider_needing_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openprogram.providers import MissingApiKeyError, StreamOptions, stream
+    from openprogram.errors import MissingApiKeyError
+    from openprogram.providers import StreamOptions, stream
 
     seen: list[str | None] = []
 

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprogram.errors import ReplayMismatch
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
     EchoProvider,
     RecordingProvider,
-    ReplayMismatch,
     ReplayProvider,
     SimpleStreamOptions,
     Tool,

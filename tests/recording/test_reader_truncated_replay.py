@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from openprogram.errors import RecordingFileError
+from openprogram.errors import RecordingFileError, RecordingTruncatedError, ReplayMismatch
 from openprogram.provider_boundary.codec import (
     read_recording,
 )
@@ -19,8 +19,6 @@ from openprogram.providers import (
     AssistantMessageEvent,
     Context,
     DoneEvent,
-    RecordingTruncatedError,
-    ReplayMismatch,
     ReplayProvider,
     UserMessage,
     complete_simple,

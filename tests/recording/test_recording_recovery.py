@@ -15,14 +15,13 @@ from typing import Any
 import orjson
 import pytest
 
-from openprogram.errors import RecordingFileError
+from openprogram.errors import RecordingFileError, RecordingTruncatedError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
     Context,
     EchoProvider,
     RecordingProvider,
-    RecordingTruncatedError,
     ReplayProvider,
     UserMessage,
 )

@@ -6,14 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.providers import (
-    ECHO_MODEL,
-    Context,
-    ReplayProvider,
-    UnconsumedCallsError,
-    UserMessage,
-    complete_simple,
-)
+from openprogram.errors import UnconsumedCallsError
+from openprogram.providers import ECHO_MODEL, Context, ReplayProvider, UserMessage, complete_simple
 from tests.support.tool_sessions import recording_into
 
 

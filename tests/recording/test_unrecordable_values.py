@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from openprogram.errors import OpenProgramError, UnrecordableValueError
+from openprogram.errors import OpenProgramError, RecordedProviderError, UnrecordableValueError
 from openprogram.provider_boundary.codec import read_recording
 from openprogram.providers import (
     ECHO_MODEL,
@@ -20,7 +20,6 @@ from openprogram.providers import (
     DoneEvent,
     EchoProvider,
     Model,
-    RecordedProviderError,
     RecordingProvider,
     ReplayProvider,
     StartEvent,

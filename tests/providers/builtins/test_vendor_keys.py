@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from openprogram.errors import MissingApiKeyError
 from openprogram.providers import (
-    MissingApiKeyError,
     Model,
     SimpleStreamOptions,
     get_api_provider,

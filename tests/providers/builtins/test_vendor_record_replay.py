@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from openprogram.errors import MissingApiKeyError
 from openprogram.providers import (
     AssistantMessageEvent,
     Context,
-    MissingApiKeyError,
     RecordingProvider,
     ReplayProvider,
     SimpleStreamOptions,

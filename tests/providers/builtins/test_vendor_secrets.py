@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from openprogram.config.paths import recordings_dir
+from openprogram.errors import MissingApiKeyError
 from openprogram.providers import (
-    MissingApiKeyError,
     Model,
     SimpleStreamOptions,
     get_api_provider,
