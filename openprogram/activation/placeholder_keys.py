@@ -12,13 +12,15 @@ their values are removed from everything written, compared or shown (see
 :mod:`openprogram.recording.redaction`). It never reaches a recording, and a request that
 carries it compares equal to one recorded with a real key.
 
-Imports nothing but ``os``: the configured mode sets the keys as a process starts.
+Each vendor's variables are its :class:`~openprogram.vendors.wire.Wire`'s.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, MutableMapping
+
+from openprogram.vendors import VENDOR_WIRES
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
@@ -33,14 +35,10 @@ PLACEHOLDER_API_KEY = "openprogram-replay-placeholder-key"
 """The value the key variables get under replay when they are unset."""
 
 
-PLACEHOLDER_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (("OPENAI_API_KEY",), ("OPENAI_API_KEY",)),
-    (("ANTHROPIC_API_KEY",), ("ANTHROPIC_API_KEY",)),
-    (("GOOGLE_API_KEY", "GEMINI_API_KEY"), ("GEMINI_API_KEY",)),
-    (
-        ("AWS_ACCESS_KEY_ID", "AWS_PROFILE"),
-        ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
-    ),
+PLACEHOLDER_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = tuple(
+    (wire.placeholder_if_unset, wire.placeholder_variables)
+    for wire in VENDOR_WIRES
+    if wire.placeholder_variables
 )
 """For each client the variables it reads its key from, and those set to the placeholder
 when all of them are unset: the official OpenAI and Anthropic SDKs', google-genai's (it

@@ -31,12 +31,15 @@ from openprogram.drift.response_shapes import (
     shape_drift,
     stream_summary,
 )
-from openprogram.vendors import vendor_api
+from openprogram.vendors import VENDOR_WIRES, vendor_api
 from openprogram.vendors.reply import as_dict, as_list, as_str
 
 __all__ = ["COMPARED_HEADERS", "LiveAnswer", "answer_drift", "answer_of_rows", "offered_tools"]
 
-COMPARED_HEADERS: Final = ("content-type", "openai-version", "anthropic-version")
+COMPARED_HEADERS: Final = (
+    "content-type",
+    *(name for wire in VENDOR_WIRES for name in wire.compared_headers),
+)
 """The response headers whose drift is reported: the media type, and the API versions the
 vendors announce. Every other header (dates, request ids, rate limits) changes each run."""
 

@@ -34,39 +34,18 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from openprogram.vendors import vendor_api
-from openprogram.vendors.anthropic_messages import ANTHROPIC_MESSAGES
-from openprogram.vendors.bedrock_converse import BEDROCK_CONVERSE
-from openprogram.vendors.gemini import GEMINI
-from openprogram.vendors.openai_chat import OPENAI_CHAT
-from openprogram.vendors.openai_responses import OPENAI_RESPONSES
+from openprogram.vendors import VENDOR_WIRES, vendor_api
+from openprogram.vendors.wire import Wire
 
 __all__ = [
     "Credentials",
     "MissingCredentials",
     "apply_credentials",
+    "sent_key",
     "vendor_of",
 ]
 
-_VENDOR_OF_API: Final = {
-    OPENAI_CHAT.name: "openai",
-    OPENAI_RESPONSES.name: "openai",
-    ANTHROPIC_MESSAGES.name: "anthropic",
-    GEMINI.name: "google",
-    BEDROCK_CONVERSE.name: "aws",
-}
-_VENDOR_OF_HOST: Final = (
-    ("api.openai.com", "openai"),
-    ("api.anthropic.com", "anthropic"),
-    ("googleapis.com", "google"),
-    ("amazonaws.com", "aws"),
-)
-_KEY_VARIABLES: Final = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-}
-_AWS_REGION_IN_HOST: Final = re.compile(r"\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com$")
+_WIRES: Final = {wire.vendor: wire for wire in VENDOR_WIRES}
 
 
 class MissingCredentials(Exception):
@@ -95,9 +74,9 @@ def vendor_of(request: Mapping[str, object]) -> str | None:
     :data:`~openprogram.drift.origins.VENDORS`), or None."""
     api = vendor_api(dict(request), None)
     if api is not None:
-        return _VENDOR_OF_API.get(api.name)
+        return api.wire.vendor
     host = (urlsplit(str(request.get("url"))).hostname or "").lower()
-    return next((vendor for suffix, vendor in _VENDOR_OF_HOST if host.endswith(suffix)), None)
+    return next((w.vendor for w in VENDOR_WIRES if host.endswith(w.hosts)), None)
 
 
 def apply_credentials(
@@ -111,14 +90,15 @@ def apply_credentials(
     """Put ``vendor``'s credentials into ``headers`` (in place) and return the URL to send
     to; raises :class:`MissingCredentials` when there is none to put."""
     given = {name.lower() for name, _ in credentials.headers}
-    if vendor == "aws":
+    wire = _WIRES.get(vendor or "")
+    if wire is not None and wire.signing_service:
         if not given & {"authorization"}:
-            headers.update(_aws_signature(method, url, headers, body, credentials))
-    elif vendor in _KEY_VARIABLES:
-        variables = _KEY_VARIABLES[vendor]
+            headers.update(_aws_signature(wire, method, url, headers, body, credentials))
+    elif wire is not None and wire.key_variables:
+        variables = wire.key_variables
         key = next((credentials.environ[v] for v in variables if credentials.environ.get(v)), None)
         if key is not None:
-            url = _with_key(vendor, url, key, headers)
+            url = _with_key(wire, url, key, headers)
         elif not given:
             named = " or ".join(variables)
             raise MissingCredentials(f"no {vendor} key: set {named}{credentials.other_way}")
@@ -131,23 +111,35 @@ def apply_credentials(
     return url
 
 
-def _with_key(vendor: str, url: str, key: str, headers: dict[str, str]) -> str:
-    if vendor == "openai":
-        headers["authorization"] = f"Bearer {key}"
-    elif vendor == "anthropic":
-        headers["x-api-key"] = key
-    else:
+def sent_key(headers: Mapping[str, str]) -> str | None:
+    """The key ``headers`` carry in the header of a vendor that always sends it in one (the
+    key :func:`apply_credentials` put there, or a ``--header`` value), else None."""
+    found = (
+        headers.get(wire.key_header, "").removeprefix(wire.key_prefix)
+        for wire in VENDOR_WIRES
+        if wire.key_header and not wire.key_query
+    )
+    return next((key for key in found if key), None)
+
+
+def _with_key(wire: Wire, url: str, key: str, headers: dict[str, str]) -> str:
+    if wire.key_query:
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        if any(name == "key" for name, _ in query):
-            query = [(name, key if name == "key" else value) for name, value in query]
+        if any(name == wire.key_query for name, _ in query):
+            query = [(name, key if name == wire.key_query else value) for name, value in query]
             return urlunsplit(parts._replace(query=urlencode(query)))
-        headers["x-goog-api-key"] = key
+    headers[wire.key_header] = wire.key_prefix + key
     return url
 
 
 def _aws_signature(
-    method: str, url: str, headers: dict[str, str], body: bytes, credentials: Credentials
+    wire: Wire,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    credentials: Credentials,
 ) -> dict[str, str]:
     """The SigV4 headers of a Bedrock request, signed through botocore."""
     try:
@@ -161,27 +153,26 @@ def _aws_signature(
         ) from None
     session = Session()
     environ = credentials.environ
-    if environ.get("AWS_ACCESS_KEY_ID") and environ.get("AWS_SECRET_ACCESS_KEY"):
-        session.set_credentials(
-            environ["AWS_ACCESS_KEY_ID"],
-            environ["AWS_SECRET_ACCESS_KEY"],
-            environ.get("AWS_SESSION_TOKEN") or None,
-        )
+    key_id, secret, token = wire.key_variables
+    if environ.get(key_id) and environ.get(secret):
+        session.set_credentials(environ[key_id], environ[secret], environ.get(token) or None)
     try:  # botocore's chain: variables, shared files, a profile, a container or instance role
         found = session.get_credentials()
     except Exception as error:  # botocore raises its own errors, and whatever a socket raises
         raise MissingCredentials(f"AWS credentials could not be read: {error}") from None
     if found is None:
-        raise MissingCredentials(
-            "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile)"
-        )
+        raise MissingCredentials(f"no AWS credentials: set {key_id} and {secret} (or a profile)")
     host = urlsplit(url).hostname or ""
-    match = _AWS_REGION_IN_HOST.search(host)
+    match = re.search(wire.region_in_host, host)
     region = (
-        match.group(1) if match else environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+        match.group(1)
+        if match
+        else next((environ[name] for name in wire.region_variables if environ.get(name)), None)
     )
     if not region:
-        raise MissingCredentials("no AWS region: set AWS_REGION (the host names none)")
+        raise MissingCredentials(
+            f"no AWS region: set {wire.region_variables[0]} (the host names none)"
+        )
     signed = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
-    SigV4Auth(found.get_frozen_credentials(), "bedrock", region).add_auth(signed)
+    SigV4Auth(found.get_frozen_credentials(), wire.signing_service, region).add_auth(signed)
     return {name: str(value) for name, value in signed.headers.items()}

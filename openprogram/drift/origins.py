@@ -29,8 +29,7 @@ trust it``). Loopback is no exception: other users, containers and browser pages
 The URL sent is rebuilt from the trusted origin and the recorded path and query, so the
 origin checked is the one connected to.
 
-This module imports nothing of openprogram at its top: the pytest plugin parses its option
-with it at start-up.
+Each vendor's name and official hosts are its :class:`~openprogram.vendors.wire.Wire`'s.
 """
 
 from __future__ import annotations
@@ -40,6 +39,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 from urllib.parse import SplitResult, urlsplit
+
+from openprogram.vendors import VENDOR_WIRES
 
 if TYPE_CHECKING:
     from openprogram.config.models import Settings
@@ -55,17 +56,10 @@ __all__ = [
     "parse_base_urls",
 ]
 
-VENDORS: Final = ("openai", "anthropic", "google", "aws")
+VENDORS: Final = tuple(wire.vendor for wire in VENDOR_WIRES)
 """The vendors drift knows the credentials of."""
 
-_OFFICIAL_HOSTS: Final = {
-    "openai": re.compile(r"api\.openai\.com"),
-    "anthropic": re.compile(r"api\.anthropic\.com"),
-    "google": re.compile(
-        r"generativelanguage\.googleapis\.com|(?:[a-z]+(?:-[a-z]+)*\d+-)?aiplatform\.googleapis\.com"
-    ),
-    "aws": re.compile(r"bedrock-runtime(?:-fips)?\.[a-z]{2}(?:-[a-z]+)+-\d+\.amazonaws\.com"),
-}
+_OFFICIAL_HOSTS: Final = {wire.vendor: re.compile(wire.official_hosts) for wire in VENDOR_WIRES}
 """Each vendor's official API hosts, served over https on the default port."""
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}

@@ -41,6 +41,7 @@ from openprogram.drift.credentials import (
     Credentials,
     MissingCredentials,
     apply_credentials,
+    sent_key,
     vendor_of,
 )
 from openprogram.drift.origins import VENDORS, BaseUrls, UntrustedOrigin
@@ -322,7 +323,7 @@ def send_provider_call(
             apply_credentials(vendor, "POST", sent_to, headers, b"", credentials)
         except MissingCredentials as missing:
             raise Unsent(str(missing)) from None
-        key = headers.get("authorization", "").removeprefix("Bearer ") or headers.get("x-api-key")
+        key = sent_key(headers)
         model = model.model_copy(update={"base_url": sent_to})
     if key:
         options = options.model_copy(update={"api_key": key})

@@ -66,6 +66,7 @@ from openprogram.json_nesting import (
 )
 from openprogram.recording.http_rows import SSE_REST
 from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
+from openprogram.vendors import VENDOR_WIRES
 
 __all__ = [
     "DROPPED_RESPONSE_HEADERS",
@@ -87,12 +88,12 @@ __all__ = [
 ]
 
 STORED_REQUEST_HEADERS: frozenset[str] = frozenset(
-    {"content-type", "anthropic-version", "anthropic-beta", "openai-beta"}
+    {"content-type", *(name for wire in VENDOR_WIRES for name in wire.stored_headers)}
 )
 """The request headers that change what a request means, always stored (lower-case)."""
 
 SIGNING_HEADERS: frozenset[str] = frozenset(
-    {"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}
+    name for wire in VENDOR_WIRES for name in wire.signing_headers
 )
 """The headers of an AWS SigV4 signature (botocore's): never stored, even when named to be —
 they hold the credentials, or change with every run (the time, the hash of the body)."""

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
+
+from openprogram.vendors import VENDOR_WIRES
+from openprogram.vendors.wire import ServedApi
 
 __all__ = [
     "CONTROL_PREFIX",
@@ -37,7 +39,6 @@ __all__ = [
     "VENDORS",
     "Route",
     "RouteError",
-    "Vendor",
     "check_upstream",
     "parse_upstreams",
     "route_of",
@@ -50,69 +51,16 @@ SESSION_PREFIX = f"{CONTROL_PREFIX}/s/"
 """A session's requests: ``/__openprogram/s/<id>/<vendor>/…``."""
 
 
-@dataclass(frozen=True)
-class Vendor:
-    """One vendor API the server forwards."""
-
-    name: str
-    """Its path prefix too: ``/openai``."""
-    upstream: str
-    """Its public API's origin."""
-    base_path: str
-    """The path of the official SDKs' default base URL (OpenAI's holds ``/v1``)."""
-    base_url_variables: tuple[str, ...]
-    """The variables clients read their base URL from, the official SDKs' first."""
-    error_style: str
-    """How its error bodies are written: ``openai``, ``anthropic`` or ``google``."""
-    versioned: str = ""
-    """The version every path of the API starts with, put in front of a path without it:
-    clients disagree whether a base URL holds it (the official Anthropic SDKs add ``/v1``
-    to ``ANTHROPIC_BASE_URL``, the Vercel AI SDK expects it there)."""
-
-    def error_body(self, status: int, kind: str, message: str) -> dict[str, Any]:
-        """An error body as this vendor writes one, holding ``message``: the SDKs show it as
-        the error's message (``412 replay mismatch at call 1, …``)."""
-        if self.error_style == "anthropic":
-            return {"type": "error", "error": {"type": kind, "message": message}}
-        if self.error_style == "google":
-            return {"error": {"code": status, "message": message, "status": kind.upper()}}
-        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
-
-
-VENDORS: tuple[Vendor, ...] = (
-    Vendor(
-        "openai",
-        "https://api.openai.com",
-        "/v1",
-        # the official SDKs (Python, Node, Go, .NET), the Vercel AI SDK, Codex; litellm and
-        # LangChain (Python) read the older name
-        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
-        "openai",
-    ),
-    Vendor(
-        "anthropic",
-        "https://api.anthropic.com",
-        "",
-        # the official SDKs, the Vercel AI SDK, Claude Code; litellm reads the second
-        ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
-        "anthropic",
-        versioned="/v1",
-    ),
-    Vendor(
-        "gemini",
-        "https://generativelanguage.googleapis.com",
-        "",
-        # google-genai (Python and JavaScript) and the Gemini CLI; litellm reads the second
-        ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_BASE"),
-        "google",
-    ),
+VENDORS: tuple[ServedApi, ...] = tuple(
+    wire.served for wire in VENDOR_WIRES if wire.served is not None
 )
+"""The vendor APIs the server forwards, each under its prefix (their ``served`` facts)."""
 _BY_NAME = {vendor.name: vendor for vendor in VENDORS}
 _UNPREFIXED = "openai"
 """The vendor of a path under no prefix (``/v1/...``): OpenAI-compatible."""
 
 
-def vendor_named(name: str) -> Vendor:
+def vendor_named(name: str) -> ServedApi:
     """The vendor called ``name``; ``KeyError`` for another name."""
     return _BY_NAME[name]
 
@@ -129,7 +77,7 @@ class RouteError(ValueError):
 class Route:
     """Where one request goes."""
 
-    vendor: Vendor
+    vendor: ServedApi
     path: str
     """The vendor's path, from its first ``/``, with the query: ``/v1/messages?beta=true``."""
     session: str | None = None

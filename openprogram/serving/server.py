@@ -63,7 +63,6 @@ from openprogram.serving.routes import (
     SESSION_PREFIX,
     VENDORS,
     RouteError,
-    Vendor,
     route_of,
 )
 from openprogram.serving.sessions import (
@@ -74,6 +73,7 @@ from openprogram.serving.sessions import (
     SessionTable,
 )
 from openprogram.serving.trust import Refusal, TrustRules, mismatch_for_stranger
+from openprogram.vendors.wire import ServedApi
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -267,7 +267,7 @@ class ProxyServer:
         return relayed
 
     def _refused(
-        self, session: ProxySession, vendor: Vendor, error: OpenProgramError, *, trusted: bool
+        self, session: ProxySession, vendor: ServedApi, error: OpenProgramError, *, trusted: bool
     ) -> web.Response:
         """The answer to a request the session refused; a mismatch is told whole only to a
         client with the token (another is told where, not what the recording holds)."""
@@ -299,7 +299,7 @@ def _sections_of(outgoing: httpx.Request, session: ProxySession) -> RequestSecti
     return RequestSections(sections, redactor.redact_http_request)
 
 
-def _error(vendor: Vendor | None, status: int, kind: str, message: str) -> web.Response:
+def _error(vendor: ServedApi | None, status: int, kind: str, message: str) -> web.Response:
     """An answer of the server's own, in ``vendor``'s error shape (OpenAI's for none)."""
     shape = vendor if vendor is not None else VENDORS[0]
     headers = {"x-openprogram-error": kind}
@@ -323,14 +323,14 @@ def _refusal_answer(request: web.Request, refusal: Refusal) -> web.Response:
     if path.startswith(CONTROL_PREFIX) and not path.startswith(SESSION_PREFIX):
         return control_error(refusal.status, refusal.kind, refusal.message)
     try:
-        vendor: Vendor | None = route_of(path).vendor
+        vendor: ServedApi | None = route_of(path).vendor
     except RouteError:
         vendor = None
     return _error(vendor, refusal.status, refusal.kind, refusal.message)
 
 
 def _upstream_failed(
-    session: ProxySession, vendor: Vendor, outgoing: httpx.Request, error: Exception
+    session: ProxySession, vendor: ServedApi, outgoing: httpx.Request, error: Exception
 ) -> web.Response:
     """The answer to a request whose upstream failed before answering: 504 for a timeout,
     else 502, naming the error as it was recorded (redacted the same way)."""

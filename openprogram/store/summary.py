@@ -54,6 +54,7 @@ from openprogram.recording.format import OUTCOMES, RecordedCall, RecordedError
 from openprogram.recording.minted_ids import LinkedCall, linked_digests
 from openprogram.recording.reader import RecordingParser, parse_recording, read_recording_file
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest, transcript_hash
+from openprogram.vendors import VENDOR_WIRES
 
 __all__ = [
     "DigestedRecording",
@@ -451,19 +452,16 @@ def call_label(call: RecordedCall) -> str:
     body = call.request.get("body")
     model = body.get("model") if isinstance(body, dict) else None
     if not isinstance(model, str) and url is not None:
-        named = _MODEL_IN_PATH.search(url.path)
-        model = None if named is None else unquote(named["gemini"] or named["bedrock"])
+        named = next(filter(None, (path.search(url.path) for path in _MODEL_IN_PATH)), None)
+        model = None if named is None else unquote(named[1])
     if isinstance(model, str):
         return f"{host}:{model}"
     return f"{call.request['method']} {host}{url.path if url is not None else ''}"
 
 
-_MODEL_IN_PATH = re.compile(
-    r"/models/(?P<gemini>[^/:]+):\w+$"
-    r"|/model/(?P<bedrock>[^/]+)/(?:converse|converse-stream|invoke|invoke-with-response-stream)$"
-)
+_MODEL_IN_PATH = tuple(re.compile(wire.model_path) for wire in VENDOR_WIRES if wire.model_path)
 """The model a Gemini (``/models/<model>:generateContent``) or Bedrock runtime
-(``/model/<id>/converse``) URL path names."""
+(``/model/<id>/converse``) URL path names: each vendor's ``model_path``."""
 
 
 def _one_line(exc: RecordingFileError) -> str:

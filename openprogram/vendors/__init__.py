@@ -2,13 +2,16 @@
 
 A :class:`VendorApi` knows one API: its name, whether a call was made to it (from the
 request, else from the shape of the response), the reply it put back together, the pieces
-of text it streamed and the names of its usage counts. :data:`VENDOR_APIS` lists them; a
-new API is one module here and one entry there. openprogram's own provider events are read
-the same way (:data:`~openprogram.vendors.openprogram_events.OPENPROGRAM_EVENTS`), so
-a recorded call of either boundary is read through one :class:`EventReader`.
+of text it streamed, the names of its usage counts, and its vendor's
+:class:`~openprogram.vendors.wire.Wire` (hosts, key, headers, route). :data:`VENDOR_APIS`
+lists them (:data:`VENDOR_WIRES` their vendors); a new API is one module here and one entry
+there. openprogram's own provider events are read the same way
+(:data:`~openprogram.vendors.openprogram_events.OPENPROGRAM_EVENTS`), so a recorded call of
+either boundary is read through one :class:`EventReader`.
 
     reply               the reply put back together, its tool calls, a streamed piece; the
                         readers of any JSON value
+    wire                what goes to a vendor besides its bodies: hosts, key, headers, route
     openai_chat         OpenAI Chat Completions (and the content parts both OpenAI APIs send)
     openai_responses    OpenAI Responses
     anthropic_messages  Anthropic Messages
@@ -64,6 +67,7 @@ from openprogram.vendors.reply import (
     as_str,
     error_text,
 )
+from openprogram.vendors.wire import Wire
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall
@@ -74,6 +78,7 @@ __all__ = [
     "INPUT_COUNTS",
     "OUTPUT_COUNTS",
     "VENDOR_APIS",
+    "VENDOR_WIRES",
     "EventReader",
     "HttpExchange",
     "VendorApi",
@@ -114,6 +119,8 @@ class VendorApi(EventReader, Protocol):
 
     name: str
     """The API as ``show`` names it (``openai-completions``)."""
+    wire: Wire
+    """Its vendor's hosts, key, headers and route (:mod:`openprogram.vendors.wire`)."""
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
         """Whether a request to ``path`` (no trailing slash) on ``host`` with ``headers`` was
@@ -140,6 +147,9 @@ VENDOR_APIS: tuple[VendorApi, ...] = (
     BEDROCK_CONVERSE,
 )
 """Every model API whose calls the store reads, in the order they are asked to claim one."""
+
+VENDOR_WIRES: tuple[Wire, ...] = tuple(dict.fromkeys(api.wire for api in VENDOR_APIS))
+"""Every vendor whose APIs those are, once each, in the same order."""
 
 API_NAMES: tuple[str, ...] = tuple(api.name for api in VENDOR_APIS)
 """The model APIs whose calls ``show`` reads a conversation from."""

@@ -41,8 +41,26 @@ from openprogram.vendors.reply import (
     joined_texts,
     messages_input,
 )
+from openprogram.vendors.wire import Wire
 
-__all__ = ["BEDROCK_CONVERSE", "BedrockConverse"]
+__all__ = ["BEDROCK_CONVERSE", "BEDROCK_WIRE", "BedrockConverse"]
+
+_ACCESS_KEY = "AWS_ACCESS_KEY_ID"
+BEDROCK_WIRE = Wire(
+    vendor="aws",
+    hosts=("amazonaws.com",),
+    official_hosts=r"bedrock-runtime(?:-fips)?\.[a-z]{2}(?:-[a-z]+)+-\d+\.amazonaws\.com",
+    key_variables=(_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"),
+    # keys to sign with, so that a replay never looks for credentials on a metadata server
+    placeholder_if_unset=(_ACCESS_KEY, "AWS_PROFILE"),
+    placeholder_variables=(_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY"),
+    model_path=r"/model/([^/]+)/(?:converse|converse-stream|invoke|invoke-with-response-stream)$",
+    signing_service="bedrock",
+    signing_headers=("authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"),
+    region_in_host=r"\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com$",
+    region_variables=("AWS_REGION", "AWS_DEFAULT_REGION"),
+)
+"""Amazon Bedrock's runtime: requests signed with SigV4 (botocore's credential chain)."""
 
 _PATH = re.compile(r"/model/[^/]+/converse(?:-stream)?$")
 _RUNTIME_OPERATIONS = {
@@ -60,6 +78,7 @@ class BedrockConverse:
     """Converse, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "bedrock-converse"
+    wire = BEDROCK_WIRE
     input_tokens = "inputTokens"
     output_tokens = "outputTokens"
 

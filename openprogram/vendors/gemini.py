@@ -42,8 +42,34 @@ from openprogram.vendors.reply import (
     error_text,
     joined_texts,
 )
+from openprogram.vendors.wire import ServedApi, Wire
 
-__all__ = ["GEMINI", "Gemini"]
+__all__ = ["GEMINI", "GEMINI_WIRE", "Gemini"]
+
+GEMINI_WIRE = Wire(
+    vendor="google",
+    hosts=("googleapis.com",),
+    official_hosts=(
+        r"generativelanguage\.googleapis\.com|(?:[a-z]+(?:-[a-z]+)*\d+-)?aiplatform\.googleapis\.com"
+    ),
+    key_variables=("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    key_header="x-goog-api-key",
+    key_query="key",
+    # google-genai prefers GOOGLE_API_KEY and warns when both are set: only the other is set
+    placeholder_if_unset=("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    placeholder_variables=("GEMINI_API_KEY",),
+    model_path=r"/models/([^/:]+):\w+$",
+    served=ServedApi(
+        "gemini",
+        "https://generativelanguage.googleapis.com",
+        "",
+        # google-genai (Python and JavaScript) and the Gemini CLI; litellm reads the second
+        ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_BASE"),
+        "google",
+    ),
+)
+"""Google's Gemini API (the Developer API and Vertex AI): its key in ``x-goog-api-key`` or
+a ``key=`` query parameter."""
 
 _METHODS = (":generateContent", ":streamGenerateContent")
 _OTHER_METHODS = frozenset({"embedContent", "batchEmbedContents", "countTokens"})
@@ -58,6 +84,7 @@ class Gemini:
     it."""
 
     name = "gemini-generate-content"
+    wire = GEMINI_WIRE
     input_tokens = "promptTokenCount"
     output_tokens = "candidatesTokenCount"
 

@@ -38,6 +38,7 @@ import orjson
 from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.config.hosts import is_allowed, normalized_hosts
 from openprogram.vendors import VENDOR_APIS
+from openprogram.vendors.anthropic_messages import ANTHROPIC_VERSION
 from openprogram.wording import plural
 
 __all__ = [
@@ -62,7 +63,7 @@ SDK_CLIENTS = (
 """The official model SDKs whose requests are known by their own headers."""
 
 _WANTED_HEADERS = frozenset(
-    {"user-agent", "anthropic-version", "x-goog-api-client", "authorization", "x-fern-sdk-name"}
+    {"user-agent", ANTHROPIC_VERSION, "x-goog-api-client", "authorization", "x-fern-sdk-name"}
 )
 """The request headers the SDK rule reads (the vendor views read ``anthropic-version``)."""
 
@@ -154,8 +155,8 @@ def sdk_client_reason(headers: Mapping[str, str]) -> str | None:
         return "a Cohere SDK client"
     if _signed_for_bedrock(headers.get("authorization", "")):
         return "an Amazon Bedrock client"
-    if "anthropic-version" in headers:
-        return "a request with Anthropic's anthropic-version header"
+    if ANTHROPIC_VERSION in headers:
+        return f"a request with Anthropic's {ANTHROPIC_VERSION} header"
     return None
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from openprogram.vendors.openai_chat import call_text, parts_text
+from openprogram.vendors.openai_chat import OPENAI_WIRE, call_text, parts_text
 from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
@@ -54,6 +54,7 @@ class OpenAIResponses:
     """Responses, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-responses"
+    wire = OPENAI_WIRE
     input_tokens = "input_tokens"
     output_tokens = "output_tokens"
 

@@ -1,5 +1,6 @@
 """The providers openprogram ships: how the runtime makes each one, the vendor each api
-belongs to, and the environment variable each vendor api reads its key from.
+belongs to, and what each vendor api's wire is (:func:`vendor_wire`: its key variable, its
+hosts and headers, from :mod:`openprogram.vendors`).
 
     echo                the offline ``echo`` provider, the default model
     vendor_provider     what the vendor providers share (settings, key, request, errors)
@@ -10,18 +11,19 @@ belongs to, and the environment variable each vendor api reads its key from.
 
 Each factory receives the ``[providers.<api>]`` settings of the configuration (None when
 there are none, or when the configuration is broken — record/replay is then blocked anyway).
-Factories import their module only when called, so nothing vendor-specific (nor httpx) is
-imported before the runtime starts.
+Factories import their module only when called, and the vendors' facts are read when first
+asked, so nothing vendor-specific (nor httpx) is imported before the runtime starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from openprogram.config.models import ProviderSettings
     from openprogram.providers.registry import ApiProvider
+    from openprogram.vendors.wire import Wire
 
 BuiltinFactory = Callable[["ProviderSettings | None"], "ApiProvider"]
 
@@ -58,8 +60,30 @@ VENDOR_OF_API: dict[str, str] = {
 }
 """The vendor (``Model.provider``) of each built-in api; another api is its own vendor."""
 
-DEFAULT_API_KEY_VARIABLES: dict[str, str] = {
-    "openai-completions": "OPENAI_API_KEY",
-    "anthropic-messages": "ANTHROPIC_API_KEY",
-}
+
+def vendor_wire(api: str) -> Wire:
+    """The wire of a built-in vendor api (``KeyError`` for another api)."""
+    from openprogram.vendors import VENDOR_APIS
+
+    if api in VENDOR_OF_API and api != "echo":
+        for vendor_api in VENDOR_APIS:
+            if vendor_api.name == api:
+                return vendor_api.wire
+    raise KeyError(api)
+
+
+class _DefaultKeyVariables(Mapping[str, str]):
+    """Each built-in vendor api's key variable: its vendor's first (read when asked)."""
+
+    def __getitem__(self, api: str) -> str:
+        return vendor_wire(api).key_variables[0]
+
+    def __iter__(self) -> Iterator[str]:
+        return (api for api in VENDOR_OF_API if api != "echo")
+
+    def __len__(self) -> int:
+        return len(VENDOR_OF_API) - 1
+
+
+DEFAULT_API_KEY_VARIABLES: Mapping[str, str] = _DefaultKeyVariables()
 """Where each built-in vendor api reads its key unless ``api_key_env`` names another."""
