@@ -8,13 +8,16 @@ when its first SSE event's data is ``message_start`` or its whole body an assist
 The new input is the last of the request's ``messages`` — its text, ``[image]`` or
 ``[document]`` for other blocks, a ``tool_result`` block shown with the name of the
 ``tool_use`` it answers (found by its id among the earlier messages) — or the ``system``
-prompt when there is no message. A stream is read from its events: ``message_start`` (the
-usage so far), ``content_block_start`` and ``content_block_delta`` by block ``index``
-(``text_delta`` text, ``thinking_delta`` thinking, ``input_json_delta`` pieces of a tool
-call's input; a ``tool_use`` block that gets no piece keeps the ``input`` it started with),
+prompt when there is no message. A stream is read by :class:`MessagesStream`, the one
+reader of it (the built-in ``anthropic-messages`` provider streams its events from the same
+pieces), from its events: ``message_start`` (the usage so far), ``content_block_start`` and
+``content_block_delta`` by block ``index`` (``text_delta`` text, ``thinking_delta`` thinking,
+``signature_delta`` its signature, ``input_json_delta`` pieces of a tool call's input; a
+``tool_use`` block that gets no piece keeps the ``input`` it started with),
 ``message_delta`` (the stop reason, and usage counts that replace the earlier ones) and
 ``error`` (the server's own error in the stream). A whole message is read from its
-``content`` blocks, ``stop_reason`` and ``usage`` (``input_tokens`` / ``output_tokens``).
+``content`` blocks, ``stop_reason`` and ``usage`` (``input_tokens`` / ``output_tokens``)
+(:func:`message_pieces`).
 
 The streamed pieces of text are the ``content_block_delta`` events' ``text``, ``thinking``
 and ``partial_json``, by block ``index``.
@@ -28,9 +31,25 @@ from typing import Any
 import orjson
 
 from openprogram.vendors.reply import (
+    ArgumentsPiece,
+    BlockEnd,
     BlockKey,
+    BlockStart,
+    CutPiece,
+    EndPiece,
+    ErrorPiece,
+    Finish,
     HttpReply,
     Piece,
+    SignaturePiece,
+    StopPiece,
+    StreamPiece,
+    TextPiece,
+    ThinkingPiece,
+    Tokens,
+    UnreadablePiece,
+    UsagePiece,
+    as_count,
     as_dict,
     as_list,
     as_str,
@@ -38,36 +57,16 @@ from openprogram.vendors.reply import (
     error_text,
     joined_texts,
     messages_input,
+    read_stream,
 )
-from openprogram.vendors.wire import ServedApi, Wire
 
-__all__ = ["ANTHROPIC_MESSAGES", "ANTHROPIC_VERSION", "ANTHROPIC_WIRE", "AnthropicMessages"]
-
-ANTHROPIC_VERSION = "anthropic-version"
-"""The header naming the API's version, sent with every request."""
-_KEY = "ANTHROPIC_API_KEY"
-ANTHROPIC_WIRE = Wire(
-    vendor="anthropic",
-    hosts=("api.anthropic.com",),
-    official_hosts=r"api\.anthropic\.com",
-    key_variables=(_KEY,),
-    key_header="x-api-key",
-    placeholder_if_unset=(_KEY,),
-    placeholder_variables=(_KEY,),
-    stored_headers=(ANTHROPIC_VERSION, "anthropic-beta"),
-    version_headers=((ANTHROPIC_VERSION, "2023-06-01"),),
-    compared_headers=(ANTHROPIC_VERSION,),
-    served=ServedApi(
-        "anthropic",
-        "https://api.anthropic.com",
-        "",
-        # the official SDKs, the Vercel AI SDK, Claude Code; litellm reads the second
-        ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
-        "anthropic",
-        versioned="/v1",
-    ),
-)
-"""Anthropic's API: its key in ``x-api-key``, its version in ``anthropic-version``."""
+__all__ = [
+    "ANTHROPIC_MESSAGES",
+    "AnthropicMessages",
+    "MessagesStream",
+    "message_pieces",
+    "message_tokens",
+]
 
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
 _DELTA_FIELDS = {
@@ -76,18 +75,46 @@ _DELTA_FIELDS = {
     "input_json_delta": "partial_json",
 }
 """Each streamed delta's type, and the field holding its piece of text."""
+_DELTA_PIECES: dict[
+    str, tuple[str, type[TextPiece | ThinkingPiece | ArgumentsPiece | SignaturePiece]]
+] = {
+    "text_delta": ("text", TextPiece),
+    "thinking_delta": ("thinking", ThinkingPiece),
+    "input_json_delta": ("partial_json", ArgumentsPiece),
+    "signature_delta": ("signature", SignaturePiece),
+}
+"""Each streamed delta's type, the field holding its piece, and the piece it is."""
+_BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_stop")
+_STOPS: dict[str, Finish] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "toolUse",
+    "refusal": "refused",
+}
+"""What each ``stop_reason`` means (any other: ``stop``)."""
+_TOKEN_FIELDS = {
+    "input_tokens": "input",
+    "output_tokens": "output",
+    "cache_read_input_tokens": "cache_read",
+    "cache_creation_input_tokens": "cache_write",
+}
+"""Each count of a usage object, and its name in openprogram's words."""
 
 
 class AnthropicMessages:
     """Messages, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "anthropic-messages"
-    wire = ANTHROPIC_WIRE
     input_tokens = "input_tokens"
     output_tokens = "output_tokens"
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
-        return path.endswith("/messages") and (ANTHROPIC_VERSION in headers or "anthropic" in host)
+        return path.endswith("/messages") and (
+            "anthropic-version" in headers or "anthropic" in host
+        )
 
     def model_endpoint(self, path: str) -> str | None:
         return None
@@ -100,15 +127,10 @@ class AnthropicMessages:
     def reply(self, body: object, datas: list[object], whole: object) -> HttpReply:
         reply = HttpReply()
         messages_input(as_dict(body), reply, _blocks_text)
-        for data in datas:
-            _stream_event(as_dict(data), reply)
+        read_stream(MessagesStream(), datas, reply)
         if whole is not None:
-            message = as_dict(whole)
-            reply.error = error_text(message)
-            for number, block in enumerate(as_list(message.get("content"))):
-                _whole_block(number, as_dict(block), reply)
-            reply.stop_reason = as_str(message.get("stop_reason"))
-            reply.add_usage(message.get("usage"))
+            for piece in message_pieces(whole):
+                reply.add(piece)
         return reply
 
     def streamed_pieces(
@@ -155,42 +177,129 @@ def _tool_name(messages: list[Any], tool_use_id: Any) -> str:
     return "?"
 
 
-def _stream_event(event: dict[str, Any], reply: HttpReply) -> None:
-    kind = event.get("type")
-    if kind == "message_start":
-        reply.add_usage(as_dict(event.get("message")).get("usage"))
-    elif kind == "content_block_start":
-        _whole_block(block_key(event.get("index")), as_dict(event.get("content_block")), reply)
-    elif kind == "content_block_delta":
-        _delta(block_key(event.get("index")), as_dict(event.get("delta")), reply)
-    elif kind == "message_delta":
-        reply.stop_reason = as_str(as_dict(event.get("delta")).get("stop_reason")) or (
-            reply.stop_reason
-        )
-        reply.add_usage(event.get("usage"))
-    elif kind == "error":
-        reply.error = error_text(event) or reply.error
+def message_tokens(usage: dict[str, Any]) -> Tokens:
+    """A usage object's counts: input (without the cached tokens), output, cache read and
+    written; the total is their sum."""
+    counts = {name: as_count(usage.get(field)) for field, name in _TOKEN_FIELDS.items()}
+    return Tokens(**counts, total=sum(counts.values()))
 
 
-def _whole_block(key: Any, block: dict[str, Any], reply: HttpReply) -> None:
+class MessagesStream:
+    """One Messages stream, read event by event into pieces.
+
+    An event's kind is its data's ``type``, else the event's name; ``ping`` and kinds not
+    known are passed over, as the API's versioning policy asks. ``content_block_start`` starts
+    a text, thinking or tool block by its ``index`` (other kinds are started and read no
+    further); a delta or stop of a block never started is refused; ``message_delta`` gives the
+    stop reason and usage counts that replace the earlier ones (a count that is not a whole
+    number is passed over); ``message_stop`` ends the stream, and a stream that ends before
+    it is cut.
+    """
+
+    server_error = "the server sent an error"
+
+    def __init__(self) -> None:
+        self._started: set[BlockKey] = set()
+        self._usage: dict[str, int] = {}
+        self._stopped = False
+        self._ended = False
+
+    def feed(self, data: object, event: str = "") -> list[StreamPiece]:
+        if self._ended or event == "ping":
+            return []
+        if not isinstance(data, dict):
+            return [UnreadablePiece()]
+        kind = data.get("type")
+        kind = kind if isinstance(kind, str) else event
+        if kind == "message_start":
+            return self._usage_pieces(as_dict(data.get("message")).get("usage"))
+        if kind in _BLOCK_EVENTS:
+            return self._block_event(kind, data)
+        if kind == "message_delta":
+            reason = as_dict(data.get("delta")).get("stop_reason")
+            stop = [self._stop(reason)] if isinstance(reason, str) else []
+            return [*stop, *self._usage_pieces(data.get("usage"))]
+        if kind == "message_stop":
+            self._ended = True
+            stop = [] if self._stopped else [StopPiece(None, "stop")]
+            return [*stop, EndPiece()]
+        if kind == "error":
+            return [ErrorPiece(error_text(data))]
+        return []
+
+    def close(self) -> list[StreamPiece]:
+        return [] if self._ended else [CutPiece("message_stop")]
+
+    def _block_event(self, kind: str, data: dict[str, Any]) -> list[StreamPiece]:
+        index = data.get("index")
+        pieces: list[StreamPiece] = []
+        if not isinstance(index, int) or isinstance(index, bool):
+            pieces.append(UnreadablePiece(f"{kind} without a block index"))
+        key = block_key(index)
+        if kind == "content_block_start":
+            self._started.add(key)
+            return [*pieces, *_start_pieces(key, as_dict(data.get("content_block")))]
+        delta = data.get("delta")
+        is_delta = kind == "content_block_delta"
+        if is_delta and not isinstance(delta, dict):
+            return pieces
+        if key not in self._started:
+            pieces.append(UnreadablePiece(f"content block {index} was never started"))
+        if not is_delta:
+            return [*pieces, BlockEnd(key)]
+        field, piece = _DELTA_PIECES.get(str(as_dict(delta).get("type")), ("", None))
+        text = as_dict(delta).get(field)
+        return [*pieces, piece(key, text)] if piece and isinstance(text, str) else pieces
+
+    def _stop(self, reason: str) -> StopPiece:
+        self._stopped = True
+        finish = _STOPS.get(reason, "stop")
+        refusal = "the model declined to answer" if finish == "refused" else ""
+        return StopPiece(reason, finish, f"stop_reason {reason!r}", refusal)
+
+    def _usage_pieces(self, usage: object) -> list[StreamPiece]:
+        if not isinstance(usage, dict):
+            return []
+        for field in _TOKEN_FIELDS:
+            value = usage.get(field)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                self._usage[field] = value
+        return [UsagePiece(usage, message_tokens(self._usage))]
+
+
+def message_pieces(whole: object) -> list[StreamPiece]:
+    """The pieces of a whole message: its content blocks, stop reason and usage."""
+    message = as_dict(whole)
+    error = error_text(message)
+    pieces: list[StreamPiece] = [ErrorPiece(error)] if error else []
+    for number, block in enumerate(as_list(message.get("content"))):
+        pieces += _start_pieces(number, as_dict(block))
+    reason = as_str(message.get("stop_reason"))
+    if reason is not None:
+        pieces.append(StopPiece(reason, _STOPS.get(reason, "stop"), f"stop_reason {reason!r}"))
+    usage = message.get("usage")
+    if isinstance(usage, dict):
+        pieces.append(UsagePiece(usage, message_tokens(usage)))
+    return pieces
+
+
+def _start_pieces(key: BlockKey, block: dict[str, Any]) -> list[StreamPiece]:
+    """A content block as it starts (or stands whole): its kind, and what it holds."""
     kind = block.get("type")
+    pieces: list[StreamPiece] = []
     if kind == "text":
-        reply.add_text(key, block.get("text"))
+        pieces.append(BlockStart(key, "text"))
+        if isinstance(block.get("text"), str):
+            pieces.append(TextPiece(key, block["text"]))
     elif kind == "thinking":
-        reply.add_thinking(key, block.get("thinking"))
+        pieces.append(BlockStart(key, "thinking"))
+        if isinstance(block.get("thinking"), str):
+            pieces.append(ThinkingPiece(key, block["thinking"]))
+        if isinstance(block.get("signature"), str):
+            pieces.append(SignaturePiece(key, block["signature"]))
     elif kind in _TOOL_BLOCKS:
-        tool = reply.tool(key)
-        tool.name = as_str(block.get("name")) or ""
-        tool.value = block.get("input")
-
-
-def _delta(key: Any, delta: dict[str, Any], reply: HttpReply) -> None:
-    kind = delta.get("type")
-    if kind == "text_delta":
-        reply.add_text(key, delta.get("text"))
-    elif kind == "thinking_delta":
-        reply.add_thinking(key, delta.get("thinking"))
-    elif kind == "input_json_delta":
-        piece = as_str(delta.get("partial_json"))
-        if piece is not None:
-            reply.tool(key).pieces.append(piece)
+        call_id, name = as_str(block.get("id")) or "", as_str(block.get("name")) or ""
+        server_side = kind != "tool_use"
+        arguments = block.get("input")
+        pieces.append(BlockStart(key, "tool", call_id, name, arguments, server_side))
+    return pieces

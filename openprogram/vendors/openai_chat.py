@@ -6,12 +6,14 @@ claims, when its first SSE event's data or its whole body is a ``chat.completion
 ``…/completions`` goes to a model too, though the store does not read it.
 
 The new input is the last of the request's ``messages`` (a ``tool`` message shows the name of
-the call it answers, found by its ``tool_call_id`` among the earlier messages). A stream's
-chunks are read for choice 0: ``delta.content`` (and ``delta.refusal``) is the text,
-``delta.reasoning_content`` or ``delta.reasoning`` (sent by OpenAI-compatible servers) the
-thinking, ``delta.tool_calls`` pieces are joined by their ``index``; ``finish_reason`` is the
-stop reason and the chunk holding ``usage`` the usage (``prompt_tokens`` /
-``completion_tokens``). A whole completion is read from ``choices[0].message``.
+the call it answers, found by its ``tool_call_id`` among the earlier messages). A stream is
+read by :class:`ChatCompletionsStream`, the one reader of it (the built-in
+``openai-completions`` provider streams its events from the same pieces): for choice 0,
+``delta.content`` (and ``delta.refusal``) is the text, ``delta.reasoning_content`` or else
+``delta.reasoning`` (sent by OpenAI-compatible servers) the thinking, ``delta.tool_calls``
+pieces are joined by their ``index``; ``finish_reason`` is the stop reason and the chunk
+holding ``usage`` the usage (``prompt_tokens`` / ``completion_tokens``). A whole completion
+is read from ``choices[0].message`` (:func:`completion_pieces`).
 
 The streamed pieces of text are, for every choice, ``choices[i].delta``'s ``content``,
 ``refusal``, ``reasoning_content`` and ``reasoning``, and each ``tool_calls`` entry's
@@ -25,49 +27,48 @@ shown as ``name(arguments)`` are read the same way by OpenAI's Responses API
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from openprogram.vendors.reply import (
+    ArgumentsPiece,
+    BlockEnd,
     BlockKey,
+    BlockStart,
+    CutPiece,
+    EndPiece,
+    ErrorPiece,
+    Finish,
     HttpReply,
     PathPart,
     Piece,
+    StopPiece,
+    StreamPiece,
+    TextPiece,
+    ThinkingPiece,
+    Tokens,
+    UnreadablePiece,
+    UsagePiece,
+    as_count,
     as_dict,
     as_list,
     as_str,
-    block_key,
     error_text,
     joined_texts,
+    read_stream,
 )
-from openprogram.vendors.wire import ServedApi, Wire
 
-__all__ = ["OPENAI_CHAT", "OPENAI_WIRE", "OpenAIChat", "call_text", "parts_text"]
-
-_KEY = "OPENAI_API_KEY"
-OPENAI_WIRE = Wire(
-    vendor="openai",
-    hosts=("api.openai.com",),
-    official_hosts=r"api\.openai\.com",
-    key_variables=(_KEY,),
-    key_header="authorization",
-    key_prefix="Bearer ",
-    placeholder_if_unset=(_KEY,),
-    placeholder_variables=(_KEY,),
-    stored_headers=("openai-beta",),
-    compared_headers=("openai-version",),
-    served=ServedApi(
-        "openai",
-        "https://api.openai.com",
-        "/v1",
-        # the official SDKs (Python, Node, Go, .NET), the Vercel AI SDK, Codex; litellm and
-        # LangChain (Python) read the older name
-        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
-        "openai",
-    ),
-)
-"""OpenAI's API, both of its APIs (Chat Completions and Responses): a bearer key."""
+__all__ = [
+    "OPENAI_CHAT",
+    "ChatCompletionsStream",
+    "OpenAIChat",
+    "call_text",
+    "chat_tokens",
+    "completion_pieces",
+    "parts_text",
+]
 
 _PART_PLACEHOLDERS = {
     "image_url": "[image]",
@@ -80,6 +81,15 @@ _OTHER_ENDPOINTS = (("/embeddings", "embeddings"), ("/completions", "legacy comp
 """The model endpoints of OpenAI's API (and the servers that copy it: Ollama, vLLM, litellm)
 beside Chat Completions, which the store does not read: path ending, name."""
 _TEXT_FIELDS = ("content", "refusal", "reasoning_content", "reasoning")
+_DONE = "[DONE]"
+"""The data of the event that ends a stream."""
+_FINISHES: dict[str, Finish] = {
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+    "content_filter": "refused",
+}
+"""What each ``finish_reason`` means (any other: ``stop``)."""
 
 
 def parts_text(content: Any) -> str:
@@ -110,7 +120,6 @@ class OpenAIChat:
     """Chat Completions, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-completions"
-    wire = OPENAI_WIRE
     input_tokens = "prompt_tokens"
     output_tokens = "completion_tokens"
 
@@ -126,22 +135,10 @@ class OpenAIChat:
     def reply(self, body: object, datas: list[object], whole: object) -> HttpReply:
         reply = HttpReply()
         _input(as_dict(body), reply)
-        for data in datas:
-            chunk = as_dict(data)
-            reply.error = error_text(chunk) or reply.error
-            for choice in as_list(chunk.get("choices")):
-                choice = as_dict(choice)
-                if choice.get("index", 0) == 0:
-                    _delta(as_dict(choice.get("delta")), reply)
-                    reply.stop_reason = as_str(choice.get("finish_reason")) or reply.stop_reason
-            reply.add_usage(chunk.get("usage"))
+        read_stream(ChatCompletionsStream(), datas, reply)
         if whole is not None:
-            completion = as_dict(whole)
-            reply.error = error_text(completion)
-            choice = as_dict(next(iter(as_list(completion.get("choices"))), None))
-            _message(as_dict(choice.get("message")), reply)
-            reply.stop_reason = as_str(choice.get("finish_reason"))
-            reply.add_usage(completion.get("usage"))
+            for piece in completion_pieces(whole):
+                reply.add(piece)
         return reply
 
     def streamed_pieces(
@@ -196,33 +193,186 @@ def _tool_name(messages: list[Any], call_id: Any) -> str:
     return "?"
 
 
-def _delta(delta: dict[str, Any], reply: HttpReply) -> None:
-    reply.add_text("content", delta.get("content"))
-    reply.add_text("refusal", delta.get("refusal"))
-    reply.add_thinking("reasoning", delta.get("reasoning_content"))
-    reply.add_thinking("reasoning", delta.get("reasoning"))
-    for piece in as_list(delta.get("tool_calls")):
-        piece = as_dict(piece)
-        index = piece.get("index")
-        key = block_key(index) if index is not None else len(reply.tools) - 1 if reply.tools else 0
-        tool = reply.tool(key)
-        function = as_dict(piece.get("function"))
-        tool.name = tool.name or as_str(function.get("name")) or ""
-        arguments = as_str(function.get("arguments"))
-        if arguments is not None:
-            tool.pieces.append(arguments)
+def chat_tokens(usage: dict[str, Any]) -> Tokens:
+    """A usage object's counts: the prompt less its cached tokens is the input."""
+    prompt = as_count(usage.get("prompt_tokens"))
+    completion = as_count(usage.get("completion_tokens"))
+    cached = as_count(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
+    total = as_count(usage.get("total_tokens")) or prompt + completion
+    return Tokens(input=max(prompt - cached, 0), output=completion, cache_read=cached, total=total)
 
 
-def _message(message: dict[str, Any], reply: HttpReply) -> None:
-    reply.add_text("content", parts_text(message.get("content")) or None)
-    reply.add_text("refusal", message.get("refusal"))
-    reply.add_thinking("reasoning", message.get("reasoning_content"))
+@dataclass
+class _ToolDraft:
+    """A streamed tool call: its id and name so far, and whether it has started."""
+
+    id: str = ""
+    name: str = ""
+    started: bool = False
+
+
+class ChatCompletionsStream:
+    """One Chat Completions stream, read chunk by chunk into pieces (choice 0 only).
+
+    Text (``content``, ``refusal``) and thinking (``reasoning_content``, else ``reasoning``)
+    are blocks of their own, a new one each time the stream changes from one field to another
+    or to a tool call (an empty piece is no piece). A
+    tool call, whose id and name may come in pieces (appended, unless a piece repeats the
+    whole value), starts with its first piece of arguments, or at ``finish_reason`` when it
+    has none; arguments sent as an object count as their JSON text. ``finish_reason`` ends
+    every block, and after it only usage is read; ``stop`` after a tool call means a tool
+    call. ``[DONE]``, or the end of the stream, ends it: before ``finish_reason``, cut.
+    """
+
+    server_error = "the server sent an error mid-stream"
+
+    def __init__(self) -> None:
+        self._prose: tuple[str, int] | None = None
+        """The open text or thinking block: the field it streams in, its number."""
+        self._blocks = 0
+        self._tools: dict[int, _ToolDraft] = {}
+        self._started_tools: list[int] = []
+        self._stopped = False
+        self._ended = False
+
+    def feed(self, data: object, event: str = "") -> list[StreamPiece]:
+        if self._ended:
+            return []
+        if data == _DONE:
+            return self.close()
+        if not isinstance(data, dict):
+            return [UnreadablePiece()]
+        pieces: list[StreamPiece] = []
+        if event == "error" or data.get("error"):
+            pieces.append(ErrorPiece(error_text(data)))
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            pieces.append(UsagePiece(usage, chat_tokens(usage)))
+        for choice in as_list(data.get("choices")):
+            if isinstance(choice, dict) and choice.get("index", 0) == 0 and not self._stopped:
+                pieces += self._choice(choice)
+        return pieces
+
+    def close(self) -> list[StreamPiece]:
+        if self._ended:
+            return []
+        self._ended = True
+        if self._stopped:
+            return [EndPiece()]
+        return [CutPiece("finish_reason"), *self._start_every_tool()]
+
+    def _choice(self, choice: dict[str, Any]) -> list[StreamPiece]:
+        pieces: list[StreamPiece] = []
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str):
+                pieces += self._prose_piece("reasoning", reasoning)
+            for field in ("content", "refusal"):
+                if isinstance(delta.get(field), str):
+                    pieces += self._prose_piece(field, delta[field])
+            for position, item in enumerate(as_list(delta.get("tool_calls"))):
+                if isinstance(item, dict):
+                    pieces += self._tool_piece(position, item)
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            pieces += self._finish(reason)
+        return pieces
+
+    def _prose_piece(self, field: str, text: str) -> list[StreamPiece]:
+        if not text:
+            return []
+        thinking = field == "reasoning"
+        pieces: list[StreamPiece] = []
+        if self._prose is None or self._prose[0] != field:
+            pieces = self._close_prose()
+            self._prose = (field, self._blocks)
+            self._blocks += 1
+            pieces.append(BlockStart(self._prose, "thinking" if thinking else "text"))
+        key = self._prose
+        return [*pieces, ThinkingPiece(key, text) if thinking else TextPiece(key, text)]
+
+    def _close_prose(self) -> list[StreamPiece]:
+        key, self._prose = self._prose, None
+        return [BlockEnd(key)] if key is not None else []
+
+    def _tool_piece(self, position: int, item: dict[str, Any]) -> list[StreamPiece]:
+        index = item.get("index")
+        key = index if isinstance(index, int) else position
+        draft = self._tools.setdefault(key, _ToolDraft())
+        pieces = self._close_prose()
+        draft.id = _merge(draft.id, item.get("id"))
+        function = item.get("function")
+        if not isinstance(function, dict):
+            return pieces
+        draft.name = _merge(draft.name, function.get("name"))
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # a few servers send the object itself
+            arguments = orjson.dumps(arguments).decode()
+        if isinstance(arguments, str) and arguments:
+            pieces += [*self._start(key), ArgumentsPiece(key, arguments)]
+        return pieces
+
+    def _start(self, key: int) -> list[StreamPiece]:
+        draft = self._tools[key]
+        if draft.started:
+            return []
+        draft.started = True
+        self._started_tools.append(key)
+        return [BlockStart(key, "tool", id=draft.id, name=draft.name)]
+
+    def _start_every_tool(self) -> list[StreamPiece]:
+        return [piece for key in sorted(self._tools) for piece in self._start(key)]
+
+    def _finish(self, reason: str) -> list[StreamPiece]:
+        self._stopped = True
+        finish = _FINISHES.get(reason, "stop")
+        said = f"finish_reason {reason!r}"
+        if finish == "refused":
+            return [
+                StopPiece(reason, finish, said, "the server's content filter stopped the reply")
+            ]
+        pieces = [*self._close_prose(), *self._start_every_tool()]
+        if finish == "stop" and self._tools:  # some servers say "stop" after a tool call
+            finish = "toolUse"
+        ends = [BlockEnd(key) for key in self._started_tools]
+        return [*pieces, StopPiece(reason, finish, said), *ends]
+
+
+def completion_pieces(whole: object) -> list[StreamPiece]:
+    """The pieces of a whole completion: choice 0's message, its stop reason and usage."""
+    completion = as_dict(whole)
+    error = error_text(completion)
+    pieces: list[StreamPiece] = [ErrorPiece(error)] if error else []
+    choice = as_dict(next(iter(as_list(completion.get("choices"))), None))
+    message = as_dict(choice.get("message"))
+    text = parts_text(message.get("content"))
+    if text:
+        pieces.append(TextPiece("content", text))
+    if isinstance(message.get("refusal"), str):
+        pieces.append(TextPiece("refusal", message["refusal"]))
+    if isinstance(message.get("reasoning_content"), str):
+        pieces.append(ThinkingPiece("reasoning", message["reasoning_content"]))
     for number, call in enumerate(as_list(message.get("tool_calls"))):
         function = as_dict(as_dict(call).get("function"))
-        tool = reply.tool(number)
-        tool.name = as_str(function.get("name")) or ""
         arguments = function.get("arguments")
+        call_id = as_str(as_dict(call).get("id")) or ""
+        name = as_str(function.get("name")) or ""
+        value = None if isinstance(arguments, str) else arguments
+        pieces.append(BlockStart(number, "tool", id=call_id, name=name, arguments=value))
         if isinstance(arguments, str):
-            tool.pieces.append(arguments)
-        else:
-            tool.value = arguments
+            pieces.append(ArgumentsPiece(number, arguments))
+    reason = as_str(choice.get("finish_reason"))
+    if reason is not None:
+        finish = _FINISHES.get(reason, "stop")
+        pieces.append(StopPiece(reason, finish, f"finish_reason {reason!r}"))
+    if isinstance(completion.get("usage"), dict):
+        pieces.append(UsagePiece(completion["usage"], chat_tokens(completion["usage"])))
+    return pieces
+
+
+def _merge(current: str, piece: object) -> str:
+    """A piece of an id or name: appended, unless it repeats the whole value so far."""
+    if not isinstance(piece, str) or not piece or piece == current:
+        return current
+    return current + piece

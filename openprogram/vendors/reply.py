@@ -9,23 +9,48 @@ reader here takes any JSON value: a field of an unexpected type is treated as ab
 as an error. A :class:`Piece` is one streamed piece of text where it stands in the call's
 events, so that a block's pieces can be joined, redacted and put back. Each vendor's format is
 read in its own module of :mod:`openprogram.vendors`.
+
+A vendor whose stream openprogram's own providers read too (Chat Completions, Messages) has
+one :class:`StreamReader`: it turns each server-sent event's data, one at a time, into
+normalized pieces — a block started (text, thinking, or a tool call with its id and name), a
+piece of its text, thinking, signature or arguments, a block ended, the stop reason, the usage,
+the server's own error, the stream's end, or what a strict reader refuses — and both the
+store's :class:`HttpReply` (:func:`read_stream`) and the providers' event streams are built
+from those pieces, so that the two never read one reply two ways.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import orjson
 
 __all__ = [
     "BLOCK_SEPARATOR",
+    "ArgumentsPiece",
+    "BlockEnd",
     "BlockKey",
+    "BlockStart",
+    "CutPiece",
+    "EndPiece",
+    "ErrorPiece",
+    "Finish",
     "HttpReply",
     "PathPart",
     "Piece",
+    "SignaturePiece",
+    "StopPiece",
+    "StreamPiece",
+    "StreamReader",
+    "TextPiece",
+    "ThinkingPiece",
+    "Tokens",
     "ToolCallParts",
+    "UnreadablePiece",
+    "UsagePiece",
+    "as_count",
     "as_dict",
     "as_int",
     "as_list",
@@ -34,6 +59,7 @@ __all__ = [
     "error_text",
     "joined_texts",
     "messages_input",
+    "read_stream",
 ]
 
 BLOCK_SEPARATOR = "\n"
@@ -60,6 +86,11 @@ def as_str(value: object) -> str | None:
 
 def as_int(value: object) -> int | None:
     return value if type(value) is int else None
+
+
+def as_count(value: object) -> int:
+    """``value`` if it is a count of tokens (a whole number above 0), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def block_key(*values: object) -> BlockKey:
@@ -94,12 +125,14 @@ def error_text(value: object) -> str | None:
 
 @dataclass
 class ToolCallParts:
-    """One tool call: its name, and its JSON arguments as they arrived (in pieces), or as a
-    value when the vendor sends them whole (an Anthropic ``tool_use`` block's ``input``)."""
+    """One tool call: its name, its JSON arguments as they arrived (in pieces), or as a value
+    when the vendor sends them whole (an Anthropic ``tool_use`` block's ``input``), and its id
+    where the vendor's reader gives one."""
 
     name: str = ""
     pieces: list[str] = field(default_factory=list)
     value: Any = None
+    id: str = ""
 
     def arguments(self) -> Any:
         """The arguments: the pieces joined and parsed as JSON; the joined text itself when it
@@ -113,6 +146,151 @@ class ToolCallParts:
             return text
 
 
+Finish = Literal["stop", "length", "toolUse", "refused"]
+"""Why a reply ended, in openprogram's words; ``refused``: the model or a filter declined."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """What a usage object counts, in openprogram's words."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BlockStart:
+    """A content block opens: text, thinking, or a tool call with its id and name (and its
+    arguments when the vendor sends them whole at the start). ``server_side``: a tool the
+    server runs itself, not one the client is asked to run."""
+
+    block: BlockKey
+    kind: Literal["text", "thinking", "tool"]
+    id: str = ""
+    name: str = ""
+    arguments: Any = None
+    server_side: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TextPiece:
+    block: BlockKey
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPiece:
+    block: BlockKey
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SignaturePiece:
+    """A piece of the signature the vendor puts on a thinking block."""
+
+    block: BlockKey
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentsPiece:
+    """A piece of a tool call's JSON arguments."""
+
+    block: BlockKey
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlockEnd:
+    block: BlockKey
+
+
+@dataclass(frozen=True, slots=True)
+class StopPiece:
+    """The stop reason: ``reason`` as the vendor sent it (None: the stream ended the reply
+    without one), ``finish`` what it means, ``said`` how the wire said it (for a message), and
+    for a refused reply the ``refusal`` in words."""
+
+    reason: str | None
+    finish: Finish
+    said: str = ""
+    refusal: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePiece:
+    """A usage object as sent, and every count the stream gave so far in openprogram's
+    words (``tokens``)."""
+
+    usage: dict[str, Any]
+    tokens: Tokens
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorPiece:
+    """The server's own error sent in the stream: ``type: message``, or None when it says
+    neither."""
+
+    text: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EndPiece:
+    """The stream finished the reply (OpenAI's ``[DONE]``, Anthropic's ``message_stop``, or
+    the end of a stream whose stop reason came)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CutPiece:
+    """The stream ended before it finished the reply: ``missing`` names what never came."""
+
+    missing: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadablePiece:
+    """What a strict reader refuses: ``reason`` in words, or None when the event's data is
+    not a JSON object. A tolerant reader (the store's) passes over it."""
+
+    reason: str | None = None
+
+
+StreamPiece = (
+    BlockStart
+    | TextPiece
+    | ThinkingPiece
+    | SignaturePiece
+    | ArgumentsPiece
+    | BlockEnd
+    | StopPiece
+    | UsagePiece
+    | ErrorPiece
+    | EndPiece
+    | CutPiece
+    | UnreadablePiece
+)
+
+
+class StreamReader(Protocol):
+    """One stream of a vendor's server-sent events, read event by event into pieces."""
+
+    server_error: str
+    """How a message introduces the server's own error sent in the stream."""
+
+    def feed(self, data: object, event: str = "") -> list[StreamPiece]:
+        """The pieces of one event: ``data`` its data (a JSON value, or the text that is not
+        JSON), ``event`` its name when known."""
+        ...
+
+    def close(self) -> list[StreamPiece]:
+        """The stream ended: what that means (its end, or what it cut), and the blocks it
+        started but never said so."""
+        ...
+
+
 @dataclass
 class HttpReply:
     """A reply put back together, and the new input message of the request that asked it."""
@@ -123,6 +301,8 @@ class HttpReply:
     thinking: dict[Any, list[str]] = field(default_factory=dict)
     tools: dict[Any, ToolCallParts] = field(default_factory=dict)
     stop_reason: str | None = None
+    finish: Finish | None = None
+    """What the stop reason means, where the vendor's stream reader says."""
     usage: dict[str, Any] | None = None
     error: str | None = None
 
@@ -136,6 +316,26 @@ class HttpReply:
 
     def tool(self, key: Any) -> ToolCallParts:
         return self.tools.setdefault(key, ToolCallParts())
+
+    def add(self, piece: StreamPiece) -> None:
+        """Put one streamed piece in its place (the pieces only a provider needs are passed
+        over: block ends, signatures, the end of the stream, what it refuses)."""
+        if isinstance(piece, TextPiece):
+            self.add_text(piece.block, piece.text)
+        elif isinstance(piece, ThinkingPiece):
+            self.add_thinking(piece.block, piece.text)
+        elif isinstance(piece, BlockStart) and piece.kind == "tool":
+            tool = self.tool(piece.block)
+            tool.id, tool.name, tool.value = piece.id, piece.name, piece.arguments
+        elif isinstance(piece, ArgumentsPiece):
+            self.tool(piece.block).pieces.append(piece.text)
+        elif isinstance(piece, StopPiece):
+            self.stop_reason = piece.reason or self.stop_reason
+            self.finish = piece.finish
+        elif isinstance(piece, UsagePiece):
+            self.add_usage(piece.usage)
+        elif isinstance(piece, ErrorPiece):
+            self.error = piece.text or self.error
 
     def add_usage(self, usage: Any) -> None:
         """Merge a usage object in (a later count of the same field wins)."""
@@ -183,3 +383,12 @@ def messages_input(
     elif "system" in body:
         reply.input_role = "system"
         reply.input_text = blocks_text(body["system"], [])
+
+
+def read_stream(reader: StreamReader, datas: Iterable[object], reply: HttpReply) -> None:
+    """Put into ``reply`` what ``reader`` reads of a stream's events' data, and of its end."""
+    for data in datas:
+        for piece in reader.feed(data):
+            reply.add(piece)
+    for piece in reader.close():
+        reply.add(piece)

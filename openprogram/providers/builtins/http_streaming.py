@@ -4,8 +4,9 @@ it can fail turned into an ``error`` event that keeps the reply streamed so far.
 Each call opens its own ``httpx.AsyncClient`` inside the stream and closes it there, so no
 connection outlives the call or crosses event loops (only the TLS settings, which hold no
 connection, are built once); a consumer that stops early (``aclose()``) closes the
-response. The server-sent events are read with httpx-sse and handed, one at a time, to the
-vendor's parser (:class:`EventStreamParser`).
+response. The server-sent events are read with httpx-sse and handed, one at a time, to a
+:class:`~openprogram.providers.builtins.reply_assembly.StreamParser` reading them through the
+vendor's own reader.
 
 What a failure looks like (every message starts with the api, e.g. ``openai-completions:``):
 
@@ -40,14 +41,10 @@ from httpx_sse import EventSource, ServerSentEvent
 from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
+    StreamParser,
     VendorStreamError,
-    vendor_error_text,
 )
-from openprogram.providers.builtins.vendor_provider import (
-    CONNECT_TIMEOUT,
-    EventStreamParser,
-    HttpRequest,
-)
+from openprogram.providers.builtins.vendor_provider import CONNECT_TIMEOUT, HttpRequest
 from openprogram.providers.events import AssistantMessageEvent, ErrorEvent
 from openprogram.providers.types import is_loopback_url
 from openprogram.recording.redaction import SecretRedactor
@@ -64,7 +61,7 @@ class _Aborted(Exception):
 
 async def stream_reply(
     prepare: Callable[[], HttpRequest],
-    parser: EventStreamParser,
+    parser: StreamParser,
     *,
     signal: asyncio.Event | None = None,
     on_payload: Callable[[dict[str, Any]], None] | None = None,
@@ -219,10 +216,30 @@ def _server_message(body: bytes) -> str | None:
     if not body.strip():
         return None
     try:
-        message = vendor_error_text(orjson.loads(body))
+        message = _error_message(orjson.loads(body))
     except orjson.JSONDecodeError:
         message = None
     return message if message is not None else _body_snippet(body)
+
+
+def _error_message(payload: Any) -> str | None:
+    """The server's own message in an error body: ``{"error": {"message": …}}`` (OpenAI,
+    Anthropic; its ``type`` when it has no message), ``{"error": "…"}``, ``{"message": "…"}``
+    or ``{"detail": "…"}`` (some compatible servers)."""
+    if not isinstance(payload, dict):
+        return None
+    error = payload.get("error")
+    if isinstance(error, dict):
+        for key in ("message", "type"):
+            if isinstance(error.get(key), str) and error[key]:
+                return str(error[key])
+    if isinstance(error, str) and error:
+        return error
+    for key in ("message", "detail"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _body_snippet(body: bytes) -> str:

@@ -1,10 +1,12 @@
 """From a vendor's stream to our events: content blocks, their indexes, usage, the final reply.
 
-A vendor parser (``openai_completions``, ``anthropic_messages``) reads the vendor's wire
-events and drives a :class:`ReplyAssembler`: it opens a block, appends deltas, closes it.
-The assembler numbers blocks contiguously from 0 in the order they open — the index each
-has in the final message's ``content`` — emits the matching ``*_start`` / ``*_delta`` /
-``*_end`` events, and builds the final (or, on failure, the partial) ``AssistantMessage``.
+The vendor's own reader (:class:`~openprogram.vendors.reply.StreamReader`, the one the
+store's views read recorded calls with) turns each server-sent event into pieces; a
+:class:`StreamParser` turns the pieces into calls of a :class:`ReplyAssembler`: it opens a
+block, appends deltas, closes it. The assembler numbers blocks contiguously from 0 in the
+order they open — the index each has in the final message's ``content`` — emits the matching
+``*_start`` / ``*_delta`` / ``*_end`` events, and builds the final (or, on failure, the
+partial) ``AssistantMessage``. A tool the server runs itself is not a block of ours.
 
 Anything that ends a stream early is a :class:`VendorStreamError`; the HTTP layer turns it
 into an ``error`` event that keeps what was streamed so far.
@@ -34,6 +36,23 @@ from openprogram.providers.events import (
     ToolCallStartEvent,
 )
 from openprogram.providers.types import AssistantMessage, Model, ToolCall, Usage
+from openprogram.vendors.reply import (
+    ArgumentsPiece,
+    BlockEnd,
+    BlockKey,
+    BlockStart,
+    CutPiece,
+    EndPiece,
+    ErrorPiece,
+    SignaturePiece,
+    StopPiece,
+    StreamPiece,
+    StreamReader,
+    TextPiece,
+    ThinkingPiece,
+    UnreadablePiece,
+    UsagePiece,
+)
 
 FinishReason = Literal["stop", "length", "toolUse"]
 STREAM_ENDED_EARLY = "stream ended before the reply finished"
@@ -48,7 +67,8 @@ class VendorStreamError(Exception):
 
 @dataclass(slots=True)
 class OpenBlock:
-    """A content block being streamed: text, thinking, or a tool call's argument JSON."""
+    """A content block being streamed: text, thinking, or a tool call's argument JSON (and
+    the arguments it started with, kept when no JSON arrives)."""
 
     kind: BlockKind
     content_index: int
@@ -56,6 +76,7 @@ class OpenBlock:
     tool_call_id: str = ""
     tool_name: str = ""
     signature: str | None = None
+    initial_arguments: dict[str, Any] = field(default_factory=dict)
     closed: bool = False
 
     @property
@@ -105,9 +126,12 @@ class ReplyAssembler:
         self._emit(ThinkingStartEvent(content_index=block.content_index))
         return block
 
-    def open_tool_call(self, tool_call_id: str, name: str) -> OpenBlock:
+    def open_tool_call(
+        self, tool_call_id: str, name: str, arguments: dict[str, Any] | None = None
+    ) -> OpenBlock:
         block = self._open("toolCall")
         block.tool_call_id, block.tool_name = tool_call_id, name
+        block.initial_arguments = dict(arguments or {})
         self._emit(
             ToolCallStartEvent(content_index=block.content_index, id=tool_call_id, name=name)
         )
@@ -131,7 +155,7 @@ class ReplyAssembler:
         else:
             self._emit(ToolCallDeltaEvent(content_index=index, delta=delta))
 
-    def close(self, block: OpenBlock, *, default_arguments: dict[str, Any] | None = None) -> None:
+    def close(self, block: OpenBlock) -> None:
         """End a block. A tool call's arguments are parsed here: JSON that is not an object
         raises :class:`VendorStreamError` naming the tool."""
         if block.closed:
@@ -145,17 +169,14 @@ class ReplyAssembler:
                 ThinkingEndEvent(content_index=index, content=block.text, signature=block.signature)
             )
         else:
-            arguments = _tool_arguments(block, default_arguments or {})
-            call = ToolCall(id=block.tool_call_id, name=block.tool_name, arguments=arguments)
+            call = ToolCall(
+                id=block.tool_call_id, name=block.tool_name, arguments=_arguments(block)
+            )
             self._emit(ToolCallEndEvent(content_index=index, tool_call=call))
 
     def close_all(self) -> None:
         for block in self._blocks:
             self.close(block)
-
-    @property
-    def has_tool_calls(self) -> bool:
-        return any(block.kind == "toolCall" for block in self._blocks)
 
     # -- the end ----------------------------------------------------------------------------
 
@@ -185,10 +206,10 @@ class ReplyAssembler:
         )
 
 
-def _tool_arguments(block: OpenBlock, default: dict[str, Any]) -> dict[str, Any]:
+def _arguments(block: OpenBlock) -> dict[str, Any]:
     text = block.text
     if not text.strip():
-        return dict(default)
+        return dict(block.initial_arguments)
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -204,45 +225,125 @@ def _tool_arguments(block: OpenBlock, default: dict[str, Any]) -> dict[str, Any]
     return value
 
 
-def parse_event_data(data: str) -> dict[str, Any]:
-    """The JSON object an event's ``data:`` carries; anything else is a
-    :class:`VendorStreamError` quoting the start of what arrived."""
+_PIECE_KINDS: dict[type[StreamPiece], BlockKind] = {
+    TextPiece: "text",
+    ThinkingPiece: "thinking",
+    ArgumentsPiece: "toolCall",
+}
+
+
+class StreamParser:
+    """Reads one vendor's server-sent events into our events: the vendor's ``stream`` reader
+    turns each event's data into pieces, and each piece drives a :class:`ReplyAssembler`."""
+
+    def __init__(self, reply: ReplyAssembler, stream: StreamReader) -> None:
+        self.reply = reply
+        self._stream = stream
+        self._blocks: dict[BlockKey, OpenBlock] = {}
+        self._finish: FinishReason | None = None
+        self._said: str | None = None
+        self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the terminal ``done`` event was produced."""
+        return self._finished
+
+    def feed(self, event: str, data: str) -> list[AssistantMessageEvent]:
+        text = data.strip()
+        if self._finished or not text:
+            return []
+        try:
+            value: object = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            value = text
+        return self._read(self._stream.feed(value, event), text)
+
+    def end_of_stream(self) -> list[AssistantMessageEvent]:
+        """The stream ended: the last events, or ``VendorStreamError`` if it ended early."""
+        return self._read(self._stream.close(), "")
+
+    def _read(self, pieces: list[StreamPiece], text: str) -> list[AssistantMessageEvent]:
+        for piece in pieces:
+            self._take(piece, text)
+            if self._finished:
+                return self.reply.finish(self._finish or "stop")
+        return self.reply.take_events()
+
+    def _take(self, piece: StreamPiece, text: str) -> None:
+        if isinstance(piece, UnreadablePiece):
+            raise VendorStreamError(f"malformed event stream: {piece.reason or _unreadable(text)}")
+        if isinstance(piece, ErrorPiece):
+            detail = piece.text or text[:SNIPPET_LENGTH]
+            raise VendorStreamError(f"{self._stream.server_error}: {detail}")
+        if isinstance(piece, CutPiece):
+            raise VendorStreamError(f"{STREAM_ENDED_EARLY} (no {piece.missing} was sent)")
+        if isinstance(piece, StopPiece):
+            self._stop(piece)
+        elif isinstance(piece, EndPiece):
+            self._finished = True
+        elif isinstance(piece, UsagePiece):
+            tokens = piece.tokens
+            self.reply.usage = Usage(
+                input=tokens.input,
+                output=tokens.output,
+                cache_read=tokens.cache_read,
+                cache_write=tokens.cache_write,
+                total_tokens=tokens.total,
+            )
+        elif isinstance(piece, BlockStart):
+            self._open(piece)
+        else:
+            self._into_block(piece)
+
+    def _open(self, start: BlockStart) -> None:
+        if start.server_side:
+            return
+        if start.kind == "text":
+            block = self.reply.open_text()
+        elif start.kind == "thinking":
+            block = self.reply.open_thinking()
+        else:
+            arguments = start.arguments if isinstance(start.arguments, dict) else None
+            block = self.reply.open_tool_call(start.id, start.name, arguments)
+        self._blocks[start.block] = block
+
+    def _into_block(
+        self, piece: TextPiece | ThinkingPiece | ArgumentsPiece | SignaturePiece | BlockEnd
+    ) -> None:
+        block = self._blocks.get(piece.block)
+        if block is None:  # a block we do not keep (a server's tool, a kind not known)
+            return
+        if isinstance(piece, BlockEnd):
+            self._close(block)
+        elif isinstance(piece, SignaturePiece):
+            if block.kind == "thinking":
+                block.signature = (block.signature or "") + piece.text or None
+        elif _PIECE_KINDS[type(piece)] == block.kind:
+            self.reply.append(block, piece.text)
+
+    def _close(self, block: OpenBlock) -> None:
+        try:
+            self.reply.close(block)
+        except VendorStreamError as exc:
+            if self._finish == "length" and self._said is not None:
+                cut = f"the reply was cut off at max_tokens: {self._said}"
+                raise VendorStreamError(f"{exc} ({cut})") from None
+            raise
+
+    def _stop(self, stop: StopPiece) -> None:
+        if stop.finish == "refused":
+            raise VendorStreamError(f"{stop.refusal} ({stop.said})")
+        self._finish, self._said = stop.finish, stop.said
+
+
+def _unreadable(text: str) -> str:
+    """Why an event's data cannot be read: it is not JSON, or not a JSON object."""
     try:
-        value = orjson.loads(data)
+        orjson.loads(text)
     except orjson.JSONDecodeError:
-        raise VendorStreamError(
-            f"malformed event stream: a data line is not JSON: {_snippet(data)}"
-        ) from None
-    if not isinstance(value, dict):
-        raise VendorStreamError(
-            f"malformed event stream: a data line is not a JSON object: {_snippet(data)}"
-        )
-    return value
-
-
-def vendor_error_text(payload: Any, *, with_type: bool = False) -> str | None:
-    """The server's own message in an error body: ``{"error": {"message": …}}`` (OpenAI,
-    Anthropic), ``{"error": "…"}``, ``{"message": "…"}`` or ``{"detail": "…"}`` (some
-    compatible servers). ``with_type`` puts the error's ``type``, when given, first."""
-    if not isinstance(payload, dict):
-        return None
-    error = payload.get("error")
-    if isinstance(error, dict):
-        message = error.get("message")
-        kind = error.get("type")
-        if isinstance(message, str) and message:
-            if with_type and isinstance(kind, str) and kind:
-                return f"{kind}: {message}"
-            return message
-        if isinstance(kind, str) and kind:
-            return kind
-    if isinstance(error, str) and error:
-        return error
-    for key in ("message", "detail"):
-        value = payload.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+        return f"a data line is not JSON: {_snippet(text)}"
+    return f"a data line is not a JSON object: {_snippet(text)}"
 
 
 def _snippet(text: str) -> str:

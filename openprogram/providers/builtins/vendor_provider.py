@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from openprogram.errors import MissingApiKeyError
-from openprogram.providers.builtins.reply_assembly import ReplyAssembler
+from openprogram.providers.builtins.reply_assembly import ReplyAssembler, StreamParser
 from openprogram.providers.types import (
     Context,
     Model,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from openprogram.config.models import ProviderSettings
     from openprogram.providers.events import AssistantMessageEvent
+    from openprogram.vendors.reply import StreamReader
 
 
 DEFAULT_TIMEOUT = 600.0
@@ -70,23 +71,6 @@ class VendorRequest:
     url: str
     headers: dict[str, str]
     body: dict[str, Any]
-
-
-class EventStreamParser(Protocol):
-    """Reads one vendor's server-sent events into our events (see ``reply_assembly``)."""
-
-    reply: ReplyAssembler
-
-    @property
-    def finished(self) -> bool:
-        """True once the terminal ``done`` event was produced."""
-        ...
-
-    def feed(self, event: str, data: str) -> list[AssistantMessageEvent]: ...
-
-    def end_of_stream(self) -> list[AssistantMessageEvent]:
-        """The stream ended: the last events, or ``VendorStreamError`` if it ended early."""
-        ...
 
 
 def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
@@ -168,7 +152,8 @@ class HttpVendorProvider(StreamingProvider):
     ) -> VendorRequest:
         raise NotImplementedError
 
-    def new_parser(self, reply: ReplyAssembler) -> EventStreamParser:
+    def new_stream(self) -> StreamReader:
+        """The vendor's reader of one reply's events (:mod:`openprogram.vendors`)."""
         raise NotImplementedError
 
     # -- shared -----------------------------------------------------------------------------
@@ -202,7 +187,7 @@ class HttpVendorProvider(StreamingProvider):
         on_payload: Callable[[dict[str, Any]], None] | None = options.on_payload
         return stream_reply(
             prepare,
-            self.new_parser(ReplyAssembler(model)),
+            StreamParser(ReplyAssembler(model), self.new_stream()),
             signal=options.signal,
             on_payload=on_payload,
             transport=self.transport,
