@@ -61,31 +61,17 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "__version__",
-    "now",
-    "random",
-    "record_replay",
-    "register_redactor",
-    "seeded_random",
-    "sequence_clock",
-    "stepping_clock",
-    "taped",
-    "user_redaction_in_effect",
-]
+_EXPORTS: dict[str, str] = {
+    "now": "openprogram.tape_boundary.taped_functions",
+    "random": "openprogram.tape_boundary.taped_functions",
+    "record_replay": "openprogram.activation.context_manager",
+    "register_redactor": "openprogram.recording.user_redaction",
+    "seeded_random": "openprogram.tape_boundary.taped_functions",
+    "sequence_clock": "openprogram.deterministic_sources",
+    "stepping_clock": "openprogram.deterministic_sources",
+    "taped": "openprogram.tape_boundary.taped_functions",
+    "user_redaction_in_effect": "openprogram.recording.user_redaction",
+}
+__all__ = ["__version__", *_EXPORTS]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    globals(),
-    {
-        "now": "openprogram.tape_boundary.taped_functions",
-        "random": "openprogram.tape_boundary.taped_functions",
-        "record_replay": "openprogram.activation.context_manager",
-        "register_redactor": "openprogram.recording.user_redaction",
-        "seeded_random": "openprogram.tape_boundary.taped_functions",
-        "sequence_clock": "openprogram.deterministic_sources",
-        "stepping_clock": "openprogram.deterministic_sources",
-        "taped": "openprogram.tape_boundary.taped_functions",
-        "user_redaction_in_effect": "openprogram.recording.user_redaction",
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -38,12 +38,11 @@ if TYPE_CHECKING:
     from openprogram.activation.placeholder_keys import PLACEHOLDER_API_KEY
     from openprogram.activation.plan import RecordReplayPlan
 
-__all__ = ["PLACEHOLDER_API_KEY", "RecordReplay", "RecordReplayPlan", "record_replay"]
-
 _EXPORTS = {
     "PLACEHOLDER_API_KEY": "openprogram.activation.placeholder_keys",
     "RecordReplay": "openprogram.activation.context_manager",
     "RecordReplayPlan": "openprogram.activation.plan",
     "record_replay": "openprogram.activation.context_manager",
 }
+__all__ = [*_EXPORTS]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

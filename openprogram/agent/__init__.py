@@ -43,20 +43,7 @@ _EXPORTS: dict[str, str] = {
     "run_session": "openprogram.agent.session",
     "tool": "openprogram.agent.tools",
 }
-
-__all__ = [
-    "AgentEvent",
-    "AgentRun",
-    "AgentTool",
-    "SessionResult",
-    "ToolCallFinished",
-    "ToolCallStarted",
-    "builtin_tools",
-    "resolve_model",
-    "run_agent",
-    "run_session",
-    "tool",
-]
+__all__ = [*_EXPORTS]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -35,10 +35,9 @@ from openprogram.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
 
-__all__ = ["HttpBoundary", "activate_http_boundary"]
-
 _EXPORTS = {
     "HttpBoundary": "openprogram.http_boundary.boundary",
     "activate_http_boundary": "openprogram.http_boundary.boundary",
 }
+__all__ = [*_EXPORTS]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -93,20 +93,7 @@ _EXPORTS: dict[str, str] = {
     "parse_recording": "openprogram.recording.reader",
     "read_recording": "openprogram.recording.reader",
 }
+__all__ = [*_EXPORTS]
 
-__all__ = [
-    "RECORDING_FORMAT_VERSION",
-    "CallWriter",
-    "RecordedCall",
-    "RecordedError",
-    "Recording",
-    "RecordingWriter",
-    "ReplaySession",
-    "SecretRedactor",
-    "encode_row",
-    "new_header",
-    "parse_recording",
-    "read_recording",
-]
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -46,14 +46,7 @@ _EXPORTS: dict[str, str] = {
     "stepping_clock": "openprogram.deterministic_sources",
     "taped": "openprogram.tape_boundary.taped_functions",
 }
+__all__ = [*_EXPORTS]
 
-__all__ = [
-    "now",
-    "random",
-    "seeded_random",
-    "sequence_clock",
-    "stepping_clock",
-    "taped",
-]
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
