@@ -31,7 +31,8 @@ from pathlib import Path
 import pytest
 
 import openprogram
-from openprogram.vendors import VENDOR_APIS
+from openprogram.drift.origins import is_official
+from openprogram.vendors import VENDOR_APIS, VENDOR_WIRES
 
 PACKAGE = Path(openprogram.__file__).parent
 VENDORS = "openprogram/vendors"
@@ -88,14 +89,10 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
 
 KNOWN_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
     {
-        # the built-in providers' own stream parsers, until they decode through the readers
-        ("openprogram/providers/builtins/anthropic_messages.py", "content_block_delta"),
-        ("openprogram/providers/builtins/anthropic_messages.py", "content_block_start"),
-        ("openprogram/providers/builtins/anthropic_messages.py", "input_json_delta"),
+        # the built-in providers' requests: a host, a key header, a version header
         ("openprogram/providers/builtins/anthropic_messages.py", "anthropic-version"),
         ("openprogram/providers/builtins/anthropic_messages.py", "api.anthropic.com"),
         ("openprogram/providers/builtins/anthropic_messages.py", "x-api-key"),
-        ("openprogram/providers/builtins/openai_completions.py", "reasoning_content"),
         ("openprogram/providers/builtins/openai_completions.py", "api.openai.com"),
         # the recording core's key headers, until the layer above hands them down
         ("openprogram/recording/token_shapes.py", "x-api-key"),
@@ -213,3 +210,10 @@ def test_a_name_in_another_module_is_found(tmp_path: Path) -> None:
     found = {name for name in WIRE_NAMES["anthropic_messages"] if spells(module, name)}
     assert found == {"api.anthropic.com", "x-api-key"}
     assert not spells(module, "candidates")
+
+
+def test_a_served_vendor_is_forwarded_to_its_official_api() -> None:
+    """serve's default upstream is an origin drift sends the vendor's key to."""
+    served = [wire for wire in VENDOR_WIRES if wire.served is not None]
+    assert [wire.vendor for wire in served] == ["openai", "anthropic", "google"]
+    assert all(is_official(wire.vendor, wire.served.upstream) for wire in served if wire.served)

@@ -59,14 +59,43 @@ from openprogram.vendors.reply import (
     messages_input,
     read_stream,
 )
+from openprogram.vendors.wire import ServedApi, Wire
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
+    "ANTHROPIC_VERSION",
+    "ANTHROPIC_WIRE",
     "AnthropicMessages",
     "MessagesStream",
     "message_pieces",
     "message_tokens",
 ]
+
+ANTHROPIC_VERSION = "anthropic-version"
+"""The header naming the API's version, sent with every request."""
+_KEY = "ANTHROPIC_API_KEY"
+ANTHROPIC_WIRE = Wire(
+    vendor="anthropic",
+    hosts=("api.anthropic.com",),
+    official_hosts=r"api\.anthropic\.com",
+    key_variables=(_KEY,),
+    key_header="x-api-key",
+    placeholder_if_unset=(_KEY,),
+    placeholder_variables=(_KEY,),
+    stored_headers=(ANTHROPIC_VERSION, "anthropic-beta"),
+    version_headers=((ANTHROPIC_VERSION, "2023-06-01"),),
+    compared_headers=(ANTHROPIC_VERSION,),
+    served=ServedApi(
+        "anthropic",
+        "https://api.anthropic.com",
+        "",
+        # the official SDKs, the Vercel AI SDK, Claude Code; litellm reads the second
+        ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
+        "anthropic",
+        versioned="/v1",
+    ),
+)
+"""Anthropic's API: its key in ``x-api-key``, its version in ``anthropic-version``."""
 
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
 _DELTA_FIELDS = {
@@ -108,13 +137,12 @@ class AnthropicMessages:
     """Messages, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "anthropic-messages"
+    wire = ANTHROPIC_WIRE
     input_tokens = "input_tokens"
     output_tokens = "output_tokens"
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
-        return path.endswith("/messages") and (
-            "anthropic-version" in headers or "anthropic" in host
-        )
+        return path.endswith("/messages") and (ANTHROPIC_VERSION in headers or "anthropic" in host)
 
     def model_endpoint(self, path: str) -> str | None:
         return None

@@ -59,9 +59,11 @@ from openprogram.vendors.reply import (
     joined_texts,
     read_stream,
 )
+from openprogram.vendors.wire import ServedApi, Wire
 
 __all__ = [
     "OPENAI_CHAT",
+    "OPENAI_WIRE",
     "ChatCompletionsStream",
     "OpenAIChat",
     "call_text",
@@ -69,6 +71,30 @@ __all__ = [
     "completion_pieces",
     "parts_text",
 ]
+
+_KEY = "OPENAI_API_KEY"
+OPENAI_WIRE = Wire(
+    vendor="openai",
+    hosts=("api.openai.com",),
+    official_hosts=r"api\.openai\.com",
+    key_variables=(_KEY,),
+    key_header="authorization",
+    key_prefix="Bearer ",
+    placeholder_if_unset=(_KEY,),
+    placeholder_variables=(_KEY,),
+    stored_headers=("openai-beta",),
+    compared_headers=("openai-version",),
+    served=ServedApi(
+        "openai",
+        "https://api.openai.com",
+        "/v1",
+        # the official SDKs (Python, Node, Go, .NET), the Vercel AI SDK, Codex; litellm and
+        # LangChain (Python) read the older name
+        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        "openai",
+    ),
+)
+"""OpenAI's API, both of its APIs (Chat Completions and Responses): a bearer key."""
 
 _PART_PLACEHOLDERS = {
     "image_url": "[image]",
@@ -120,6 +146,7 @@ class OpenAIChat:
     """Chat Completions, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-completions"
+    wire = OPENAI_WIRE
     input_tokens = "prompt_tokens"
     output_tokens = "completion_tokens"
 

@@ -48,44 +48,41 @@ class ServedApi:
 
 @dataclass(frozen=True)
 class Wire:
-    """One vendor's API as seen from the wire, apart from its bodies."""
+    """One vendor's API as seen from the wire, apart from its bodies. Headers are lower-case;
+    a pattern is a regular expression."""
 
     vendor: str
     """Its name where a user names it (``--base-url openai=…``) and a model's ``provider``."""
     hosts: tuple[str, ...]
     """The endings of the hosts its API is served from: a request to one was made to it."""
     official_hosts: str
-    """A regular expression matching each of its official API's hosts, served over https on
-    the default port: the only hosts its key goes to unless the user names another."""
+    """Pattern of its official API's hosts (https, default port): where its key may go."""
     key_variables: tuple[str, ...] = ()
-    """Where its SDK reads its key, the one taken first first; for a vendor that signs
+    """Where its SDK reads its key, the first taken first; for a vendor that signs
     (:attr:`signing_service`): the access key id, the secret, the session token."""
     key_header: str = ""
-    """The request header that carries its key (lower-case)."""
+    """The header that carries its key, after :attr:`key_prefix` (``Bearer ``)."""
     key_prefix: str = ""
-    """What the key header's value holds before the key (``Bearer ``)."""
     key_query: str = ""
-    """The query parameter that carries its key instead, when the recorded URL had one."""
+    """The query parameter that carries its key instead, when the recorded URL has one."""
     placeholder_if_unset: tuple[str, ...] = ()
-    """The variables its SDK reads a key from: when all are unset, replay sets
-    :attr:`placeholder_variables` to a placeholder."""
+    """When all of these are unset, replay sets :attr:`placeholder_variables` to a
+    placeholder key (its SDK refuses to start without one)."""
     placeholder_variables: tuple[str, ...] = ()
-    """The variables replay sets to the placeholder key."""
     stored_headers: tuple[str, ...] = ()
-    """The request headers that change what a request means, always stored (lower-case)."""
+    """The request headers that change what a request means, always stored."""
     version_headers: tuple[tuple[str, str], ...] = ()
-    """The headers (name, value) every request to the API carries, naming its version."""
+    """The headers (name, value) every request carries to name the API's version."""
     compared_headers: tuple[str, ...] = ()
     """The response headers whose drift is reported (the API's version)."""
     model_path: str = ""
-    """A regular expression finding the model a request's path names (its group 1)."""
+    """Pattern finding the model a request's path names (its group 1)."""
     signing_service: str = ""
-    """The service a SigV4 signature names, for a vendor whose requests are signed."""
+    """The service a SigV4 signature names, for a vendor whose requests are signed; the
+    headers of the signature, never stored; the pattern finding the region a host names
+    (its group 1), and where its SDK reads the region from when the host names none."""
     signing_headers: tuple[str, ...] = ()
-    """The headers of its signature: never stored, even when named to be."""
     region_in_host: str = ""
-    """A regular expression finding the region a host names (its group 1)."""
     region_variables: tuple[str, ...] = ()
-    """Where its SDK reads the region from when the host names none."""
     served: ServedApi | None = None
     """How ``openprogram serve`` forwards to it (None: it does not)."""

@@ -65,11 +65,7 @@ def vendor_wire(api: str) -> Wire:
     """The wire of a built-in vendor api (``KeyError`` for another api)."""
     from openprogram.vendors import VENDOR_APIS
 
-    if api in VENDOR_OF_API and api != "echo":
-        for vendor_api in VENDOR_APIS:
-            if vendor_api.name == api:
-                return vendor_api.wire
-    raise KeyError(api)
+    return {vendor.name: vendor.wire for vendor in VENDOR_APIS if vendor.name in VENDOR_OF_API}[api]
 
 
 class _DefaultKeyVariables(Mapping[str, str]):
