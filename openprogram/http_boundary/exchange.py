@@ -121,6 +121,7 @@ __all__ = [
     "captures",
     "drive",
     "drive_async",
+    "driven",
     "exchange_flow",
     "response_of_call",
 ]
@@ -299,10 +300,36 @@ def drive(
     read: Callable[[], object],
     close: Callable[[R], object],
 ) -> R:
-    """Run ``flow`` for a synchronous client: ``send`` the request (inside
-    :func:`~openprogram.http_boundary.stacking.sending_beneath`), ``read`` its body,
+    """Run ``flow`` for a synchronous client to its end: :func:`driven`, with a ``send``
+    that never pauses (called inside
+    :func:`~openprogram.http_boundary.stacking.sending_beneath`)."""
+    __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
+
+    def sending() -> Generator[None, object, R]:
+        with sending_beneath():
+            return send()
+        yield  # a generator, which never pauses
+
+    try:
+        next(driven(flow, sending, read, close))
+    except StopIteration as done:
+        answer: R = done.value
+        return answer
+    raise AssertionError("a synchronous send paused")
+
+
+def driven(
+    flow: Flow[R],
+    send: Callable[[], Generator[None, Any, R]],
+    read: Callable[[], object],
+    close: Callable[[R], object],
+) -> Generator[None, Any, R]:
+    """Run ``flow`` for a synchronous client: ``send`` the request, ``read`` its body,
     ``close`` the response, as it asks; what a step raises is thrown back into it. Returns
-    the response it ends with."""
+    the response it ends with. ``send`` is a generator that marks its sending
+    (:func:`~openprogram.http_boundary.stacking.sending_beneath`) and may pause the run
+    until its caller resumes it: ``http.client`` sends in ``request``, then reads the
+    response in ``getresponse``."""
     __tracebackhide__ = True
     response: R | None = None
     try:
@@ -310,8 +337,7 @@ def drive(
         while True:
             try:
                 if step is Step.SEND:
-                    with sending_beneath():
-                        response = send()
+                    response = yield from send()
                 elif step is Step.READ:
                     read()
                 elif response is not None:
@@ -331,7 +357,7 @@ async def drive_async(
     read: Callable[[], Awaitable[object]],
     close: Callable[[R], Awaitable[None]],
 ) -> R:
-    """The asynchronous form of :func:`drive`."""
+    """Run ``flow`` for an asynchronous client, as :func:`driven` for a synchronous one."""
     __tracebackhide__ = True
     response: R | None = None
     try:

@@ -2,23 +2,18 @@
 :class:`AiohttpLibrary`.
 
 While an HTTP boundary is active, the patched ``_request`` adds one middleware after the
-session's (or the request's) own, so it runs around aiohttp's connect-and-send of each
-request — every hop of a redirect and every retry on a fresh connection is one exchange —
-unless it is captured above: httpx over aiohttp (litellm's default async transport, the
-SDKs' ``DefaultAioHttpClient``) is httpx's call (:mod:`~openprogram.http_boundary.stacking`).
-The middleware drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow`:
-under record it calls aiohttp's handler (the request is sent for real), and the response's
-``content`` becomes a stream reader that pulls from aiohttp's own and reports each piece to
-the recorder as the program reads it; releasing or closing the response reports what had
-arrived by then. Under replay the handler is never called, so no socket is opened: the
-answer is a real ``ClientResponse`` whose ``content`` is fed the recorded body as the
-program reads it. aiohttp decodes a ``content-encoding`` before its reader holds the body, so
-the recorder is fed the decoded body. A recorded error replays as the aiohttp class of its
-name (``ClientConnectorError`` built from the request's connection key and an ``OSError`` of
-the recorded reason, so its message is the recorded one). Client middlewares exist from
-aiohttp 3.12 on; an older aiohttp is left unhooked (the connection guard refuses its
-connections under replay). This module imports no aiohttp: what it needs is taken from
-``sys.modules`` once aiohttp is hooked.
+session's (or the request's) own, around aiohttp's connect-and-send of each request (each
+redirect hop and retry is one exchange), unless httpx over aiohttp captured it above
+(:mod:`~openprogram.http_boundary.stacking`). The middleware drives the one
+:func:`~openprogram.http_boundary.exchange.exchange_flow`: under record it calls aiohttp's
+handler, and the response's ``content`` becomes a stream reader that pulls from aiohttp's
+own and reports each piece to the recorder as the program reads it (already decoded, as
+aiohttp holds it); releasing or closing the response reports what had arrived by then.
+Under replay no socket is opened: the answer is a real ``ClientResponse`` whose ``content``
+is fed the recorded body as the program reads it. A recorded error replays as the aiohttp
+class of its name (``ClientConnectorError`` from the request's connection key and the
+recorded reason). An aiohttp before 3.12 has no client middlewares and is left unhooked.
+This module imports no aiohttp: what it needs is taken from ``sys.modules`` once hooked.
 """
 
 from __future__ import annotations
@@ -39,6 +34,7 @@ from openprogram.http_boundary.clients.interface import (
     HttpRequest,
     ReadsThroughProtocols,
     RequestView,
+    URLView,
     reason_phrase,
     rebuilt_error,
 )
@@ -178,16 +174,17 @@ class AiohttpLibrary(ReadsThroughProtocols):
             **(written if self._response_takes_stream_writer else {}),
         )
         multidict = sys.modules["multidict"]
-        fields = vars(response)
-        fields["version"] = sys.modules["aiohttp.http"].HttpVersion11
-        fields["status"] = status
-        fields["reason"] = reason_phrase(status)
-        fields["_headers"] = multidict.CIMultiDictProxy(multidict.CIMultiDict(headers))
-        fields["_raw_headers"] = tuple((k.encode(), v.encode("utf-8")) for k, v in headers)
         content = self._replay_content(_NoFlowControl(), _READ_LIMIT, loop=loop)
         content._chunks = body
-        fields["content"] = content
-        fields["_closed"] = False
+        vars(response).update(
+            version=sys.modules["aiohttp.http"].HttpVersion11,
+            status=status,
+            reason=reason_phrase(status),
+            _headers=multidict.CIMultiDictProxy(multidict.CIMultiDict(headers)),
+            _raw_headers=tuple((k.encode(), v.encode("utf-8")) for k, v in headers),
+            content=content,
+            _closed=False,
+        )
         content.on_eof(response._response_eof)  # type: ignore[attr-defined]
         return response
 
@@ -244,9 +241,11 @@ def _capturing(original: _RequestMethod, library: AiohttpLibrary) -> _RequestMet
         async def middleware(request: _ClientRequest, handler: _Handler) -> _ClientResponse:
             __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
             boundary = ACTIVATIONS.current
-            if boundary is None or not captures(session, _URLView(request.url), boundary, library):
+            url = request.url
+            seen = URLView(url.host or "", url.explicit_port, url.scheme, str(url))
+            if boundary is None or not captures(session, seen, boundary, library):
                 return await handler(request)
-            view = _RequestView(request, session)
+            view = _RequestView(request, session, seen)
             flow = exchange_flow(boundary, library, view, asynchronous=True)
 
             async def send() -> _ClientResponse:
@@ -271,35 +270,11 @@ def _capturing(original: _RequestMethod, library: AiohttpLibrary) -> _RequestMet
     return _request
 
 
-class _URLView:
-    """An aiohttp URL as the boundary reads one: ``port`` as the URL names it."""
-
-    __slots__ = ("_url",)
-
-    def __init__(self, url: _YarlURL) -> None:
-        self._url = url
-
-    @property
-    def host(self) -> str:
-        return self._url.host or ""
-
-    @property
-    def port(self) -> int | None:
-        return self._url.explicit_port
-
-    @property
-    def scheme(self) -> str:
-        return self._url.scheme
-
-    def __str__(self) -> str:
-        return str(self._url)
-
-
 class _RequestView(RequestView):
     """An aiohttp request as the exchange reads it; its body is read once, by ``aread``."""
 
-    def __init__(self, request: _ClientRequest, session: object) -> None:
-        super().__init__(request.method, _URLView(request.url), request.headers.items())
+    def __init__(self, request: _ClientRequest, session: object, url: URLView) -> None:
+        super().__init__(request.method, url, request.headers.items())
         self.request = request
         self.session = session
 

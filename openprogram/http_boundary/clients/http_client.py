@@ -2,31 +2,23 @@
 ``HTTPConnection.request`` and ``getresponse``: :class:`HttpClientLibrary`.
 
 ``request`` puts one request on the wire and ``getresponse`` reads its one response, so one
-``request`` is one captured exchange (``urlopen`` makes one per redirect hop). While an HTTP
-boundary is active and the request is captured
-(:func:`~openprogram.http_boundary.exchange.captures`), the patched ``request`` starts the
-one :func:`~openprogram.http_boundary.exchange.exchange_flow` and drives it up to the
-sending: recording sends the request for real (a refused connection is raised by
-``request``, as it is live), and the patched ``getresponse`` reads the live response and
-hands it to the flow. Replaying asks nothing of the network: ``getresponse`` returns the
-replayed ``HTTPResponse`` (:mod:`~openprogram.http_boundary.clients.raw_http`). A recorded
-error with no response is raised by ``request``, or by ``getresponse`` when it is one of
-``http.client``'s own (``RemoteDisconnected``: the server answered nothing), as live; the
-recording does not say which of the two raised any other, so a timeout while waiting for the
-response's head is replayed by ``request`` (which ``urlopen`` wraps in ``URLError``).
+``request`` is one captured exchange (``urlopen`` makes one per redirect hop). The patched
+``request`` drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow` up to
+the sending — recording sends the request for real, so a refused connection is raised by
+``request``, as it is live — and the patched ``getresponse`` drives it to its end, reading
+the live response or returning the replayed one
+(:mod:`~openprogram.http_boundary.clients.raw_http`). A recorded error with no response is
+raised by ``request``, or by ``getresponse`` when it is one of ``http.client``'s own
+(``RemoteDisconnected``), as live; the recording does not say which of the two raised any
+other, so a timeout waiting for the response's head is replayed by ``request``.
 
-The live response is teed (:func:`tee`): what each outermost read returns is reported to the
-recorder, the end of the body once the response has closed itself, an error while reading,
-and the client's ``close``. A body cut short that ``http.client`` lets pass in silence
-(iteration simply ends; a chunked body without its last chunk) is recorded as
-``IncompleteRead``, and a recorded ``IncompleteRead`` replays as the same cut, so
-``http.client`` reads it as it did live. ``http.client`` decodes no ``content-encoding``:
-the body is stored decoded (gzip, deflate) and replayed decoded, as for every library.
-
-Not captured: a connection of urllib3 (it captures its own, at its pools), a request a
-library captured above sends through ``http.client``
-(:mod:`~openprogram.http_boundary.stacking`), and a request written with
-``putrequest``/``putheader``/``endheaders`` by hand (the connection guard sees it).
+A body cut short that ``http.client`` lets pass in silence (iteration simply ends; a chunked
+body without its last chunk) is recorded as ``IncompleteRead``, and replays as the same cut.
+``http.client`` decodes no ``content-encoding``: the body is stored decoded (gzip, deflate)
+and replayed decoded, as for every library. Not captured: a connection of urllib3 (captured
+at its pools), a request a library captured above sends through ``http.client``
+(:mod:`~openprogram.http_boundary.stacking`), and one written with ``putrequest`` by hand
+(the connection guard sees it).
 """
 
 from __future__ import annotations
@@ -36,9 +28,9 @@ import http.client
 import io
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
@@ -61,15 +53,14 @@ from openprogram.http_boundary.clients.raw_http import (
 from openprogram.http_boundary.stacking import sending_beneath
 
 if TYPE_CHECKING:
-    from openprogram.http_boundary.boundary import HttpBoundary
-    from openprogram.http_boundary.exchange import Flow, Step
     from openprogram.recording.format import RecordedError
 
-__all__ = ["HttpClientLibrary", "HttpClientRequest", "tee"]
+__all__ = ["HttpClientLibrary", "HttpClientRequest"]
 
 _PATCH_MARK = "_openprogram_http_capture"
 _PENDING = "_openprogram_pending_exchange"
 """The connection's attribute holding the exchange its ``getresponse`` completes."""
+_READS = ("read", "read1", "readline")
 _ERROR_MODULES = ("http.client", "socket", "ssl")
 """The modules whose exceptions a recorded error of this library replays as."""
 
@@ -81,13 +72,8 @@ GetResponse = Callable[[http.client.HTTPConnection], Response]
 class HttpClientLibrary(ReadsThroughProtocols):
     """``http.client``, as the HTTP boundary captures it."""
 
-    @property
-    def name(self) -> str:
-        return "http.client"
-
-    @property
-    def module_names(self) -> tuple[str, ...]:
-        return ("http.client",)
+    name = "http.client"
+    module_names = ("http.client",)
 
     def hook(self, module: ModuleType) -> None:
         """Patch ``HTTPConnection.request`` and ``getresponse`` of ``module`` once (called
@@ -126,7 +112,15 @@ class HttpClientLibrary(ReadsThroughProtocols):
     def record_body(
         self, response: Response, recorder: BodyRecorder, *, asynchronous: bool
     ) -> None:
-        tee(response, recorder)
+        """Have ``response`` report what each outermost read returns (``read``, ``read1``,
+        ``readinto``, ``readline``; iteration and ``readlines`` read lines), the end of the
+        body once it has closed its connection's response, an error a read raises, and the
+        client's ``close``. A body with nothing to read (a ``HEAD``, a 204) ends at once."""
+        body = _BodyTee(response, recorder)
+        reads = {name: body.reading(getattr(response, name), feeds=True) for name in _READS}
+        body.install({**reads, "readinto": body.filling(response.readinto)})
+        if response.fp is None or response.length == 0 or response._method == "HEAD":  # type: ignore[attr-defined]
+            recorder.ended_by(StopIteration())
 
     def content_decoder(self, content_encoding: str) -> ZlibDecoder:
         """A decoder of gzip or deflate (``http.client`` decodes none itself); another
@@ -179,7 +173,7 @@ def _capturing_request(
         if boundary is None or _from_urllib3(self):
             return original(self, method, url, body, given, encode_chunked=encode_chunked)
         # the exchange (asyncio among what it imports) loads once a boundary is active
-        from openprogram.http_boundary.exchange import captures
+        from openprogram.http_boundary.exchange import captures, driven, exchange_flow
 
         sent = HttpClientRequest(
             self, method, url, body, given, encode_chunked=encode_chunked, send=original
@@ -189,7 +183,17 @@ def _capturing_request(
             cast(_Exchange, unanswered).abandon()
         if not captures(self, sent.url, boundary, library):
             return original(self, method, url, body, given, encode_chunked=encode_chunked)
-        vars(self)[_PENDING] = _Exchange(sent, boundary, library, module)
+
+        def send() -> Generator[None, GetResponse, Response]:
+            with sending_beneath():
+                sent.send()
+            getresponse = yield  # the caller's, once it asks for the response
+            with sending_beneath():
+                return getresponse(self)
+
+        flow = exchange_flow(boundary, library, sent, asynchronous=False)
+        steps = driven(flow, send, sent.read, lambda response: response.close())
+        vars(self)[_PENDING] = _Exchange(steps, sent, module.HTTPException)
 
     return request
 
@@ -206,89 +210,43 @@ def _completing_getresponse(original: GetResponse) -> GetResponse:
 
 
 class _Exchange:
-    """One captured exchange of a connection, its flow driven from ``request`` (built
-    here) up to the sending, then by ``getresponse`` (:meth:`response`) to its end."""
+    """One captured exchange of a connection: its steps run by ``request`` up to the
+    sending, then by ``getresponse`` (:meth:`response`) to their end."""
 
     def __init__(
         self,
+        steps: Generator[None, GetResponse, Response],
         request: HttpClientRequest,
-        boundary: HttpBoundary,
-        library: HttpClientLibrary,
-        module: ModuleType,
+        own_errors: type[Exception],
     ) -> None:
-        from openprogram.http_boundary.exchange import Step, exchange_flow
-
-        __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
-        self._request = request
-        self._answer: Response | None = None
-        self._deferred: BaseException | None = None
-        flow = exchange_flow(boundary, library, request, asynchronous=False)
-        self._flow: Flow[Response] | None = flow
-        sent_live = False
-        try:
-            if self._advance(lambda: next(flow)) is Step.SEND:
-                sent_live = True  # a failure now is the live one's
-                try:
-                    with sending_beneath():
-                        request.send()  # the response is the connection's getresponse's
-                except BaseException as exc:
-                    self._advance(functools.partial(flow.throw, exc))
-        except module.HTTPException as exc:
-            if sent_live:
-                raise
-            self._deferred = exc  # http.client's own errors are getresponse's, live
-            self._flow = None
-
-    def _advance(self, resume: Callable[[], Step]) -> Step | None:
-        """Resume the flow and do each read or close it asks for: the ``SEND`` it stops at,
-        or None once it has ended (its answer kept)."""
-        from openprogram.http_boundary.exchange import Step
-
         __tracebackhide__ = True
-        flow = self._flow
-        assert flow is not None
+        self._steps = steps
+        self._answer: Response | BaseException | None = None
         try:
-            step = resume()
-            while step is not Step.SEND:
-                try:
-                    if step is Step.READ:
-                        self._request.read()
-                    elif self._answer is not None:
-                        self._answer.close()
-                except BaseException as exc:
-                    step = flow.throw(exc)
-                else:
-                    step = flow.send(None)
-            return step
-        except StopIteration as done:
-            self._answer, self._flow = done.value, None
-            return None
+            next(steps)
+        except StopIteration as done:  # answered from the recording
+            self._answer = done.value
+        except own_errors as exc:
+            if request.sent:
+                raise
+            self._answer = exc  # http.client's own errors are getresponse's, live
 
     def abandon(self) -> None:
         """The caller sends another request without asking for this one's response: the
         exchange ends ``abandoned``."""
-        flow, self._flow = self._flow, None
-        if flow is not None:
-            flow.close()
+        self._steps.close()
 
     def response(self, getresponse: GetResponse) -> Response:
         """The response the caller's ``getresponse`` returns: the replayed one, or the live
         one read now and handed to the flow."""
         __tracebackhide__ = True
-        if self._deferred is not None:
-            raise self._deferred
-        flow = self._flow
-        if flow is not None:
-
-            def resume() -> Step:
-                try:
-                    with sending_beneath():
-                        self._answer = getresponse(self._request.connection)
-                except BaseException as exc:
-                    return flow.throw(exc)
-                return flow.send(self._answer)
-
-            self._advance(resume)
+        if self._answer is None:
+            try:
+                self._steps.send(getresponse)
+            except StopIteration as done:
+                self._answer = done.value
+        if isinstance(self._answer, BaseException):
+            raise self._answer
         assert self._answer is not None
         return self._answer
 
@@ -310,14 +268,13 @@ class HttpClientRequest(RequestView):
     ) -> None:
         https = getattr(http.client, "HTTPSConnection", None)
         scheme = "https" if https is not None and isinstance(connection, https) else "http"
-        tunnel: str | None = getattr(connection, "_tunnel_host", None)
-        if tunnel:
-            port: int | None = getattr(connection, "_tunnel_port", None)
-            url = TargetURL.tunnelled(scheme, tunnel, port, target)
-        else:
-            url = TargetURL(scheme, connection.host, connection.port, target)
-        super().__init__(method, url, headers.items())
+        host, port = connection.host, cast(int | None, connection.port)
+        if tunnel := getattr(connection, "_tunnel_host", None):
+            host, port = tunnel, getattr(connection, "_tunnel_port", None)
+        super().__init__(method, TargetURL(scheme, host, port, target), headers.items())
         self.connection = connection
+        self.sent = False
+        """Whether the request went on the wire (a failure then is the live one's)."""
         self._arguments = (method, target, body, headers)
         self._encode_chunked = encode_chunked
         self._send = send
@@ -337,23 +294,20 @@ class HttpClientRequest(RequestView):
 
     def send(self) -> None:
         """Send the request for real (its response is read by ``getresponse``)."""
+        self.sent = True
         self._send(self.connection, *self._arguments, encode_chunked=self._encode_chunked)
-
-
-class _Decompressor(Protocol):
-    def decompress(self, data: bytes) -> bytes: ...
-    def flush(self) -> bytes: ...
 
 
 class ZlibDecoder:
     """A gzip or deflate decoder (``wbits`` as :func:`zlib.decompressobj` takes them; None
-    keeps the bytes as they came)."""
+    keeps the bytes as they came); a "deflate" body sent as a raw deflate stream, as some
+    servers send it, is read as one."""
 
     __slots__ = ("_decoder", "_wbits")
 
     def __init__(self, wbits: int | None) -> None:
         self._wbits = wbits
-        self._decoder: _Decompressor | None = None if wbits is None else zlib.decompressobj(wbits)
+        self._decoder = None if wbits is None else zlib.decompressobj(wbits)
 
     def decode(self, data: bytes) -> bytes:
         if self._decoder is None:
@@ -363,7 +317,6 @@ class ZlibDecoder:
         except zlib.error:
             if self._wbits != zlib.MAX_WBITS:
                 raise
-            # a raw deflate stream, as some servers send for "deflate"
             self._wbits = -zlib.MAX_WBITS
             self._decoder = zlib.decompressobj(self._wbits)
             return self._decoder.decompress(data)
@@ -372,58 +325,20 @@ class ZlibDecoder:
         return b"" if self._decoder is None else self._decoder.flush()
 
 
-def tee(raw: Response, recorder: BodyRecorder) -> None:
-    """Have ``raw`` report to ``recorder`` what each outermost read returns (``read``,
-    ``read1``, ``readinto``, ``readline``; iteration and ``readlines`` read lines), the end
-    of the body once ``raw`` has closed its connection's response, an error a read raises,
-    and the client's ``close``. A body with nothing to read (a ``HEAD``, a 204) ends at
-    once."""
-    body = _BodyTee(raw, recorder)
-    reads = {name: body.returning(getattr(raw, name)) for name in ("read", "read1", "readline")}
-    body.install({**reads, "readinto": body.filling(raw.readinto)})
-    if raw.fp is None or raw.length == 0 or getattr(raw, "_method", None) == "HEAD":
-        recorder.ended_by(StopIteration())
-
-
 class _BodyTee(BodyTee):
-    """The wrappers :func:`tee` puts on one response's reads."""
+    """The wrappers on one response's reads (see :meth:`HttpClientLibrary.record_body`)."""
 
     _raw: Response
 
-    def _reported(self, call: Callable[[], bytes]) -> bytes:
-        outermost = not self._reading
-        self._reading += 1
-        try:
-            data = call()
-        except BaseException as exc:
-            if outermost:
-                if isinstance(exc, http.client.IncompleteRead) and exc.partial:
-                    self._recorder.feed(exc.partial)
-                self._recorder.ended_by(exc)
-            raise
-        finally:
-            self._reading -= 1
-        if outermost:
-            if data:
-                self._recorder.feed(data)
-            if self._raw.fp is None:
-                self._recorder.ended_by(self._ending())
-        return data
-
-    def _ending(self) -> BaseException:
-        """What ended the body, once ``raw`` closed its connection's response: the end, or
-        a cut ``http.client`` let pass in silence (a chunked body without its last chunk,
-        fewer bytes than its ``content-length``)."""
+    def _ending(self) -> BaseException | None:
+        """Once ``raw`` closed its connection's response: the end of the body, or a cut
+        ``http.client`` let pass in silence (a chunked body without its last chunk, fewer
+        bytes than its ``content-length``)."""
         raw = self._raw
+        if raw.fp is not None:
+            return None
         cut = (raw.chunked and getattr(raw, "chunk_left", None) is not None) or bool(raw.length)
         return http.client.IncompleteRead(b"") if cut else StopIteration()
-
-    def returning(self, read: Callable[..., bytes]) -> Callable[..., bytes]:
-        @functools.wraps(read)
-        def read_body(*args: object, **kwargs: object) -> bytes:
-            return self._reported(lambda: read(*args, **kwargs))
-
-        return read_body
 
     def filling(self, readinto: Callable[..., int]) -> Callable[..., int]:
         @functools.wraps(readinto)
@@ -432,6 +347,6 @@ class _BodyTee(BodyTee):
                 count = readinto(buffer)
                 return bytes(memoryview(buffer)[:count])
 
-            return len(self._reported(call))
+            return len(self.reported(call, feeds=True))
 
         return readinto_body

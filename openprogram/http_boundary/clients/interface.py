@@ -45,6 +45,7 @@ __all__ = [
     "RequestView",
     "SyncByteStream",
     "SyncTransport",
+    "URLView",
     "exception_of",
     "reason_phrase",
     "rebuilt_error",
@@ -260,6 +261,19 @@ def reason_phrase(status: int) -> str:
         return http.HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+class URLView(NamedTuple):
+    """A library's URL as the boundary reads one: ``port`` as the URL names it, and the
+    whole URL as ``text``."""
+
+    host: str
+    port: int | None
+    scheme: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 class HeaderList:

@@ -18,19 +18,20 @@ import io
 import itertools
 import socket
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol, cast
+from typing import Protocol, TypeVar, cast
 
 from openprogram.http_boundary.clients.interface import BodyRecorder, reason_phrase
 
 __all__ = ["BodyCut", "BodyTee", "TargetURL", "replayed_response", "whole_body"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+T = TypeVar("T")
 
 
 class TargetURL:
     """Where a urllib3 or ``http.client`` request goes: its connection's scheme, host and
-    port (the tunnelled ones through a proxy), and the request target (a path, or a whole
-    URL sent to a proxy)."""
+    port (the tunnelled ones through a proxy; None for the scheme's default), and the
+    request target (a path, or a whole URL sent to a proxy)."""
 
     __slots__ = ("_port", "_target", "host", "scheme")
 
@@ -44,12 +45,6 @@ class TargetURL:
     def port(self) -> int | None:
         """The port, None for the scheme's default."""
         return None if self._port == _DEFAULT_PORTS.get(self.scheme) else self._port
-
-    @classmethod
-    def tunnelled(cls, scheme: str, host: str, port: int | None, target: str) -> TargetURL:
-        """The URL of a request tunnelled through a proxy to ``host`` (its default port when
-        ``port`` is None)."""
-        return cls(scheme, host, port or _DEFAULT_PORTS[scheme], target)
 
     def __str__(self) -> str:
         if "://" in self._target.partition("?")[0]:
@@ -161,14 +156,51 @@ class _Closable(Protocol):
 
 
 class BodyTee:
-    """The wrappers a tee puts on one response's methods: it counts the reads under way (a
-    read calls another; a close inside a read is that read's), and reports the client's
-    own close to the recorder."""
+    """The wrappers a tee puts on one response's methods: what each outermost read returns
+    is reported to the recorder (``feeds``), what it raises, the end of the body once
+    :meth:`_ending` names one, and the client's own close (a read calls another; a close
+    inside a read is that read's)."""
 
     def __init__(self, raw: _Closable, recorder: BodyRecorder) -> None:
         self._raw = raw
         self._recorder = recorder
         self._reading = 0
+
+    def _ending(self) -> BaseException | None:
+        """What ended the body once the response is read to its end, else None."""
+        raise NotImplementedError
+
+    def reported(self, call: Callable[[], T], *, feeds: bool) -> T:
+        """``call()``, one read of the body, reported when it is the outermost."""
+        outermost = not self._reading
+        self._reading += 1
+        try:
+            data = call()
+        except BaseException as exc:
+            if outermost:
+                partial = getattr(exc, "partial", None)  # http.client's IncompleteRead
+                if isinstance(exc, http.client.IncompleteRead) and isinstance(partial, bytes):
+                    self._recorder.feed(partial)
+                self._recorder.ended_by(exc)
+            raise
+        finally:
+            self._reading -= 1
+        if outermost:
+            if feeds and isinstance(data, bytes) and data:
+                self._recorder.feed(data)
+            ending = self._ending()
+            if ending is not None:
+                self._recorder.ended_by(ending)
+        return data
+
+    def reading(self, read: Callable[..., bytes], *, feeds: bool) -> Callable[..., bytes]:
+        """``read``, each call :meth:`reported`."""
+
+        @functools.wraps(read)
+        def read_body(*args: object, **kwargs: object) -> bytes:
+            return self.reported(lambda: read(*args, **kwargs), feeds=feeds)
+
+        return read_body
 
     def install(self, wrappers: dict[str, Callable[..., object]]) -> None:
         """Put ``wrappers`` (by method name) and the close on the response."""

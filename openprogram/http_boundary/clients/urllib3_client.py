@@ -2,26 +2,21 @@
 connection pools' ``_make_request``: :class:`Urllib3Library`.
 
 ``HTTPConnectionPool._make_request`` sends one request on one connection and returns its
-one response; ``urlopen`` around it follows urllib3's retries and redirects, and
-``PoolManager`` its redirects across hosts, each hop one ``_make_request``. So each request
-urllib3 makes on the wire is one captured exchange, and nothing is captured twice. While an
-HTTP boundary is active and the request is captured
-(:func:`~openprogram.http_boundary.exchange.captures`: not a passthrough host), the patched
-method drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow`; while none
-is, it calls the original after one attribute read.
+one response; retries and redirects (``urlopen``, ``PoolManager``) are each one more
+``_make_request``. So each request urllib3 makes on the wire is one captured exchange, and
+nothing is captured twice. While an HTTP boundary is active and the request is captured
+(:func:`~openprogram.http_boundary.exchange.captures`), the patched method drives the one
+:func:`~openprogram.http_boundary.exchange.exchange_flow`; while none is, it calls the
+original after one attribute read.
 
-A body that is a file or an iterable is read whole, and that whole body is what is sent.
-Recording sends the request with the response's body left unread, and tees the live
-``urllib3.response.HTTPResponse`` (:func:`tee`): each piece of the body read off the
-connection is reported to the recorder before urllib3 decodes it. Replaying wraps the
-replayed ``http.client`` response (:mod:`~openprogram.http_boundary.clients.raw_http`) in an
-``HTTPResponse`` of the module, no connection made. Either way a body the caller asked
-preloaded is read afterwards, as urllib3 itself does. A recorded error replays as the
-urllib3 exception of its name, its message as recorded.
-
-This module imports no urllib3: what it needs of the library is bound when
-``urllib3.connectionpool`` is hooked, after the program imported it (urllib3 2; an older
-one is left alone).
+A body that is a file or an iterable is read whole, and that is what is sent. Recording
+sends the request with the response's body left unread, and tees the live ``HTTPResponse``:
+each piece of the body read off the connection is reported before urllib3 decodes it.
+Replaying wraps the replayed ``http.client`` response
+(:mod:`~openprogram.http_boundary.clients.raw_http`) in an ``HTTPResponse``, no connection
+made. Either way a body the caller asked preloaded is read afterwards, as urllib3 does. This
+module imports no urllib3: what it needs is bound when ``urllib3.connectionpool`` (of
+urllib3 2; an older one is left alone) is hooked, after the program imported it.
 """
 
 from __future__ import annotations
@@ -29,9 +24,9 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
@@ -54,16 +49,11 @@ from openprogram.http_boundary.clients.raw_http import (
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedError
 
-__all__ = ["Urllib3Library", "Urllib3Request", "tee"]
+__all__ = ["Urllib3Library", "Urllib3Request"]
 
 _PATCH_MARK = "_openprogram_http_capture"
-T = TypeVar("T")
-
-
-class Urllib3Headers(Protocol):
-    """urllib3's ``HTTPHeaderDict``: ``items`` repeats a name sent more than once."""
-
-    def items(self) -> Iterable[tuple[str, str]]: ...
+_FED = ("_raw_read", "_handle_chunk")
+_READS = ("read", "read1")
 
 
 class Urllib3Pool(Protocol):
@@ -79,11 +69,12 @@ class Urllib3Response(Protocol):
     """urllib3's ``HTTPResponse``, as the boundary reads and tees it."""
 
     status: int
-    headers: Urllib3Headers
+    headers: Mapping[str, str]  # an HTTPHeaderDict: ``items`` repeats a name
 
     def read(
         self, amt: int | None = None, decode_content: bool | None = None, cache_content: bool = ...
     ) -> bytes: ...
+    def read_chunked(self) -> Iterator[bytes]: ...
     def close(self) -> None: ...
     def isclosed(self) -> bool: ...
 
@@ -104,13 +95,8 @@ class Urllib3Library(ReadsThroughProtocols):
         self._exceptions: ModuleType | None = None
         self._pool_class: type | None = None
 
-    @property
-    def name(self) -> str:
-        return "urllib3"
-
-    @property
-    def module_names(self) -> tuple[str, ...]:
-        return ("urllib3.connectionpool",)
+    name = "urllib3"
+    module_names = ("urllib3.connectionpool",)
 
     def hook(self, module: ModuleType) -> None:
         """Patch ``HTTPConnectionPool._make_request`` of ``module`` once (called under the
@@ -137,13 +123,6 @@ class Urllib3Library(ReadsThroughProtocols):
         pool_class._make_request = _capturing(original, signature, library)  # type: ignore[attr-defined]
         setattr(pool_class, _PATCH_MARK, True)
 
-    @property
-    def response_module(self) -> ModuleType:
-        """``urllib3.response``, once the library is hooked."""
-        module = self._response_module
-        assert module is not None, "urllib3 is used before it was hooked"
-        return module
-
     def head(self, response: Urllib3Response) -> tuple[int, HttpHeaders]:
         return response.status, HeaderList(response.headers.items())
 
@@ -160,7 +139,8 @@ class Urllib3Library(ReadsThroughProtocols):
         sent.pool.num_requests += 1  # as the original counts every request it sends
         options = sent.options
         original = replayed_response(status, headers, body, method=sent.method)
-        module = self.response_module
+        module = self._response_module
+        assert module is not None, "urllib3 is used before it was hooked"
         return cast(
             Urllib3Response,
             module.HTTPResponse(
@@ -185,12 +165,21 @@ class Urllib3Library(ReadsThroughProtocols):
     def record_body(
         self, response: Urllib3Response, recorder: BodyRecorder, *, asynchronous: bool
     ) -> None:
-        tee(response, recorder)
+        """Have ``response`` report each piece of its body as it is read off the connection
+        (urllib3's ``_raw_read`` and ``_handle_chunk``, before it decodes them), the end of
+        the body once its connection's response is read to the end (``read``, ``read1``,
+        ``read_chunked``), an error one of them raises, and the client's close (a close
+        urllib3 makes itself while a read fails is that failure)."""
+        body = _BodyTee(response, recorder)
+        feeding = {name: body.feeding(getattr(response, name)) for name in _FED}
+        reads = {name: body.reading(getattr(response, name), feeds=False) for name in _READS}
+        body.install({**feeding, **reads, "read_chunked": body.chunks(response.read_chunked)})
 
     def content_decoder(self, content_encoding: str) -> JoinedDecoder | None:
         """urllib3's decoder of ``content_encoding``, as its ``HTTPResponse`` picks it (none
         for an encoding it does not know: the bytes are kept as they came)."""
-        module = self.response_module
+        module = self._response_module
+        assert module is not None, "urllib3 is used before it was hooked"
         known = module.HTTPResponse.CONTENT_DECODERS
         encoding = content_encoding.lower()
         if encoding in known or any(e.strip() in known for e in encoding.split(",")):
@@ -226,11 +215,19 @@ def _capturing(
             return original(self, *args, **kwargs)
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        request = Urllib3Request(self, dict(bound.arguments), original)
+        request = Urllib3Request(self, dict(bound.arguments))
         if not captures(self, request.url, boundary, library):
             return original(self, *args, **kwargs)
+        options = request.options
+
+        def send() -> Urllib3Response:  # its body left unread
+            return original(**{**options, "preload_content": False})
+
         flow = exchange_flow(boundary, library, request, asynchronous=False)
-        return request.delivered(drive(flow, request.send, request.read, lambda raw: raw.close()))
+        raw = drive(flow, send, request.read, lambda response: response.close())
+        if options.get("preload_content", True):  # read now, as urllib3 does
+            raw.read(decode_content=bool(options.get("decode_content", True)), cache_content=True)
+        return raw
 
     return _make_request
 
@@ -239,13 +236,10 @@ class Urllib3Request(RequestView):
     """One request ``_make_request`` was asked to send (``options``: its arguments by
     name), as the boundary reads it."""
 
-    def __init__(
-        self, pool: Urllib3Pool, options: dict[str, object], send: Callable[..., Urllib3Response]
-    ) -> None:
+    def __init__(self, pool: Urllib3Pool, options: dict[str, object]) -> None:
         self.pool = pool
         self.options = options
         self.target = options.get("url")
-        self._send = send
         headers = cast(Mapping[str, str] | None, options.get("headers"))
         super().__init__(
             str(options.get("method")),
@@ -261,18 +255,6 @@ class Urllib3Request(RequestView):
             if body is not None and not isinstance(body, bytes | str):
                 self.options["body"] = self._content
         return self._content
-
-    def send(self) -> Urllib3Response:
-        """Send the request for real, its response's body left unread."""
-        return self._send(**{**self.options, "preload_content": False})
-
-    def delivered(self, raw: Urllib3Response) -> Urllib3Response:
-        """The urllib3 response the caller gets: its body read now when it asked for it
-        preloaded."""
-        if self.options.get("preload_content", True):
-            decode = self.options.get("decode_content", True)
-            raw.read(decode_content=bool(decode), cache_content=True)
-        return raw
 
 
 class JoinedDecoder:
@@ -290,26 +272,14 @@ class JoinedDecoder:
         return self._decoder.decompress(b"") + self._decoder.flush()
 
 
-def tee(raw: Urllib3Response, recorder: BodyRecorder) -> None:
-    """Have ``raw`` report to ``recorder`` each piece of its body as it is read off the
-    connection (urllib3's ``_raw_read`` and ``_handle_chunk``, before it decodes them),
-    the end of the body once its connection's response is read to the end (``read``,
-    ``read1``, ``read_chunked``), an error one of them raises, and the client's close (a
-    close urllib3 makes itself while a read fails is that failure)."""
-    body = _BodyTee(raw, recorder)
-    feeding = {name: body.feeding(getattr(raw, name)) for name in ("_raw_read", "_handle_chunk")}
-    ending = {name: body.ending(getattr(raw, name)) for name in ("read", "read1")}
-    body.install({**feeding, **ending, "read_chunked": body.chunks(getattr(raw, "read_chunked"))})  # noqa: B009
-
-
 class _BodyTee(BodyTee):
-    """The wrappers :func:`tee` puts on one response's reads."""
+    """The wrappers on one response's reads (see :meth:`Urllib3Library.record_body`)."""
 
     _raw: Urllib3Response
 
-    def _ended(self) -> bool:
-        """Whether the connection's response has been read to its end."""
-        return getattr(self._raw, "_fp", None) is None or self._raw.isclosed()
+    def _ending(self) -> BaseException | None:
+        ended = getattr(self._raw, "_fp", None) is None or self._raw.isclosed()
+        return StopIteration() if ended else None
 
     def feeding(self, read: Callable[..., bytes]) -> Callable[..., bytes]:
         @functools.wraps(read)
@@ -321,16 +291,6 @@ class _BodyTee(BodyTee):
 
         return read_off
 
-    def ending(self, read: Callable[..., bytes]) -> Callable[..., bytes]:
-        @functools.wraps(read)
-        def read_body(*args: object, **kwargs: object) -> bytes:
-            data = self._reported(lambda: read(*args, **kwargs))
-            if self._ended():
-                self._recorder.ended_by(StopIteration())
-            return data
-
-        return read_body
-
     def chunks(
         self, read_chunked: Callable[..., Iterator[bytes]]
     ) -> Callable[..., Iterator[bytes]]:
@@ -339,20 +299,8 @@ class _BodyTee(BodyTee):
             pieces = read_chunked(*args, **kwargs)
             while True:
                 try:
-                    piece = self._reported(lambda: next(pieces))
+                    yield self.reported(lambda: next(pieces), feeds=False)
                 except StopIteration:
                     return
-                yield piece
 
         return read_chunks
-
-    def _reported(self, call: Callable[[], T]) -> T:
-        """``call()``, a read under way; what it raises (its end too) is reported."""
-        self._reading += 1
-        try:
-            return call()
-        except BaseException as exc:
-            self._recorder.ended_by(exc)
-            raise
-        finally:
-            self._reading -= 1
