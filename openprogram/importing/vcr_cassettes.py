@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, NoReturn
@@ -38,7 +38,8 @@ from typing import Any, Final, NoReturn
 import orjson
 
 from openprogram.body_limit import MAX_BODY_SIZE
-from openprogram.errors import CassetteError
+from openprogram.config.paths import recordings_dir
+from openprogram.errors import CassetteError, RecordingFileError
 from openprogram.http_boundary.codec import request_sections
 from openprogram.http_boundary.exchange import call_redactor
 from openprogram.http_boundary.whole_answers import answer_rows
@@ -56,9 +57,18 @@ from openprogram.recording.redaction import is_secret_field_name
 from openprogram.recording.rewriting import rewrite_recording
 from openprogram.recording.token_shapes import PLACEHOLDER
 from openprogram.recording.user_redaction import UserRedaction
+from openprogram.store.names import RECORDING_SUFFIX, resolve_recording, safe_file_name
 from openprogram.wording import plural
 
-__all__ = ["ImportedCassette", "cassette_files", "import_cassette", "write_imported"]
+__all__ = [
+    "CassetteOutcome",
+    "ImportedCassette",
+    "cassette_files",
+    "fixture_recording",
+    "import_cassette",
+    "import_cassettes",
+    "write_imported",
+]
 
 _SIGNING_HEADERS: Final = frozenset({"authorization", "x-amz-security-token", "cookie"})
 
@@ -398,3 +408,100 @@ def cassette_files(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
         else:
             raise CassetteError(str(given), not_a_cassette_file(mode))
     return sorted(found, key=lambda pair: str(pair[1]))
+
+
+# --- many cassettes at once, as ``recordings import`` imports them ---------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CassetteOutcome:
+    """What became of one cassette of a batch: imported into ``destination``, skipped (not a
+    test's cassette, with ``--pytest-recording``), or failed with ``error``."""
+
+    cassette: Path
+    destination: Path | None = None
+    imported: ImportedCassette | None = None
+    skipped: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.imported is None:
+            why = {"skipped": self.skipped} if self.error is None else {"error": self.error}
+            return {"cassette": str(self.cassette), **why}
+        return {**self.imported.to_json(), "recording": str(self.destination)}
+
+
+def import_cassettes(
+    found: Iterable[tuple[Path, Path]],
+    user: UserRedaction | None,
+    *,
+    into: Path | None,
+    name: str | None,
+    pytest_layout: bool,
+    max_body_size: int,
+    force: bool,
+) -> Iterator[CassetteOutcome]:
+    """Import each cassette ``found`` (as :func:`cassette_files` finds them), yielding its
+    outcome as it is written: into the store under ``name`` or a name made of its path; with
+    ``into``, at its path below the folder given; with ``pytest_layout``, where the
+    ``openprogram_recording`` fixture reads its test's recording (below ``into``). A
+    recording that exists is replaced only with ``force``. Raises
+    :class:`~openprogram.errors.RecordingNameError` for a store name that cannot be used."""
+    folder = None if into is None else into.expanduser().absolute()
+    store = recordings_dir()
+    for cassette, relative in found:
+        if pytest_layout:
+            assert folder is not None
+            fixture_path = fixture_recording(cassette.absolute(), relative, folder.parent)
+            if fixture_path is None:
+                reason = "not a test's cassette where pytest-recording keeps one"
+                yield CassetteOutcome(cassette, skipped=reason)
+                continue
+            destination = folder / fixture_path
+        elif folder is not None:
+            destination = folder / relative.with_suffix(RECORDING_SUFFIX)
+        else:
+            stem = name if name is not None else _store_name(relative)
+            destination = resolve_recording(stem, store).path
+        try:
+            if destination.exists() and not force:
+                raise CassetteError(
+                    str(cassette),
+                    f"{destination} exists: pass --force to replace it (nothing was written)",
+                )
+            imported = import_cassette(cassette, user, max_body_size=max_body_size)
+            write_imported(imported, destination)
+        except (CassetteError, RecordingFileError) as error:
+            yield CassetteOutcome(cassette, error=str(error))
+            continue
+        yield CassetteOutcome(cassette, destination, imported)
+
+
+def _store_name(relative: Path) -> str:
+    """A store name for a cassette found at ``relative``: its path's parts joined by ``-``,
+    without the suffix, made a safe name (as a test's recording is)."""
+    return safe_file_name("-".join(relative.with_suffix("").parts))
+
+
+def fixture_recording(cassette: Path, relative: Path, base: Path) -> Path | None:
+    """Where the ``openprogram_recording`` fixture reads the recording of the test whose
+    pytest-recording cassette is ``cassette`` (found at ``relative`` below the folder
+    given), or None when it is not at ``<test folder>/cassettes/<module>/<test>.<ext>``:
+    ``<module path>/<test>.jsonl`` in the recordings folder, the module path being the test
+    file's path relative to ``base`` (the folder that holds the recordings folder, as the
+    fixture counts it) with its folders joined by ``.``; the test's ``[parameters]`` written
+    ``-parameters``; each part made a safe name."""
+    parts = relative.parts
+    if len(parts) < 3 or parts[-3] != "cassettes":
+        return None
+    test_folder = cassette.parent.parent.parent
+    try:
+        folders = test_folder.relative_to(base).parts
+    except ValueError:
+        folders = parts[:-3]
+    module = ".".join((*folders, parts[-2]))
+    test = relative.stem
+    if test.endswith("]") and "[" in test:
+        function, _, parameters = test[:-1].partition("[")
+        test = f"{function}-{parameters}"
+    return Path(safe_file_name(module)) / f"{safe_file_name(test)}{RECORDING_SUFFIX}"

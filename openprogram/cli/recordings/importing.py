@@ -4,6 +4,7 @@ made into recordings."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -20,6 +21,9 @@ from openprogram.cli.output import (
 )
 from openprogram.cli.recordings.scan import REDACTOR
 from openprogram.errors import RecordingNameError
+
+if TYPE_CHECKING:
+    from openprogram.importing.vcr_cassettes import CassetteOutcome
 
 CASSETTES = typer.Argument(
     ..., metavar="CASSETTE", help="vcrpy cassettes (.yaml, .yml, .json), or folders of them."
@@ -77,70 +81,32 @@ def import_cassettes(
     cassette could not be imported (the others are), 2 for bad arguments (a path given that
     is missing, or neither a file nor a folder).
     """
-    from openprogram.config.paths import recordings_dir
-    from openprogram.errors import CassetteError, RecordingFileError
-    from openprogram.importing.vcr_cassettes import cassette_files, import_cassette, write_imported
-    from openprogram.store.names import RECORDING_SUFFIX, resolve_recording
+    from openprogram.cli.recordings.scan import configured_user_redaction
+    from openprogram.importing import vcr_cassettes
 
-    if into is not None and name is not None:
-        abort("--into and --name exclude each other: give one of them", EXIT_USAGE)
-    if pytest_layout and name is not None:
-        abort("--pytest-recording names each recording after its test: drop --name", EXIT_USAGE)
-    if max_body_size < 1:
-        abort("--max-body-size is 1 (MB) or more", EXIT_USAGE)
+    found = _cassettes_given(
+        cassettes, into=into, name=name, pytest_layout=pytest_layout, max_body_size=max_body_size
+    )
     if pytest_layout and into is None:
         into = Path("tests/recordings")
-    try:
-        found = cassette_files([path.expanduser() for path in cassettes])
-    except CassetteError as error:
-        abort(str(error), EXIT_USAGE)
-    if not found:
-        abort("no cassettes (.yaml, .yml or .json files) in the folders given", EXIT_USAGE)
-    if name is not None and len(found) > 1:
-        given = plural(len(found), "cassette")
-        abort(f"--name names one recording, but {given} were given", EXIT_USAGE)
-    from openprogram.cli.recordings.scan import configured_user_redaction
-
     user = configured_user_redaction(redactor)
-    results = []
-    failed = skipped = 0
     with reporting_errors(usage_errors=(RecordingNameError,)):
-        store = recordings_dir()
-        for cassette, relative in found:
-            if pytest_layout:
-                assert into is not None
-                base = into.expanduser().absolute().parent
-                fixture_path = fixture_recording(cassette.absolute(), relative, base)
-                if fixture_path is None:
-                    skipped += 1
-                    reason = "not a test's cassette where pytest-recording keeps one"
-                    results.append({"cassette": str(cassette), "skipped": reason})
-                    if not as_json:
-                        say(f"- {cassette}: {reason}")
-                    continue
-                destination = into.expanduser().absolute() / fixture_path
-            elif into is not None:
-                destination = into.expanduser().absolute() / relative.with_suffix(RECORDING_SUFFIX)
-            else:
-                stem = name if name is not None else _store_name(relative)
-                destination = resolve_recording(stem, store).path
-            try:
-                if destination.exists() and not force:
-                    raise CassetteError(
-                        str(cassette),
-                        f"{destination} exists: pass --force to replace it (nothing was written)",
-                    )
-                imported = import_cassette(cassette, user, max_body_size=max_body_size * MEBIBYTE)
-                write_imported(imported, destination)
-            except (CassetteError, RecordingFileError) as error:
-                failed += 1
-                complain(str(error))
-                results.append({"cassette": str(cassette), "error": str(error)})
-                continue
-            results.append({**imported.to_json(), "recording": str(destination)})
-            if not as_json:
-                say(f"✔ {cassette} → {destination}: {imported.summary()}")
+        outcomes = [
+            _shown(outcome, as_json=as_json)
+            for outcome in vcr_cassettes.import_cassettes(
+                found,
+                user,
+                into=into,
+                name=name,
+                pytest_layout=pytest_layout,
+                max_body_size=max_body_size * MEBIBYTE,
+                force=force,
+            )
+        ]
+    failed = sum(outcome.error is not None for outcome in outcomes)
+    skipped = sum(outcome.skipped is not None for outcome in outcomes)
     if as_json:
+        results = [outcome.to_json() for outcome in outcomes]
         print_json({"imported": results, "failed": failed, "skipped": skipped})
     elif len(found) > 1:
         imported_count = len(found) - failed - skipped
@@ -150,38 +116,49 @@ def import_cassettes(
         raise typer.Exit(EXIT_FAILURE)
 
 
-def _store_name(relative: Path) -> str:
-    """A store name for a cassette found at ``relative``: its path's parts joined by ``-``,
-    without the suffix, made a safe name (as a test's recording is)."""
-    from openprogram.store.names import safe_file_name
+def _cassettes_given(
+    cassettes: list[Path],
+    *,
+    into: Path | None,
+    name: str | None,
+    pytest_layout: bool,
+    max_body_size: int,
+) -> list[tuple[Path, Path]]:
+    """The cassettes the arguments name, each with its path below the folder given; exit 2
+    for options that exclude each other or are out of range, and for paths that name no
+    cassette."""
+    from openprogram.errors import CassetteError
+    from openprogram.importing.vcr_cassettes import cassette_files
 
-    return safe_file_name("-".join(relative.with_suffix("").parts))
-
-
-def fixture_recording(cassette: Path, relative: Path, base: Path) -> Path | None:
-    """Where the ``openprogram_recording`` fixture reads the recording of the test whose
-    pytest-recording cassette is ``cassette`` (found at ``relative`` below the folder
-    given), or None when it is not at ``<test folder>/cassettes/<module>/<test>.<ext>``:
-    ``<module path>/<test>.jsonl`` in the recordings folder, the module path being the test
-    file's path relative to ``base`` (the folder that holds the recordings folder, as the
-    fixture counts it) with its folders joined by ``.``; the test's ``[parameters]`` written
-    ``-parameters``; each part made a safe name."""
-    from openprogram.store.names import RECORDING_SUFFIX, safe_file_name
-
-    parts = relative.parts
-    if len(parts) < 3 or parts[-3] != "cassettes":
-        return None
-    test_folder = cassette.parent.parent.parent
+    if into is not None and name is not None:
+        abort("--into and --name exclude each other: give one of them", EXIT_USAGE)
+    if pytest_layout and name is not None:
+        abort("--pytest-recording names each recording after its test: drop --name", EXIT_USAGE)
+    if max_body_size < 1:
+        abort("--max-body-size is 1 (MB) or more", EXIT_USAGE)
     try:
-        folders = test_folder.relative_to(base).parts
-    except ValueError:
-        folders = parts[:-3]
-    module = ".".join((*folders, parts[-2]))
-    test = relative.stem
-    if test.endswith("]") and "[" in test:
-        function, _, parameters = test[:-1].partition("[")
-        test = f"{function}-{parameters}"
-    return Path(safe_file_name(module)) / f"{safe_file_name(test)}{RECORDING_SUFFIX}"
+        found = cassette_files([path.expanduser() for path in cassettes])
+    except CassetteError as error:
+        abort(str(error), EXIT_USAGE)
+    if not found:
+        abort("no cassettes (.yaml, .yml or .json files) in the folders given", EXIT_USAGE)
+    if name is not None and len(found) > 1:
+        given = plural(len(found), "cassette")
+        abort(f"--name names one recording, but {given} were given", EXIT_USAGE)
+    return found
+
+
+def _shown(outcome: CassetteOutcome, *, as_json: bool) -> CassetteOutcome:
+    """``outcome`` told as it happens: an error on stderr, else (without ``--json``) a line."""
+    if outcome.error is not None:
+        complain(outcome.error)
+    elif as_json:
+        pass
+    elif outcome.imported is None:
+        say(f"- {outcome.cassette}: {outcome.skipped}")
+    else:
+        say(f"✔ {outcome.cassette} → {outcome.destination}: {outcome.imported.summary()}")
+    return outcome
 
 
 def register(app: typer.Typer) -> None:
