@@ -10,18 +10,20 @@ says whether the check failed: drift of the class ``fail_on`` or worse (``breaki
 default; ``additive`` also fails on new fields; ``content`` on any drift), or a call that
 could not be sent — a check that did not run is no pass.
 
-The recording itself is never changed: accepting the provider's new behaviour is
-re-recording it (:data:`ACCEPTING`).
+:func:`check_recordings` checks the recordings ``recordings drift`` names, one after the
+other, and writes the ``--save`` snapshot. The recording itself is never changed: accepting
+the provider's new behaviour is re-recording it (:data:`ACCEPTING`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
+from openprogram.config.paths import recordings_dir
 from openprogram.drift.comparison import LiveAnswer, answer_drift, answer_of_rows
 from openprogram.drift.credentials import Credentials
 from openprogram.drift.origins import BaseUrls
@@ -34,6 +36,10 @@ from openprogram.drift.sending import (
     send_http,
     send_provider_call,
 )
+from openprogram.drift.snapshot import write_snapshot
+from openprogram.recording.format import refuse_a_snapshot
+from openprogram.recording.reader import read_recording
+from openprogram.store.names import resolve_recording
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,6 +55,7 @@ __all__ = [
     "CallDrift",
     "DriftReport",
     "check_drift",
+    "check_recordings",
 ]
 
 ACCEPTING: Final = (
@@ -308,3 +315,49 @@ def _failure(error: BaseException, credentials: Credentials) -> str:
     known = known_secret_values(credentials.environ) | {v for _, v in credentials.headers}
     message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return str(SecretRedactor(known).redact_text(message))
+
+
+def check_recordings(
+    names: Sequence[str],
+    *,
+    credentials: Credentials,
+    base_urls: BaseUrls | None = None,
+    concurrency: int = 4,
+    timeout: float = 120.0,
+    max_calls: int | None = None,
+    only: Sequence[int] | None = None,
+    fail_on: DriftClass = "breaking",
+    user: UserRedaction | None = None,
+    over_budget: str | None = None,
+    save: Path | None = None,
+) -> Iterator[DriftReport]:
+    """The drift check of each recording ``names`` names (store names or paths), in order,
+    each yielded as it ends, as ``recordings drift`` runs them: every recording is read, and
+    a drift snapshot refused, before any call is sent. With ``save``, the live answers of the
+    first recording are written there as a drift snapshot after its check
+    (:mod:`openprogram.drift.snapshot`). The options are :func:`check_drift`'s."""
+    store = recordings_dir()
+    paths = [resolve_recording(name, store).path for name in names]
+    read = [read_recording(path) for path in paths]
+    for recording in read:
+        refuse_a_snapshot(recording)
+    first: DriftReport | None = None
+    for recording in read:
+        report = check_drift(
+            recording,
+            credentials=credentials,
+            base_urls=base_urls,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_calls=max_calls,
+            only=only,
+            fail_on=fail_on,
+            user=user,
+            keep_live=save is not None,
+            over_budget=over_budget,
+        )
+        if first is None:
+            first = report
+        yield report
+    if save is not None and first is not None:
+        write_snapshot(save.expanduser().absolute(), read[0], first)

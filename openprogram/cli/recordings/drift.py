@@ -89,12 +89,8 @@ def drift(
     --fail-on) or when a call could not be sent, 2 when a recording or an option cannot be
     used.
     """
-    from openprogram.config.paths import recordings_dir
-    from openprogram.drift.check import ACCEPTING, check_drift
+    from openprogram.drift.check import check_recordings
     from openprogram.drift.credentials import Credentials
-    from openprogram.recording import read_recording
-    from openprogram.recording.format import refuse_a_snapshot
-    from openprogram.store.names import resolve_recording
 
     if fail_on not in FAIL_ON:
         abort(f"--fail-on takes breaking, additive or content, found {fail_on!r}", EXIT_USAGE)
@@ -109,32 +105,30 @@ def drift(
     user = configured_user_redaction(None)
     reports: list[DriftReport] = []
     with reporting_errors(usage_errors=(RecordingNameError, RecordingFileError)):
-        store = recordings_dir()
-        paths = [resolve_recording(argument, store).path for argument in recordings]
-        read = [read_recording(path) for path in paths]
-        for recording in read:
-            refuse_a_snapshot(recording)
-        for recording in read:
-            report = check_drift(
-                recording,
-                credentials=credentials,
-                base_urls=base_urls,
-                concurrency=concurrency,
-                timeout=timeout,
-                max_calls=max_calls,
-                only=call,
-                fail_on=cast("DriftClass", fail_on),
-                user=user,
-                keep_live=save is not None,
-                over_budget=f"over --max-calls {max_calls}",
-            )
+        for report in check_recordings(
+            recordings,
+            credentials=credentials,
+            base_urls=base_urls,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_calls=max_calls,
+            only=call,
+            fail_on=cast("DriftClass", fail_on),
+            user=user,
+            over_budget=f"over --max-calls {max_calls}",
+            save=save,
+        ):
             reports.append(report)
             if not as_json:
                 _render(report)
-        if save is not None:
-            from openprogram.drift.snapshot import write_snapshot
+    _conclude(reports, save=save, as_json=as_json)
 
-            write_snapshot(save.expanduser().absolute(), read[0], reports[0])
+
+def _conclude(reports: list[DriftReport], *, save: Path | None, as_json: bool) -> None:
+    """The end of the output (the JSON report, or where the live answers went and how to
+    accept them), and the exit code."""
+    from openprogram.drift.check import ACCEPTING
+
     drifted = any(report.counts()[kind] for report in reports for kind in FAIL_ON)
     if as_json:
         print_json(
