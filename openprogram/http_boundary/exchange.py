@@ -473,7 +473,7 @@ class HttpCallRecorder:
             return
         self._received += len(chunk)
         try:
-            data = chunk if self._decoder is None else self._decoder.decode(chunk)
+            data = chunk if self._decoder is None else self._decoder.decompress(chunk)
         except Exception as exc:  # the client library fails on these bytes too
             self.stop(exc)
             return
@@ -514,7 +514,8 @@ class HttpCallRecorder:
         if self.call.ended:
             return
         try:
-            tail = b"" if self._decoder is None or not flush else self._decoder.flush()
+            decoder = self._decoder if flush else None
+            tail = b"" if decoder is None else decoder.decompress(b"") + decoder.flush()
         except Exception as exc:
             self.stop(exc)
             return

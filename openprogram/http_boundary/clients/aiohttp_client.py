@@ -51,6 +51,15 @@ _REASON = re.compile(r" \[(.*)\]\Z", re.DOTALL)
 """The OS reason at the end of a ``ClientConnectorError``'s message."""
 
 
+def _no_flow_control() -> SimpleNamespace:
+    """The protocol of a stream reader built here: nothing to pause."""
+    return SimpleNamespace(connected=True, pause_reading=_nothing, resume_reading=_nothing)
+
+
+def _nothing(*args: object, **kwargs: object) -> None:
+    pass
+
+
 class _YarlURL(Protocol):
     """aiohttp's URL (``yarl.URL``)."""
 
@@ -113,13 +122,8 @@ class AiohttpLibrary(ReadsThroughProtocols):
         self._replay_content: type = _ReplayContent  # it is hooked
         self._response_takes_stream_writer = False
 
-    @property
-    def name(self) -> str:
-        return "aiohttp"
-
-    @property
-    def module_names(self) -> tuple[str, ...]:
-        return ("aiohttp.client",)
+    name = "aiohttp"
+    module_names = ("aiohttp.client",)
 
     def hook(self, module: ModuleType) -> None:
         """Patch ``ClientSession._request`` of ``module`` once (called under the patching's
@@ -174,7 +178,7 @@ class AiohttpLibrary(ReadsThroughProtocols):
             **(written if self._response_takes_stream_writer else {}),
         )
         multidict = sys.modules["multidict"]
-        content = self._replay_content(_NoFlowControl(), _READ_LIMIT, loop=loop)
+        content = self._replay_content(_no_flow_control(), _READ_LIMIT, loop=loop)
         content._chunks = body
         vars(response).update(
             version=sys.modules["aiohttp.http"].HttpVersion11,
@@ -192,7 +196,7 @@ class AiohttpLibrary(ReadsThroughProtocols):
         self, response: _ClientResponse, recorder: BodyRecorder, *, asynchronous: bool
     ) -> None:
         loop = sys.modules["asyncio"].get_running_loop()
-        content = self._recording_content(_NoFlowControl(), _READ_LIMIT, loop=loop)
+        content = self._recording_content(_no_flow_control(), _READ_LIMIT, loop=loop)
         content._source = response.content
         content._recorder = recorder
         release, close = response.release, response.close
@@ -286,18 +290,6 @@ class _RequestView(RequestView):
             as_bytes = getattr(body, "as_bytes", None)
             self._content = b"" if as_bytes is None else await as_bytes()
         return self._content
-
-
-class _NoFlowControl:
-    """The protocol of a stream reader built here: nothing to pause."""
-
-    connected = True
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self, resume_parser: bool = True) -> None:
-        pass
 
 
 class _RecordingContent:

@@ -40,11 +40,9 @@ from openprogram.http_boundary.clients.interface import (
     HttpRequest,
     ReadsThroughProtocols,
     RequestView,
-    exception_of,
     rebuilt_error,
 )
 from openprogram.http_boundary.clients.raw_http import (
-    BodyCut,
     BodyTee,
     TargetURL,
     replayed_response,
@@ -60,7 +58,6 @@ __all__ = ["HttpClientLibrary", "HttpClientRequest"]
 _PATCH_MARK = "_openprogram_http_capture"
 _PENDING = "_openprogram_pending_exchange"
 """The connection's attribute holding the exchange its ``getresponse`` completes."""
-_READS = ("read", "read1", "readline")
 _ERROR_MODULES = ("http.client", "socket", "ssl")
 """The modules whose exceptions a recorded error of this library replays as."""
 
@@ -79,17 +76,11 @@ class HttpClientLibrary(ReadsThroughProtocols):
         """Patch ``HTTPConnection.request`` and ``getresponse`` of ``module`` once (called
         under the patching's lock); ``HTTPSConnection`` inherits them."""
         connection = getattr(module, "HTTPConnection", None)
-        if (
-            not isinstance(connection, type)
-            or _PATCH_MARK in connection.__dict__
-            or "request" not in connection.__dict__
-            or "getresponse" not in connection.__dict__
-        ):
+        methods = {} if not isinstance(connection, type) else connection.__dict__
+        if _PATCH_MARK in methods or "request" not in methods or "getresponse" not in methods:
             return
-        request = connection.__dict__["request"]
-        getresponse = connection.__dict__["getresponse"]
-        connection.request = _capturing_request(request, module, self)  # type: ignore[attr-defined]
-        connection.getresponse = _completing_getresponse(getresponse)  # type: ignore[attr-defined]
+        connection.request = _capturing_request(methods["request"], module, self)  # type: ignore[union-attr]
+        connection.getresponse = _completing_getresponse(methods["getresponse"])  # type: ignore[union-attr]
         setattr(connection, _PATCH_MARK, True)
 
     def head(self, response: Response) -> tuple[int, HttpHeaders]:
@@ -106,8 +97,7 @@ class HttpClientLibrary(ReadsThroughProtocols):
     ) -> Response:
         sent = cast(HttpClientRequest, request)
         debuglevel = sent.connection.debuglevel
-        cut = _cut_at_incomplete_read(body)
-        return replayed_response(status, headers, cut, method=sent.method, debuglevel=debuglevel)
+        return replayed_response(status, headers, body, method=sent.method, debuglevel=debuglevel)
 
     def record_body(
         self, response: Response, recorder: BodyRecorder, *, asynchronous: bool
@@ -117,8 +107,7 @@ class HttpClientLibrary(ReadsThroughProtocols):
         body once it has closed its connection's response, an error a read raises, and the
         client's ``close``. A body with nothing to read (a ``HEAD``, a 204) ends at once."""
         body = _BodyTee(response, recorder)
-        reads = {name: body.reading(getattr(response, name), feeds=True) for name in _READS}
-        body.install({**reads, "readinto": body.filling(response.readinto)})
+        body.install(("read", "read1", "readline"), {"readinto": body.filling(response.readinto)})
         if response.fp is None or response.length == 0 or response._method == "HEAD":  # type: ignore[attr-defined]
             recorder.ended_by(StopIteration())
 
@@ -136,15 +125,7 @@ class HttpClientLibrary(ReadsThroughProtocols):
         class; else ``RecordedProviderError`` naming the recorded type."""
         module = recorded.type.rpartition(".")[0]
         classes = sys.modules.get(module) if module in _ERROR_MODULES else None
-        build = functools.partial(exception_of, arguments={"partial": b""})
-        return rebuilt_error(recorded, classes, build)
-
-
-def _cut_at_incomplete_read(body: Iterator[bytes]) -> Iterator[bytes]:
-    try:
-        yield from body
-    except http.client.IncompleteRead:
-        raise BodyCut from None
+        return rebuilt_error(recorded, classes, partial=b"")
 
 
 def _from_urllib3(connection: object) -> bool:
@@ -309,7 +290,7 @@ class ZlibDecoder:
         self._wbits = wbits
         self._decoder = None if wbits is None else zlib.decompressobj(wbits)
 
-    def decode(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes) -> bytes:
         if self._decoder is None:
             return data
         try:
@@ -320,6 +301,8 @@ class ZlibDecoder:
             self._wbits = -zlib.MAX_WBITS
             self._decoder = zlib.decompressobj(self._wbits)
             return self._decoder.decompress(data)
+
+    decode = decompress
 
     def flush(self) -> bytes:
         return b"" if self._decoder is None else self._decoder.flush()
@@ -347,6 +330,6 @@ class _BodyTee(BodyTee):
                 count = readinto(buffer)
                 return bytes(memoryview(buffer)[:count])
 
-            return len(self.reported(call, feeds=True))
+            return len(self.reported(call))
 
         return readinto_body

@@ -225,7 +225,7 @@ class JoinedDecoder:
     def __init__(self, decoder: _LibraryDecoder) -> None:
         self._decoder = decoder
 
-    def decode(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes) -> bytes:
         decoded = self._decoder.decode(data)
         return decoded if isinstance(decoded, bytes) else b"".join(decoded)
 

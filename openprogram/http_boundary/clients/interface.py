@@ -162,9 +162,10 @@ HttpTransport: TypeAlias = SyncTransport | AsyncTransport
 
 
 class ContentDecoder(Protocol):
-    """A decoder of one encoded body, fed its bytes as they came off the wire."""
+    """A decoder of one encoded body, fed its bytes as they came off the wire, then ended
+    with ``decompress(b"")`` and ``flush()`` (the shape of zlib's and urllib3's)."""
 
-    def decode(self, data: bytes) -> bytes: ...
+    def decompress(self, data: bytes) -> bytes: ...
     def flush(self) -> bytes: ...
 
 
@@ -331,16 +332,19 @@ def rebuilt_error(
     recorded: RecordedError,
     classes: object,
     build: Callable[[type[Exception], str], BaseException | None] | None = None,
+    **arguments: object,
 ) -> BaseException:
     """The exception ``recorded`` replays as: the class of its name in ``classes`` (where
     the library keeps the classes of the recorded type's module; None when that module is
-    not the library's) built by ``build`` (by default as :func:`exception_of` builds one),
-    or the built-in class of its name; else ``RecordedProviderError`` naming the recorded
-    type."""
+    not the library's) built by ``build`` (by default :func:`exception_of`, given
+    ``arguments``), or the built-in class of its name; else ``RecordedProviderError``."""
     module, _, name = recorded.type.rpartition(".")
     cls = getattr(classes if module else builtins, name, None)
     if isinstance(cls, type) and issubclass(cls, Exception):
-        error = (build if module and build else exception_of)(cls, recorded.message)
+        if module and build:
+            error = build(cls, recorded.message)
+        else:
+            error = exception_of(cls, recorded.message, arguments if module else None)
         if error is not None:
             return error
     return RecordedProviderError(recorded.type, recorded.message)
@@ -349,10 +353,10 @@ def rebuilt_error(
 def exception_of(
     cls: type[Exception], message: str, arguments: Mapping[str, object] | None = None
 ) -> Exception | None:
-    """An instance of ``cls`` whose text is ``message``: an ``OSError`` keeps the errno its
-    message names; another is built with each argument its constructor requires — the one
-    ``arguments`` names, else the message — or else with the message alone, or nothing.
-    None when its constructor refuses them all."""
+    """An instance of ``cls`` whose text is ``message`` (None when its constructor refuses):
+    an ``OSError`` keeps the errno its message names; another is built with each argument
+    its constructor requires (the one ``arguments`` names, else the message), else with the
+    message alone."""
     errno = _ERRNO.fullmatch(message)
     if issubclass(cls, OSError) and errno:
         return cls(int(errno.group(1)), errno.group(2))
@@ -367,7 +371,7 @@ def exception_of(
         if parameter.default is inspect.Parameter.empty
         and parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
     ]
-    for candidate in ([required] if required else []) + [[message], []]:
+    for candidate in (required, [message]):
         try:
             error = cls(*candidate)
         except Exception:  # a constructor that wants other arguments

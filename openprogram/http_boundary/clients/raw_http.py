@@ -1,13 +1,12 @@
 """What ``http.client`` and urllib3 share on the wire, for their two adapters: where a
 request goes (:class:`TargetURL`), its whole body (:func:`whole_body`), a replayed response
-as ``http.client`` reads one (:func:`replayed_response`), and the close of a teed body
-(:class:`BodyTee`).
+(:func:`replayed_response`) and the tee of a live one (:class:`BodyTee`).
 
-urllib3 sends with ``http.client`` and reads its responses with it, so a replayed response
-of either library is an ``http.client.HTTPResponse`` parsed from the recorded status,
-headers and body (no connection made): framed by its ``content-length`` when it is served
-with one (a call that completed), else read as a chunked body, so that every recorded chunk
-reaches the client before a recorded error.
+urllib3 sends and reads with ``http.client``, so a replayed response of either library is
+an ``http.client.HTTPResponse`` parsed from the recorded status, headers and body, no
+connection made: framed by its ``content-length`` when it is served with one (a call that
+completed), else read as a chunked body, so that every recorded chunk reaches the client
+before a recorded error.
 """
 
 from __future__ import annotations
@@ -18,40 +17,40 @@ import io
 import itertools
 import socket
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 
 from openprogram.http_boundary.clients.interface import BodyRecorder, reason_phrase
 
-__all__ = ["BodyCut", "BodyTee", "TargetURL", "replayed_response", "whole_body"]
+__all__ = ["BodyTee", "TargetURL", "replayed_response", "whole_body"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
 class TargetURL:
     """Where a urllib3 or ``http.client`` request goes: its connection's scheme, host and
-    port (the tunnelled ones through a proxy; None for the scheme's default), and the
-    request target (a path, or a whole URL sent to a proxy)."""
+    port (the tunnelled ones through a proxy), and the request target (a path, or a whole
+    URL sent to a proxy)."""
 
-    __slots__ = ("_port", "_target", "host", "scheme")
-
-    def __init__(self, scheme: str, host: str, port: int | None, target: str) -> None:
-        self.scheme = scheme
-        self.host = host
-        self._port = port
-        self._target = target
+    scheme: str
+    host: str
+    connection_port: int | None
+    target: str
 
     @property
     def port(self) -> int | None:
         """The port, None for the scheme's default."""
-        return None if self._port == _DEFAULT_PORTS.get(self.scheme) else self._port
+        port = self.connection_port
+        return None if port == _DEFAULT_PORTS.get(self.scheme) else port
 
     def __str__(self) -> str:
-        if "://" in self._target.partition("?")[0]:
-            return self._target
+        if "://" in self.target.partition("?")[0]:
+            return self.target
         host = f"[{self.host}]" if ":" in self.host else self.host
         port = "" if self.port is None else f":{self.port}"
-        target = self._target if self._target.startswith("/") else f"/{self._target}"
+        target = self.target if self.target.startswith("/") else f"/{self.target}"
         return f"{self.scheme}://{host}{port}{target}"
 
 
@@ -75,11 +74,6 @@ def whole_body(body: object, text_encoding: str = "utf-8") -> bytes:
         piece.encode(text_encoding) if isinstance(piece, str) else bytes(cast(bytes, piece))
         for piece in pieces
     )
-
-
-class BodyCut(Exception):
-    """Raised by a replayed body's chunks where the recorded body was cut: the body stops
-    there without its end, as the connection left it."""
 
 
 def replayed_response(
@@ -110,9 +104,9 @@ def replayed_response(
 class _ReplayBody(io.RawIOBase):
     """A replayed response as the bytes ``http.client`` reads (under an
     ``io.BufferedReader``): ``head``, then each recorded chunk — in chunked transfer
-    encoding (``chunked``), else as it is — then the end of the body (none after a
-    :class:`BodyCut`), or whatever ending the walk of the recording raises, once the chunks
-    before it have been read."""
+    encoding (``chunked``), else as it is — then the end of the body, or whatever ending the
+    walk of the recording raises, once the chunks before it have been read: a recorded
+    ``IncompleteRead`` stops the body without its end, as the connection left it."""
 
     def __init__(self, head: bytes, chunks: Iterator[bytes], *, chunked: bool) -> None:
         self._chunks = chunks
@@ -127,7 +121,7 @@ class _ReplayBody(io.RawIOBase):
         while not self._pending and not self._done:
             try:
                 piece = next(self._chunks, None)
-            except BodyCut:
+            except http.client.IncompleteRead:
                 self._done = True
                 break
             if piece is None:
@@ -157,9 +151,11 @@ class _Closable(Protocol):
 
 class BodyTee:
     """The wrappers a tee puts on one response's methods: what each outermost read returns
-    is reported to the recorder (``feeds``), what it raises, the end of the body once
-    :meth:`_ending` names one, and the client's own close (a read calls another; a close
-    inside a read is that read's)."""
+    (when ``feeds``; else its library's inner reads feed the recorder) or raises is
+    reported, the end of the body once :meth:`_ending` names one, and the client's own
+    close (a read calls another; a close inside a read is that read's)."""
+
+    feeds = True
 
     def __init__(self, raw: _Closable, recorder: BodyRecorder) -> None:
         self._raw = raw
@@ -170,7 +166,7 @@ class BodyTee:
         """What ended the body once the response is read to its end, else None."""
         raise NotImplementedError
 
-    def reported(self, call: Callable[[], T], *, feeds: bool) -> T:
+    def reported(self, call: Callable[[], T]) -> T:
         """``call()``, one read of the body, reported when it is the outermost."""
         outermost = not self._reading
         self._reading += 1
@@ -186,25 +182,19 @@ class BodyTee:
         finally:
             self._reading -= 1
         if outermost:
-            if feeds and isinstance(data, bytes) and data:
+            if self.feeds and isinstance(data, bytes) and data:
                 self._recorder.feed(data)
             ending = self._ending()
             if ending is not None:
                 self._recorder.ended_by(ending)
         return data
 
-    def reading(self, read: Callable[..., bytes], *, feeds: bool) -> Callable[..., bytes]:
-        """``read``, each call :meth:`reported`."""
-
-        @functools.wraps(read)
-        def read_body(*args: object, **kwargs: object) -> bytes:
-            return self.reported(lambda: read(*args, **kwargs), feeds=feeds)
-
-        return read_body
-
-    def install(self, wrappers: dict[str, Callable[..., object]]) -> None:
-        """Put ``wrappers`` (by method name) and the close on the response."""
+    def install(self, reads: Iterable[str], wrappers: dict[str, Callable[..., object]]) -> None:
+        """Put on the response: each of its ``reads`` :meth:`reported`, ``wrappers`` (by
+        method name), and the close."""
         methods = vars(self._raw)
+        for name in reads:
+            methods[name] = self._reporting(getattr(self._raw, name))
         methods.update(wrappers)
         close = self._raw.close
 
@@ -217,3 +207,10 @@ class BodyTee:
                     self._recorder.closed()
 
         methods["close"] = close_body
+
+    def _reporting(self, read: Callable[..., bytes]) -> Callable[..., bytes]:
+        @functools.wraps(read)
+        def read_body(*args: object, **kwargs: object) -> bytes:
+            return self.reported(lambda: read(*args, **kwargs))
+
+        return read_body

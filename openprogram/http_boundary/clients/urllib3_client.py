@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Protocol, cast
 from openprogram.http_boundary.boundary import ACTIVATIONS
 from openprogram.http_boundary.clients.interface import (
     BodyRecorder,
+    ContentDecoder,
     HeaderList,
     HttpHeaders,
     HttpRequest,
     ReadsThroughProtocols,
     RequestView,
-    exception_of,
     rebuilt_error,
 )
 from openprogram.http_boundary.clients.raw_http import (
@@ -53,7 +53,6 @@ __all__ = ["Urllib3Library", "Urllib3Request"]
 
 _PATCH_MARK = "_openprogram_http_capture"
 _FED = ("_raw_read", "_handle_chunk")
-_READS = ("read", "read1")
 
 
 class Urllib3Pool(Protocol):
@@ -77,13 +76,6 @@ class Urllib3Response(Protocol):
     def read_chunked(self) -> Iterator[bytes]: ...
     def close(self) -> None: ...
     def isclosed(self) -> bool: ...
-
-
-class _Decoder(Protocol):
-    """A content decoder of urllib3."""
-
-    def decompress(self, data: bytes) -> bytes: ...
-    def flush(self) -> bytes: ...
 
 
 class Urllib3Library(ReadsThroughProtocols):
@@ -172,10 +164,11 @@ class Urllib3Library(ReadsThroughProtocols):
         urllib3 makes itself while a read fails is that failure)."""
         body = _BodyTee(response, recorder)
         feeding = {name: body.feeding(getattr(response, name)) for name in _FED}
-        reads = {name: body.reading(getattr(response, name), feeds=False) for name in _READS}
-        body.install({**feeding, **reads, "read_chunked": body.chunks(response.read_chunked)})
+        body.install(
+            ("read", "read1"), {**feeding, "read_chunked": body.chunks(response.read_chunked)}
+        )
 
-    def content_decoder(self, content_encoding: str) -> JoinedDecoder | None:
+    def content_decoder(self, content_encoding: str) -> ContentDecoder | None:
         """urllib3's decoder of ``content_encoding``, as its ``HTTPResponse`` picks it (none
         for an encoding it does not know: the bytes are kept as they came)."""
         module = self._response_module
@@ -183,7 +176,8 @@ class Urllib3Library(ReadsThroughProtocols):
         known = module.HTTPResponse.CONTENT_DECODERS
         encoding = content_encoding.lower()
         if encoding in known or any(e.strip() in known for e in encoding.split(",")):
-            return JoinedDecoder(module._get_decoder(encoding))
+            decoder: ContentDecoder = module._get_decoder(encoding)
+            return decoder
         return None
 
     def rebuild_error(self, recorded: RecordedError, request: HttpRequest) -> BaseException:
@@ -191,13 +185,9 @@ class Urllib3Library(ReadsThroughProtocols):
         constructor requires the connection, the pool or the URL it names, else the message
         (a built-in by its name; else ``RecordedProviderError``)."""
         sent = cast(Urllib3Request, request)
-        arguments = {"conn": sent.options.get("conn"), "pool": sent.pool, "url": sent.target}
-        ours = recorded.type.split(".")[0] == "urllib3"
-        return rebuilt_error(
-            recorded,
-            self._exceptions if ours else None,
-            functools.partial(exception_of, arguments=arguments),
-        )
+        classes = self._exceptions if recorded.type.split(".")[0] == "urllib3" else None
+        connection = sent.options.get("conn")
+        return rebuilt_error(recorded, classes, conn=connection, pool=sent.pool, url=sent.target)
 
 
 def _capturing(
@@ -257,25 +247,11 @@ class Urllib3Request(RequestView):
         return self._content
 
 
-class JoinedDecoder:
-    """urllib3's content decoder as the recorder uses one."""
-
-    __slots__ = ("_decoder",)
-
-    def __init__(self, decoder: _Decoder) -> None:
-        self._decoder = decoder
-
-    def decode(self, data: bytes) -> bytes:
-        return self._decoder.decompress(data)
-
-    def flush(self) -> bytes:
-        return self._decoder.decompress(b"") + self._decoder.flush()
-
-
 class _BodyTee(BodyTee):
     """The wrappers on one response's reads (see :meth:`Urllib3Library.record_body`)."""
 
     _raw: Urllib3Response
+    feeds = False  # the reads of ``_raw_read`` and ``_handle_chunk`` feed the recorder
 
     def _ending(self) -> BaseException | None:
         ended = getattr(self._raw, "_fp", None) is None or self._raw.isclosed()
@@ -299,7 +275,7 @@ class _BodyTee(BodyTee):
             pieces = read_chunked(*args, **kwargs)
             while True:
                 try:
-                    yield self.reported(lambda: next(pieces), feeds=False)
+                    yield self.reported(lambda: next(pieces))
                 except StopIteration:
                     return
 
