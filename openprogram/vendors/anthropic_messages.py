@@ -31,21 +31,18 @@ from typing import Any
 import orjson
 
 from openprogram.vendors.reply import (
-    ArgumentsPiece,
     BlockEnd,
     BlockKey,
+    BlockPiece,
+    BlockPieceKind,
     BlockStart,
-    CutPiece,
     EndPiece,
     ErrorPiece,
     Finish,
     HttpReply,
     Piece,
-    SignaturePiece,
     StopPiece,
     StreamPiece,
-    TextPiece,
-    ThinkingPiece,
     Tokens,
     UnreadablePiece,
     UsagePiece,
@@ -104,13 +101,11 @@ _DELTA_FIELDS = {
     "input_json_delta": "partial_json",
 }
 """Each streamed delta's type, and the field holding its piece of text."""
-_DELTA_PIECES: dict[
-    str, tuple[str, type[TextPiece | ThinkingPiece | ArgumentsPiece | SignaturePiece]]
-] = {
-    "text_delta": ("text", TextPiece),
-    "thinking_delta": ("thinking", ThinkingPiece),
-    "input_json_delta": ("partial_json", ArgumentsPiece),
-    "signature_delta": ("signature", SignaturePiece),
+_DELTA_PIECES: dict[str, tuple[str, BlockPieceKind]] = {
+    "text_delta": ("text", "text"),
+    "thinking_delta": ("thinking", "thinking"),
+    "signature_delta": ("signature", "signature"),
+    "input_json_delta": ("partial_json", "arguments"),
 }
 """Each streamed delta's type, the field holding its piece, and the piece it is."""
 _BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_stop")
@@ -256,7 +251,7 @@ class MessagesStream:
         return []
 
     def close(self) -> list[StreamPiece]:
-        return [] if self._ended else [CutPiece("message_stop")]
+        return [] if self._ended else [EndPiece("message_stop")]
 
     def _block_event(self, kind: str, data: dict[str, Any]) -> list[StreamPiece]:
         index = data.get("index")
@@ -275,9 +270,13 @@ class MessagesStream:
             pieces.append(UnreadablePiece(f"content block {index} was never started"))
         if not is_delta:
             return [*pieces, BlockEnd(key)]
-        field, piece = _DELTA_PIECES.get(str(as_dict(delta).get("type")), ("", None))
-        text = as_dict(delta).get(field)
-        return [*pieces, piece(key, text)] if piece and isinstance(text, str) else pieces
+        found = _DELTA_PIECES.get(str(as_dict(delta).get("type")))
+        text = as_dict(delta).get(found[0]) if found else None
+        return (
+            [*pieces, BlockPiece(key, found[1], text)]
+            if found and isinstance(text, str)
+            else pieces
+        )
 
     def _stop(self, reason: str) -> StopPiece:
         self._stopped = True
@@ -315,16 +314,12 @@ def _start_pieces(key: BlockKey, block: dict[str, Any]) -> list[StreamPiece]:
     """A content block as it starts (or stands whole): its kind, and what it holds."""
     kind = block.get("type")
     pieces: list[StreamPiece] = []
-    if kind == "text":
-        pieces.append(BlockStart(key, "text"))
-        if isinstance(block.get("text"), str):
-            pieces.append(TextPiece(key, block["text"]))
-    elif kind == "thinking":
-        pieces.append(BlockStart(key, "thinking"))
-        if isinstance(block.get("thinking"), str):
-            pieces.append(ThinkingPiece(key, block["thinking"]))
-        if isinstance(block.get("signature"), str):
-            pieces.append(SignaturePiece(key, block["signature"]))
+    if kind == "text" or kind == "thinking":
+        pieces.append(BlockStart(key, kind))
+        if isinstance(block.get(kind), str):
+            pieces.append(BlockPiece(key, kind, block[kind]))
+        if kind == "thinking" and isinstance(block.get("signature"), str):
+            pieces.append(BlockPiece(key, "signature", block["signature"]))
     elif kind in _TOOL_BLOCKS:
         call_id, name = as_str(block.get("id")) or "", as_str(block.get("name")) or ""
         server_side = kind != "tool_use"

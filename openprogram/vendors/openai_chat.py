@@ -28,16 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
 from openprogram.vendors.reply import (
-    ArgumentsPiece,
     BlockEnd,
     BlockKey,
+    BlockPiece,
     BlockStart,
-    CutPiece,
     EndPiece,
     ErrorPiece,
     Finish,
@@ -46,8 +45,6 @@ from openprogram.vendors.reply import (
     Piece,
     StopPiece,
     StreamPiece,
-    TextPiece,
-    ThinkingPiece,
     Tokens,
     UnreadablePiece,
     UsagePiece,
@@ -286,7 +283,7 @@ class ChatCompletionsStream:
         self._ended = True
         if self._stopped:
             return [EndPiece()]
-        return [CutPiece("finish_reason"), *self._start_every_tool()]
+        return [EndPiece("finish_reason"), *self._start_every_tool()]
 
     def _choice(self, choice: dict[str, Any]) -> list[StreamPiece]:
         pieces: list[StreamPiece] = []
@@ -309,15 +306,14 @@ class ChatCompletionsStream:
     def _prose_piece(self, field: str, text: str) -> list[StreamPiece]:
         if not text:
             return []
-        thinking = field == "reasoning"
+        kind: Literal["text", "thinking"] = "thinking" if field == "reasoning" else "text"
         pieces: list[StreamPiece] = []
         if self._prose is None or self._prose[0] != field:
             pieces = self._close_prose()
             self._prose = (field, self._blocks)
             self._blocks += 1
-            pieces.append(BlockStart(self._prose, "thinking" if thinking else "text"))
-        key = self._prose
-        return [*pieces, ThinkingPiece(key, text) if thinking else TextPiece(key, text)]
+            pieces.append(BlockStart(self._prose, kind))
+        return [*pieces, BlockPiece(self._prose, kind, text)]
 
     def _close_prose(self) -> list[StreamPiece]:
         key, self._prose = self._prose, None
@@ -337,7 +333,7 @@ class ChatCompletionsStream:
         if isinstance(arguments, dict):  # a few servers send the object itself
             arguments = orjson.dumps(arguments).decode()
         if isinstance(arguments, str) and arguments:
-            pieces += [*self._start(key), ArgumentsPiece(key, arguments)]
+            pieces += [*self._start(key), BlockPiece(key, "arguments", arguments)]
         return pieces
 
     def _start(self, key: int) -> list[StreamPiece]:
@@ -375,11 +371,11 @@ def completion_pieces(whole: object) -> list[StreamPiece]:
     message = as_dict(choice.get("message"))
     text = parts_text(message.get("content"))
     if text:
-        pieces.append(TextPiece("content", text))
+        pieces.append(BlockPiece("content", "text", text))
     if isinstance(message.get("refusal"), str):
-        pieces.append(TextPiece("refusal", message["refusal"]))
+        pieces.append(BlockPiece("refusal", "text", message["refusal"]))
     if isinstance(message.get("reasoning_content"), str):
-        pieces.append(ThinkingPiece("reasoning", message["reasoning_content"]))
+        pieces.append(BlockPiece("reasoning", "thinking", message["reasoning_content"]))
     for number, call in enumerate(as_list(message.get("tool_calls"))):
         function = as_dict(as_dict(call).get("function"))
         arguments = function.get("arguments")
@@ -388,7 +384,7 @@ def completion_pieces(whole: object) -> list[StreamPiece]:
         value = None if isinstance(arguments, str) else arguments
         pieces.append(BlockStart(number, "tool", id=call_id, name=name, arguments=value))
         if isinstance(arguments, str):
-            pieces.append(ArgumentsPiece(number, arguments))
+            pieces.append(BlockPiece(number, "arguments", arguments))
     reason = as_str(choice.get("finish_reason"))
     if reason is not None:
         finish = _FINISHES.get(reason, "stop")

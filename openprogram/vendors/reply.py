@@ -12,11 +12,11 @@ read in its own module of :mod:`openprogram.vendors`.
 
 A vendor whose stream openprogram's own providers read too (Chat Completions, Messages) has
 one :class:`StreamReader`: it turns each server-sent event's data, one at a time, into
-normalized pieces — a block started (text, thinking, or a tool call with its id and name), a
-piece of its text, thinking, signature or arguments, a block ended, the stop reason, the usage,
-the server's own error, the stream's end, or what a strict reader refuses — and both the
-store's :class:`HttpReply` (:func:`read_stream`) and the providers' event streams are built
-from those pieces, so that the two never read one reply two ways.
+:data:`StreamPiece` values — a block started (text, thinking, or a tool call with its id and
+name), a piece of it, its end, the stop reason, the usage, the server's own error, the
+stream's end, what a strict reader refuses — from which both the store's :class:`HttpReply`
+(:func:`read_stream`) and the providers' events are built: the two never read one reply two
+ways.
 """
 
 from __future__ import annotations
@@ -29,23 +29,20 @@ import orjson
 
 __all__ = [
     "BLOCK_SEPARATOR",
-    "ArgumentsPiece",
     "BlockEnd",
     "BlockKey",
+    "BlockPiece",
+    "BlockPieceKind",
     "BlockStart",
-    "CutPiece",
     "EndPiece",
     "ErrorPiece",
     "Finish",
     "HttpReply",
     "PathPart",
     "Piece",
-    "SignaturePiece",
     "StopPiece",
     "StreamPiece",
     "StreamReader",
-    "TextPiece",
-    "ThinkingPiece",
     "Tokens",
     "ToolCallParts",
     "UnreadablePiece",
@@ -164,8 +161,7 @@ class Tokens:
 @dataclass(frozen=True, slots=True)
 class BlockStart:
     """A content block opens: text, thinking, or a tool call with its id and name (and its
-    arguments when the vendor sends them whole at the start). ``server_side``: a tool the
-    server runs itself, not one the client is asked to run."""
+    arguments when the vendor sends them whole). ``server_side``: a tool the server runs."""
 
     block: BlockKey
     kind: Literal["text", "thinking", "tool"]
@@ -175,31 +171,15 @@ class BlockStart:
     server_side: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class TextPiece:
-    block: BlockKey
-    text: str
+BlockPieceKind = Literal["text", "thinking", "signature", "arguments"]
 
 
 @dataclass(frozen=True, slots=True)
-class ThinkingPiece:
-    block: BlockKey
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SignaturePiece:
-    """A piece of the signature the vendor puts on a thinking block."""
+class BlockPiece:
+    """A piece of a block's text, thinking, thinking signature or tool call arguments."""
 
     block: BlockKey
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ArgumentsPiece:
-    """A piece of a tool call's JSON arguments."""
-
-    block: BlockKey
+    kind: BlockPieceKind
     text: str
 
 
@@ -210,9 +190,8 @@ class BlockEnd:
 
 @dataclass(frozen=True, slots=True)
 class StopPiece:
-    """The stop reason: ``reason`` as the vendor sent it (None: the stream ended the reply
-    without one), ``finish`` what it means, ``said`` how the wire said it (for a message), and
-    for a refused reply the ``refusal`` in words."""
+    """The stop reason as the vendor sent it (None: the stream ended without one), what it
+    means, how the wire said it, and for a refused reply the refusal in words."""
 
     reason: str | None
     finish: Finish
@@ -222,8 +201,7 @@ class StopPiece:
 
 @dataclass(frozen=True, slots=True)
 class UsagePiece:
-    """A usage object as sent, and every count the stream gave so far in openprogram's
-    words (``tokens``)."""
+    """A usage object as sent, and every count the stream gave so far (``tokens``)."""
 
     usage: dict[str, Any]
     tokens: Tokens
@@ -231,47 +209,29 @@ class UsagePiece:
 
 @dataclass(frozen=True, slots=True)
 class ErrorPiece:
-    """The server's own error sent in the stream: ``type: message``, or None when it says
-    neither."""
+    """The server's own error in the stream: ``type: message``; None when it says neither."""
 
     text: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class EndPiece:
-    """The stream finished the reply (OpenAI's ``[DONE]``, Anthropic's ``message_stop``, or
-    the end of a stream whose stop reason came)."""
+    """The stream ended: having finished the reply, or cut before ``missing`` came."""
 
-
-@dataclass(frozen=True, slots=True)
-class CutPiece:
-    """The stream ended before it finished the reply: ``missing`` names what never came."""
-
-    missing: str
+    missing: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class UnreadablePiece:
-    """What a strict reader refuses: ``reason`` in words, or None when the event's data is
-    not a JSON object. A tolerant reader (the store's) passes over it."""
+    """What a strict reader refuses (the store's passes over it): ``reason`` in words, or
+    None when the event's data is not a JSON object."""
 
     reason: str | None = None
 
 
 StreamPiece = (
-    BlockStart
-    | TextPiece
-    | ThinkingPiece
-    | SignaturePiece
-    | ArgumentsPiece
-    | BlockEnd
-    | StopPiece
-    | UsagePiece
-    | ErrorPiece
-    | EndPiece
-    | CutPiece
-    | UnreadablePiece
-)
+    BlockStart | BlockPiece | BlockEnd | StopPiece | UsagePiece | ErrorPiece | EndPiece
+) | UnreadablePiece
 
 
 class StreamReader(Protocol):
@@ -281,13 +241,12 @@ class StreamReader(Protocol):
     """How a message introduces the server's own error sent in the stream."""
 
     def feed(self, data: object, event: str = "") -> list[StreamPiece]:
-        """The pieces of one event: ``data`` its data (a JSON value, or the text that is not
-        JSON), ``event`` its name when known."""
+        """The pieces of one event: its data (a JSON value, or text that is not JSON), and
+        its name when known."""
         ...
 
     def close(self) -> list[StreamPiece]:
-        """The stream ended: what that means (its end, or what it cut), and the blocks it
-        started but never said so."""
+        """The stream ended: its end, and the blocks it started without saying so."""
         ...
 
 
@@ -318,17 +277,18 @@ class HttpReply:
         return self.tools.setdefault(key, ToolCallParts())
 
     def add(self, piece: StreamPiece) -> None:
-        """Put one streamed piece in its place (the pieces only a provider needs are passed
-        over: block ends, signatures, the end of the stream, what it refuses)."""
-        if isinstance(piece, TextPiece):
-            self.add_text(piece.block, piece.text)
-        elif isinstance(piece, ThinkingPiece):
-            self.add_thinking(piece.block, piece.text)
+        """Put one streamed piece in its place (block ends, signatures, the stream's end and
+        what a strict reader refuses are passed over)."""
+        if isinstance(piece, BlockPiece):
+            if piece.kind == "text":
+                self.add_text(piece.block, piece.text)
+            elif piece.kind == "thinking":
+                self.add_thinking(piece.block, piece.text)
+            elif piece.kind == "arguments":
+                self.tool(piece.block).pieces.append(piece.text)
         elif isinstance(piece, BlockStart) and piece.kind == "tool":
             tool = self.tool(piece.block)
             tool.id, tool.name, tool.value = piece.id, piece.name, piece.arguments
-        elif isinstance(piece, ArgumentsPiece):
-            self.tool(piece.block).pieces.append(piece.text)
         elif isinstance(piece, StopPiece):
             self.stop_reason = piece.reason or self.stop_reason
             self.finish = piece.finish

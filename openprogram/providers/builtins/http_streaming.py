@@ -4,9 +4,9 @@ it can fail turned into an ``error`` event that keeps the reply streamed so far.
 Each call opens its own ``httpx.AsyncClient`` inside the stream and closes it there, so no
 connection outlives the call or crosses event loops (only the TLS settings, which hold no
 connection, are built once); a consumer that stops early (``aclose()``) closes the
-response. The server-sent events are read with httpx-sse and handed, one at a time, to a
-:class:`~openprogram.providers.builtins.reply_assembly.StreamParser` reading them through the
-vendor's own reader.
+response. The server-sent events are read with httpx-sse and handed, one at a time, to the
+reply's :class:`~openprogram.providers.builtins.reply_assembly.ReplyAssembler`, which reads
+them through the vendor's own reader.
 
 What a failure looks like (every message starts with the api, e.g. ``openai-completions:``):
 
@@ -15,7 +15,7 @@ What a failure looks like (every message starts with the api, e.g. ``openai-comp
     read timeout           no data from the server for 600 s (read timeout) …
     dropped mid-stream     the connection was dropped mid-stream (…)
     not an event stream    expected a server-sent event stream, got Content-Type '…' …
-    bad data, early end    the parser's message (see ``reply_assembly.VendorStreamError``)
+    bad data, early end    the reader's message (see ``reply_assembly.VendorStreamError``)
     options.signal set     reason ``aborted``: request aborted by signal
 
 No message holds a credential: every one goes through the redactor, which removes the call's
@@ -41,7 +41,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK
 from openprogram.providers.builtins.reply_assembly import (
     SNIPPET_LENGTH,
-    StreamParser,
+    ReplyAssembler,
     VendorStreamError,
 )
 from openprogram.providers.builtins.vendor_provider import CONNECT_TIMEOUT, HttpRequest
@@ -61,7 +61,7 @@ class _Aborted(Exception):
 
 async def stream_reply(
     prepare: Callable[[], HttpRequest],
-    parser: StreamParser,
+    reply: ReplyAssembler,
     *,
     signal: asyncio.Event | None = None,
     on_payload: Callable[[dict[str, Any]], None] | None = None,
@@ -73,7 +73,6 @@ async def stream_reply(
     (a missing key) is raised by the first ``__anext__``, before any event, so that a
     recorder wrapping this stream records it as the call's error."""
     request = prepare()
-    reply = parser.reply
     yield reply.start()
     responded = False
     failure: ErrorEvent | None = None
@@ -104,11 +103,11 @@ async def stream_reply(
                         sse = await _until_aborted(_next_event(events), signal)
                         if sse is None:
                             break
-                        for event in parser.feed(sse.event, sse.data):
+                        for event in reply.feed(sse.event, sse.data):
                             yield event
-                        if parser.finished:
+                        if reply.finished:
                             return
-                    for event in parser.end_of_stream():
+                    for event in reply.end_of_stream():
                         yield event
                 finally:
                     await events.aclose()
@@ -122,7 +121,7 @@ async def stream_reply(
         problem = describe_transport_error(exc, request, responded=responded, api=reply.api)
         failure = reply.failure("error", _scrub(f"{reply.api}: {problem}", request))
     if failure is not None:
-        for event in reply.take_events():  # blocks the parser closed before it stopped
+        for event in reply.take_events():  # blocks closed before the stream stopped
             yield event
         yield failure
 

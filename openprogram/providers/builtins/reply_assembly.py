@@ -1,12 +1,12 @@
 """From a vendor's stream to our events: content blocks, their indexes, usage, the final reply.
 
 The vendor's own reader (:class:`~openprogram.vendors.reply.StreamReader`, the one the
-store's views read recorded calls with) turns each server-sent event into pieces; a
-:class:`StreamParser` turns the pieces into calls of a :class:`ReplyAssembler`: it opens a
-block, appends deltas, closes it. The assembler numbers blocks contiguously from 0 in the
-order they open — the index each has in the final message's ``content`` — emits the matching
-``*_start`` / ``*_delta`` / ``*_end`` events, and builds the final (or, on failure, the
-partial) ``AssistantMessage``. A tool the server runs itself is not a block of ours.
+store's views read recorded calls with) turns each server-sent event into pieces, and a
+:class:`ReplyAssembler` turns the pieces into our events: it numbers blocks contiguously
+from 0 in the order they open — the index each has in the final message's ``content`` —
+emits the matching ``*_start`` / ``*_delta`` / ``*_end`` events, and builds the final (or,
+on failure, the partial) ``AssistantMessage``. A tool the server runs itself, or a block of
+a kind not known, is not a block of ours.
 
 Anything that ends a stream early is a :class:`VendorStreamError`; the HTTP layer turns it
 into an ``error`` event that keeps what was streamed so far.
@@ -37,19 +37,14 @@ from openprogram.providers.events import (
 )
 from openprogram.providers.types import AssistantMessage, Model, ToolCall, Usage
 from openprogram.vendors.reply import (
-    ArgumentsPiece,
     BlockEnd,
     BlockKey,
     BlockStart,
-    CutPiece,
     EndPiece,
     ErrorPiece,
-    SignaturePiece,
     StopPiece,
     StreamPiece,
     StreamReader,
-    TextPiece,
-    ThinkingPiece,
     UnreadablePiece,
     UsagePiece,
 )
@@ -59,6 +54,14 @@ STREAM_ENDED_EARLY = "stream ended before the reply finished"
 SNIPPET_LENGTH = 200
 """Characters of a server's own text quoted in an error message, when it names no message."""
 BlockKind = Literal["text", "thinking", "toolCall"]
+_KINDS: dict[str, BlockKind] = {"text": "text", "thinking": "thinking", "tool": "toolCall"}
+"""Each kind of block a vendor's reader starts, as ours."""
+_PIECE_BLOCKS: dict[str, BlockKind] = {
+    "text": "text",
+    "thinking": "thinking",
+    "arguments": "toolCall",
+}
+"""The kind of block each kind of piece belongs in (a signature: a thinking block's)."""
 
 
 class VendorStreamError(Exception):
@@ -72,11 +75,11 @@ class OpenBlock:
 
     kind: BlockKind
     content_index: int
-    parts: list[str] = field(default_factory=list)
     tool_call_id: str = ""
     tool_name: str = ""
-    signature: str | None = None
     initial_arguments: dict[str, Any] = field(default_factory=dict)
+    parts: list[str] = field(default_factory=list)
+    signature: str | None = None
     closed: bool = False
 
     @property
@@ -85,16 +88,22 @@ class OpenBlock:
 
 
 class ReplyAssembler:
-    """Builds one reply; every method queues the events it implies (see :meth:`take_events`)."""
+    """Builds one reply from the server-sent events ``stream`` (the vendor's reader) reads;
+    every step queues the events it implies (see :meth:`take_events`)."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, stream: StreamReader) -> None:
         self.model = model
         self.usage = Usage()
+        self.finished = False
+        """True once the terminal ``done`` event was produced."""
+        self._stream = stream
         self._accumulator = MessageAccumulator(
             api=model.api, provider=model.provider, model=model.id
         )
         self._blocks: list[OpenBlock] = []
+        self._by_key: dict[BlockKey, OpenBlock] = {}
         self._queued: list[AssistantMessageEvent] = []
+        self._stop: StopPiece | None = None
 
     @property
     def api(self) -> str:
@@ -110,39 +119,85 @@ class ReplyAssembler:
         events, self._queued = self._queued, []
         return events
 
-    def _emit(self, event: AssistantMessageEvent) -> None:
+    def feed(self, event: str, data: str) -> list[AssistantMessageEvent]:
+        """The events one server-sent event (its name and data) brings."""
+        text = data.strip()
+        if self.finished or not text:
+            return []
+        try:
+            value: object = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            value = text
+        return self._read(self._stream.feed(value, event), text)
+
+    def end_of_stream(self) -> list[AssistantMessageEvent]:
+        """The stream ended: the last events, or ``VendorStreamError`` if it ended early."""
+        return self._read(self._stream.close(), "")
+
+    def failure(self, reason: Literal["error", "aborted"], error_message: str) -> ErrorEvent:
+        """The ``error`` event ending this reply, holding everything streamed so far."""
+        message = self._message(stop_reason=reason, error_message=error_message)
+        event = ErrorEvent(reason=reason, error=message)
         self._accumulator.add(event)
-        self._queued.append(event)
+        return event
 
-    # -- blocks -----------------------------------------------------------------------------
+    # -- the pieces -------------------------------------------------------------------------
 
-    def open_text(self) -> OpenBlock:
-        block = self._open("text")
-        self._emit(TextStartEvent(content_index=block.content_index))
-        return block
+    def _read(self, pieces: list[StreamPiece], text: str) -> list[AssistantMessageEvent]:
+        for piece in pieces:
+            self._take(piece, text)
+            if self.finished:
+                return self._finish()
+        return self.take_events()
 
-    def open_thinking(self) -> OpenBlock:
-        block = self._open("thinking")
-        self._emit(ThinkingStartEvent(content_index=block.content_index))
-        return block
+    def _take(self, piece: StreamPiece, text: str) -> None:
+        if isinstance(piece, UnreadablePiece):
+            raise VendorStreamError(f"malformed event stream: {piece.reason or _unreadable(text)}")
+        if isinstance(piece, ErrorPiece):
+            detail = piece.text or text[:SNIPPET_LENGTH]
+            raise VendorStreamError(f"{self._stream.server_error}: {detail}")
+        if isinstance(piece, EndPiece):
+            if piece.missing is not None:
+                raise VendorStreamError(f"{STREAM_ENDED_EARLY} (no {piece.missing} was sent)")
+            self.finished = True
+        elif isinstance(piece, StopPiece):
+            if piece.finish == "refused":
+                raise VendorStreamError(f"{piece.refusal} ({piece.said})")
+            self._stop = piece
+        elif isinstance(piece, UsagePiece):
+            tokens = piece.tokens
+            self.usage = Usage(
+                input=tokens.input,
+                output=tokens.output,
+                cache_read=tokens.cache_read,
+                cache_write=tokens.cache_write,
+                total_tokens=tokens.total,
+            )
+        elif isinstance(piece, BlockStart):
+            if not piece.server_side:
+                self._open(piece)
+        elif (block := self._by_key.get(piece.block)) is not None:  # a block we keep
+            if isinstance(piece, BlockEnd):
+                self._close_cut_short(block)
+            elif piece.kind == "signature" and block.kind == "thinking":
+                block.signature = (block.signature or "") + piece.text or None
+            elif _PIECE_BLOCKS.get(piece.kind) == block.kind:
+                self._append(block, piece.text)
 
-    def open_tool_call(
-        self, tool_call_id: str, name: str, arguments: dict[str, Any] | None = None
-    ) -> OpenBlock:
-        block = self._open("toolCall")
-        block.tool_call_id, block.tool_name = tool_call_id, name
-        block.initial_arguments = dict(arguments or {})
-        self._emit(
-            ToolCallStartEvent(content_index=block.content_index, id=tool_call_id, name=name)
-        )
-        return block
-
-    def _open(self, kind: BlockKind) -> OpenBlock:
-        block = OpenBlock(kind, len(self._blocks))
+    def _open(self, start: BlockStart) -> None:
+        arguments = start.arguments if isinstance(start.arguments, dict) else {}
+        block = OpenBlock(_KINDS[start.kind], len(self._blocks), start.id, start.name, arguments)
         self._blocks.append(block)
-        return block
+        self._by_key[start.block] = block
+        index = block.content_index
+        if block.kind == "text":
+            self._emit(TextStartEvent(content_index=index))
+        elif block.kind == "thinking":
+            self._emit(ThinkingStartEvent(content_index=index))
+        else:
+            self._emit(ToolCallStartEvent(content_index=index, id=start.id, name=start.name))
 
-    def append(self, block: OpenBlock, delta: str) -> None:
+    def _append(self, block: OpenBlock, delta: str) -> None:
         """Add a fragment of text, thinking, or argument JSON to an open block."""
         if not delta or block.closed:
             return
@@ -155,7 +210,17 @@ class ReplyAssembler:
         else:
             self._emit(ToolCallDeltaEvent(content_index=index, delta=delta))
 
-    def close(self, block: OpenBlock) -> None:
+    def _close_cut_short(self, block: OpenBlock) -> None:
+        """Close a block, saying so when its arguments fail after a stop at max_tokens."""
+        try:
+            self._close(block)
+        except VendorStreamError as exc:
+            if self._stop is not None and self._stop.finish == "length":
+                cut = f"the reply was cut off at max_tokens: {self._stop.said}"
+                raise VendorStreamError(f"{exc} ({cut})") from None
+            raise
+
+    def _close(self, block: OpenBlock) -> None:
         """End a block. A tool call's arguments are parsed here: JSON that is not an object
         raises :class:`VendorStreamError` naming the tool."""
         if block.closed:
@@ -174,25 +239,20 @@ class ReplyAssembler:
             )
             self._emit(ToolCallEndEvent(content_index=index, tool_call=call))
 
-    def close_all(self) -> None:
-        for block in self._blocks:
-            self.close(block)
-
     # -- the end ----------------------------------------------------------------------------
 
-    def finish(self, reason: FinishReason) -> list[AssistantMessageEvent]:
+    def _finish(self) -> list[AssistantMessageEvent]:
         """Close what is open and queue ``done``; returns every event still queued."""
-        self.close_all()
-        message = self._message(stop_reason=reason)
-        self._emit(DoneEvent(reason=reason, message=message))
+        for block in self._blocks:
+            self._close(block)
+        finish = self._stop.finish if self._stop is not None else "stop"
+        reason: FinishReason = "stop" if finish == "refused" else finish
+        self._emit(DoneEvent(reason=reason, message=self._message(stop_reason=reason)))
         return self.take_events()
 
-    def failure(self, reason: Literal["error", "aborted"], error_message: str) -> ErrorEvent:
-        """The ``error`` event ending this reply, holding everything streamed so far."""
-        message = self._message(stop_reason=reason, error_message=error_message)
-        event = ErrorEvent(reason=reason, error=message)
+    def _emit(self, event: AssistantMessageEvent) -> None:
         self._accumulator.add(event)
-        return event
+        self._queued.append(event)
 
     def _message(self, *, stop_reason: str, error_message: str | None = None) -> AssistantMessage:
         partial = self._accumulator.message
@@ -223,118 +283,6 @@ def _arguments(block: OpenBlock) -> dict[str, Any]:
             f"{block.tool_call_id!r}) that are not a JSON object: {text[:80]!r}"
         )
     return value
-
-
-_PIECE_KINDS: dict[type[StreamPiece], BlockKind] = {
-    TextPiece: "text",
-    ThinkingPiece: "thinking",
-    ArgumentsPiece: "toolCall",
-}
-
-
-class StreamParser:
-    """Reads one vendor's server-sent events into our events: the vendor's ``stream`` reader
-    turns each event's data into pieces, and each piece drives a :class:`ReplyAssembler`."""
-
-    def __init__(self, reply: ReplyAssembler, stream: StreamReader) -> None:
-        self.reply = reply
-        self._stream = stream
-        self._blocks: dict[BlockKey, OpenBlock] = {}
-        self._finish: FinishReason | None = None
-        self._said: str | None = None
-        self._finished = False
-
-    @property
-    def finished(self) -> bool:
-        """True once the terminal ``done`` event was produced."""
-        return self._finished
-
-    def feed(self, event: str, data: str) -> list[AssistantMessageEvent]:
-        text = data.strip()
-        if self._finished or not text:
-            return []
-        try:
-            value: object = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            value = text
-        return self._read(self._stream.feed(value, event), text)
-
-    def end_of_stream(self) -> list[AssistantMessageEvent]:
-        """The stream ended: the last events, or ``VendorStreamError`` if it ended early."""
-        return self._read(self._stream.close(), "")
-
-    def _read(self, pieces: list[StreamPiece], text: str) -> list[AssistantMessageEvent]:
-        for piece in pieces:
-            self._take(piece, text)
-            if self._finished:
-                return self.reply.finish(self._finish or "stop")
-        return self.reply.take_events()
-
-    def _take(self, piece: StreamPiece, text: str) -> None:
-        if isinstance(piece, UnreadablePiece):
-            raise VendorStreamError(f"malformed event stream: {piece.reason or _unreadable(text)}")
-        if isinstance(piece, ErrorPiece):
-            detail = piece.text or text[:SNIPPET_LENGTH]
-            raise VendorStreamError(f"{self._stream.server_error}: {detail}")
-        if isinstance(piece, CutPiece):
-            raise VendorStreamError(f"{STREAM_ENDED_EARLY} (no {piece.missing} was sent)")
-        if isinstance(piece, StopPiece):
-            self._stop(piece)
-        elif isinstance(piece, EndPiece):
-            self._finished = True
-        elif isinstance(piece, UsagePiece):
-            tokens = piece.tokens
-            self.reply.usage = Usage(
-                input=tokens.input,
-                output=tokens.output,
-                cache_read=tokens.cache_read,
-                cache_write=tokens.cache_write,
-                total_tokens=tokens.total,
-            )
-        elif isinstance(piece, BlockStart):
-            self._open(piece)
-        else:
-            self._into_block(piece)
-
-    def _open(self, start: BlockStart) -> None:
-        if start.server_side:
-            return
-        if start.kind == "text":
-            block = self.reply.open_text()
-        elif start.kind == "thinking":
-            block = self.reply.open_thinking()
-        else:
-            arguments = start.arguments if isinstance(start.arguments, dict) else None
-            block = self.reply.open_tool_call(start.id, start.name, arguments)
-        self._blocks[start.block] = block
-
-    def _into_block(
-        self, piece: TextPiece | ThinkingPiece | ArgumentsPiece | SignaturePiece | BlockEnd
-    ) -> None:
-        block = self._blocks.get(piece.block)
-        if block is None:  # a block we do not keep (a server's tool, a kind not known)
-            return
-        if isinstance(piece, BlockEnd):
-            self._close(block)
-        elif isinstance(piece, SignaturePiece):
-            if block.kind == "thinking":
-                block.signature = (block.signature or "") + piece.text or None
-        elif _PIECE_KINDS[type(piece)] == block.kind:
-            self.reply.append(block, piece.text)
-
-    def _close(self, block: OpenBlock) -> None:
-        try:
-            self.reply.close(block)
-        except VendorStreamError as exc:
-            if self._finish == "length" and self._said is not None:
-                cut = f"the reply was cut off at max_tokens: {self._said}"
-                raise VendorStreamError(f"{exc} ({cut})") from None
-            raise
-
-    def _stop(self, stop: StopPiece) -> None:
-        if stop.finish == "refused":
-            raise VendorStreamError(f"{stop.refusal} ({stop.said})")
-        self._finish, self._said = stop.finish, stop.said
 
 
 def _unreadable(text: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from openprogram.errors import MissingApiKeyError
-from openprogram.providers.builtins.reply_assembly import ReplyAssembler, StreamParser
+from openprogram.providers.builtins.reply_assembly import ReplyAssembler
 from openprogram.providers.types import (
     Context,
     Model,
@@ -187,7 +187,7 @@ class HttpVendorProvider(StreamingProvider):
         on_payload: Callable[[dict[str, Any]], None] | None = options.on_payload
         return stream_reply(
             prepare,
-            StreamParser(ReplyAssembler(model), self.new_stream()),
+            ReplyAssembler(model, self.new_stream()),
             signal=options.signal,
             on_payload=on_payload,
             transport=self.transport,
