@@ -70,10 +70,7 @@ from openprogram.activation.exec_environment import (
     python_of,
     read_reports,
 )
-from openprogram.errors import (
-    ChildRefusedError,
-    ReplayInAnotherProcessError,
-)
+from openprogram.errors import ChildRefusedError, ReplayInAnotherProcessError, ReplayMismatch
 
 try:
     import _posixsubprocess as _spawning
@@ -267,34 +264,29 @@ class BlockChildren:
 
     def claim_for_block(self, session: ReplaySession) -> Callable[[], None]:
         """Make ``session`` (the block's) serve calls only once this process holds the
-        claim on the recording a replaying child would take; returns what undoes it."""
-        real_take, real_take_tape = session.take, session.take_tape
-
-        def take(*args: Any, **options: Any) -> Any:
-            __tracebackhide__ = True
-            self._claim(session)
-            return real_take(*args, **options)
-
-        def take_tape(*args: Any, **options: Any) -> Any:
-            __tracebackhide__ = True
-            self._claim(session)
-            return real_take_tape(*args, **options)
-
-        session.take = take  # type: ignore[method-assign]
-        session.take_tape = take_tape  # type: ignore[method-assign]
+        claim on the recording a replaying child would take: this object becomes its
+        :attr:`~openprogram.recording.replay_session.ReplaySession.claim`. Returns what
+        undoes it."""
+        previous, session.claim = session.claim, self
 
         def undo() -> None:
-            del session.take, session.take_tape
+            session.claim = previous
 
         return undo
 
-    def _claim(self, session: ReplaySession) -> None:
+    def refusal(self, session: ReplaySession) -> ReplayMismatch | None:
+        """None once this process holds the claim (taken now if nobody has), and in a
+        process forked from it, which shares the block's session; else the refusal."""
         if self._claimed_here or os.getpid() != self.pid:
-            return  # claimed already, or a forked process: it shares the block's session
+            return None
         owner = claim_replay(self.exchange.folder, self.pid)
         if owner != self.pid:
-            raise session.keep(ReplayInAnotherProcessError(session.calls_consumed, owner, self.pid))
+            return ReplayInAnotherProcessError(session.calls_consumed, owner, self.pid)
         self._claimed_here = True
+        return None
+
+    def kept(self, session: ReplaySession, mismatch: ReplayMismatch) -> None:
+        """Nothing to do at once: the block reports its mismatches when it ends."""
 
     @property
     def claimed_by_child(self) -> bool:

@@ -37,7 +37,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -60,17 +60,13 @@ from openprogram.errors import (
     ReplayMismatch,
 )
 from openprogram.http_boundary.boundary import HttpBoundary, activate_http_boundary
-from openprogram.recording.difference import DEFAULT_MATCHING
-from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.format import Recording
 from openprogram.recording.mismatch import RecordReplayEscape
-from openprogram.recording.redaction import RequestRedactor
 from openprogram.recording.replay_session import ReplaySession
-from openprogram.recording.shared_lists import DumpableRequest
-from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.user_redaction import UserRedaction
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING
 
-__all__ = ["ClaimingReplaySession", "activate_from_environment"]
+__all__ = ["ExecClaim", "activate_from_environment"]
 
 
 def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
@@ -89,21 +85,21 @@ def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
     exchange = Path(folder)
     session = _activate(plan, exchange)
     _write(exchange / f"process-{os.getpid()}.json", _handshake(plan, status, reason))
-    if session is not None:
-        atexit.register(_report, session, exchange)
-        REPLAY_GUARD.on_refusal.append(lambda: _report(session, exchange))
+    if session is not None and isinstance(session.claim, ExecClaim):
+        claim = session.claim
+        atexit.register(_report, session, claim)
+        REPLAY_GUARD.on_refusal.append(lambda: _report(session, claim))
     show_carried_errors()
 
 
-def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession | None:
+def _activate(plan: RecordReplayPlan, exchange: Path) -> ReplaySession | None:
     """Install the plan for the life of the process; the replay session, under replay."""
 
     def claiming(
         recording: Recording, plan: RecordReplayPlan, user: UserRedaction | None
     ) -> ReplaySession:
-        return ClaimingReplaySession(
-            recording, exchange, user_redaction=user, **plan.replay_settings()
-        )
+        claim = ExecClaim(exchange)
+        return ReplaySession(recording, user_redaction=user, claim=claim, **plan.replay_settings())
 
     try:
         prepared = prepare_boundaries(plan, make_session=claiming)
@@ -131,35 +127,20 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ClaimingReplaySession |
         allowed = (*prepared.http.passthrough_hosts, *plan.allowed_hosts)
         atexit.register(_report_not_recorded, watch, prepared.http, allowed, exchange)
     session = prepared.session
-    return session if isinstance(session, ClaimingReplaySession) else None
+    return session if session is not None and isinstance(session.claim, ExecClaim) else None
 
 
-class ClaimingReplaySession(ReplaySession):
-    """A replay session that serves calls only in the process of the command that claimed
-    the recording first (see the module's docstring)."""
+class ExecClaim:
+    """exec's claim on the recording (see the module's docstring), given to the replay
+    session of each process: calls and tape entries are served only in the process that
+    claimed the recording first, and each mismatch kept is reported to exec at once."""
 
-    def __init__(
-        self,
-        recording: Recording,
-        exchange: Path,
-        *,
-        ignore_fields: Iterable[str] = (),
-        match: str = DEFAULT_MATCHING,
-        tools: Mapping[str, str] | None = None,
-        user_redaction: UserRedaction | None = None,
-        compare_loopback_ports: bool = False,
-    ) -> None:
-        super().__init__(
-            recording,
-            ignore_fields=ignore_fields,
-            compare_loopback_ports=compare_loopback_ports,
-            match=match,
-            tools=tools,
-            user_redaction=user_redaction,
-        )
+    def __init__(self, exchange: Path) -> None:
         self.exchange = exchange
         self.claimed_by: int | None = None
         """The process (this one, or the one it was forked from) holding the claim."""
+        self.kept_count = 0
+        """How many mismatches the session kept (in this process and before a fork)."""
         self.inherited_mismatches = 0
         """Mismatches raised before this process was forked from the one that raised them."""
         self.inherited_refusals = 0
@@ -170,53 +151,30 @@ class ClaimingReplaySession(ReplaySession):
 
     def _forked(self) -> None:
         self.pid = os.getpid()
-        self.inherited_mismatches = len(self.mismatches)
+        self.inherited_mismatches = self.kept_count
         self.inherited_refusals = len(REPLAY_GUARD.refusals)
 
     @property
     def claimed_here(self) -> bool:
         return self.claimed_by == os.getpid()
 
-    def take(
-        self,
-        boundary: str,
-        incoming: dict[str, Any] | DumpableRequest,
-        *,
-        redactor: RequestRedactor,
-        ignore_fields: Iterable[str] | None = None,
-        redaction: Hashable = None,
-    ) -> RecordedCall:
-        __tracebackhide__ = True
-        if not self.claimed_here:
-            self._claim()
-        return super().take(
-            boundary,
-            incoming,
-            redactor=redactor,
-            ignore_fields=ignore_fields,
-            redaction=redaction,
-        )
-
-    def take_tape(self, tape: str, args: dict[str, Any]) -> TapeEntry:
-        __tracebackhide__ = True
-        if not self.claimed_here:
-            self._claim()
-        return super().take_tape(tape, args)
-
-    def keep(self, mismatch: ReplayMismatch) -> ReplayMismatch:
-        """Remember ``mismatch`` and report it to exec at once: a process that ends without
-        running its exit handlers (``os._exit``, a signal) has told exec all the same."""
-        kept = super().keep(mismatch)
-        _report(self, self.exchange)
-        return kept
-
-    def _claim(self) -> None:
-
+    def refusal(self, session: ReplaySession) -> ReplayMismatch | None:
+        """None once this process holds the claim (taking it if nobody has); else the
+        refusal naming the process that does."""
         pid = os.getpid()
+        if self.claimed_by == pid:
+            return None
         owner = claim_replay(self.exchange, pid)
         if owner != pid:
-            raise self.keep(ReplayInAnotherProcessError(self.calls_consumed, owner, pid))
+            return ReplayInAnotherProcessError(session.calls_consumed, owner, pid)
         self.claimed_by = pid
+        return None
+
+    def kept(self, session: ReplaySession, mismatch: ReplayMismatch) -> None:
+        """Report to exec at once: a process that ends without running its exit handlers
+        (``os._exit``, a signal) has told exec all the same."""
+        self.kept_count += 1
+        _report(session, self)
 
 
 def _handshake(plan: RecordReplayPlan, status: str, reason: str | None) -> dict[str, Any]:
@@ -231,15 +189,16 @@ def _handshake(plan: RecordReplayPlan, status: str, reason: str | None) -> dict[
     return report
 
 
-def _report(session: ClaimingReplaySession, exchange: Path) -> None:
-    """At exit: what this process consumed, and what went wrong in it, for exec."""
-    if session.pid != os.getpid():
+def _report(session: ReplaySession, claim: ExecClaim) -> None:
+    """What this process consumed, and what went wrong in it, for exec (at exit, and at
+    each mismatch and refusal)."""
+    if claim.pid != os.getpid():
         return  # registered in a process this one was forked from, which reports for itself
     problem: str | None = None
     kind: str | None = None
-    mismatches = session.mismatches[session.inherited_mismatches :]
-    unconsumed = session.unconsumed_error() if session.claimed_here else None
-    refusals = [str(refusal) for refusal in REPLAY_GUARD.refusals[session.inherited_refusals :]]
+    mismatches = session.mismatches[claim.inherited_mismatches :]
+    unconsumed = session.unconsumed_error() if claim.claimed_here else None
+    refusals = [str(refusal) for refusal in REPLAY_GUARD.refusals[claim.inherited_refusals :]]
     refusals += _REFUSED_CHILDREN
     if mismatches:
         problem, kind = str(mismatches[0]), "mismatch"
@@ -249,12 +208,12 @@ def _report(session: ClaimingReplaySession, exchange: Path) -> None:
         problem, kind = str(unconsumed), "unconsumed"
     report = {
         "pid": os.getpid(),
-        "claimed": session.claimed_here,
-        "consumed": session.calls_consumed if session.claimed_here else 0,
+        "claimed": claim.claimed_here,
+        "consumed": session.calls_consumed if claim.claimed_here else 0,
         "problem": problem,
         "kind": kind,
     }
-    _write(exchange / f"report-{os.getpid()}.json", report)
+    _write(claim.exchange / f"report-{os.getpid()}.json", report)
 
 
 _REFUSED_CHILDREN: list[str] = []

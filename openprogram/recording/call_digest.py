@@ -6,7 +6,7 @@ transcript hash's and ``diff``'s, so two recordings of the same session made on 
 runs match.
 
 **Provider calls.** The field ``timestamp``, at any depth (the creation time of each message):
-:data:`NON_DETERMINISTIC_FIELD_NAMES`.
+:data:`~openprogram.recording.difference.NON_DETERMINISTIC_FIELD_NAMES`.
 
 **HTTP calls.** In a request, nothing is left out but the port of a loopback server's URL
 (:func:`with_loopback_port_left_out`): the stored request headers are only those
@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from openprogram.recording.difference import NON_DETERMINISTIC_FIELD_NAMES
 from openprogram.recording.minted_ids import CallIds, LinkedCall, MintedIds, may_hold_ids
 from openprogram.recording.shared_lists import shared_section
 from openprogram.recording.url_comparison import without_loopback_port
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARED_RESPONSE_HEADERS",
     "HTTP_BODY_IDENTITY_FIELDS",
-    "NON_DETERMINISTIC_FIELD_NAMES",
     "TRANSCRIPT_HASH_VERSION",
     "CallDigest",
     "DeterministicParts",
@@ -102,9 +102,6 @@ __all__ = [
     "session_identities",
     "with_loopback_port_left_out",
 ]
-
-NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
-"""Field names skipped at any depth in a provider call's request and events."""
 
 COMPARED_RESPONSE_HEADERS: frozenset[str] = frozenset(
     {

@@ -1,11 +1,9 @@
 """Replay by content: a request is served the earliest equal unconsumed call of its boundary.
 
-Under ``content`` matching (the default) a
-:class:`~openprogram.recording.replay_session.ReplaySession` serves each request the earliest
-unconsumed call *of the request's boundary* whose request equals it (by the session's exact
-comparison, ``match``), wherever it stands in the recording: calls made concurrently replay
-whatever order they arrive in, and identical requests recorded several times are served in
-recorded order. :class:`ContentMatching` is that strategy.
+Under ``content`` matching (the default) a replay session serves each request the earliest
+unconsumed call *of the request's boundary* whose request equals it, wherever it stands in
+the recording. :class:`ContentMatching` is that strategy (what it is, and how the session
+serves what it finds: :class:`~openprogram.recording.replay_session.PairingStrategy`).
 
 **By digest.** A request's *comparable form* is what the comparison looks at: its sections in
 comparison order (an absent one as null), each without the ignored fields, without dict
@@ -38,9 +36,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -54,14 +53,11 @@ from openprogram.recording.difference import (
 )
 from openprogram.recording.format import RecordedCall, request_sections
 from openprogram.recording.mismatch import more_calls_than_recorded
+from openprogram.recording.pairing import ComparisonRules, IncomingRequest, Match, ServedCalls
 from openprogram.recording.redaction import SecretRedactor
 from openprogram.recording.shared_lists import shared_section
 from openprogram.recording.url_comparison import DEFAULT_URL_COMPARISON, UrlComparison
-
-if TYPE_CHECKING:
-    from openprogram.recording.redaction import RequestRedactor
-    from openprogram.recording.replay_session import ComparisonRules, ReplaySession
-    from openprogram.recording.shared_lists import IncomingRequest
+from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
     "NEAREST_CANDIDATES",
@@ -79,57 +75,42 @@ NEAREST_CANDIDATES = 64
 
 
 class ContentMatching:
-    """``content`` matching for ``session``: the recorded calls' digest indexes, one per
-    boundary and set of ignored fields (:class:`ComparisonRules`)."""
+    """``content`` matching: the earliest unserved of ``calls`` of the request's boundary
+    equal to it (by ``match``, the session's exact comparison), found by digest (one
+    :class:`RequestIndex` per :class:`~openprogram.recording.pairing.ComparisonRules`); else
+    the mismatch with the nearest one. ``as_stored``: the session compares recorded requests
+    as stored; else the indexes redact them again, ``user``'s redaction after the built-in
+    rules."""
 
-    def __init__(self, session: ReplaySession) -> None:
-        self._session = session
+    def __init__(
+        self,
+        calls: Sequence[RecordedCall],
+        served: ServedCalls,
+        match: Match,
+        *,
+        as_stored: bool,
+        user: UserRedaction | None,
+    ) -> None:
+        self._calls, self._served, self._match = calls, served, match
+        self._as_stored, self._user = as_stored, user
         self._indexes: dict[ComparisonRules, RequestIndex] = {}
+        self._building = threading.Lock()
 
-    def take(self, request: IncomingRequest) -> RecordedCall:
-        """The earliest unconsumed call of the request's boundary equal to it; else raise
-        (and keep) the mismatch with the nearest one."""
-        __tracebackhide__ = True
-        session = self._session
-        digest = self._digest(request)
-        with session.lock:
-            found = self._equal(request, digest)
-            mismatch: ReplayMismatch | None = None
-            if found is None:
-                request = request.whole()  # compared as before: the report is the same
-                found, mismatch = self._nearest(request)
-            if mismatch is None:
-                return session.serve(found, request)
-        raise session.keep(mismatch)  # outside the lock: keeping may report, and read the calls
-
-    def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
-        """The earliest unconsumed call of the request's boundary equal to it, or None."""
-        session = self._session
-        digest = self._digest(request)
-        with session.lock:
-            found = self._equal(request, digest)
-            if found is None:
-                found, mismatch = self._nearest(request)
-                if mismatch is not None:
-                    return None
-            return session.serve(found, request)
-
-    def _digest(self, request: IncomingRequest) -> bytes:
+    def digest(self, request: IncomingRequest) -> bytes:
         """The request's digest, by the digester of its index (built at the first request
         of its boundary and rules)."""
         rules = request.rules
         index = self._indexes.get(rules)
         if index is None:
-            session = self._session
-            with session.lock:
+            with self._building:
                 index = self._indexes.get(rules) or self._indexes.setdefault(
                     rules,
                     RequestIndex(
-                        session.recording.calls,
+                        self._calls,
                         rules.boundary,
                         rules.ignore_rules,
                         self._index_redactor(rules.boundary),
-                        keep=session.compares_as_stored,
+                        keep=self._as_stored,
                         url=rules.url,
                     ),
                 )
@@ -137,25 +118,26 @@ class ContentMatching:
 
     # --- under the session's lock ----------------------------------------------------------
 
-    def _equal(self, request: IncomingRequest, digest: bytes) -> int | None:
-        """The earliest unserved call of the request's boundary whose request has
-        ``digest`` and equals it, or None."""
-        session = self._session
-        calls = session.recording.calls
-        for call_index in self._indexes[request.rules].candidates(digest, session.served.flags):
-            if session.match(calls[call_index], request) is None:
-                return call_index
-        return None
+    def find(
+        self, request: IncomingRequest, digest: bytes | None, *, report: bool
+    ) -> tuple[int, IncomingRequest, ReplayMismatch | None]:
+        assert digest is not None
+        for call_index in self._indexes[request.rules].candidates(digest, self._served.flags):
+            if self._match(self._calls[call_index], request) is None:
+                return call_index, request, None
+        if report:
+            request = request.whole()  # compared as before: the report is the same
+        found, mismatch = self._nearest(request)
+        return found, request, mismatch
 
     def _nearest(self, request: IncomingRequest) -> tuple[int, ReplayMismatch | None]:
         """The nearest unserved call of the request's boundary and why the request is not it
         (None: it is after all, its recorded request holding a credential only this call's
         redactor knows); with none left, -1 and the mismatch of :meth:`_nothing_left`."""
-        session = self._session
-        candidates = session.served.open_calls(request.boundary, NEAREST_CANDIDATES)
+        candidates = self._served.open_calls(request.boundary, NEAREST_CANDIDATES)
         if not candidates:
             return -1, self._nothing_left(request)
-        calls, redactor = session.recording.calls, request.redactor
+        calls, redactor = self._calls, request.redactor
         nearest = nearest_request(
             request.redacted,
             [redactor(calls[index].request) for index in candidates],
@@ -165,26 +147,25 @@ class ContentMatching:
         )
         assert nearest is not None
         chosen = candidates[nearest.position]
-        return chosen, session.match(calls[chosen], request)
+        return chosen, self._match(calls[chosen], request)
 
     def _nothing_left(self, request: IncomingRequest) -> ReplayMismatch:
         """The mismatch for a request with no unserved call of its boundary left."""
-        session = self._session
-        calls, served = session.recording.calls, session.served
+        calls, served = self._calls, self._served
         if served.next_call >= len(calls):
             return more_calls_than_recorded(served.count, len(calls))
         head = calls[served.next_call]  # of the other boundary: a mismatch at ``boundary``
-        mismatch = session.match(head, request)
+        mismatch = self._match(head, request)
         assert mismatch is not None
         return mismatch
 
-    def _index_redactor(self, boundary: str) -> RequestRedactor:
-        """How the index sees a recorded request: as stored when the session compares it so
+    def _index_redactor(self, boundary: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """How the indexes see a recorded request: as stored when the session compares it so
         (redacting it again would only remove a credential this process knows and the
         recording process did not), else redacted again by the rules in force."""
-        if self._session.compares_as_stored:
+        if self._as_stored:
             return _as_stored
-        redactor = SecretRedactor(user=self._session.user_redaction)
+        redactor = SecretRedactor(user=self._user)
         return redactor.redact_http_request if boundary == "http" else redactor.redact_request
 
 

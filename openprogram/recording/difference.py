@@ -20,7 +20,8 @@ letters, digits, ``_`` and ``-``, ``["key"]`` (JSON-quoted) for any other key, `
 list index, and no leading dot on a plain key at the root. A difference at the root itself
 has the starting path, ``""`` by default.
 
-``ignore_fields`` holds field names, skipped at any depth, and field paths (entries with a
+``ignore_fields`` holds field names (by default :data:`NON_DETERMINISTIC_FIELD_NAMES`, the
+fields that change from run to run), skipped at any depth, and field paths (entries with a
 ``.`` or a ``[``), skipped where the path matches exactly; in a path ``[*]`` matches any list
 index and a ``*`` segment any key: ``context.messages[*].timestamp``, ``options.metadata.*``.
 
@@ -45,13 +46,13 @@ from itertools import compress, count
 from operator import is_not
 from typing import Any, Final, Literal, NamedTuple
 
-from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
 from openprogram.recording.multipart_bodies import BODY_SECTIONS, body_difference
 from openprogram.recording.report import MISSING
 
 __all__ = [
     "DEFAULT_MATCHING",
     "MATCHINGS",
+    "NON_DETERMINISTIC_FIELD_NAMES",
     "Difference",
     "IgnoreRules",
     "Matching",
@@ -61,6 +62,11 @@ __all__ = [
     "ignore_rules",
     "join_field_path",
 ]
+
+
+NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
+"""Field names skipped at any depth in a provider call's request and events (a message's
+creation time): what a comparison leaves out unless told otherwise."""
 
 
 class Difference(NamedTuple):

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 import orjson
 
@@ -59,9 +59,6 @@ from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE
 from openprogram.recording.redaction import REDACTION_VERSION
 from openprogram.recording.request_delta import DELTA_FEATURE
 
-if TYPE_CHECKING:
-    from openprogram.recording.tape_rows import TapeEntry
-
 __all__ = [
     "BOUNDARIES",
     "BOUNDARY_FEATURES",
@@ -73,6 +70,7 @@ __all__ = [
     "PROVIDER_REQUEST_SECTIONS",
     "RECORDING_FORMAT_VERSION",
     "SNAPSHOT_FEATURE",
+    "TOOL_TAPE_PREFIX",
     "UPGRADE",
     "WRITTEN_FEATURES",
     "Boundary",
@@ -81,6 +79,7 @@ __all__ = [
     "RecordedCall",
     "RecordedError",
     "Recording",
+    "TapeEntry",
     "check_recordable",
     "encode_recordable_row",
     "encode_row",
@@ -157,6 +156,9 @@ WRITTEN_FEATURES: tuple[str, ...] = (
     RAW_TEXT_FEATURE,
 )
 """The features a file created by this openprogram announces (it may write them)."""
+
+TOOL_TAPE_PREFIX: Final = "tool:"
+"""The tapes of agent tools are named ``tool:<tool name>``."""
 
 UPGRADE = "it was written by a newer openprogram: upgrade openprogram to read it"
 
@@ -339,6 +341,36 @@ class RecordedCall:
     @property
     def truncated(self) -> bool:
         return self.outcome is None
+
+
+@dataclass(frozen=True, slots=True)
+class TapeEntry:
+    """One call on a tape, as recorded (its row: :mod:`~openprogram.recording.tape_rows`)."""
+
+    tape: str
+    index: int
+    """Its position among its tape's entries."""
+    line: int
+    """The line of its row."""
+    args: dict[str, Any]
+    result: Any = None
+    error: RecordedError | None = None
+    typed: bool = False
+    nondeterministic: bool = False
+    within: str | None = None
+    """The tape whose call was being recorded when this one was made (a clock read inside a
+    tool), or None."""
+
+    @property
+    def label(self) -> str:
+        """``clock[3]``: how reports name the entry."""
+        return f"{self.tape}[{self.index}]"
+
+    @property
+    def tool(self) -> str | None:
+        """The agent tool whose results the tape holds, or None."""
+        tape = self.tape
+        return tape.removeprefix(TOOL_TAPE_PREFIX) if tape.startswith(TOOL_TAPE_PREFIX) else None
 
 
 @dataclass(slots=True)

@@ -52,6 +52,7 @@ from openprogram.recording.format import (
     RecordedCall,
     RecordedError,
     Recording,
+    TapeEntry,
 )
 from openprogram.recording.http_rows import (
     http_event_problem,
@@ -60,7 +61,7 @@ from openprogram.recording.http_rows import (
 )
 from openprogram.recording.not_recorded import gathered_connections, not_recorded_problem
 from openprogram.recording.request_delta import BASE_FIELD, BaseProblem, rebuild_request
-from openprogram.recording.tape_rows import TapeEntry, tape_entry_from_row, tape_row_problem
+from openprogram.recording.tape_rows import tape_entry_from_row, tape_row_problem
 
 __all__ = [
     "EventDecoder",

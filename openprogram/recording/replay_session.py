@@ -1,53 +1,62 @@
-"""One replay of one recording, shared by every boundary that replays from it.
+"""The door to replay: :class:`ReplaySession`, and what both ways of pairing a request share.
 
-A :class:`ReplaySession` holds a read :class:`~openprogram.recording.format.Recording` and
-serves its calls to whichever boundary asks (the provider registry's ``ReplayProvider``, the
-HTTP boundary's transport), and its tape entries to taped functions and agent tools
-(:attr:`ReplaySession.tapes`, :mod:`~openprogram.recording.tape_replay`).
+Open this module first. A session holds one read recording
+(:class:`~openprogram.recording.format.Recording`) and serves its calls to whichever boundary
+asks, and its tape entries to taped functions and agent tools. **Debugging a mismatch**, follow
+one request from here:
 
-**A request** reaches :meth:`ReplaySession.take` as the sections of a call at its boundary,
-before redaction. Redacted by the boundary's redactor, it is compared with a recorded call
-section by section, without the boundary's non-deterministic fields and the caller's
-``ignore_fields``, an absent key equal to null, an HTTP call's URL without a loopback
-server's port unless ``compare_loopback_ports`` (and part by part when an ignored field names
-a part of it: :mod:`~openprogram.recording.url_comparison`; :class:`ComparisonRules`). A
-mismatch in the URL gets a note naming both URLs and the fix
-(:func:`~openprogram.recording.mismatch.moved_url_note`). The recorded
-request is compared as stored when the recording was redacted by the rules in force
-(:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else redacted
-again with them. The conversation a request repeats from one served before is not redacted,
-digested or compared again (:mod:`~openprogram.recording.shared_lists`); a request equal to
-no recorded call is compared again whole, so that its report reads the same either way.
+1. *A boundary asks* :meth:`ReplaySession.take` with the sections of a call, before
+   redaction: the provider registry's ``ReplayProvider``
+   (``openprogram.provider_boundary.replay``), the HTTP boundary's transport
+   (``openprogram.http_boundary.exchange``); a taped function or an agent tool asks
+   :meth:`ReplaySession.take_tape` instead (:mod:`~openprogram.recording.tape_replay`).
+2. *The request is redacted and given its rules*
+   (:class:`~openprogram.recording.pairing.IncomingRequest`,
+   :class:`~openprogram.recording.pairing.ComparisonRules`): redacted by the boundary's
+   redactor (:mod:`~openprogram.recording.redaction`, the user's own after it:
+   :mod:`~openprogram.recording.user_redaction`), compared without the boundary's fields that
+   change from run to run (:func:`~openprogram.recording.call_digest.request_ignore_fields`)
+   and the caller's ``ignore_fields``, an HTTP call's URL without a loopback server's port
+   unless ``compare_loopback_ports`` (:mod:`~openprogram.recording.url_comparison`). The
+   conversation a request repeats from one served before is not redacted, digested or
+   compared again (:mod:`~openprogram.recording.shared_lists`).
+3. *A matching pairs it with a call* (``match``; both are a :class:`PairingStrategy`):
+   ``content`` (the default, :class:`~openprogram.recording.content_matching.ContentMatching`)
+   serves the earliest unserved call *of the request's boundary* whose request equals it,
+   found by digest wherever it stands, and with none reports the *nearest*; ``order``
+   (:class:`OrderMatching`) compares it with the next recorded call, whatever its boundary.
+   A run making more calls than recorded is a mismatch at field ``call_index``; a call
+   recorded at the other boundary, at field ``boundary``.
+4. *The exact comparison* (:meth:`ReplaySession.match`): section by section, the first
+   difference (:func:`~openprogram.recording.difference.find_first_difference`: an absent
+   key equals null, ``True``, ``1`` and ``1.0`` differ). The recorded request is compared as
+   stored when the recording was redacted by the rules in force
+   (:func:`~openprogram.recording.redaction.recorded_redaction_is_current`), else redacted
+   again with them; a request equal to no call is compared again whole, so that its report
+   reads the same either way.
+5. *A mismatch* is :class:`~openprogram.errors.ReplayMismatch`, with a note where one helps
+   (a moved URL, a secret the recording removed, another user redaction:
+   :mod:`~openprogram.recording.mismatch`), written by
+   :func:`~openprogram.recording.report.format_report`. It consumes no call and is kept in
+   :attr:`ReplaySession.mismatches`, so a harness fails a run whose code caught it; it is
+   found under the session's lock and kept once the lock is released.
+6. *At the end*, calls never served and tape entries never read fail
+   :meth:`ReplaySession.assert_consumed`. A truncated call (no ``call_end``) is served like any
+   other; the boundary raises ``RecordingTruncatedError`` where its recording stops.
 
-**Pairing** follows ``match``, one strategy each, each with ``take`` (serve the request or
-raise) and ``take_equal`` (serve it only if it equals a call):
-
-* ``content`` (default, :class:`~openprogram.recording.content_matching.ContentMatching`) —
-  the earliest unconsumed call *of the request's boundary* whose request equals it, found by
-  digest wherever it stands; with none, the report names the *nearest* one;
-* ``order`` (:class:`OrderMatching`) — the next recorded call, whatever its boundary: a call
-  recorded at the other boundary is a mismatch at field ``boundary`` naming both (``recorded
-  an HTTP call (POST https://…), incoming a provider call (echo:echo)``), any other the first
-  difference (``body.messages[2].content``).
-
-A run making more calls than the recording holds is a mismatch at field ``call_index``. The
-session holds what both strategies share: the exact comparison (:meth:`ReplaySession.match`),
-the account of the calls served (:class:`ServedCalls`), the lock, and the mismatches.
-
-**A mismatch** consumes no call, and is kept in :attr:`ReplaySession.mismatches`, so a
-harness can fail a run whose code caught one; it is found under the lock and kept once the
-lock is released (:meth:`ReplaySession.keep` may report it at once). A truncated call (no
-``call_end``) is served like any other; the boundary then raises ``RecordingTruncatedError``
-where its recording stops. Calls never served and tape entries never read fail
-:meth:`~ReplaySession.assert_consumed`.
+**A claim** (:class:`ReplayClaim`) is a collaborator a session may be given: asked before
+each call and tape entry is served, told of each mismatch kept. ``openprogram exec`` gives
+one (:mod:`openprogram.activation.exec_child`: only the process that claimed the recording
+is served, and each mismatch is reported to exec at once), and so does a block whose child
+processes may replay the same recording (:mod:`openprogram.activation.children`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.call_digest import request_ignore_fields
@@ -57,14 +66,8 @@ from openprogram.recording.difference import (
     Matching,
     check_matching,
     find_first_difference,
-    ignore_rules,
 )
-from openprogram.recording.format import (
-    RecordedCall,
-    Recording,
-    refuse_a_snapshot,
-    request_sections,
-)
+from openprogram.recording.format import RecordedCall, Recording, TapeEntry, refuse_a_snapshot
 from openprogram.recording.mismatch import (
     more_calls_than_recorded,
     moved_url_note,
@@ -72,28 +75,49 @@ from openprogram.recording.mismatch import (
     other_redaction_note,
     removed_secret_note,
 )
+from openprogram.recording.pairing import ComparisonRules, IncomingRequest, Match, ServedCalls
 from openprogram.recording.redaction import RequestRedactor, recorded_redaction_is_current
-from openprogram.recording.shared_lists import (
-    DumpableRequest,
-    IncomingRequest,
-    ServedConversations,
-)
+from openprogram.recording.shared_lists import DumpableRequest
 from openprogram.recording.tape_replay import TapeReplay, ToolPolicies
-from openprogram.recording.tape_rows import TapeEntry
-from openprogram.recording.url_comparison import (
-    UrlComparison,
-    check_http_ignore_fields,
-    http_ignore_fields,
-    url_comparison,
-)
+from openprogram.recording.url_comparison import check_http_ignore_fields
 from openprogram.recording.user_redaction import UserRedaction
 
-__all__ = [
-    "ComparisonRules",
-    "OrderMatching",
-    "ReplaySession",
-    "ServedCalls",
-]
+__all__ = ["OrderMatching", "PairingStrategy", "ReplayClaim", "ReplaySession"]
+
+
+class ReplayClaim(Protocol):
+    """A condition on serving a session, and who hears of its mismatches (see the module's
+    docstring)."""
+
+    def refusal(self, session: ReplaySession) -> ReplayMismatch | None:
+        """Asked before a call or a tape entry is served: why this process may not be
+        served (the session keeps and raises it), or None."""
+        ...
+
+    def kept(self, session: ReplaySession, mismatch: ReplayMismatch) -> None:
+        """Told each mismatch the session keeps, never under the session's lock or its
+        tapes': it may report at once, reading the calls and entries never served."""
+        ...
+
+
+class PairingStrategy(Protocol):
+    """What ``content`` and ``order`` matching both are: which recorded call a request is
+    served, found under the session's lock. The session serves it, or keeps the mismatch
+    once the lock is released (:meth:`ReplaySession.take`)."""
+
+    def digest(self, request: IncomingRequest) -> bytes | None:
+        """What :meth:`find` looks ``request`` up by, made before the lock is taken (content:
+        the request's digest; order: nothing)."""
+        ...
+
+    def find(
+        self, request: IncomingRequest, digest: bytes | None, *, report: bool
+    ) -> tuple[int, IncomingRequest, ReplayMismatch | None]:
+        """Under the lock: the index of the call to serve, the request to serve it (the same,
+        or the request redacted whole), and the mismatch when it is not served. ``report``:
+        the mismatch will be raised, so compare as a report does
+        (:meth:`~openprogram.recording.pairing.IncomingRequest.whole`)."""
+        ...
 
 
 class ReplaySession:
@@ -104,7 +128,8 @@ class ReplaySession:
     any index) to the non-deterministic fields each boundary leaves out of the comparison;
     at the HTTP boundary, parts of the URL too (``url.port``, ``url.query.key``; ValueError
     for one naming no part). ``compare_loopback_ports``: compare the port of a URL whose host
-    is a loopback one (see :mod:`~openprogram.recording.url_comparison`).
+    is a loopback one (see :mod:`~openprogram.recording.url_comparison`). ``claim``: asked
+    before anything is served, told of each mismatch kept (:class:`ReplayClaim`).
     Thread-safe: concurrent callers are served one call each, one at a time.
     """
 
@@ -117,6 +142,7 @@ class ReplaySession:
         tools: Mapping[str, str] | None = None,
         user_redaction: UserRedaction | None = None,
         compare_loopback_ports: bool = False,
+        claim: ReplayClaim | None = None,
     ) -> None:
         refuse_a_snapshot(recording)
         self.recording = recording
@@ -127,6 +153,8 @@ class ReplaySession:
         """Whether an HTTP call's URL is compared with its port when its host is a loopback
         one (by default it is not: :mod:`~openprogram.recording.url_comparison`)."""
         self._matching: Matching = check_matching(match)
+        self.claim = claim
+        """Asked before a call or a tape entry is served, told of each mismatch kept."""
         self.mismatches: list[ReplayMismatch] = []
         """Every mismatch raised, kept so a harness can fail a run that swallowed one."""
         self.served = ServedCalls(recording.calls)
@@ -135,9 +163,6 @@ class ReplaySession:
         """Held while a request is paired with a call and the call is served."""
         self._as_stored = recorded_redaction_is_current(recording.header, user_redaction)
         self._rules: dict[tuple[str, frozenset[str] | None], ComparisonRules] = {}
-        self._strategy: ContentMatching | OrderMatching = (
-            ContentMatching(self) if self._matching == "content" else OrderMatching(self)
-        )
         self.tapes = TapeReplay(
             recording.tapes,
             path=str(recording.path),
@@ -148,6 +173,16 @@ class ReplaySession:
         """The recording's tape entries, served to taped functions and agent tools by
         :meth:`take_tape`; ``tools`` (tool name or ``"*"`` to policy) says which tools are
         replayed, checked or run live."""
+        self._strategy = self._pairing()
+
+    def _pairing(self) -> PairingStrategy:
+        """The matching ``match`` names, over this session's calls (made again when the user
+        redaction is set: it decides how the content indexes see a recorded request)."""
+        calls = self.recording.calls
+        if self._matching == "order":
+            return OrderMatching(calls, self.served, self.match, self.tapes.not_run_again)
+        user = self._user_redaction
+        return ContentMatching(calls, self.served, self.match, as_stored=self._as_stored, user=user)
 
     @property
     def ignore_fields(self) -> frozenset[str]:
@@ -170,6 +205,7 @@ class ReplaySession:
         """Set before the first request: it decides how recorded requests are compared."""
         self._user_redaction = user
         self._as_stored = recorded_redaction_is_current(self.recording.header, user)
+        self._strategy = self._pairing()
 
     @property
     def compares_as_stored(self) -> bool:
@@ -249,6 +285,7 @@ class ReplaySession:
         by; raises (and keeps) :class:`ReplayMismatch` when none is unread. See
         :mod:`~openprogram.recording.tape_replay`."""
         __tracebackhide__ = True
+        self._ask_claim()
         return self.tapes.take(tape, args)
 
     def take(
@@ -273,10 +310,13 @@ class ReplaySession:
         that needs.
         """
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
+        self._ask_claim()
         rules = self.rules_for(boundary, ignore_fields)
         if not self._as_stored:
             redaction = None  # a recorded request must be redacted again: nothing is reused
-        return self._strategy.take(IncomingRequest(rules, incoming, redactor, redaction))
+        call = self._pair(IncomingRequest(rules, incoming, redactor, redaction), report=True)
+        assert call is not None
+        return call
 
     def take_equal(
         self,
@@ -292,7 +332,20 @@ class ReplaySession:
         recorded call if it equals it. What a run that records the calls replay cannot serve
         asks (the pytest plugin's ``new_episodes``)."""
         request = IncomingRequest(self.rules_for(boundary, None), incoming, redactor)
-        return self._strategy.take_equal(request)
+        return self._pair(request, report=False)
+
+    def _pair(self, request: IncomingRequest, *, report: bool) -> RecordedCall | None:
+        """Serve ``request`` the call the matching finds; else raise and keep the mismatch
+        (``report``) or return None."""
+        __tracebackhide__ = True
+        digest = self._strategy.digest(request)
+        with self.lock:
+            index, request, mismatch = self._strategy.find(request, digest, report=report)
+            if mismatch is None:
+                return self.serve(index, request)
+        if not report:
+            return None
+        raise self.keep(mismatch)  # outside the lock: keeping may report, and read the calls
 
     def rules_for(self, boundary: str, ignore_fields: Iterable[str] | None) -> ComparisonRules:
         """How a request of ``boundary`` is compared: without :meth:`ignore_fields_for`, or
@@ -304,7 +357,9 @@ class ReplaySession:
             rules = self._rules.setdefault(
                 key,
                 ComparisonRules(
-                    boundary, ignored, compare_loopback_ports=self.compare_loopback_ports
+                    boundary,
+                    ignored,
+                    compare_loopback_ports=self.compare_loopback_ports,
                 ),
             )
         return rules
@@ -365,131 +420,53 @@ class ReplaySession:
         """Remember ``mismatch`` (raised by this session or by a boundary serving one of its
         calls) and return it, to be raised.
 
-        Never called with the session's lock or its tapes' held: a subclass may report the
-        mismatch at once, reading the calls and entries never served (exec's child does), and
-        a report made under the lock it reads under would wait for itself forever."""
+        Never called with the session's lock or its tapes' held: the :attr:`claim` is told
+        at once, and may report the mismatch, reading the calls and entries never served
+        (exec's child does); a report made under the lock it reads under would wait for
+        itself forever."""
         self.mismatches.append(mismatch)
+        if self.claim is not None:
+            self.claim.kept(self, mismatch)
         return mismatch
 
-
-class ComparisonRules:
-    """How the requests of ``boundary`` are compared, leaving out the fields ``ignored``:
-    the sections in comparison order, the compiled ignore rules, how an HTTP call's URL is
-    compared (``url``; None at any other boundary), and the conversations served under them
-    (none with an ignored field path: a list may then be shorter and still equal, so no
-    served list is reused)."""
-
-    __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections", "url")
-
-    def __init__(
-        self, boundary: str, ignored: frozenset[str], *, compare_loopback_ports: bool = False
-    ) -> None:
-        self.boundary = boundary
-        self.url: UrlComparison | None = None
-        if boundary == "http":
-            ignored = http_ignore_fields(ignored)
-            self.url = url_comparison(ignored, compare_loopback_ports=compare_loopback_ports)
-        self.ignored = ignored
-        self.ignore_rules = ignore_rules(ignored)
-        self.sections = self.ignore_rules.compared_sections(request_sections(boundary))
-        self.conversations = ServedConversations() if self.ignore_rules.paths is None else None
+    def _ask_claim(self) -> None:
+        """Raise (and keep) the :attr:`claim`'s refusal, if it has one."""
+        __tracebackhide__ = True
+        refusal = None if self.claim is None else self.claim.refusal(self)
+        if refusal is not None:
+            raise self.keep(refusal)
 
 
 class OrderMatching:
-    """``order`` matching: each request is compared with the next recorded call, whatever
-    its boundary (the next one not served, past the calls made inside a taped call that is
-    served from its tape, which are never asked for)."""
+    """``order`` matching: each request is compared (by ``match``) with the next of the
+    recorded ``calls``, whatever its boundary: the next one not ``served``, past the calls
+    made inside a taped call that is served from its tape (``not_run_again``), which are
+    never asked for."""
 
-    def __init__(self, session: ReplaySession) -> None:
-        self._session = session
+    def __init__(
+        self,
+        calls: Sequence[RecordedCall],
+        served: ServedCalls,
+        match: Match,
+        not_run_again: Callable[[str | None], bool],
+    ) -> None:
+        self._calls, self._served, self._match = calls, served, match
+        self._not_run_again = not_run_again
 
-    def take(self, request: IncomingRequest) -> RecordedCall:
-        """The next call, if ``request`` equals it; else raise (and keep) the mismatch."""
-        __tracebackhide__ = True
-        session = self._session
-        calls = session.recording.calls
-        with session.lock:
-            index = self._next_call()
-            if index >= len(calls):
-                mismatch: ReplayMismatch | None = more_calls_than_recorded(index, len(calls))
-            else:
-                mismatch = session.match(calls[index], request)
-                if mismatch is not None and request.as_stored:
-                    # Compared again as before: the request whole, the recorded one redacted
-                    # again, so that the report is the same.
-                    mismatch = session.match(calls[index], request.whole())
-            if mismatch is None:
-                return session.serve(index, request)
-        raise session.keep(mismatch)  # outside the lock: keeping may report, and read the calls
+    def digest(self, request: IncomingRequest) -> None:
+        return None
 
-    def take_equal(self, request: IncomingRequest) -> RecordedCall | None:
-        """The next call if ``request`` equals it, else None."""
-        session = self._session
-        calls = session.recording.calls
-        with session.lock:
-            index = self._next_call()
-            if index >= len(calls) or session.match(calls[index], request) is not None:
-                return None
-            return session.serve(index, request)
-
-    def _next_call(self) -> int:
-        """The index of the next call (past the end when none is left)."""
-        session = self._session
-        index = session.served.next_call
-        calls = session.recording.calls
-        while index < len(calls) and session.tapes.not_run_again(calls[index].within):
+    def find(
+        self, request: IncomingRequest, digest: bytes | None, *, report: bool
+    ) -> tuple[int, IncomingRequest, ReplayMismatch | None]:
+        calls, index = self._calls, self._served.next_call
+        while index < len(calls) and self._not_run_again(calls[index].within):
             index += 1
-        return index
-
-
-class ServedCalls:
-    """Which of a recording's calls (``calls``, in index order) one replay has served.
-
-    A flag per call, how many are served, the first call not served yet (every call before
-    it is served), and per boundary where its first unserved call stands, so that finding
-    the open calls of a boundary never walks the calls served long ago again. Not
-    thread-safe: the session calls it under its lock.
-    """
-
-    __slots__ = ("_first_open", "_of_boundary", "count", "flags", "next_call")
-
-    def __init__(self, calls: Sequence[RecordedCall]) -> None:
-        self.flags = bytearray(len(calls))
-        """1 at the index of each call served, 0 elsewhere."""
-        self.count = 0
-        """How many calls are served."""
-        self.next_call = 0
-        """No call before it is unserved (under ``order`` matching: the next call)."""
-        self._of_boundary: dict[str, list[int]] = {}
-        for call in calls:
-            self._of_boundary.setdefault(call.boundary, []).append(call.call_index)
-        self._first_open: dict[str, int] = dict.fromkeys(self._of_boundary, 0)
-
-    def serve(self, index: int) -> None:
-        """Count the call at ``index`` as served."""
-        self.flags[index] = 1
-        self.count += 1
-        served = self.flags
-        while self.next_call < len(served) and served[self.next_call]:
-            self.next_call += 1
-
-    def indexes(self) -> list[int]:
-        """The calls served so far, by index."""
-        return [index for index, served in enumerate(self.flags) if served]
-
-    def open_calls(self, boundary: str, limit: int) -> list[int]:
-        """The first ``limit`` unserved calls of ``boundary``, by index."""
-        of_boundary = self._of_boundary.get(boundary, [])
-        position = self._first_open.get(boundary, 0)
-        served = self.flags
-        while position < len(of_boundary) and served[of_boundary[position]]:
-            position += 1
-        if boundary in self._first_open:
-            self._first_open[boundary] = position
-        found: list[int] = []
-        for index in of_boundary[position:]:
-            if not served[index]:
-                found.append(index)
-                if len(found) == limit:
-                    break
-        return found
+        if index >= len(calls):
+            return index, request, more_calls_than_recorded(index, len(calls))
+        mismatch = self._match(calls[index], request)
+        if mismatch is not None and report and request.as_stored:
+            # Compared again as before: the request whole, the recorded one redacted again,
+            # so that the report is the same.
+            mismatch = self._match(calls[index], request.whole())
+        return index, request, mismatch

@@ -51,11 +51,16 @@ from typing import TYPE_CHECKING, Any
 from openprogram.errors import RecordingFileError
 from openprogram.private_files import PRIVATE_FILE_MODE, replace_file
 from openprogram.recording.call_digest import CallDigest, DeterministicParts, request_ignore_fields
-from openprogram.recording.format import RECORDING_FORMAT_VERSION, RecordedCall, encode_row
+from openprogram.recording.format import (
+    RECORDING_FORMAT_VERSION,
+    RecordedCall,
+    TapeEntry,
+    encode_row,
+)
 from openprogram.recording.minted_ids import MintedIds
 from openprogram.recording.not_recorded import NOT_RECORDED_FEATURE, not_recorded_row
 from openprogram.recording.request_delta import DELTA_FEATURE, RequestBases
-from openprogram.recording.tape_rows import TAPES_FEATURE, TapeEntry, row_of_entry
+from openprogram.recording.tape_rows import TAPES_FEATURE, row_of_entry
 
 if TYPE_CHECKING:
     from openprogram.recording.format import Recording

@@ -38,9 +38,8 @@ request's lists repeat. A change made in place to an earlier item (a message edi
 was sent) changes that text, so the request is then dumped and compared whole. State texts
 are only ever compared with state texts.
 
-**The incoming request** (:class:`IncomingRequest`) is what replay pairs with a recorded
-call: its sections redacted, through the served conversations when it may be, with what it
-takes to compare it again whole for a report, and to be remembered once it is served.
+The request replay pairs with a recorded call is redacted through them
+(:class:`~openprogram.recording.pairing.IncomingRequest`).
 """
 
 from __future__ import annotations
@@ -49,19 +48,13 @@ import hashlib
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import orjson
-
-if TYPE_CHECKING:
-    from openprogram.recording.format import RecordedCall
-    from openprogram.recording.redaction import RequestRedactor
-    from openprogram.recording.replay_session import ComparisonRules
 
 __all__ = [
     "RECENT_SERVED",
     "DumpableRequest",
-    "IncomingRequest",
     "ListText",
     "ListTexts",
     "ServedConversations",
@@ -252,11 +245,11 @@ class ServedConversations:
         boundary: str,
         redaction: Hashable,
         texts: ListTexts,
-        call: RecordedCall,
+        recorded: dict[str, Any],
     ) -> None:
-        """A request (its shared lists' ``texts`` from :meth:`redacted`) was served
-        ``call``, equal to it."""
-        holder = call.request.get(shared_section(boundary))
+        """A request (its shared lists' ``texts`` from :meth:`redacted`) was served the call
+        whose request is ``recorded``, equal to it."""
+        holder = recorded.get(shared_section(boundary))
         if type(holder) is not dict:
             return
         lists: dict[str, tuple[ListText, list[Any]]] = {}
@@ -266,61 +259,3 @@ class ServedConversations:
                 lists[key] = (ListText.of(text, keep=True), items)
         if lists:
             self._recent.append(_Served(boundary, redaction, lists, texts.of_state))
-
-
-class IncomingRequest:
-    """One request replay pairs with a recorded call: ``redacted``, its sections as its
-    boundary redacts them, compared under ``rules`` (the session's for its boundary).
-
-    Given ``redaction`` (what tells redactors apart; the session passes it only when it
-    compares recorded requests as stored) and rules that keep served conversations, it is
-    redacted through them and ``as_stored``: its shared lists may hold the items of a call
-    served before (``starts`` maps each list so built to the recorded list it starts with),
-    and recorded requests are compared with it as stored. :meth:`whole` is the same request
-    redacted whole, compared with recorded requests redacted again: what a report compares.
-    """
-
-    __slots__ = (
-        "_remember",
-        "_source",
-        "as_stored",
-        "boundary",
-        "redacted",
-        "redactor",
-        "rules",
-        "starts",
-    )
-
-    def __init__(
-        self,
-        rules: ComparisonRules,
-        source: dict[str, Any] | DumpableRequest,
-        redactor: RequestRedactor,
-        redaction: Hashable = None,
-    ) -> None:
-        self.rules = rules
-        self.boundary = rules.boundary
-        self.redactor = redactor
-        self._source = source
-        self._remember: tuple[Hashable, ListTexts] | None = None
-        self.starts: dict[str, list[Any]] | None = None
-        self.as_stored = redaction is not None and rules.conversations is not None
-        if rules.conversations is None or redaction is None:
-            self.redacted = redactor(dumped(source))
-            return
-        self.redacted, texts, self.starts = rules.conversations.redacted(
-            rules.boundary, source, redactor, redaction
-        )
-        self._remember = (redaction, texts)
-
-    def whole(self) -> IncomingRequest:
-        """This request redacted whole (the same object if it is)."""
-        if not self.as_stored:
-            return self
-        return IncomingRequest(self.rules, self._source, self.redactor)
-
-    def served(self, call: RecordedCall) -> None:
-        """It was served ``call``, equal to it: remembered, for the requests that extend it."""
-        if self._remember is not None and self.rules.conversations is not None:
-            redaction, texts = self._remember
-            self.rules.conversations.remember(self.rules.boundary, redaction, texts, call)

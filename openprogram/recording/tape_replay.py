@@ -53,7 +53,8 @@ from openprogram.errors import ReplayMismatch, ToolTapesMissingError
 from openprogram.recording.call_digest import canonical_part
 from openprogram.recording.content_matching import NEAREST_CANDIDATES
 from openprogram.recording.difference import Matching, count_differences, find_first_difference
-from openprogram.recording.tape_rows import TOOL_TAPE_PREFIX, TapeEntry, is_tool_tape
+from openprogram.recording.format import TOOL_TAPE_PREFIX, TapeEntry
+from openprogram.recording.tape_rows import is_tool_tape
 
 __all__ = [
     "ALL_TOOLS",

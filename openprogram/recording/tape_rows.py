@@ -52,17 +52,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar, Token
-from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from openprogram.recording.difference import join_field_path
-from openprogram.recording.format import RecordedError
+from openprogram.recording.format import TOOL_TAPE_PREFIX, RecordedError, TapeEntry
 
 __all__ = [
     "TAPES_FEATURE",
-    "TOOL_TAPE_PREFIX",
     "Enclosing",
-    "TapeEntry",
     "comparable_entry",
     "enclosing_tape",
     "enter_tape",
@@ -79,40 +76,9 @@ __all__ = [
 
 TAPES_FEATURE: Final = "tapes"
 """The header feature a recording holding tape rows announces."""
-TOOL_TAPE_PREFIX: Final = "tool:"
-"""The tapes of agent tools are named ``tool:<tool name>``."""
 _ROW_KEYS: Final = frozenset(
     {"type", "tape", "args", "result", "error", "typed", "nondeterministic", "within"}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class TapeEntry:
-    """One call on a tape, as recorded."""
-
-    tape: str
-    index: int
-    """Its position among its tape's entries."""
-    line: int
-    """The line of its row."""
-    args: dict[str, Any]
-    result: Any = None
-    error: RecordedError | None = None
-    typed: bool = False
-    nondeterministic: bool = False
-    within: str | None = None
-    """The tape whose call was being recorded when this one was made (a clock read inside a
-    tool), or None."""
-
-    @property
-    def label(self) -> str:
-        """``clock[3]``: how reports name the entry."""
-        return f"{self.tape}[{self.index}]"
-
-    @property
-    def tool(self) -> str | None:
-        """The agent tool whose results the tape holds, or None."""
-        return self.tape.removeprefix(TOOL_TAPE_PREFIX) if is_tool_tape(self.tape) else None
 
 
 def is_tool_tape(tape: str) -> bool:

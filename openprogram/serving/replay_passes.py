@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from openprogram.recording.pairing import IncomingRequest
 from openprogram.recording.replay_session import ReplaySession
-from openprogram.recording.shared_lists import IncomingRequest
 
 if TYPE_CHECKING:
     from openprogram.activation.plan import RecordReplayPlan

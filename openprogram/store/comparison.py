@@ -61,11 +61,11 @@ from openprogram.recording.content_matching import (
     request_differences,
 )
 from openprogram.recording.difference import count_differences, find_first_difference
-from openprogram.recording.format import request_sections
+from openprogram.recording.format import TapeEntry, request_sections
 from openprogram.recording.minted_ids import CallIds, Link, MintedIds, call_links
 from openprogram.recording.mismatch import describe_call
 from openprogram.recording.report import DIFF_SIDES, MISSING, FirstDifference, value_at
-from openprogram.recording.tape_rows import TapeEntry, comparable_entry
+from openprogram.recording.tape_rows import comparable_entry
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest
 
 if TYPE_CHECKING:

@@ -45,8 +45,9 @@ from openprogram.recording.call_digest import (
     session_identities,
 )
 from openprogram.recording.difference import join_field_path
+from openprogram.recording.format import TapeEntry
 from openprogram.recording.minted_ids import linked_digests
-from openprogram.recording.tape_rows import TapeEntry, comparable_entry
+from openprogram.recording.tape_rows import comparable_entry
 
 if TYPE_CHECKING:
     from openprogram.recording.format import Recording

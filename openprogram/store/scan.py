@@ -46,10 +46,9 @@ from openprogram.http_boundary.codec import without_stale_raw
 from openprogram.http_boundary.eventstream import with_agreeing_bytes
 from openprogram.provider_boundary.codec import read_for_replay
 from openprogram.recording.difference import join_field_path
-from openprogram.recording.format import RecordedCall, RecordedError
+from openprogram.recording.format import RecordedCall, RecordedError, TapeEntry
 from openprogram.recording.redaction import REDACTION_VERSION, SecretRedactor, is_secret_field_name
 from openprogram.recording.rewriting import rewrite_recording
-from openprogram.recording.tape_rows import TapeEntry
 from openprogram.recording.token_shapes import TOKEN_SHAPES
 from openprogram.recording.user_redaction import substitute_pattern
 from openprogram.store.names import is_path_argument, resolve_recording

@@ -32,9 +32,8 @@ import orjson
 
 from openprogram.errors import RecordingCallNotFoundError
 from openprogram.provider_boundary.codec import read_recording
-from openprogram.recording.format import RecordedCall, Recording
+from openprogram.recording.format import RecordedCall, Recording, TapeEntry
 from openprogram.recording.redaction import SecretRedactor
-from openprogram.recording.tape_rows import TapeEntry
 from openprogram.store.hashing import transcript_hash
 from openprogram.store.summary import call_label
 from openprogram.vendors import HttpExchange, http_call_parts, usage_tokens

@@ -42,9 +42,9 @@ from openprogram.recording.tape_rows import TAPES_FEATURE
 if TYPE_CHECKING:
     from openprogram.deterministic_sources import RecordingSources, SourceDraws
     from openprogram.errors import ReplayMismatch
+    from openprogram.recording.format import TapeEntry
     from openprogram.recording.redaction import SecretRedactor
     from openprogram.recording.replay_session import ReplaySession
-    from openprogram.recording.tape_rows import TapeEntry
     from openprogram.recording.user_redaction import UserRedaction
     from openprogram.recording.writer import RecordingWriter
 

@@ -64,14 +64,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, get_type_hints, ove
 
 from openprogram.deterministic_sources import check_seed
 from openprogram.providers.registry import scope_binding
-from openprogram.recording.tape_rows import (
-    TOOL_TAPE_PREFIX,
-    TapeEntry,
-    enclosing_tape,
-    enter_tape,
-    leave_tape,
-    tape_row,
-)
+from openprogram.recording.format import TOOL_TAPE_PREFIX, TapeEntry
+from openprogram.recording.tape_rows import enclosing_tape, enter_tape, leave_tape, tape_row
 from openprogram.recording.writer import recorded_error
 from openprogram.tape_boundary.deck import (
     DECKS,

@@ -26,14 +26,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from openprogram.errors import ReplayMismatch
-from openprogram.recording.tape_rows import (
-    TOOL_TAPE_PREFIX,
-    TapeEntry,
-    enclosing_tape,
-    enter_tape,
-    leave_tape,
-    tape_row,
-)
+from openprogram.recording.format import TOOL_TAPE_PREFIX, TapeEntry
+from openprogram.recording.tape_rows import enclosing_tape, enter_tape, leave_tape, tape_row
 from openprogram.tape_boundary.deck import (
     BlockedTapes,
     TapeRecorder,

@@ -4,7 +4,7 @@ served, under the very locks the mismatch was found under. Kept under one of the
 waited for itself and the program hung (a clock read once more, a taped function called with
 another argument, a tool checked under ``check``, a request that matches no call).
 
-Each case drives exec's own session (:class:`ClaimingReplaySession`) in a thread, so a
+Each case drives exec's own session (a replay session given :class:`ExecClaim`) in a thread, so a
 regression fails the test after a generous wait instead of hanging the suite."""
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from typing import Any
 import pytest
 
 import openprogram
-from openprogram.activation.exec_child import ClaimingReplaySession
+from openprogram.activation.exec_child import ExecClaim
 from openprogram.agent import run_agent, tool
 from openprogram.errors import ReplayMismatch
 from openprogram.providers import ECHO_MODEL
 from openprogram.recording.format import Recording
 from openprogram.recording.reader import read_recording
 from openprogram.recording.redaction import SecretRedactor
+from openprogram.recording.replay_session import ReplaySession
 
 HANG_GUARD = 120.0
 """Seconds a replay step may take before the test calls it hung (it takes milliseconds)."""
@@ -55,11 +56,12 @@ def recording(tmp_path: Path) -> Recording:
     return read_recording(path)
 
 
-def exec_session(recording: Recording, tmp_path: Path, match: str) -> ClaimingReplaySession:
+def exec_session(recording: Recording, tmp_path: Path, match: str) -> ReplaySession:
     """The session exec's child replays ``recording`` with, reporting into a new folder."""
     exchange = tmp_path / "exchange"
     exchange.mkdir()
-    return ClaimingReplaySession(recording, exchange, match=match, tools={"*": "check"})
+    claim = ExecClaim(exchange)
+    return ReplaySession(recording, match=match, tools={"*": "check"}, claim=claim)
 
 
 def other_first_request(recording: Recording) -> dict[str, Any]:
@@ -87,7 +89,7 @@ def finished(step: Callable[[], Any]) -> Any:
     return outcome[0]
 
 
-STEPS: dict[str, Callable[[ClaimingReplaySession, Recording], Any]] = {
+STEPS: dict[str, Callable[[ReplaySession, Recording], Any]] = {
     "a taped call with another argument": lambda session, _: session.take_tape(
         "lookup", {"word": "b"}
     ),
@@ -130,7 +132,7 @@ def test_a_mismatch_is_reported_at_once_and_the_step_ends(
     assert str(mismatch).startswith(REPORTS[step])
     assert session.mismatches == [mismatch]
     # Reported to exec the moment it was kept, the account of what is left unread included.
-    report = json.loads((session.exchange / f"report-{os.getpid()}.json").read_text())
+    report = json.loads((tmp_path / "exchange" / f"report-{os.getpid()}.json").read_text())
     assert report["kind"] == "mismatch"
     assert report["problem"] == str(mismatch)
     # Nothing is left held: the session serves the next step (here, its account).

@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 
 from openprogram.errors import ReplayMismatch
-from openprogram.recording.call_digest import NON_DETERMINISTIC_FIELD_NAMES
-from openprogram.recording.difference import Difference, find_first_difference, join_field_path
+from openprogram.recording.difference import (
+    NON_DETERMINISTIC_FIELD_NAMES,
+    Difference,
+    find_first_difference,
+    join_field_path,
+)
 from openprogram.recording.report import MISSING, format_report_path, format_report_value
 
 # --- the rules, one by one -----------------------------------------------------------------

@@ -18,8 +18,8 @@ from openprogram.errors import ReplayMismatch
 from openprogram.recording.content_matching import RequestDigester, request_differences
 from openprogram.recording.difference import find_first_difference
 from openprogram.recording.format import Recording
+from openprogram.recording.pairing import ComparisonRules
 from openprogram.recording.reader import read_recording
-from openprogram.recording.replay_session import ComparisonRules
 from openprogram.recording.url_comparison import (
     is_loopback_host,
     url_parts,
