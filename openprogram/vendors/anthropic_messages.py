@@ -204,7 +204,7 @@ def message_tokens(usage: dict[str, Any]) -> Tokens:
     """A usage object's counts: input (without the cached tokens), output, cache read and
     written; the total is their sum."""
     counts = {name: as_count(usage.get(field)) for field, name in _TOKEN_FIELDS.items()}
-    return Tokens(**counts, total=sum(counts.values()))
+    return Tokens(**counts, total_tokens=sum(counts.values()))
 
 
 class MessagesStream:

@@ -223,7 +223,8 @@ def chat_tokens(usage: dict[str, Any]) -> Tokens:
     completion = as_count(usage.get("completion_tokens"))
     cached = as_count(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
     total = as_count(usage.get("total_tokens")) or prompt + completion
-    return Tokens(input=max(prompt - cached, 0), output=completion, cache_read=cached, total=total)
+    input_tokens = max(prompt - cached, 0)
+    return Tokens(input_tokens, completion, cached, total_tokens=total)
 
 
 @dataclass

@@ -155,7 +155,7 @@ class Tokens:
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
-    total: int = 0
+    total_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

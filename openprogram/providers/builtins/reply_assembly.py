@@ -14,7 +14,7 @@ into an ``error`` event that keeps what was streamed so far.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import orjson
@@ -62,6 +62,17 @@ _PIECE_BLOCKS: dict[str, BlockKind] = {
     "arguments": "toolCall",
 }
 """The kind of block each kind of piece belongs in (a signature: a thinking block's)."""
+
+_STARTS: dict[str, type[TextStartEvent | ThinkingStartEvent]] = {
+    "text": TextStartEvent,
+    "thinking": ThinkingStartEvent,
+}
+_DELTAS: dict[str, type[TextDeltaEvent | ThinkingDeltaEvent | ToolCallDeltaEvent]] = {
+    "text": TextDeltaEvent,
+    "thinking": ThinkingDeltaEvent,
+    "toolCall": ToolCallDeltaEvent,
+}
+"""The event starting a text or thinking block, and each kind of block's delta event."""
 
 
 class VendorStreamError(Exception):
@@ -165,14 +176,7 @@ class ReplyAssembler:
                 raise VendorStreamError(f"{piece.refusal} ({piece.said})")
             self._stop = piece
         elif isinstance(piece, UsagePiece):
-            tokens = piece.tokens
-            self.usage = Usage(
-                input=tokens.input,
-                output=tokens.output,
-                cache_read=tokens.cache_read,
-                cache_write=tokens.cache_write,
-                total_tokens=tokens.total,
-            )
+            self.usage = Usage(**asdict(piece.tokens))
         elif isinstance(piece, BlockStart):
             if not piece.server_side:
                 self._open(piece)
@@ -190,25 +194,17 @@ class ReplyAssembler:
         self._blocks.append(block)
         self._by_key[start.block] = block
         index = block.content_index
-        if block.kind == "text":
-            self._emit(TextStartEvent(content_index=index))
-        elif block.kind == "thinking":
-            self._emit(ThinkingStartEvent(content_index=index))
-        else:
+        if block.kind == "toolCall":
             self._emit(ToolCallStartEvent(content_index=index, id=start.id, name=start.name))
+        else:
+            self._emit(_STARTS[block.kind](content_index=index))
 
     def _append(self, block: OpenBlock, delta: str) -> None:
         """Add a fragment of text, thinking, or argument JSON to an open block."""
         if not delta or block.closed:
             return
         block.parts.append(delta)
-        index = block.content_index
-        if block.kind == "text":
-            self._emit(TextDeltaEvent(content_index=index, delta=delta))
-        elif block.kind == "thinking":
-            self._emit(ThinkingDeltaEvent(content_index=index, delta=delta))
-        else:
-            self._emit(ToolCallDeltaEvent(content_index=index, delta=delta))
+        self._emit(_DELTAS[block.kind](content_index=block.content_index, delta=delta))
 
     def _close_cut_short(self, block: OpenBlock) -> None:
         """Close a block, saying so when its arguments fail after a stop at max_tokens."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
@@ -142,14 +142,7 @@ def assert_they_agree(vendor: Vendor, stream: bytes) -> Readings:
         assert message.error_message.endswith(f": {reply.error}")
     else:  # the provider stops at what it refuses, the store reads on
         return both
-    usage = TOKENS[vendor.api](reply.usage or {})
-    assert message.usage == Usage(
-        input=usage.input,
-        output=usage.output,
-        cache_read=usage.cache_read,
-        cache_write=usage.cache_write,
-        total_tokens=usage.total,
-    )
+    assert message.usage == Usage(**asdict(TOKENS[vendor.api](reply.usage or {})))
     return both
 
 
