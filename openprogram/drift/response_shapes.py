@@ -39,6 +39,8 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from openprogram.vendors import VENDOR_APIS
+
 __all__ = [
     "ARGUMENT_FIELDS",
     "DRIFT_CLASSES",
@@ -58,18 +60,7 @@ DRIFT_CLASSES: Final[tuple[DriftClass, ...]] = ("breaking", "additive", "content
 """The classes of drift, worst first."""
 
 ENUM_FIELDS: Final = frozenset(
-    {
-        "finish_reason",
-        "stop_reason",
-        "reason",
-        "finishReason",
-        "stopReason",
-        "blockReason",
-        "type",
-        "object",
-        "status",
-        "role",
-    }
+    {"reason", "type", "object", "status", "role"}.union(*(api.kind_fields for api in VENDOR_APIS))
 )
 """Keys whose string value names a kind: a value the recording never shows is breaking."""
 

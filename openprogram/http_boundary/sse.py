@@ -37,14 +37,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from openprogram.vendors import VENDOR_APIS
+
 __all__ = ["SseParser", "encode_sse_event", "encode_sse_fields", "is_terminal_event"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _BOM = "\ufeff"
 _TERMINAL_DATA = "[DONE]"
-_TERMINAL_TYPES = frozenset(
-    {"message_stop", "response.completed", "response.incomplete", "response.failed"}
-)
+_TERMINAL_TYPES = frozenset(kind for api in VENDOR_APIS for kind in api.last_events)
+"""Each vendor API's last event types (``last_events``)."""
 
 
 class SseParser:

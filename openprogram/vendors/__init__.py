@@ -121,6 +121,10 @@ class VendorApi(EventReader, Protocol):
     """The API as ``show`` names it (``openai-completions``)."""
     wire: Wire
     """Its vendor's hosts, key, headers and route (:mod:`openprogram.vendors.wire`)."""
+    last_events: frozenset[str]
+    """The SSE event types its server sends last in a stream: a client may stop there."""
+    kind_fields: frozenset[str]
+    """The fields whose string value names a kind (a stop reason): drift reports a new one."""
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
         """Whether a request to ``path`` (no trailing slash) on ``host`` with ``headers`` was

@@ -133,6 +133,8 @@ class AnthropicMessages:
 
     name = "anthropic-messages"
     wire = ANTHROPIC_WIRE
+    last_events = frozenset({"message_stop"})
+    kind_fields = frozenset({"stop_reason"})
     input_tokens = "input_tokens"
     output_tokens = "output_tokens"
 

@@ -79,6 +79,8 @@ class BedrockConverse:
 
     name = "bedrock-converse"
     wire = BEDROCK_WIRE
+    last_events: frozenset[str] = frozenset()
+    kind_fields = frozenset({"stopReason"})
     input_tokens = "inputTokens"
     output_tokens = "outputTokens"
 

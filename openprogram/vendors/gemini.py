@@ -85,6 +85,8 @@ class Gemini:
 
     name = "gemini-generate-content"
     wire = GEMINI_WIRE
+    last_events: frozenset[str] = frozenset()
+    kind_fields = frozenset({"finishReason", "blockReason"})
     input_tokens = "promptTokenCount"
     output_tokens = "candidatesTokenCount"
 

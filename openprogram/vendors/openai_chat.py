@@ -144,6 +144,8 @@ class OpenAIChat:
 
     name = "openai-completions"
     wire = OPENAI_WIRE
+    last_events: frozenset[str] = frozenset()
+    kind_fields = frozenset({"finish_reason"})
     input_tokens = "prompt_tokens"
     output_tokens = "completion_tokens"
 

@@ -55,6 +55,8 @@ class OpenAIResponses:
 
     name = "openai-responses"
     wire = OPENAI_WIRE
+    last_events = frozenset({"response.completed", "response.incomplete", "response.failed"})
+    kind_fields: frozenset[str] = frozenset()
     input_tokens = "input_tokens"
     output_tokens = "output_tokens"
 
