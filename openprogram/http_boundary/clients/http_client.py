@@ -64,6 +64,9 @@ _ERROR_MODULES = ("http.client", "socket", "ssl")
 Response = http.client.HTTPResponse
 RequestMethod = Callable[..., None]
 GetResponse = Callable[[http.client.HTTPConnection], Response]
+Exchange = Generator[None, GetResponse, Response]
+"""A captured exchange of a connection: run by ``request`` up to its pause, then resumed by
+``getresponse`` with the connection's own, it returns the response the caller gets."""
 
 
 class HttpClientLibrary(ReadsThroughProtocols):
@@ -130,10 +133,7 @@ class HttpClientLibrary(ReadsThroughProtocols):
 
 def _from_urllib3(connection: object) -> bool:
     """Whether ``connection`` is one of urllib3's (captured at its pool instead)."""
-    return any(
-        str(getattr(cls, "__module__", "")).startswith("urllib3")
-        for cls in type(connection).__mro__
-    )
+    return any(cls.__module__.startswith("urllib3") for cls in type(connection).__mro__)
 
 
 def _capturing_request(
@@ -160,8 +160,8 @@ def _capturing_request(
             self, method, url, body, given, encode_chunked=encode_chunked, send=original
         )
         unanswered = vars(self).pop(_PENDING, None)
-        if unanswered is not None:  # sent, and its response never asked for
-            cast(_Exchange, unanswered).abandon()
+        if unanswered is not None:  # sent, and its response never asked for: abandoned
+            cast(Exchange, unanswered).close()
         if not captures(self, sent.url, boundary, library):
             return original(self, method, url, body, given, encode_chunked=encode_chunked)
 
@@ -174,7 +174,9 @@ def _capturing_request(
 
         flow = exchange_flow(boundary, library, sent, asynchronous=False)
         steps = driven(flow, send, sent.read, lambda response: response.close())
-        vars(self)[_PENDING] = _Exchange(steps, sent, module.HTTPException)
+        exchange = _exchange(steps, sent, module.HTTPException)
+        next(exchange)  # up to the sending
+        vars(self)[_PENDING] = exchange
 
     return request
 
@@ -182,54 +184,34 @@ def _capturing_request(
 def _completing_getresponse(original: GetResponse) -> GetResponse:
     @functools.wraps(original)
     def getresponse(self: http.client.HTTPConnection) -> Response:
+        __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
         exchange = vars(self).pop(_PENDING, None)
         if exchange is None:
             return original(self)
-        return cast(_Exchange, exchange).response(original)
+        try:
+            cast(Exchange, exchange).send(original)
+        except StopIteration as done:
+            return cast(Response, done.value)
+        raise AssertionError("a captured exchange of http.client paused twice")
 
     return getresponse
 
 
-class _Exchange:
-    """One captured exchange of a connection: its steps run by ``request`` up to the
-    sending, then by ``getresponse`` (:meth:`response`) to their end."""
-
-    def __init__(
-        self,
-        steps: Generator[None, GetResponse, Response],
-        request: HttpClientRequest,
-        own_errors: type[Exception],
-    ) -> None:
-        __tracebackhide__ = True
-        self._steps = steps
-        self._answer: Response | BaseException | None = None
-        try:
-            next(steps)
-        except StopIteration as done:  # answered from the recording
-            self._answer = done.value
-        except own_errors as exc:
-            if request.sent:
-                raise
-            self._answer = exc  # http.client's own errors are getresponse's, live
-
-    def abandon(self) -> None:
-        """The caller sends another request without asking for this one's response: the
-        exchange ends ``abandoned``."""
-        self._steps.close()
-
-    def response(self, getresponse: GetResponse) -> Response:
-        """The response the caller's ``getresponse`` returns: the replayed one, or the live
-        one read now and handed to the flow."""
-        __tracebackhide__ = True
-        if self._answer is None:
-            try:
-                self._steps.send(getresponse)
-            except StopIteration as done:
-                self._answer = done.value
-        if isinstance(self._answer, BaseException):
-            raise self._answer
-        assert self._answer is not None
-        return self._answer
+def _exchange(steps: Exchange, request: HttpClientRequest, own_errors: type[Exception]) -> Exchange:
+    """The exchange ``steps`` drive, which pauses once: when the request is sent, or once
+    the recording has answered, or has raised one of ``own_errors``, ``http.client``'s own,
+    which ``getresponse`` raises, as live."""
+    __tracebackhide__ = True
+    try:
+        answer = yield from steps
+    except own_errors:
+        if request.sent:
+            raise
+        yield
+        raise
+    if not request.sent:
+        yield
+    return answer
 
 
 class HttpClientRequest(RequestView):
