@@ -1,7 +1,9 @@
 """openprogram: record an LLM agent session at the provider boundary, replay it offline.
 
 Importing this package (or :mod:`openprogram.providers`) has no side effects: it registers
-no provider, reads no configuration and opens no file. See ``docs/`` for the guides, and
+no provider, reads no configuration and opens no file. It hands the recording core the
+vendor APIs' wire rules (:mod:`openprogram.recording.wire_rules`), loaded when the core
+first needs them. See ``docs/`` for the guides, and
 ``docs/architecture.md`` for how the packages below depend on each other. (A process whose
 configured record/replay mode is on imports it as it starts, before pytest can mark it for
 assertion rewriting: PYTEST_DONT_REWRITE keeps pytest from warning about it.)
@@ -49,9 +51,11 @@ says what user redaction a recording started now uses. They are imported on firs
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 from openprogram.lazy_exports import lazy_exports
+from openprogram.recording.wire_rules import WireRules, hand_down
 
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
@@ -60,6 +64,17 @@ if TYPE_CHECKING:
     from openprogram.tape_boundary.taped_functions import now, random, seeded_random, taped
 
 __version__ = "0.1.0"
+
+
+def _vendor_wire_rules() -> WireRules:
+    """Every vendor API's rules for the recording core (:data:`openprogram.vendors.
+    WIRE_RULES`), loaded the first time the core needs them: the core never imports the
+    vendors, it is handed their rules here, where every import of openprogram passes."""
+    rules: WireRules = importlib.import_module("openprogram.vendors").WIRE_RULES
+    return rules
+
+
+hand_down(_vendor_wire_rules)
 
 _EXPORTS: dict[str, str] = {
     "now": "openprogram.tape_boundary.taped_functions",

@@ -16,7 +16,7 @@ The two OpenAI APIs share their host, key and headers: those live in ``openai_ch
 provider event model defines too.
 
 :data:`KNOWN_ELSEWHERE` names the files that still spell a vendor's names while their move
-is under way (the built-in providers' own stream parsers, the recording core's key headers),
+is under way (the built-in providers' own stream parsers),
 :data:`BELOW_VENDORS` the one message of a layer below ``vendors/`` that gives a key variable
 as an example: each entry must still be true, so the lists only shrink.
 """
@@ -101,9 +101,6 @@ KNOWN_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
         ("openprogram/providers/builtins/anthropic_messages.py", "api.anthropic.com"),
         ("openprogram/providers/builtins/anthropic_messages.py", "x-api-key"),
         ("openprogram/providers/builtins/openai_completions.py", "api.openai.com"),
-        # the recording core's key headers, until the layer above hands them down
-        ("openprogram/recording/token_shapes.py", "x-api-key"),
-        ("openprogram/recording/token_shapes.py", "x-goog-api-key"),
     }
 )
 """Files that still spell a vendor's names, each entry (file, name) true today."""

@@ -14,19 +14,22 @@ that change what the request means, and the SDKs put their per-run values (idemp
 retry counts, user agents, trace ids) in headers that are not stored. In a response:
 
 * of the ``http_response`` headers, only those that change what the client does are
-  compared — :data:`COMPARED_RESPONSE_HEADERS`: ``content-type``, ``content-encoding``,
-  ``content-disposition``, ``location``, ``www-authenticate`` and ``x-should-retry`` (the
-  OpenAI and Anthropic SDKs retry on it). Every other header — ``date``, request and trace
-  ids of any server or gateway, rate-limit counters, processing times, ``retry-after`` — is
-  kept in the recording and replayed, and left out of the comparison;
+  compared — :data:`COMPARED_RESPONSE_HEADERS` (``content-type``, ``content-encoding``,
+  ``content-disposition``, ``location``, ``www-authenticate``) and those the vendor APIs'
+  clients act on (``x-should-retry``, which the OpenAI and Anthropic SDKs retry on). Every
+  other header — ``date``, request and trace ids of any server or gateway, rate-limit
+  counters, processing times, ``retry-after`` — is kept in the recording and replayed, and
+  left out of the comparison;
 * in an ``http_body`` event's ``body`` and an ``sse`` event's ``data``, the times and the
-  build of the object the response is about: ``created``, ``created_at``, ``completed_at``,
-  ``createTime`` (Gemini) and ``system_fingerprint``, at the top level (an OpenAI chat
-  completion or chunk, an Anthropic message, an OpenAI response, a Gemini response) and in a
-  top-level ``message`` or ``response`` object (the Anthropic ``message_start`` event, the
-  OpenAI Responses stream events); Bedrock Converse's ``metrics.latencyMs``;
+  build of the object the response is about, as each vendor API names them (``created``,
+  ``created_at``, ``completed_at``, Gemini's ``createTime``, ``system_fingerprint``), at the
+  top level (an OpenAI chat completion or chunk, an Anthropic message, an OpenAI response, a
+  Gemini response) and in the top-level objects the APIs wrap one in (the Anthropic
+  ``message_start`` event's ``message``, the OpenAI Responses stream events' ``response``);
+  and how long the run took (Bedrock Converse's ``metrics.latencyMs``);
 * of an ``eventstream`` event (AWS's binary event stream), its ``base64`` bytes when its
-  headers and payload are decoded beside them, and the random padding ``p`` of its payload;
+  headers and payload are decoded beside them, and the random padding of its payload
+  (Bedrock's ``p``);
 * of an ``sse``, ``sse_rest`` or ``http_body`` event, its ``raw`` text (the bytes as they
   came, beside the parsed value): the same content written with other white space compares
   equal.
@@ -42,6 +45,10 @@ hashes depends on the ids the calls before it made up: :class:`~openprogram.reco
 minted_ids.MintedIds`, given by whoever walks the calls in order). So two runs against a
 server that mints fresh ids compare equal, and a session that answers a tool call with
 another call's result, or names another response, does not.
+
+What is particular to one vendor API — its per-run fields, the objects holding them, its
+padding and timings, the headers its clients act on — is that API's module's, handed down
+to the core as data (:class:`~openprogram.recording.wire_rules.WireRules`).
 
 **The digest** of a call is taken over lines (see :func:`call_rows`): ``R <request>``, then
 ``E <event_index> <event>`` for each event and ``X <ending>``, each value as canonical JSON
@@ -72,6 +79,7 @@ from openprogram.recording.difference import NON_DETERMINISTIC_FIELD_NAMES
 from openprogram.recording.minted_ids import CallIds, LinkedCall, MintedIds, may_hold_ids
 from openprogram.recording.shared_lists import shared_section
 from openprogram.recording.url_comparison import without_loopback_port
+from openprogram.recording.wire_rules import WireRules, wire_rules
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedCall, RecordedError
@@ -79,7 +87,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPARED_RESPONSE_HEADERS",
-    "HTTP_BODY_IDENTITY_FIELDS",
     "TRANSCRIPT_HASH_VERSION",
     "CallDigest",
     "DeterministicParts",
@@ -104,28 +111,11 @@ __all__ = [
 ]
 
 COMPARED_RESPONSE_HEADERS: frozenset[str] = frozenset(
-    {
-        "content-type",
-        "content-encoding",
-        "content-disposition",
-        "location",
-        "www-authenticate",
-        "x-should-retry",
-    }
+    {"content-type", "content-encoding", "content-disposition", "location", "www-authenticate"}
 )
-"""The response headers (lower-case) compared and hashed: those that change what a client
-does with the response. The others are stored and replayed, not compared."""
-
-HTTP_BODY_IDENTITY_FIELDS: tuple[str, ...] = (
-    "created",
-    "created_at",
-    "completed_at",
-    "createTime",
-    "system_fingerprint",
-)
-"""The fields of a response object that say when and by which build this run's instance of
-it was made (its ids are renamed, not left out: :mod:`~openprogram.recording.minted_ids`)."""
-_OBJECTS_WITH_IDENTITY = ("message", "response")
+"""The response headers (lower-case) compared and hashed: those that change what any client
+does with the response, besides those of the wire rules. The others are stored and
+replayed, not compared."""
 
 
 def request_ignore_fields(boundary: str) -> frozenset[str]:
@@ -135,8 +125,10 @@ def request_ignore_fields(boundary: str) -> frozenset[str]:
 
 def is_non_deterministic_header(name: str) -> bool:
     """Whether a response header (lower-case ``name``) is left out of the comparison: any
-    header but the :data:`COMPARED_RESPONSE_HEADERS`."""
-    return name not in COMPARED_RESPONSE_HEADERS
+    header but the :data:`COMPARED_RESPONSE_HEADERS` and those of the wire rules."""
+    return (
+        name not in COMPARED_RESPONSE_HEADERS and name not in wire_rules().compared_response_headers
+    )
 
 
 def deterministic_event(boundary: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -155,51 +147,45 @@ def deterministic_event(boundary: str, event: dict[str, Any]) -> dict[str, Any]:
     if kind in ("sse", "sse_rest", "http_body") and "raw" in event:
         # The parsed value is compared; the text it came as is served, not compared.
         event = {k: v for k, v in event.items() if k != "raw"}
+    rules = wire_rules()
     if kind == "eventstream" and ("data" in event or "headers" in event):
         # The decoded message is compared; its bytes differ by the padding AWS adds.
         event = {k: v for k, v in event.items() if k != "base64"}
         data = event.get("data")
-        if isinstance(data, dict) and EVENTSTREAM_PADDING in data:
-            event["data"] = {k: v for k, v in data.items() if k != EVENTSTREAM_PADDING}
+        padding = rules.per_run_padding
+        if isinstance(data, dict) and not padding.isdisjoint(data):
+            event["data"] = {k: v for k, v in data.items() if k not in padding}
     key = "body" if kind == "http_body" else "data" if kind in ("sse", "eventstream") else None
     if key is None or not isinstance(event.get(key), dict):
         return event
-    stripped = _without_identity(event[key])
+    stripped = _without_identity(event[key], rules)
     return event if stripped is event[key] else {**event, key: stripped}
 
 
-EVENTSTREAM_PADDING = "p"
-"""The field of random length Bedrock pads each event-stream payload with."""
-
-_TIMINGS = ("metrics", "latencyMs")
-"""Bedrock Converse's ``metrics.latencyMs``: how long this run took."""
-
-
-def _without_identity(value: dict[str, Any]) -> dict[str, Any]:
-    """A response object without its per-run identity (nor that of its top-level
-    ``message`` / ``response`` object, nor its timings); ``value`` itself when it has
-    none."""
+def _without_identity(value: dict[str, Any], rules: WireRules) -> dict[str, Any]:
+    """A response object without its per-run identity (nor that of its top-level objects
+    that have one, nor its timings); ``value`` itself when it has none."""
     changed: dict[str, Any] = {}
-    holder, timing = _TIMINGS
-    metrics = value.get(holder)
-    if isinstance(metrics, dict) and timing in metrics:
-        changed[holder] = {k: v for k, v in metrics.items() if k != timing}
-    for name in _OBJECTS_WITH_IDENTITY:
+    for holder, timing in rules.per_run_timings:
+        timings = changed.get(holder, value.get(holder))
+        if isinstance(timings, dict) and timing in timings:
+            changed[holder] = {k: v for k, v in timings.items() if k != timing}
+    for name in rules.per_run_objects:
         inner = value.get(name)
         if isinstance(inner, dict):
-            stripped = _without_identity_fields(inner)
+            stripped = _without_identity_fields(inner, rules.per_run_fields)
             if stripped is not inner:
                 changed[name] = stripped
-    result = _without_identity_fields(value)
+    result = _without_identity_fields(value, rules.per_run_fields)
     if not changed:
         return result
     return {**result, **changed}
 
 
-def _without_identity_fields(value: dict[str, Any]) -> dict[str, Any]:
-    if not any(field in value for field in HTTP_BODY_IDENTITY_FIELDS):
+def _without_identity_fields(value: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
+    if fields.isdisjoint(value):
         return value
-    return {k: v for k, v in value.items() if k not in HTTP_BODY_IDENTITY_FIELDS}
+    return {k: v for k, v in value.items() if k not in fields}
 
 
 TRANSCRIPT_HASH_VERSION = 4

@@ -11,8 +11,10 @@ call each one links to does not.
 **What is an id.** In an HTTP call, a string under a key named ``id``, ending in ``_id``
 (``tool_call_id``, ``item_id``, ``previous_response_id``) or ending in ``Id`` (``responseId``,
 ``toolUseId``), at any depth of the request or of a response event's JSON; and the signed
-tokens a server makes up the same way and has sent back — a thinking block's ``signature``,
-a reasoning item's ``encrypted_content``, Gemini's ``thoughtSignature``.
+tokens a server makes up the same way and has sent back — under a key ending in
+``Signature`` (Gemini's ``thoughtSignature``) or one the vendor APIs name
+(:attr:`~openprogram.recording.wire_rules.WireRules.signature_keys`: a thinking block's
+``signature``, a reasoning item's ``encrypted_content``).
 
 **Within one call** (:class:`CallIds`) each id is replaced by a name given by the order it is
 first seen in (each object walked in the order of its keys, as its canonical JSON is
@@ -49,6 +51,8 @@ import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
+
+from openprogram.recording.wire_rules import WireRules, derived, wire_rules
 
 __all__ = [
     "TEXT_ID_LENGTH",
@@ -127,27 +131,28 @@ class MintedIds:
 _NONE: frozenset[str] = frozenset()
 
 
-SIGNATURE_KEYS = frozenset({"signature", "encrypted_content"})
-"""Keys of the opaque tokens a server signs anew each run and the session sends back: an
-Anthropic thinking block's ``signature``, an OpenAI reasoning item's ``encrypted_content``
-(and, by the suffix, Gemini's ``thoughtSignature``)."""
+_ID_ENDINGS = ("_id", "Id", "Signature")
 
 
 def is_id_key(key: str) -> bool:
     """Whether a JSON key names an id (``id``, ``…_id``, ``…Id``) or a signed token the
-    server makes up (:data:`SIGNATURE_KEYS`, ``…Signature``)."""
-    return key == "id" or key.endswith(("_id", "Id", "Signature")) or key in SIGNATURE_KEYS
+    server makes up (``…Signature``, or a signature key of the wire rules)."""
+    return key == "id" or key.endswith(_ID_ENDINGS) or key in wire_rules().signature_keys
+
+
+@derived
+def _key_needles(rules: WireRules) -> tuple[bytes, ...]:
+    """What JSON text holding an id key holds: a key ending in ``id`` or ``ature``, or a
+    signature key of the wire rules that ends otherwise."""
+    others = (
+        key for key in sorted(rules.signature_keys) if not key.endswith(("id", "Id", "ature"))
+    )
+    return (b'id":', b'Id":', b'ature":', *(key.encode() + b'":' for key in others))
 
 
 def may_hold_ids(encoded: bytes) -> bool:
-    """Whether JSON text may hold an id key (cheap: a key ending in ``id`` or ``ature``, or
-    ``encrypted_content``, is in it)."""
-    return (
-        b'id":' in encoded
-        or b'Id":' in encoded
-        or b'ature":' in encoded
-        or b'encrypted_content":' in encoded
-    )
+    """Whether JSON text may hold an id key (cheap: see :func:`_key_needles`)."""
+    return any(needle in encoded for needle in _key_needles())
 
 
 def id_hash(value: str) -> str:

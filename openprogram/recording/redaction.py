@@ -4,7 +4,7 @@ Redaction is always on. :func:`remove_secret_values` returns a copy of a JSON-li
 which every secret is replaced by the fixed placeholder ``[secret removed]``. Three families
 of rules decide what a secret is:
 
-* **By field name.** A dict entry whose key is one of :data:`SECRET_FIELD_NAMES` (compared
+* **By field name.** A dict entry whose key is a secret field name (compared
   case-insensitively, with ``-``, ``_`` and camelCase spellings treated as the same name) and
   whose value is a string or a number is replaced whole. If the value is an object or a list
   it is walked into instead, so a JSON Schema with a property called ``token`` stays a schema.
@@ -41,9 +41,13 @@ Which rules apply depends on who wrote the value (:meth:`SecretRedactor.redact_r
 
 An HTTP request (:meth:`SecretRedactor.redact_http_request`) follows the same rule: its
 headers and a JSON body are configuration, except the body's top-level conversation keys
-(:data:`HTTP_CONVERSATION_KEYS`: ``messages``, ``input``, ``system``, ``prompt``,
-``instructions``, and Gemini's ``contents`` and ``systemInstruction``), redacted as
-conversation; its URL and a text body by value. An HTTP
+(each vendor API's, handed down as :attr:`~openprogram.recording.wire_rules.WireRules.
+conversation_keys`: ``messages``, ``input``, ``system``, ``prompt``, ``instructions``,
+``contents``, …), redacted as conversation; its URL and a text body by value.
+
+The vendor APIs' part of these rules — their key headers, the shapes of their keys, their
+conversation keys — is handed down to the core as data
+(:mod:`~openprogram.recording.wire_rules`); every redactor applies all of it. An HTTP
 response is model output (:meth:`SecretRedactor.redact_model_output`), its headers excepted,
 which are redacted as configuration.
 
@@ -70,18 +74,17 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from openprogram.recording.token_shapes import (
-    HINTS_LOWER,
-    NORMALIZED_SECRET_FIELD_NAMES,
     PLACEHOLDER,
-    TOKEN_SHAPES,
+    CredentialRules,
+    credential_rules,
     normalized_field_name,
 )
+from openprogram.recording.wire_rules import wire_rules
 
 if TYPE_CHECKING:
     from openprogram.recording.user_redaction import UserRedaction
 
 __all__ = [
-    "HTTP_CONVERSATION_KEYS",
     "REDACTION_VERSION",
     "RequestRedactor",
     "SecretRedactor",
@@ -98,12 +101,6 @@ REDACTION_VERSION = 4
 Google, JWTs, PEM private keys, ``password=``-style assignments), and JSON escapes count as
 white space before a shape. 4: a URL's ``key=`` query parameter (Google's API key), and
 Gemini's ``contents`` and ``systemInstruction`` are conversation."""
-
-HTTP_CONVERSATION_KEYS: frozenset[str] = frozenset(
-    {"messages", "input", "system", "prompt", "instructions", "contents", "systemInstruction"}
-)
-"""The top-level keys of a JSON request body that hold the conversation (what the user, the
-model and the tools said), redacted by value only."""
 
 RequestRedactor = Callable[[dict[str, Any]], dict[str, Any]]
 """Redacts a request's sections, as its boundary redacts them: for the provider boundary
@@ -139,12 +136,10 @@ _SHORTEST_SHAPE = 20
 _rule_sets: dict[tuple[tuple[str, ...], UserRedaction | None], int] = {}
 """Each set of rules (known values, user redaction) seen, numbered for the process's life."""
 
-_SHAPE_HINTS = {shape.kind: shape.lowered_hints for shape in TOKEN_SHAPES}
-
 
 def is_secret_field_name(name: str) -> bool:
     """Whether ``name`` is a secret field name, ignoring case, ``-``, ``_`` and camelCase."""
-    return normalized_field_name(name) in NORMALIZED_SECRET_FIELD_NAMES
+    return normalized_field_name(name) in credential_rules().normalized_names
 
 
 def remember_secret_variable(name: str) -> None:
@@ -284,16 +279,17 @@ class SecretRedactor:
     def redact_http_request(self, request: dict[str, Any]) -> dict[str, Any]:
         """An HTTP request's sections (``method``, ``url``, ``headers``, a body form)
         redacted: ``headers`` by name and value, ``url`` and ``body_text`` by value, a JSON
-        ``body`` as configuration except its conversation keys (:data:`HTTP_CONVERSATION_KEYS`,
-        by value only); ``method`` and ``body_base64`` (bytes openprogram cannot read) are
+        ``body`` as configuration except its conversation keys (those of the wire rules, by
+        value only); ``method`` and ``body_base64`` (bytes openprogram cannot read) are
         kept. Replay applies it to both the recorded and the incoming request."""
         redacted: dict[str, Any] = {}
+        conversation = wire_rules().conversation_keys
         for section, value in request.items():
             if section == "body" and isinstance(value, dict):
                 redacted[section] = {
                     (_redact_text(key, self._rules) if isinstance(key, str) else key): (
                         _redact_content(item, self._rules)
-                        if key in HTTP_CONVERSATION_KEYS
+                        if key in conversation
                         else _redact_entry(key, item, self._rules)
                     )
                     for key, item in value.items()
@@ -310,12 +306,13 @@ class SecretRedactor:
 
 
 class _Rules:
-    """What one redactor applies besides the built-in shapes: the known values, longest
+    """What one redactor applies: the credential rules in force, the known values, longest
     first, and the user's redaction."""
 
-    __slots__ = ("identity", "known", "user")
+    __slots__ = ("credentials", "identity", "known", "user")
 
     def __init__(self, known: tuple[str, ...], user: UserRedaction | None) -> None:
+        self.credentials: CredentialRules = credential_rules()
         self.known = known
         self.user = user
         with _remembered_lock:
@@ -370,7 +367,7 @@ def _redact_entry(key: object, value: object, rules: _Rules) -> Any:
         isinstance(key, str)
         and isinstance(value, str | int | float)
         and not isinstance(value, bool)
-        and is_secret_field_name(key)
+        and normalized_field_name(key) in rules.credentials.normalized_names
     ):
         return PLACEHOLDER
     return _redact_value(value, rules)
@@ -425,11 +422,12 @@ def _redact_text_passes(text: str, rules: _Rules) -> str:
 def _redact_text_once(text: str, rules: _Rules) -> str:
     # Each shape runs only when the text holds a substring that every match must contain;
     # most strings (streamed deltas) hold none and cost a few substring checks.
+    credentials = rules.credentials
     lower = text.lower()
-    present = {hint for hint in HINTS_LOWER if hint in lower}
+    present = {hint for hint in credentials.hints_lower if hint in lower}
     if present:
-        for shape in TOKEN_SHAPES:
-            if not present.isdisjoint(_SHAPE_HINTS[shape.kind]) and shape.may_match(text, lower):
+        for shape, hints in zip(credentials.shapes, credentials.shape_hints, strict=True):
+            if not present.isdisjoint(hints) and shape.may_match(text, lower):
                 redacted = shape.sub(text)
                 if redacted != text:
                     text = redacted

@@ -5,7 +5,9 @@ pattern that finds one in a string, and what a found one becomes: the whole matc
 by :data:`PLACEHOLDER`, or only its value when a prefix says what it is (``Bearer …``,
 ``?api_key=…``, ``password=…``). :data:`TOKEN_SHAPES` lists them in the order redaction
 applies them; ``openprogram recordings scan`` reports a finding under the kind of the first
-shape that matches it.
+shape that matches it. The shapes here name no vendor; the vendor APIs add theirs (the shape
+of their keys, their key header's name, a key passed as ``?key=…``) as data handed down
+(:mod:`~openprogram.recording.wire_rules`), and :func:`credential_rules` is the whole set.
 
 The shapes are written so that prose survives: fixed prefixes, minimum lengths, character
 classes that stop at white space and quotes, and, for ``password=``-style assignments, a
@@ -37,15 +39,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from openprogram.recording.wire_rules import KeyShape, WireRules, derived
 
 __all__ = [
     "ASSIGNMENT_NAMES",
-    "HINTS_LOWER",
-    "NORMALIZED_SECRET_FIELD_NAMES",
     "PLACEHOLDER",
     "SECRET_FIELD_NAMES",
     "TOKEN_SHAPES",
+    "CredentialRules",
     "TokenShape",
+    "credential_rules",
     "normalized_field_name",
     "shape_kinds",
 ]
@@ -84,7 +89,7 @@ class TokenShape:
 
     @property
     def lowered_hints(self) -> frozenset[str]:
-        """Its hints, lower-cased (what :data:`HINTS_LOWER` is made of)."""
+        """Its hints, lower-cased (what :attr:`CredentialRules.hints_lower` is made of)."""
         return frozenset(hint.lower() for hint in self.hints)
 
     def may_match(self, text: str, lower: str) -> bool:
@@ -209,13 +214,11 @@ def _userinfo_password(match: re.Match[str]) -> str:
 
 # --- secret-named URL query parameters ---------------------------------------------------
 
-SECRET_FIELD_NAMES: frozenset[str] = frozenset(
+_SECRET_FIELD_NAMES: frozenset[str] = frozenset(
     {
         "authorization",
         "proxy-authorization",
         "api_key",
-        "x-api-key",
-        "x-goog-api-key",
         "api-key",
         "token",
         "access_token",
@@ -229,8 +232,8 @@ SECRET_FIELD_NAMES: frozenset[str] = frozenset(
         "session_key",
     }
 )
-"""Names whose value is a credential (in any spelling with ``-``, ``_`` or case changed): a
-field of configuration so named is replaced whole
+"""Names whose value is a credential (in any spelling with ``-``, ``_`` or case changed),
+besides each vendor API's key header: a field of configuration so named is replaced whole
 (:func:`~openprogram.recording.redaction.is_secret_field_name`), and so is the value of a URL
 query parameter so named (``?api_key=…``)."""
 
@@ -240,26 +243,25 @@ def normalized_field_name(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
 
 
-NORMALIZED_SECRET_FIELD_NAMES = frozenset(normalized_field_name(n) for n in SECRET_FIELD_NAMES)
-
-
 def _any_spelling(normalized_name: str) -> str:
     return "[-_]*" + "[-_]*".join(re.escape(char) for char in normalized_name) + "[-_]*"
 
 
 _QUERY_VALUE = r"[^&#\s\"'\\]"
 """A character of a URL query parameter's value, as the shapes read one."""
-_QUERY_NAMES = "|".join(
-    [
-        *(_any_spelling(name) for name in sorted(NORMALIZED_SECRET_FIELD_NAMES)),
-        rf"key(?==(?:{_QUERY_VALUE}){{8}})",
-    ]
-)
-"""The names of the query parameters whose value is a credential: the secret field names,
-and ``key``, how Google's APIs take an API key (``…:generateContent?key=…``, as Gemini's
-REST examples and clients other than google-genai send it). ``key`` is an ordinary word
-too, so only a value of 8 or more characters is taken for one (a Google API key has 39):
-``?key=1`` stays."""
+
+
+def _query_names(normalized_names: frozenset[str], words: frozenset[str]) -> str:
+    """The names of the query parameters whose value is a credential: the secret field
+    names, and ``words`` (ordinary words a vendor takes a key by: ``?key=…``), whose value is
+    taken for one only from 8 characters on (``?key=1`` stays)."""
+    return "|".join(
+        [
+            *(_any_spelling(name) for name in sorted(normalized_names)),
+            *(rf"{re.escape(word)}(?==(?:{_QUERY_VALUE}){{8}})" for word in sorted(words)),
+        ]
+    )
+
 
 # --- password=-style assignments ---------------------------------------------------------
 
@@ -304,7 +306,7 @@ _ASSIGNMENT = re.compile(rf"{_NAME}[ \t]*[:=](?![:=])[ \t]*(?:{_QUOTED_VALUE}|{_
 _PEM_BODY = r"[A-Za-z0-9+/=\s\\:,.-]"
 _PEM_LABEL = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 
-TOKEN_SHAPES: tuple[TokenShape, ...] = (
+_SHAPES_BEFORE_QUERY: tuple[TokenShape, ...] = (
     TokenShape(
         "private-key",
         re.compile(
@@ -326,12 +328,6 @@ TOKEN_SHAPES: tuple[TokenShape, ...] = (
         re.compile(rf"eyJ[A-Za-z0-9_-]{{5,}}\.eyJ[A-Za-z0-9_-]{{5,}}\.[A-Za-z0-9_-]{{16,}}{_END}"),
         _at_token_start(_whole),
         ("eyJ",),
-    ),
-    TokenShape(
-        "openai-style-key",
-        re.compile(r"sk-[A-Za-z0-9_\-]{20,}"),
-        _at_token_start(_whole),
-        ("sk-",),
     ),
     TokenShape(
         "github-token",
@@ -365,24 +361,8 @@ TOKEN_SHAPES: tuple[TokenShape, ...] = (
         _after_prefix,
         ("hooks.slack.com",),
     ),
-    TokenShape(
-        "google-api-key",
-        re.compile(r"AIza[0-9A-Za-z_-]{30,}"),
-        _at_token_start(_whole),
-        ("AIza",),
-    ),
-    TokenShape(
-        "url-query-credential",
-        # Only secret-named parameters are matched, so a credential nested in another
-        # parameter's value (``?next=/login?token=…``) is still found.
-        re.compile(
-            rf"([?&](?:{_QUERY_NAMES})=)((?:{_PLACEHOLDER_PATTERN}|{_QUERY_VALUE})+)",
-            re.IGNORECASE,
-        ),
-        _after_prefix,
-        ("?", "&"),
-        also="=",
-    ),
+)
+_SHAPES_AFTER_QUERY: tuple[TokenShape, ...] = (
     TokenShape(
         "url-password",
         re.compile(rf"(://)((?:{_PLACEHOLDER_PATTERN}|[^\s/?#@\"'\\])+)(@)"),
@@ -399,16 +379,97 @@ TOKEN_SHAPES: tuple[TokenShape, ...] = (
         names=tuple(name.replace("_", "") for name in ASSIGNMENT_NAMES),
     ),
 )
-"""Every shape, in the order redaction applies them."""
+"""The core's shapes, in the order redaction applies them, on either side of the one that
+finds secret-named query parameters (made from the secret names the rules in force hold)."""
 
 
-HINTS_LOWER: tuple[str, ...] = tuple(
-    dict.fromkeys(hint.lower() for shape in TOKEN_SHAPES for hint in shape.hints)
-)
-"""Every shape's hints, lower-cased: a text holding none of them (most streamed deltas)
-holds no token shape, so redaction checks these first."""
+def _query_shape(names: frozenset[str], words: frozenset[str]) -> TokenShape:
+    return TokenShape(
+        "url-query-credential",
+        # Only secret-named parameters are matched, so a credential nested in another
+        # parameter's value (``?next=/login?token=…``) is still found.
+        re.compile(
+            rf"([?&](?:{_query_names(names, words)})=)((?:{_PLACEHOLDER_PATTERN}|{_QUERY_VALUE})+)",
+            re.IGNORECASE,
+        ),
+        _after_prefix,
+        ("?", "&"),
+        also="=",
+    )
+
+
+def _key_shape(shape: KeyShape) -> TokenShape:
+    return TokenShape(shape.kind, re.compile(shape.pattern), _at_token_start(_whole), shape.hints)
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialRules:
+    """What redaction finds credentials by: the core's shapes and names with those of the
+    wire rules in force."""
+
+    shapes: tuple[TokenShape, ...]
+    """Every shape, in the order redaction applies them."""
+    field_names: frozenset[str]
+    """Every secret field name, as written."""
+    normalized_names: frozenset[str]
+    """Every secret field name, :func:`normalized_field_name`."""
+    hints_lower: tuple[str, ...]
+    """Every shape's hints, lower-cased: a text holding none of them (most streamed deltas)
+    holds no token shape, so redaction checks these first."""
+    shape_hints: tuple[frozenset[str], ...]
+    """Each shape's :attr:`TokenShape.lowered_hints`, in the order of :attr:`shapes`."""
+
+    @classmethod
+    def of(cls, rules: WireRules) -> CredentialRules:
+        """The core's rules with those of ``rules``, each vendor key shape placed before the
+        core's shape it names (``ValueError`` when it names none)."""
+        names = _SECRET_FIELD_NAMES | rules.credential_names
+        normalized = frozenset(normalized_field_name(name) for name in names)
+        shapes = [
+            *_SHAPES_BEFORE_QUERY,
+            _query_shape(normalized, rules.credential_query_words),
+            *_SHAPES_AFTER_QUERY,
+        ]
+        for key_shape in rules.key_shapes:
+            kinds = [shape.kind for shape in shapes]
+            if key_shape.before not in kinds:
+                raise ValueError(
+                    f"the key shape {key_shape.kind} goes before {key_shape.before!r}, which "
+                    f"is no shape of the core's: name one of {', '.join(kinds)}"
+                )
+            shapes.insert(kinds.index(key_shape.before), _key_shape(key_shape))
+        hints = tuple(dict.fromkeys(hint.lower() for shape in shapes for hint in shape.hints))
+        return cls(
+            tuple(shapes),
+            names,
+            normalized,
+            hints,
+            tuple(shape.lowered_hints for shape in shapes),
+        )
+
+
+@derived
+def credential_rules(rules: WireRules) -> CredentialRules:
+    """The credential rules of the wire rules in force."""
+    return CredentialRules.of(rules)
 
 
 def shape_kinds() -> tuple[str, ...]:
     """The kinds of :data:`TOKEN_SHAPES`, in order."""
-    return tuple(shape.kind for shape in TOKEN_SHAPES)
+    return tuple(shape.kind for shape in credential_rules().shapes)
+
+
+if TYPE_CHECKING:
+    TOKEN_SHAPES: tuple[TokenShape, ...]
+    SECRET_FIELD_NAMES: frozenset[str]
+
+
+def __getattr__(name: str) -> object:
+    """``TOKEN_SHAPES`` (every shape, in the order redaction applies them) and
+    ``SECRET_FIELD_NAMES`` (every secret field name) of the rules in force, made when
+    first asked for: the vendors' part is handed down only then."""
+    if name == "TOKEN_SHAPES":
+        return credential_rules().shapes
+    if name == "SECRET_FIELD_NAMES":
+        return credential_rules().field_names
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

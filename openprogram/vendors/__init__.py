@@ -45,13 +45,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import orjson
 
+from openprogram.recording.wire_rules import WireRules
 from openprogram.vendors.anthropic_messages import ANTHROPIC_MESSAGES
 from openprogram.vendors.bedrock_converse import BEDROCK_CONVERSE
 from openprogram.vendors.gemini import GEMINI
@@ -79,6 +82,7 @@ __all__ = [
     "OUTPUT_COUNTS",
     "VENDOR_APIS",
     "VENDOR_WIRES",
+    "WIRE_RULES",
     "EventReader",
     "HttpExchange",
     "VendorApi",
@@ -119,6 +123,10 @@ class VendorApi(EventReader, Protocol):
 
     name: str
     """The API as ``show`` names it (``openai-completions``)."""
+    recording_rules: WireRules
+    """What the recording core must know of its wire: its key header, the shape of its keys,
+    its conversation keys, the ids and signed tokens its server makes up, the fields that
+    change from run to run (:mod:`openprogram.recording.wire_rules`)."""
     wire: Wire
     """Its vendor's hosts, key, headers and route (:mod:`openprogram.vendors.wire`)."""
     last_events: frozenset[str]
@@ -151,6 +159,10 @@ VENDOR_APIS: tuple[VendorApi, ...] = (
     BEDROCK_CONVERSE,
 )
 """Every model API whose calls the store reads, in the order they are asked to claim one."""
+
+WIRE_RULES: WireRules = reduce(operator.or_, (api.recording_rules for api in VENDOR_APIS))
+"""Every API's rules for the recording core: what openprogram's package hands down to it
+(:mod:`openprogram.recording.wire_rules`)."""
 
 VENDOR_WIRES: tuple[Wire, ...] = tuple(dict.fromkeys(api.wire for api in VENDOR_APIS))
 """Every vendor whose APIs those are, once each, in the same order."""

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from openprogram.recording.wire_rules import WireRules
 from openprogram.vendors.reply import (
     BlockEnd,
     BlockKey,
@@ -132,6 +133,13 @@ class AnthropicMessages:
     """Messages, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "anthropic-messages"
+    recording_rules = WireRules(
+        credential_names=frozenset({ANTHROPIC_WIRE.key_header}),
+        conversation_keys=frozenset({"messages", "system"}),
+        compared_response_headers=frozenset({"x-should-retry"}),  # the SDK retries on it
+        signature_keys=frozenset({"signature"}),  # a thinking block's, signed anew
+        per_run_objects=("message",),  # message_start's message
+    )
     wire = ANTHROPIC_WIRE
     last_events = frozenset({"message_stop"})
     kind_fields = frozenset({"stop_reason"})

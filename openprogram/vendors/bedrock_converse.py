@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from openprogram.recording.wire_rules import WireRules
 from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
@@ -78,6 +79,12 @@ class BedrockConverse:
     """Converse, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "bedrock-converse"
+    recording_rules = WireRules(
+        conversation_keys=frozenset({"messages", "system"}),
+        signature_keys=frozenset({"signature"}),  # a reasoning block's, signed anew
+        per_run_timings=(("metrics", "latencyMs"),),
+        per_run_padding=frozenset({"p"}),  # each event-stream payload's, of random length
+    )
     wire = BEDROCK_WIRE
     last_events: frozenset[str] = frozenset()
     kind_fields = frozenset({"stopReason"})

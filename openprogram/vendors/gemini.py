@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from openprogram.recording.wire_rules import KeyShape, WireRules
 from openprogram.vendors.openai_chat import call_text
 from openprogram.vendors.reply import (
     BlockKey,
@@ -84,6 +85,18 @@ class Gemini:
     it."""
 
     name = "gemini-generate-content"
+    recording_rules = WireRules(
+        credential_names=frozenset({GEMINI_WIRE.key_header}),
+        credential_query_words=frozenset({GEMINI_WIRE.key_query}),
+        key_shapes=(
+            KeyShape(
+                "google-api-key", r"AIza[0-9A-Za-z_-]{30,}", ("AIza",), "url-query-credential"
+            ),
+        ),
+        conversation_keys=frozenset({"contents", "systemInstruction"}),
+        signature_keys=frozenset({"thoughtSignature"}),  # a thought's, signed anew
+        per_run_fields=frozenset({"createTime"}),
+    )
     wire = GEMINI_WIRE
     last_events: frozenset[str] = frozenset()
     kind_fields = frozenset({"finishReason", "blockReason"})

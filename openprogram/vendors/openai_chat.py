@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
+from openprogram.recording.wire_rules import KeyShape, WireRules
 from openprogram.vendors.reply import (
     BlockEnd,
     BlockKey,
@@ -60,6 +61,7 @@ from openprogram.vendors.wire import ServedApi, Wire
 
 __all__ = [
     "OPENAI_CHAT",
+    "OPENAI_KEY_SHAPE",
     "OPENAI_WIRE",
     "ChatCompletionsStream",
     "OpenAIChat",
@@ -92,6 +94,12 @@ OPENAI_WIRE = Wire(
     ),
 )
 """OpenAI's API, both of its APIs (Chat Completions and Responses): a bearer key."""
+
+OPENAI_KEY_SHAPE = KeyShape(
+    "openai-style-key", r"sk-[A-Za-z0-9_\-]{20,}", ("sk-",), before="github-token"
+)
+"""The shape of OpenAI's keys, for both of its APIs (``sk-…``, ``sk-proj-…``; others copy it,
+Anthropic's ``sk-ant-…`` among them)."""
 
 _PART_PLACEHOLDERS = {
     "image_url": "[image]",
@@ -143,6 +151,12 @@ class OpenAIChat:
     """Chat Completions, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-completions"
+    recording_rules = WireRules(
+        key_shapes=(OPENAI_KEY_SHAPE,),
+        conversation_keys=frozenset({"messages", "prompt"}),  # prompt: legacy completions
+        compared_response_headers=frozenset({"x-should-retry"}),  # the SDK retries on it
+        per_run_fields=frozenset({"created", "system_fingerprint"}),
+    )
     wire = OPENAI_WIRE
     last_events: frozenset[str] = frozenset()
     kind_fields = frozenset({"finish_reason"})

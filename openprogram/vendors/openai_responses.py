@@ -25,7 +25,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from openprogram.vendors.openai_chat import OPENAI_WIRE, call_text, parts_text
+from openprogram.recording.wire_rules import WireRules
+from openprogram.vendors.openai_chat import (
+    OPENAI_KEY_SHAPE,
+    OPENAI_WIRE,
+    call_text,
+    parts_text,
+)
 from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,
@@ -54,6 +60,14 @@ class OpenAIResponses:
     """Responses, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-responses"
+    recording_rules = WireRules(
+        key_shapes=(OPENAI_KEY_SHAPE,),
+        conversation_keys=frozenset({"input", "instructions"}),
+        compared_response_headers=frozenset({"x-should-retry"}),  # the SDK retries on it
+        signature_keys=frozenset({"encrypted_content"}),  # a reasoning item's, signed anew
+        per_run_fields=frozenset({"created_at", "completed_at"}),
+        per_run_objects=("response",),  # the stream events' response
+    )
     wire = OPENAI_WIRE
     last_events = frozenset({"response.completed", "response.incomplete", "response.failed"})
     kind_fields: frozenset[str] = frozenset()

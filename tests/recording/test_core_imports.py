@@ -16,7 +16,15 @@ from tests.support.http_call_rows import provider_call, sse_call, write_calls
 from tests.support.import_rules import imported_modules, inside
 
 CORE = sorted(Path(openprogram.recording.__file__).parent.glob("*.py"))
-FORBIDDEN = ("openprogram.providers", "httpx", "httpx2", "pydantic", "openai", "anthropic")
+FORBIDDEN = (
+    "openprogram.providers",
+    "openprogram.vendors",
+    "httpx",
+    "httpx2",
+    "pydantic",
+    "openai",
+    "anthropic",
+)
 
 
 @pytest.mark.parametrize("module", CORE, ids=lambda path: path.stem)

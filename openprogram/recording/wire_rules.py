@@ -1,0 +1,132 @@
+"""What the core must know of the model APIs' wire, handed down to it as data.
+
+The core's rules are generic: a header, field or query parameter named like a credential
+(``authorization``, ``api_key``, ``token``, …), bearer tokens, the key shapes of no one
+vendor (GitHub, AWS, Slack, JWTs, PEM blocks), ids under keys named ``id``, ``…_id`` or
+``…Id``. What only one API's wire holds — its key header (``x-api-key``), the shape of its
+keys (``AIza…``), the top-level keys of its conversation, the ids and signed tokens its
+server makes up, the fields that change from run to run — is that API's module's in
+:mod:`openprogram.vendors`, which states it as a :class:`WireRules`; the core never imports
+that package.
+
+**Handed down once, for the process.** Secrets must never reach disk, and every path that
+writes a recording — the provider and HTTP boundaries, ``serve``, ``exec``, the configured
+mode, the pytest plugin, an import of cassettes, a rewrite — redacts and compares by the
+same rules. A rule passed to each writer or session could be left out on one path; so the
+rules are handed down at one place, openprogram's package (``openprogram/__init__.py``,
+which every import of any part of openprogram runs first), as a supplier the core calls the
+first time it needs them (:func:`hand_down`). The core has no default of its own:
+:func:`wire_rules` raises when nothing was handed down, so no path can redact with fewer
+rules without failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from functools import cache
+from typing import Any, TypeVar
+
+__all__ = ["KeyShape", "WireRules", "derived", "hand_down", "wire_rules"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyShape:
+    """The shape of one vendor's keys, found in any text and replaced whole."""
+
+    kind: str
+    """What ``recordings scan`` calls a finding of it (``google-api-key``)."""
+    pattern: str
+    """A regular expression matching one key; a match must start a token (not right after a
+    letter or digit)."""
+    hints: tuple[str, ...]
+    """Substrings one of which every match holds (its fixed prefix)."""
+    before: str
+    """The kind of the core's shape it is applied before (where a text could match both, the
+    first one applied names the finding)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireRules:
+    """The facts of the model APIs' wire the core applies: one API's, or all of them merged
+    (``|``). Every field adds to the core's own generic rules."""
+
+    credential_names: frozenset[str] = frozenset()
+    """Headers, configuration fields and URL query parameters whose value is a credential
+    (compared ignoring case, ``-`` and ``_``): the API's key header."""
+    credential_query_words: frozenset[str] = frozenset()
+    """URL query parameters named with an ordinary word whose value, 8 characters or more,
+    is a credential (a key passed as ``?key=…``)."""
+    key_shapes: tuple[KeyShape, ...] = ()
+    conversation_keys: frozenset[str] = frozenset()
+    """The top-level keys of a JSON request body that hold the conversation (what the user,
+    the model and the tools said): redacted by value only, never by field name."""
+    compared_response_headers: frozenset[str] = frozenset()
+    """Response headers that change what the API's clients do (retry or not): compared."""
+    signature_keys: frozenset[str] = frozenset()
+    """Keys of the opaque tokens the server signs anew each run and the session sends back:
+    compared up to consistent renaming, as ids are."""
+    per_run_fields: frozenset[str] = frozenset()
+    """Fields of a response object that say when and by which build this run's instance of
+    it was made, left out of every comparison."""
+    per_run_objects: tuple[str, ...] = ()
+    """Top-level objects of a response body or event whose :attr:`per_run_fields` are left
+    out too."""
+    per_run_timings: tuple[tuple[str, str], ...] = ()
+    """(object, field): how long this run took, in a top-level object of a response."""
+    per_run_padding: frozenset[str] = frozenset()
+    """Fields of random content an event-stream payload is padded with."""
+
+    def __or__(self, other: WireRules) -> WireRules:
+        """Both rules: sets joined, tuples concatenated without repeats."""
+        merged: dict[str, Any] = {}
+        for field in fields(self):
+            mine, theirs = getattr(self, field.name), getattr(other, field.name)
+            merged[field.name] = (
+                mine | theirs
+                if isinstance(mine, frozenset)
+                else tuple(dict.fromkeys(mine + theirs))
+            )
+        return WireRules(**merged)
+
+
+_supplier: Callable[[], WireRules] | None = None
+
+
+def hand_down(supplier: Callable[[], WireRules]) -> None:
+    """Make ``supplier`` what the core asks for its wire rules, the first time it needs them
+    (openprogram's package hands down every vendor API's, as it is imported)."""
+    global _supplier
+    _supplier = supplier
+    wire_rules.cache_clear()
+
+
+@cache
+def wire_rules() -> WireRules:
+    """The wire rules handed down (:func:`hand_down`). Raises ``RuntimeError`` when none
+    were: the core never redacts or compares with fewer rules than openprogram knows."""
+    if _supplier is None:
+        raise RuntimeError(
+            "no wire rules were handed down to the recording core: openprogram's package "
+            "hands down every vendor API's as it is imported (openprogram/__init__.py)"
+        )
+    return _supplier()
+
+
+def derived(compute: Callable[[WireRules], T]) -> Callable[[], T]:
+    """``compute`` of the rules in force, computed once for them (again if others are
+    handed down): a decorator for what the core prepares from the rules."""
+    memo: list[Any] = []
+
+    def current() -> T:
+        rules = wire_rules()
+        if not memo or memo[0] is not rules:
+            memo[:] = [rules, compute(rules)]
+        value: T = memo[1]
+        return value
+
+    current.__doc__ = compute.__doc__
+    current.__name__ = compute.__name__
+    return current
