@@ -71,7 +71,7 @@ class Credentials:
 
 def vendor_of(request: Mapping[str, object]) -> str | None:
     """The vendor a recorded request was sent to (one of
-    :data:`~openprogram.drift.origins.VENDORS`), or None."""
+    :func:`~openprogram.drift.origins.vendor_names`), or None."""
     api = vendor_api(dict(request), None)
     if api is not None:
         return api.wire.vendor

@@ -29,24 +29,24 @@ trust it``). Loopback is no exception: other users, containers and browser pages
 The URL sent is rebuilt from the trusted origin and the recorded path and query, so the
 origin checked is the one connected to.
 
-Each vendor's name and official hosts are its :class:`~openprogram.vendors.wire.Wire`'s.
+Each vendor's name and official hosts are its :class:`~openprogram.vendors.wire.Wire`'s,
+read when first needed: the pytest plugin parses its option with this module at start-up, and
+imports nothing else of openprogram then.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 from urllib.parse import SplitResult, urlsplit
 
-from openprogram.vendors import VENDOR_WIRES
-
 if TYPE_CHECKING:
     from openprogram.config.models import Settings
 
 __all__ = [
-    "VENDORS",
     "BaseUrlError",
     "BaseUrls",
     "UntrustedOrigin",
@@ -54,13 +54,23 @@ __all__ = [
     "is_official",
     "origin_of",
     "parse_base_urls",
+    "vendor_names",
 ]
 
-VENDORS: Final = tuple(wire.vendor for wire in VENDOR_WIRES)
-"""The vendors drift knows the credentials of."""
 
-_OFFICIAL_HOSTS: Final = {wire.vendor: re.compile(wire.official_hosts) for wire in VENDOR_WIRES}
-"""Each vendor's official API hosts, served over https on the default port."""
+@functools.cache
+def vendor_names() -> tuple[str, ...]:
+    """The vendors drift knows the credentials of."""
+    return tuple(_official_hosts())
+
+
+@functools.cache
+def _official_hosts() -> dict[str, re.Pattern[str]]:
+    """Each vendor's official API hosts, served over https on the default port."""
+    from openprogram.vendors import VENDOR_WIRES
+
+    return {wire.vendor: re.compile(wire.official_hosts) for wire in VENDOR_WIRES}
+
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _HOST: Final = re.compile(r"[a-z0-9_.-]+|[0-9a-f:.]+")
@@ -126,7 +136,7 @@ class BaseUrls:
 
 def is_official(vendor: str, origin: str) -> bool:
     """Whether ``origin`` (as :func:`origin_of` writes it) is ``vendor``'s official API."""
-    official = _OFFICIAL_HOSTS.get(vendor)
+    official = _official_hosts().get(vendor)
     scheme, _, host = origin.partition("://")
     return official is not None and scheme == "https" and official.fullmatch(host) is not None
 
@@ -177,7 +187,7 @@ def parse_base_urls(
             raise BaseUrlError(
                 f"{option} {key}= takes an origin (scheme://host[:port], no path), found {value!r}"
             )
-        if key in VENDORS:
+        if key in vendor_names():
             if vendors.setdefault(key, origin) != origin:
                 raise BaseUrlError(
                     f"{option} {key}= is given two origins, {vendors[key]} and {origin}: name "
@@ -187,7 +197,7 @@ def parse_base_urls(
         host = _host_key(key)
         if host is None:
             raise BaseUrlError(
-                f"{option} takes {_FORMS} (VENDOR one of {', '.join(VENDORS)}; HOST a host "
+                f"{option} takes {_FORMS} (VENDOR one of {', '.join(vendor_names())}; HOST a host "
                 f"or host:port), found {text!r}"
             )
         if hosts.setdefault(host, origin) != origin:

@@ -44,7 +44,7 @@ from openprogram.drift.credentials import (
     sent_key,
     vendor_of,
 )
-from openprogram.drift.origins import VENDORS, BaseUrls, UntrustedOrigin
+from openprogram.drift.origins import BaseUrls, UntrustedOrigin, vendor_names
 from openprogram.recording.token_shapes import PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def destination(call: RecordedCall, base_urls: BaseUrls) -> str | None:
         model = model if isinstance(model, dict) else {}
         vendor = VENDOR_OF_API.get(str(model.get("api")))
         # echo reaches no server; a provider openprogram does not ship is not re-sent
-        url = provider_base_url(model) if vendor in VENDORS else None
+        url = provider_base_url(model) if vendor in vendor_names() else None
     if url is None:
         return None
     try:
