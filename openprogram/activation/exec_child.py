@@ -85,8 +85,7 @@ def activate_from_environment(environ: Mapping[str, str] | None = None) -> None:
     exchange = Path(folder)
     session = _activate(plan, exchange)
     _write(exchange / f"process-{os.getpid()}.json", _handshake(plan, status, reason))
-    if session is not None and isinstance(session.claim, ExecClaim):
-        claim = session.claim
+    if session is not None and isinstance(claim := session.claim, ExecClaim):
         atexit.register(_report, session, claim)
         REPLAY_GUARD.on_refusal.append(lambda: _report(session, claim))
     show_carried_errors()
@@ -126,8 +125,7 @@ def _activate(plan: RecordReplayPlan, exchange: Path) -> ReplaySession | None:
         watch.start()
         allowed = (*prepared.http.passthrough_hosts, *plan.allowed_hosts)
         atexit.register(_report_not_recorded, watch, prepared.http, allowed, exchange)
-    session = prepared.session
-    return session if session is not None and isinstance(session.claim, ExecClaim) else None
+    return prepared.session
 
 
 class ExecClaim:

@@ -208,13 +208,6 @@ class ReplaySession:
         self._strategy = self._pairing()
 
     @property
-    def compares_as_stored(self) -> bool:
-        """Whether recorded requests are compared as stored: the recording was redacted by
-        the rules in force and this session's user redaction (else each recorded request is
-        redacted again before it is compared)."""
-        return self._as_stored
-
-    @property
     def path(self) -> Path:
         return self.recording.path
 
