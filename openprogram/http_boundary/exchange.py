@@ -10,9 +10,10 @@ leaves alone its transports that never touch the network. Each driver sends the 
 inside :func:`~openprogram.http_boundary.stacking.sending_beneath`. :func:`exchange_flow`
 holds the decisions for one captured request, written once: it yields each :class:`Step`
 (read the request's body, send it through the client's transport, close the response) to its
-sync or async driver (:func:`drive`, :func:`drive_async`: the two methods of
-:class:`CapturingTransport`, and the adapters of libraries without a transport), and returns
-the response the client gets. A WebSocket handshake (``Upgrade: websocket``) is sent uncaptured
+sync or async driver (:func:`drive`, :func:`drive_async`: the methods of
+:class:`CapturingTransport` and the adapters of libraries without a transport call them;
+:func:`driven` pauses between sending and reading, for ``http.client``), and returns the
+response the client gets. A WebSocket handshake (``Upgrade: websocket``) is sent uncaptured
 when recording, and refused under replay
 (:mod:`~openprogram.http_boundary.websocket_refusal`).
 

@@ -2,8 +2,12 @@
 
     interface       ``ClientLibrary``, what the boundary needs of a client library (the
                     modules it hooks, a captured request as a ``CapturedRequest``, where it
-                    connects, a response and a recorded error built in that library, its
-                    body teed), and the protocols of the library objects it touches
+                    connects, a response's head, a response and a recorded error built in
+                    that library, its body teed), the protocols of the library objects it
+                    touches, and what every adapter reads alike (``RequestView``,
+                    ``HeaderList``, ``rebuilt_error``)
+    raw_http        what ``http.client`` and urllib3 share on the wire: a request's URL and
+                    whole body, a replayed response, the tee of a live one
     httpx_clients   httpx and httpx2, captured at their clients' ``_transport_for_url``
     urllib3_client  urllib3 (and so ``requests`` and botocore), captured at its connection
                     pools' ``_make_request``

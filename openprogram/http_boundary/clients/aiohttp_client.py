@@ -116,14 +116,15 @@ class AiohttpLibrary(ReadsThroughProtocols):
     """aiohttp, as the HTTP boundary captures it; bound to ``aiohttp.client`` when that is
     hooked."""
 
-    def __init__(self) -> None:
-        self._module: ModuleType | None = None
-        self._recording_content: type = _RecordingContent  # with aiohttp's StreamReader, once
-        self._replay_content: type = _ReplayContent  # it is hooked
-        self._response_takes_stream_writer = False
-
     name = "aiohttp"
     module_names = ("aiohttp.client",)
+
+    def __init__(self) -> None:
+        self._module: ModuleType | None = None
+        # combined with aiohttp's StreamReader once it is hooked
+        self._recording_content: type = _RecordingContent
+        self._replay_content: type = _ReplayContent
+        self._response_takes_stream_writer = False
 
     def hook(self, module: ModuleType) -> None:
         """Patch ``ClientSession._request`` of ``module`` once (called under the patching's

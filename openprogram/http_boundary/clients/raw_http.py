@@ -18,6 +18,7 @@ import itertools
 import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Protocol, TypeVar, cast
 
 from openprogram.http_boundary.clients.interface import BodyRecorder, reason_phrase
@@ -94,8 +95,9 @@ def replayed_response(
         lines.append("transfer-encoding: chunked")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
     source = io.BufferedReader(_ReplayBody(head, body, chunked=chunked))
+    connection = SimpleNamespace(makefile=lambda mode: source)  # all the response reads of it
     response = http.client.HTTPResponse(
-        cast(socket.socket, _ReplaySocket(source)), debuglevel=debuglevel, method=method
+        cast(socket.socket, connection), debuglevel=debuglevel, method=method
     )
     response.begin()
     return response
@@ -133,16 +135,6 @@ class _ReplayBody(io.RawIOBase):
         buffer[:count] = self._pending[:count]
         self._pending = self._pending[count:]
         return count
-
-
-class _ReplaySocket:
-    """What ``http.client.HTTPResponse`` reads a replayed response from."""
-
-    def __init__(self, source: io.BufferedReader[_ReplayBody]) -> None:
-        self._source = source
-
-    def makefile(self, mode: str) -> io.BufferedReader[_ReplayBody]:
-        return self._source
 
 
 class _Closable(Protocol):

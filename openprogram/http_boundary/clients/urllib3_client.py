@@ -82,13 +82,13 @@ class Urllib3Library(ReadsThroughProtocols):
     """urllib3, as the HTTP boundary captures it; bound to ``urllib3.connectionpool`` when
     that is hooked (a module imported afresh gets an instance of its own)."""
 
+    name = "urllib3"
+    module_names = ("urllib3.connectionpool",)
+
     def __init__(self) -> None:
         self._response_module: ModuleType | None = None
         self._exceptions: ModuleType | None = None
         self._pool_class: type | None = None
-
-    name = "urllib3"
-    module_names = ("urllib3.connectionpool",)
 
     def hook(self, module: ModuleType) -> None:
         """Patch ``HTTPConnectionPool._make_request`` of ``module`` once (called under the
