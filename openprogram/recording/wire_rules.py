@@ -1,23 +1,19 @@
 """What the core must know of the model APIs' wire, handed down to it as data.
 
-The core's rules are generic: a header, field or query parameter named like a credential
-(``authorization``, ``api_key``, ``token``, …), bearer tokens, the key shapes of no one
-vendor (GitHub, AWS, Slack, JWTs, PEM blocks), ids under keys named ``id``, ``…_id`` or
-``…Id``. What only one API's wire holds — its key header (``x-api-key``), the shape of its
-keys (``AIza…``), the top-level keys of its conversation, the ids and signed tokens its
-server makes up, the fields that change from run to run — is that API's module's in
-:mod:`openprogram.vendors`, which states it as a :class:`WireRules`; the core never imports
-that package.
+The core's own rules are generic: names like a credential's (``authorization``, ``api_key``,
+``token``, …), bearer tokens, key shapes of no one vendor (GitHub, AWS, Slack, JWTs, PEM),
+ids under keys named ``id``, ``…_id``, ``…Id``. What only one API's wire holds — its key
+header (``x-api-key``), its keys' shape (``AIza…``), its conversation keys, the tokens its
+server signs, its per-run fields — is stated by that API's module in
+:mod:`openprogram.vendors` as a :class:`WireRules`; the core never imports that package.
 
-**Handed down once, for the process.** Secrets must never reach disk, and every path that
-writes a recording — the provider and HTTP boundaries, ``serve``, ``exec``, the configured
-mode, the pytest plugin, an import of cassettes, a rewrite — redacts and compares by the
-same rules. A rule passed to each writer or session could be left out on one path; so the
-rules are handed down at one place, openprogram's package (``openprogram/__init__.py``,
-which every import of any part of openprogram runs first), as a supplier the core calls the
-first time it needs them (:func:`hand_down`). The core has no default of its own:
-:func:`wire_rules` raises when nothing was handed down, so no path can redact with fewer
-rules without failing.
+**Handed down once, for the process.** Every path that writes a recording (the boundaries,
+``serve``, ``exec``, the configured mode, the pytest plugin, an import, a rewrite) must
+redact by the same rules, and a rule passed to each writer could be forgotten on one path.
+So openprogram's package (``openprogram/__init__.py``, which every import of any part of
+openprogram runs first) hands down a supplier the core calls when it first needs the rules
+(:func:`hand_down`). The core has no default: :func:`wire_rules` raises when nothing was
+handed down, so no path can redact or compare with fewer rules without failing.
 """
 
 from __future__ import annotations
