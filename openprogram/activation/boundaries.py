@@ -38,7 +38,6 @@ from openprogram.activation.connection_guard import (
 )
 from openprogram.activation.placeholder_keys import (
     PLACEHOLDER_API_KEY,
-    PLACEHOLDER_KEY_VARIABLES,
     hide_placeholder_keys,
     set_placeholder_keys,
 )
@@ -67,7 +66,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLACEHOLDER_API_KEY",
-    "PLACEHOLDER_KEY_VARIABLES",
     "PreparedBoundaries",
     "both_boundaries_active",
     "hide_placeholder_keys",

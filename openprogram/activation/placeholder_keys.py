@@ -12,21 +12,21 @@ their values are removed from everything written, compared or shown (see
 :mod:`openprogram.recording.redaction`). It never reaches a recording, and a request that
 carries it compares equal to one recorded with a real key.
 
-Each vendor's variables are its :class:`~openprogram.vendors.wire.Wire`'s.
+Each vendor's variables are its :class:`~openprogram.vendors.wire.Wire`'s, read when the keys
+are first set or hidden: a process of the configured mode that records starts without them.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, MutableMapping
 
-from openprogram.vendors import VENDOR_WIRES
-
 __all__ = [
     "PLACEHOLDER_API_KEY",
-    "PLACEHOLDER_KEYS",
-    "PLACEHOLDER_KEY_VARIABLES",
     "hide_placeholder_keys",
+    "placeholder_key_variables",
+    "placeholder_keys",
     "set_placeholder_keys",
 ]
 
@@ -35,33 +35,38 @@ PLACEHOLDER_API_KEY = "openprogram-replay-placeholder-key"
 """The value the key variables get under replay when they are unset."""
 
 
-PLACEHOLDER_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = tuple(
-    (wire.placeholder_if_unset, wire.placeholder_variables)
-    for wire in VENDOR_WIRES
-    if wire.placeholder_variables
-)
-"""For each client the variables it reads its key from, and those set to the placeholder
-when all of them are unset: the official OpenAI and Anthropic SDKs', google-genai's (it
-prefers ``GOOGLE_API_KEY`` and warns when both are set, so only ``GEMINI_API_KEY`` is set),
-and botocore's (keys to sign with, so that a replay never looks for credentials on a
-metadata server)."""
+@functools.cache
+def placeholder_keys() -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+    """For each client the variables it reads its key from, and those set to the placeholder
+    when all of them are unset: the official OpenAI and Anthropic SDKs', google-genai's (it
+    prefers ``GOOGLE_API_KEY`` and warns when both are set, so only ``GEMINI_API_KEY`` is set),
+    and botocore's (keys to sign with, so that a replay never looks for credentials on a
+    metadata server)."""
+    from openprogram.vendors import VENDOR_WIRES
 
-PLACEHOLDER_KEY_VARIABLES = tuple(
-    dict.fromkeys(name for _, placed in PLACEHOLDER_KEYS for name in placed)
-)
-"""The variables replay may set to the placeholder."""
+    return tuple(
+        (wire.placeholder_if_unset, wire.placeholder_variables)
+        for wire in VENDOR_WIRES
+        if wire.placeholder_variables
+    )
+
+
+@functools.cache
+def placeholder_key_variables() -> tuple[str, ...]:
+    """The variables replay may set to the placeholder."""
+    return tuple(dict.fromkeys(name for _, placed in placeholder_keys() for name in placed))
 
 
 def set_placeholder_keys(
     environ: MutableMapping[str, str] | None = None,
 ) -> Callable[[], None]:
     """Set the key variables of each client whose variables are all unset or empty in
-    ``environ`` (default :data:`os.environ`) to the placeholder (:data:`PLACEHOLDER_KEYS`);
+    ``environ`` (default :data:`os.environ`) to the placeholder (:func:`placeholder_keys`);
     returns the function that puts back exactly those (unless something else changed them
     meanwhile)."""
     target = os.environ if environ is None else environ
     placed: dict[str, str | None] = {}
-    for read, to_set in PLACEHOLDER_KEYS:
+    for read, to_set in placeholder_keys():
         if not any(target.get(name) for name in read):
             placed.update({name: target.get(name) for name in to_set})
     for name in placed:
@@ -87,7 +92,8 @@ def hide_placeholder_keys(
     meanwhile). What the pytest plugin does for a test that calls live in a run that
     otherwise only replays."""
     target = os.environ if environ is None else environ
-    hidden = [name for name in PLACEHOLDER_KEY_VARIABLES if target.get(name) == PLACEHOLDER_API_KEY]
+    variables = placeholder_key_variables()
+    hidden = [name for name in variables if target.get(name) == PLACEHOLDER_API_KEY]
     for name in hidden:
         del target[name]
 

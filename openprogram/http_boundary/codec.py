@@ -3,8 +3,8 @@
 Recording (values as the client library hands them over; redaction by the core's rules):
 
 * the request's *sections* (:func:`request_sections`): ``method``, ``url``, the headers that
-  change what the request means (:data:`STORED_REQUEST_HEADERS` and the names the caller
-  adds, never a credential nor a header of an AWS signature, :data:`SIGNING_HEADERS`) and
+  change what the request means (:func:`stored_request_headers` and the names the caller
+  adds, never a credential nor a header of an AWS signature) and
   at most one body form — ``body`` (the parsed JSON, when the content type is JSON and it
   parses), ``body_text`` (UTF-8 text) or ``body_base64``. The
   random boundary of a ``multipart/…`` body is stored as :data:`MULTIPART_BOUNDARY`, so the
@@ -52,6 +52,7 @@ half a second without one.
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -66,13 +67,10 @@ from openprogram.json_nesting import (
 )
 from openprogram.recording.http_rows import SSE_REST
 from openprogram.recording.redaction import SecretRedactor, is_secret_field_name
-from openprogram.vendors import VENDOR_WIRES
 
 __all__ = [
     "DROPPED_RESPONSE_HEADERS",
     "MULTIPART_BOUNDARY",
-    "SIGNING_HEADERS",
-    "STORED_REQUEST_HEADERS",
     "body_event",
     "encode_body_row",
     "encode_http_row",
@@ -87,16 +85,19 @@ __all__ = [
     "without_stale_raw",
 ]
 
-STORED_REQUEST_HEADERS: frozenset[str] = frozenset(
-    {"content-type", *(name for wire in VENDOR_WIRES for name in wire.stored_headers)}
-)
-"""The request headers that change what a request means, always stored (lower-case)."""
 
-SIGNING_HEADERS: frozenset[str] = frozenset(
-    name for wire in VENDOR_WIRES for name in wire.signing_headers
-)
-"""The headers of an AWS SigV4 signature (botocore's): never stored, even when named to be —
-they hold the credentials, or change with every run (the time, the hash of the body)."""
+@functools.cache
+def stored_request_headers() -> tuple[frozenset[str], frozenset[str]]:
+    """The request headers that change what a request means, always stored (lower-case: each
+    vendor's ``stored_headers``); and those of an AWS SigV4 signature (botocore's), never
+    stored, even when named to be — they hold the credentials, or change with every run (the
+    time, the hash of the body). Read from the vendors when the first request is stored."""
+    from openprogram.vendors import VENDOR_WIRES
+
+    stored = {"content-type", *(name for wire in VENDOR_WIRES for name in wire.stored_headers)}
+    signing = {name for wire in VENDOR_WIRES for name in wire.signing_headers}
+    return frozenset(stored), frozenset(signing)
+
 
 DROPPED_RESPONSE_HEADERS: frozenset[str] = frozenset(
     {
@@ -172,9 +173,10 @@ def request_sections(
     """A request's sections, before redaction. ``headers``: lower-case names (repeated
     names are joined with ``, ``); ``extra_headers``: more names to store (lower-case)."""
     stored: dict[str, str] = {}
+    always, signing = stored_request_headers()
     for name, value in headers:
-        if (name in STORED_REQUEST_HEADERS or name in extra_headers) and not (
-            is_secret_field_name(name) or name in SIGNING_HEADERS
+        if (name in always or name in extra_headers) and not (
+            is_secret_field_name(name) or name in signing
         ):
             stored[name] = f"{stored[name]}, {value}" if name in stored else value
     content_type = stored.get("content-type")

@@ -34,18 +34,23 @@ though the transport never saw the body end.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
-
-from openprogram.vendors import VENDOR_APIS
 
 __all__ = ["SseParser", "encode_sse_event", "encode_sse_fields", "is_terminal_event"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _BOM = "\ufeff"
 _TERMINAL_DATA = "[DONE]"
-_TERMINAL_TYPES = frozenset(kind for api in VENDOR_APIS for kind in api.last_events)
-"""Each vendor API's last event types (``last_events``)."""
+
+
+@functools.cache
+def _terminal_types() -> frozenset[str]:
+    """Each vendor API's last event types (``last_events``), read when first asked."""
+    from openprogram.vendors import VENDOR_APIS
+
+    return frozenset(kind for api in VENDOR_APIS for kind in api.last_events)
 
 
 class SseParser:
@@ -171,7 +176,7 @@ class SseParser:
 def is_terminal_event(event: dict[str, Any]) -> bool:
     """Whether ``event`` (as :class:`SseParser` dispatches it) is one a vendor's server ends
     its stream with."""
-    return event.get("event") in _TERMINAL_TYPES or event["data"] == _TERMINAL_DATA
+    return event.get("event") in _terminal_types() or event["data"] == _TERMINAL_DATA
 
 
 def encode_sse_event(event: str | None, data: str, id: str | None, retry: int | None) -> bytes:
