@@ -245,11 +245,10 @@ def chat_tokens(usage: dict[str, Any]) -> Tokens:
 
 @dataclass
 class _ToolDraft:
-    """A streamed tool call: its id and name so far, and whether it has started."""
+    """A streamed tool call: its id and name so far."""
 
     id: str = ""
     name: str = ""
-    started: bool = False
 
 
 class ChatCompletionsStream:
@@ -257,12 +256,12 @@ class ChatCompletionsStream:
 
     Text (``content``, ``refusal``) and thinking (``reasoning_content``, else ``reasoning``)
     are blocks of their own, a new one each time the stream changes from one field to another
-    or to a tool call (an empty piece is no piece). A
-    tool call, whose id and name may come in pieces (appended, unless a piece repeats the
-    whole value), starts with its first piece of arguments, or at ``finish_reason`` when it
-    has none; arguments sent as an object count as their JSON text. ``finish_reason`` ends
-    every block, and after it only usage is read; ``stop`` after a tool call means a tool
-    call. ``[DONE]``, or the end of the stream, ends it: before ``finish_reason``, cut.
+    or to a tool call (an empty piece is no piece). A tool call, whose id and name may come in
+    pieces (appended, unless a piece repeats the whole value), starts with its first piece of
+    arguments, or at ``finish_reason`` when it has none; arguments sent as an object count as
+    their JSON text. ``finish_reason`` ends every block, and after it only usage is read;
+    ``stop`` after a tool call means a tool call. ``[DONE]``, or the end of the stream, ends
+    it: before ``finish_reason``, cut.
     """
 
     server_error = "the server sent an error mid-stream"
@@ -354,11 +353,10 @@ class ChatCompletionsStream:
         return pieces
 
     def _start(self, key: int) -> list[StreamPiece]:
-        draft = self._tools[key]
-        if draft.started:
+        if key in self._started_tools:
             return []
-        draft.started = True
         self._started_tools.append(key)
+        draft = self._tools[key]
         return [BlockStart(key, "tool", id=draft.id, name=draft.name)]
 
     def _start_every_tool(self) -> list[StreamPiece]:
@@ -405,6 +403,8 @@ def completion_pieces(whole: object) -> list[StreamPiece]:
     reason = as_str(choice.get("finish_reason"))
     if reason is not None:
         finish = _FINISHES.get(reason, "stop")
+        if finish == "stop" and as_list(message.get("tool_calls")):
+            finish = "toolUse"
         pieces.append(StopPiece(reason, finish, f"finish_reason {reason!r}"))
     if isinstance(completion.get("usage"), dict):
         pieces.append(UsagePiece(completion["usage"], chat_tokens(completion["usage"])))

@@ -45,9 +45,11 @@ from tests.support.provider_events import collect
 from tests.support.recording_rows import Row
 from tests.support.sse_server import sse_event
 from tests.support.vendor_http_rows import (
+    chat_completion_call,
     chat_stream_call,
     messages_overloaded_mid_stream_call,
     messages_stream_call,
+    messages_whole_call,
 )
 from tests.support.vendor_wire import (
     Block,
@@ -255,6 +257,23 @@ def test_a_split_name_and_a_refusal_are_read_as_the_provider_reads_them() -> Non
     assert (refusal.message.text, refusal.reply.reply_text) == ("I can't.", "I can't.")
     both = read_both(OPENAI, OPENAI_ONLY["both reasoning fields at once"])
     assert both.reply.thinking_text == "hmm"
+
+
+def test_a_whole_reply_means_what_its_stream_would() -> None:
+    """A whole completion or message is read by the same vendor module, into the same
+    pieces: its stop reason means what a stream's would."""
+    for rows in (chat_completion_call(1), messages_whole_call(1)):
+        call = RecordedCall(
+            call_index=1,
+            line=1,
+            request=rows[0],
+            event_rows=[row["event"] for row in rows if row.get("type") == "event"],
+            outcome="complete",
+            boundary="http",
+        )
+        reply = http_call_parts(call)[1]
+        assert (reply.finish, reply.tool_calls(), reply.error) == ("stop", [], None)
+        assert reply.reply_text == "It's 14 °C and overcast in Paris."
 
 
 # -- streams of any blocks ------------------------------------------------------------------
