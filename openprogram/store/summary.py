@@ -36,6 +36,7 @@ a ``\r\n`` line end among a call's rows, anything the strict reader would refuse
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -54,7 +55,6 @@ from openprogram.recording.format import OUTCOMES, RecordedCall, RecordedError
 from openprogram.recording.minted_ids import LinkedCall, linked_digests
 from openprogram.recording.reader import RecordingParser, parse_recording, read_recording_file
 from openprogram.store.hashing import hash_of_digests, tape_entry_digest, transcript_hash
-from openprogram.vendors import VENDOR_WIRES
 
 __all__ = [
     "DigestedRecording",
@@ -452,16 +452,21 @@ def call_label(call: RecordedCall) -> str:
     body = call.request.get("body")
     model = body.get("model") if isinstance(body, dict) else None
     if not isinstance(model, str) and url is not None:
-        named = next(filter(None, (path.search(url.path) for path in _MODEL_IN_PATH)), None)
+        named = next(filter(None, (path.search(url.path) for path in _model_in_path())), None)
         model = None if named is None else unquote(named[1])
     if isinstance(model, str):
         return f"{host}:{model}"
     return f"{call.request['method']} {host}{url.path if url is not None else ''}"
 
 
-_MODEL_IN_PATH = tuple(re.compile(wire.model_path) for wire in VENDOR_WIRES if wire.model_path)
-"""The model a Gemini (``/models/<model>:generateContent``) or Bedrock runtime
-(``/model/<id>/converse``) URL path names: each vendor's ``model_path``."""
+@functools.cache
+def _model_in_path() -> tuple[re.Pattern[str], ...]:
+    """The model a Gemini (``/models/<model>:generateContent``) or Bedrock runtime
+    (``/model/<id>/converse``) URL path names: each vendor's ``model_path`` (the vendors are
+    read for a call whose body names no model; ``recordings list`` starts without them)."""
+    from openprogram.vendors import VENDOR_WIRES
+
+    return tuple(re.compile(wire.model_path) for wire in VENDOR_WIRES if wire.model_path)
 
 
 def _one_line(exc: RecordingFileError) -> str:
