@@ -150,6 +150,7 @@ class BlockChildren:
         self.unenforced: list[str] = []
         """replay: the children that ran with nothing holding their connections, and why."""
         self._claimed_here = False
+        self._replaced_claim = False
 
     # -- the rule, read from the configuration only when a child needs it ----------------
 
@@ -268,6 +269,7 @@ class BlockChildren:
         :attr:`~openprogram.recording.replay_session.ReplaySession.claim`. Returns what
         undoes it."""
         previous, session.claim = session.claim, self
+        self._replaced_claim = previous is not None
 
         def undo() -> None:
             session.claim = previous
@@ -283,6 +285,8 @@ class BlockChildren:
         if owner != self.pid:
             return ReplayInAnotherProcessError(session.calls_consumed, owner, self.pid)
         self._claimed_here = True
+        if session.claim is self and not self._replaced_claim:
+            session.claim = None  # held for good: the calls after this one ask nothing
         return None
 
     def kept(self, session: ReplaySession, mismatch: ReplayMismatch) -> None:

@@ -5,16 +5,14 @@ boundary — once each, when one of these libraries sends through another.
 
     boundary            ``HttpBoundary`` and ``activate_http_boundary``, the process-wide
                         switch the ways in (``exec``, the pytest fixture,
-                        ``record_replay()``) build on
+                        ``record_replay()``) build on; and one request, one call, however
+                        the client libraries stack (the outermost captured one records it)
     patching            the lazy hook of the client libraries, once each is imported
     clients             the client libraries captured (httpx, httpx2, urllib3, aiohttp), each
                         behind the typed ``ClientLibrary`` seam, and the list they are
                         registered in
     exchange            which requests are captured, and one captured exchange recorded as
                         it happens, answered from the recording, or refused
-    stacking            one request, one call, however the client libraries stack: the
-                        outermost captured library records it, the layers beneath pass it
-                        through
     codec               an exchange as rows, and rows as response bytes
     sse                 the server-sent event parser and encoder
     eventstream         AWS's binary event stream, one row per message, byte for byte

@@ -3,11 +3,11 @@ as it happens, answered from the recording, or refused, by the boundary's mode.
 
 :func:`capture_transport` wraps the client's transport in a :class:`CapturingTransport`,
 except for a request a capture above is sending through this library (one request is one
-call, :mod:`~openprogram.http_boundary.stacking`), a client of openprogram's own vendor
+call, :mod:`~openprogram.http_boundary.boundary`), a client of openprogram's own vendor
 providers (recorded at the provider registry), a passthrough host, and, under record, a
 request a taped function sends while it runs (its tape covers it); a client library also
 leaves alone its transports that never touch the network. Each driver sends the request live
-inside :func:`~openprogram.http_boundary.stacking.sending_beneath`. :func:`exchange_flow`
+inside :func:`~openprogram.http_boundary.boundary.sending_beneath`. :func:`exchange_flow`
 holds the decisions for one captured request, written once: it yields each :class:`Step`
 (read the request's body, send it through the client's transport, close the response) to its
 sync or async driver (:func:`drive`, :func:`drive_async`: the methods of
@@ -66,7 +66,12 @@ from openprogram.errors import (
     RecordReplayBlockedError,
     ReplayMismatch,
 )
-from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK, HttpBoundary
+from openprogram.http_boundary.boundary import (
+    PROVIDER_CLIENT_MARK,
+    HttpBoundary,
+    handled_above,
+    sending_beneath,
+)
 from openprogram.http_boundary.codec import (
     body_event,
     encode_http_row,
@@ -84,7 +89,6 @@ from openprogram.http_boundary.eventstream import (
     is_amazon_event_stream,
 )
 from openprogram.http_boundary.sse import SseParser, is_terminal_event
-from openprogram.http_boundary.stacking import handled_above, sending_beneath
 from openprogram.http_boundary.websocket_refusal import check_websocket
 from openprogram.recording.format import Outcome, RecordedCall
 from openprogram.recording.http_rows import EVENTSTREAM_FEATURE, RAW_TEXT_FEATURE
@@ -162,7 +166,7 @@ def captures(
 ) -> bool:
     """Whether a request ``client`` sends for ``url`` while ``boundary`` is active is
     captured: not one a capture above is sending through this library (it is that one's
-    call, :mod:`~openprogram.http_boundary.stacking`), nor for a client of openprogram's own
+    call, :mod:`~openprogram.http_boundary.boundary`), nor for a client of openprogram's own
     vendor providers, a passthrough host, nor, under record, while a taped function runs
     (its tape covers it). Every request asked about is noted as one the boundary saw (so its
     connection is not reported as missed)."""
@@ -303,7 +307,7 @@ def drive(
 ) -> R:
     """Run ``flow`` for a synchronous client to its end: :func:`driven`, with a ``send``
     that never pauses (called inside
-    :func:`~openprogram.http_boundary.stacking.sending_beneath`)."""
+    :func:`~openprogram.http_boundary.boundary.sending_beneath`)."""
     __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
 
     def sending() -> Generator[None, object, R]:
@@ -328,7 +332,7 @@ def driven(
     """Run ``flow`` for a synchronous client: ``send`` the request, ``read`` its body,
     ``close`` the response, as it asks; what a step raises is thrown back into it. Returns
     the response it ends with. ``send`` is a generator that marks its sending
-    (:func:`~openprogram.http_boundary.stacking.sending_beneath`) and may pause the run
+    (:func:`~openprogram.http_boundary.boundary.sending_beneath`) and may pause the run
     until its caller resumes it: ``http.client`` sends in ``request``, then reads the
     response in ``getresponse``."""
     __tracebackhide__ = True

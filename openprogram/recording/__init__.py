@@ -5,10 +5,9 @@ there (its docstring follows one request through the modules below).
     replay_session    the door to replay: ``ReplaySession``, serving a recording's calls and
                       tape entries to every boundary; ``content`` and ``order`` matching and
                       what they share; the claim a session may be given (exec's)
-    pairing           what a request is paired with a recorded call by: the incoming request
-                      redacted, its comparison rules, the calls served so far
-    content_matching  a request's equal among recorded calls by digest, else the nearest
-                      for the report
+    content_matching  what a request is paired with a recorded call by (the incoming
+                      request redacted, its comparison rules, the calls served so far), and
+                      its equal among recorded calls by digest, else the nearest for the report
     tape_replay       the recording's tape entries served under replay, and the agent tools'
                       policies
     mismatch          what replay raises when a run drifts from its recording, and its wording

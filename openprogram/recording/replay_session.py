@@ -11,8 +11,8 @@ one request from here:
    (``openprogram.http_boundary.exchange``); a taped function or an agent tool asks
    :meth:`ReplaySession.take_tape` instead (:mod:`~openprogram.recording.tape_replay`).
 2. *The request is redacted and given its rules*
-   (:class:`~openprogram.recording.pairing.IncomingRequest`,
-   :class:`~openprogram.recording.pairing.ComparisonRules`): redacted by the boundary's
+   (:class:`~openprogram.recording.content_matching.IncomingRequest`,
+   :class:`~openprogram.recording.content_matching.ComparisonRules`): redacted by the boundary's
    redactor (:mod:`~openprogram.recording.redaction`, the user's own after it:
    :mod:`~openprogram.recording.user_redaction`), compared without the boundary's fields that
    change from run to run (:func:`~openprogram.recording.call_digest.request_ignore_fields`)
@@ -60,7 +60,13 @@ from typing import Any, Protocol
 
 from openprogram.errors import ReplayMismatch, UnconsumedCallsError
 from openprogram.recording.call_digest import request_ignore_fields
-from openprogram.recording.content_matching import ContentMatching
+from openprogram.recording.content_matching import (
+    ComparisonRules,
+    ContentMatching,
+    IncomingRequest,
+    Match,
+    ServedCalls,
+)
 from openprogram.recording.difference import (
     DEFAULT_MATCHING,
     Matching,
@@ -75,7 +81,6 @@ from openprogram.recording.mismatch import (
     other_redaction_note,
     removed_secret_note,
 )
-from openprogram.recording.pairing import ComparisonRules, IncomingRequest, Match, ServedCalls
 from openprogram.recording.redaction import RequestRedactor, recorded_redaction_is_current
 from openprogram.recording.shared_lists import DumpableRequest
 from openprogram.recording.tape_replay import TapeReplay, ToolPolicies
@@ -116,7 +121,7 @@ class PairingStrategy(Protocol):
         """Under the lock: the index of the call to serve, the request to serve it (the same,
         or the request redacted whole), and the mismatch when it is not served. ``report``:
         the mismatch will be raised, so compare as a report does
-        (:meth:`~openprogram.recording.pairing.IncomingRequest.whole`)."""
+        (:meth:`~openprogram.recording.content_matching.IncomingRequest.whole`)."""
         ...
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, update_wrapper
 from typing import Any, TypeVar
 
 __all__ = ["KeyShape", "WireRules", "derived", "hand_down", "wire_rules"]
@@ -89,6 +89,8 @@ class WireRules:
 
 
 _supplier: Callable[[], WireRules] | None = None
+_DERIVED: list[Any] = []
+"""What :func:`derived` prepared from the rules in force: forgotten when others are handed down."""
 
 
 def hand_down(supplier: Callable[[], WireRules]) -> None:
@@ -96,7 +98,8 @@ def hand_down(supplier: Callable[[], WireRules]) -> None:
     (openprogram's package hands down every vendor API's, as it is imported)."""
     global _supplier
     _supplier = supplier
-    wire_rules.cache_clear()
+    for prepared in (wire_rules, *_DERIVED):
+        prepared.cache_clear()
 
 
 @cache
@@ -113,16 +116,9 @@ def wire_rules() -> WireRules:
 
 def derived(compute: Callable[[WireRules], T]) -> Callable[[], T]:
     """``compute`` of the rules in force, computed once for them (again if others are
-    handed down): a decorator for what the core prepares from the rules."""
-    memo: list[Any] = []
-
-    def current() -> T:
-        rules = wire_rules()
-        if not memo or memo[0] is not rules:
-            memo[:] = [rules, compute(rules)]
-        value: T = memo[1]
-        return value
-
-    current.__doc__ = compute.__doc__
-    current.__name__ = compute.__name__
+    handed down): a decorator for what the core prepares from the rules. Once computed, a
+    call is answered by :func:`functools.cache` alone, with no Python frame of its own."""
+    current = cache(lambda: compute(wire_rules()))
+    update_wrapper(current, compute)
+    _DERIVED.append(current)
     return current

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recording.pairing import IncomingRequest
+from openprogram.recording.content_matching import IncomingRequest
 from openprogram.recording.replay_session import ReplaySession
 
 if TYPE_CHECKING:

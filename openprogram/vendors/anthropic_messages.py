@@ -133,6 +133,9 @@ class AnthropicMessages:
     """Messages, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "anthropic-messages"
+    wire = ANTHROPIC_WIRE
+    last_events = frozenset({"message_stop"})
+    kind_fields = frozenset({"stop_reason"})
     recording_rules = WireRules(
         credential_names=frozenset({ANTHROPIC_WIRE.key_header}),
         conversation_keys=frozenset({"messages", "system"}),
@@ -140,9 +143,6 @@ class AnthropicMessages:
         signature_keys=frozenset({"signature"}),  # a thinking block's, signed anew
         per_run_objects=("message",),  # message_start's message
     )
-    wire = ANTHROPIC_WIRE
-    last_events = frozenset({"message_stop"})
-    kind_fields = frozenset({"stop_reason"})
     input_tokens = "input_tokens"
     output_tokens = "output_tokens"
 

@@ -79,15 +79,15 @@ class BedrockConverse:
     """Converse, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "bedrock-converse"
+    wire = BEDROCK_WIRE
+    last_events: frozenset[str] = frozenset()
+    kind_fields = frozenset({"stopReason"})
     recording_rules = WireRules(
         conversation_keys=frozenset({"messages", "system"}),
         signature_keys=frozenset({"signature"}),  # a reasoning block's, signed anew
         per_run_timings=(("metrics", "latencyMs"),),
         per_run_padding=frozenset({"p"}),  # each event-stream payload's, of random length
     )
-    wire = BEDROCK_WIRE
-    last_events: frozenset[str] = frozenset()
-    kind_fields = frozenset({"stopReason"})
     input_tokens = "inputTokens"
     output_tokens = "outputTokens"
 

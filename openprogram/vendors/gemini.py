@@ -85,6 +85,9 @@ class Gemini:
     it."""
 
     name = "gemini-generate-content"
+    wire = GEMINI_WIRE
+    last_events: frozenset[str] = frozenset()
+    kind_fields = frozenset({"finishReason", "blockReason"})
     recording_rules = WireRules(
         credential_names=frozenset({GEMINI_WIRE.key_header}),
         credential_query_words=frozenset({GEMINI_WIRE.key_query}),
@@ -97,9 +100,6 @@ class Gemini:
         signature_keys=frozenset({"thoughtSignature"}),  # a thought's, signed anew
         per_run_fields=frozenset({"createTime"}),
     )
-    wire = GEMINI_WIRE
-    last_events: frozenset[str] = frozenset()
-    kind_fields = frozenset({"finishReason", "blockReason"})
     input_tokens = "promptTokenCount"
     output_tokens = "candidatesTokenCount"
 

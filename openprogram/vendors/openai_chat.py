@@ -151,15 +151,15 @@ class OpenAIChat:
     """Chat Completions, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-completions"
+    wire = OPENAI_WIRE
+    last_events: frozenset[str] = frozenset()
+    kind_fields = frozenset({"finish_reason"})
     recording_rules = WireRules(
         key_shapes=(OPENAI_KEY_SHAPE,),
         conversation_keys=frozenset({"messages", "prompt"}),  # prompt: legacy completions
         compared_response_headers=frozenset({"x-should-retry"}),  # the SDK retries on it
         per_run_fields=frozenset({"created", "system_fingerprint"}),
     )
-    wire = OPENAI_WIRE
-    last_events: frozenset[str] = frozenset()
-    kind_fields = frozenset({"finish_reason"})
     input_tokens = "prompt_tokens"
     output_tokens = "completion_tokens"
 

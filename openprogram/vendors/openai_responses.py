@@ -60,6 +60,9 @@ class OpenAIResponses:
     """Responses, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "openai-responses"
+    wire = OPENAI_WIRE
+    last_events = frozenset({"response.completed", "response.incomplete", "response.failed"})
+    kind_fields: frozenset[str] = frozenset()
     recording_rules = WireRules(
         key_shapes=(OPENAI_KEY_SHAPE,),
         conversation_keys=frozenset({"input", "instructions"}),
@@ -68,9 +71,6 @@ class OpenAIResponses:
         per_run_fields=frozenset({"created_at", "completed_at"}),
         per_run_objects=("response",),  # the stream events' response
     )
-    wire = OPENAI_WIRE
-    last_events = frozenset({"response.completed", "response.incomplete", "response.failed"})
-    kind_fields: frozenset[str] = frozenset()
     input_tokens = "input_tokens"
     output_tokens = "output_tokens"
 

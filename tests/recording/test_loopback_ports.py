@@ -15,10 +15,13 @@ from typer.testing import CliRunner
 import openprogram
 from openprogram.cli.app import app
 from openprogram.errors import ReplayMismatch
-from openprogram.recording.content_matching import RequestDigester, request_differences
+from openprogram.recording.content_matching import (
+    ComparisonRules,
+    RequestDigester,
+    request_differences,
+)
 from openprogram.recording.difference import find_first_difference
 from openprogram.recording.format import Recording
-from openprogram.recording.pairing import ComparisonRules
 from openprogram.recording.reader import read_recording
 from openprogram.recording.url_comparison import (
     is_loopback_host,

@@ -4,7 +4,7 @@
 While an HTTP boundary is active, the patched ``_request`` adds one middleware after the
 session's (or the request's) own, around aiohttp's connect-and-send of each request (each
 redirect hop and retry is one exchange), unless httpx over aiohttp captured it above
-(:mod:`~openprogram.http_boundary.stacking`). The middleware drives the one
+(:mod:`~openprogram.http_boundary.boundary`). The middleware drives the one
 :func:`~openprogram.http_boundary.exchange.exchange_flow`: under record it calls aiohttp's
 handler, and the response's ``content`` becomes a stream reader that pulls from aiohttp's
 own and reports each piece to the recorder as the program reads it (already decoded, as

@@ -17,7 +17,7 @@ body without its last chunk) is recorded as ``IncompleteRead``, and replays as t
 ``http.client`` decodes no ``content-encoding``: the body is stored decoded (gzip, deflate)
 and replayed decoded, as for every library. Not captured: a connection of urllib3 (captured
 at its pools), a request a library captured above sends through ``http.client``
-(:mod:`~openprogram.http_boundary.stacking`), and one written with ``putrequest`` by hand
+(:mod:`~openprogram.http_boundary.boundary`), and one written with ``putrequest`` by hand
 (the connection guard sees it).
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
-from openprogram.http_boundary.boundary import ACTIVATIONS
+from openprogram.http_boundary.boundary import ACTIVATIONS, sending_beneath
 from openprogram.http_boundary.clients.interface import (
     BodyRecorder,
     HeaderList,
@@ -48,7 +48,6 @@ from openprogram.http_boundary.clients.raw_http import (
     replayed_response,
     whole_body,
 )
-from openprogram.http_boundary.stacking import sending_beneath
 
 if TYPE_CHECKING:
     from openprogram.recording.format import RecordedError
