@@ -132,11 +132,7 @@ def parse_time_ms(text: str) -> int:
 
 
 def sources_of_options(
-    seed: int | None,
-    clock_start: str | None,
-    clock_step: int | None,
-    *,
-    option_prefix: str = "--",
+    seed: int | None, clock_start: str | None, clock_step: int | None, *, option_prefix: str = "--"
 ) -> RecordingSources | None:
     """The sources the options ``seed``, ``clock-start`` and ``clock-step`` give on a command
     line (None: none given), a stepping clock for a start. ``ValueError`` naming the option

@@ -56,22 +56,14 @@ from openprogram.activation.exec_environment import (
 )
 from openprogram.activation.plan import RecordReplayPlan
 from openprogram.errors import ExecSetupError, OpenProgramError, RecordReplayBlockedError
-from openprogram.isolation.connect_watch import (
-    ConnectWatch,
-    not_seen_by_python,
-    note_in_recording,
-)
+from openprogram.isolation.connect_watch import ConnectWatch, not_seen_by_python, note_in_recording
 from openprogram.recording.reader import read_recording
 from openprogram.recording.replay_session import ReplaySession
 
 if TYPE_CHECKING:
     from openprogram.errors import UnconsumedCallsError
 
-__all__ = [
-    "ExecOutcome",
-    "run_process",
-    "run_with_plan",
-]
+__all__ = ["ExecOutcome", "run_process", "run_with_plan"]
 
 NO_HANDSHAKE = (
     "no Python process of the command activated record/replay, so it ran without it: the "

@@ -85,9 +85,7 @@ def start(environ: Mapping[str, str] | None = None, *, argv: list[str] | None = 
         _layer.append(start_model_layer(*decided))
 
 
-def configured_at_start(
-    environ: Mapping[str, str],
-) -> tuple[RecordReplayPlan, str | None] | None:
+def configured_at_start(environ: Mapping[str, str]) -> tuple[RecordReplayPlan, str | None] | None:
     """The configured mode's plan for a process starting with ``environ``, and the
     ``record_replay.file`` that named its recording (None: off). The recording is not read
     here (see the module's docstring)."""

@@ -170,11 +170,7 @@ def _show_version(value: bool) -> None:
 @app.callback()
 def root(
     version: bool = typer.Option(
-        False,
-        "--version",
-        help="Show the version and exit.",
-        callback=_show_version,
-        is_eager=True,
+        False, "--version", help="Show the version and exit.", callback=_show_version, is_eager=True
     ),
 ) -> None:
     """Record LLM agent sessions at the provider boundary and replay them offline."""

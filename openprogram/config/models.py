@@ -108,8 +108,7 @@ class RecordReplaySettings(BaseModel):
         [], description="regular expressions whose matches are removed from recordings"
     )
     tools: dict[str, Literal["live", "replay", "check"]] = Field(
-        {},
-        description='agent tools under replay, by name or "*": live, replay or check',
+        {}, description='agent tools under replay, by name or "*": live, replay or check'
     )
     seed: int | None = Field(
         None,

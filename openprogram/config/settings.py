@@ -37,13 +37,7 @@ from openprogram.config.environment import (
     setting_variables,
     variable_path,
 )
-from openprogram.config.models import (
-    FIELDS,
-    NESTED_FIELDS,
-    Settings,
-    build_settings,
-    known_keys,
-)
+from openprogram.config.models import FIELDS, NESTED_FIELDS, Settings, build_settings, known_keys
 from openprogram.config.paths import ConfigLocation, config_location
 from openprogram.config.problems import (
     dotted_key,

@@ -25,13 +25,7 @@ from __future__ import annotations
 import socket
 import struct
 
-__all__ = [
-    "MAX_REPORTS",
-    "NameResponder",
-    "nameservers",
-    "queried_name",
-    "synthetic_address",
-]
+__all__ = ["MAX_REPORTS", "NameResponder", "nameservers", "queried_name", "synthetic_address"]
 
 MAX_REPORTS = 64
 _RESOLV_CONF = "/etc/resolv.conf"

@@ -18,13 +18,7 @@ from __future__ import annotations
 
 import socket
 
-__all__ = [
-    "MAX_LINE",
-    "MAX_STOPPED",
-    "format_endpoint",
-    "parse_endpoint",
-    "read_line",
-]
+__all__ = ["MAX_LINE", "MAX_STOPPED", "format_endpoint", "parse_endpoint", "read_line"]
 
 MAX_LINE = 1024
 MAX_STOPPED = 256

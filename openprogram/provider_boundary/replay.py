@@ -40,11 +40,7 @@ from typing import Any
 
 import orjson
 
-from openprogram.errors import (
-    RecordedProviderError,
-    RecordingTruncatedError,
-    ReplayMismatch,
-)
+from openprogram.errors import RecordedProviderError, RecordingTruncatedError, ReplayMismatch
 from openprogram.provider_boundary.codec import dump_request, read_recording
 from openprogram.providers.events import AssistantMessageEvent
 from openprogram.providers.types import (

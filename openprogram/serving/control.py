@@ -28,11 +28,7 @@ import orjson
 from aiohttp import web
 
 from openprogram import __version__
-from openprogram.json_nesting import (
-    MAX_NESTING_DEPTH,
-    TOO_DEEP,
-    json_text_may_exceed_nesting_limit,
-)
+from openprogram.json_nesting import MAX_NESTING_DEPTH, TOO_DEEP, json_text_may_exceed_nesting_limit
 from openprogram.serving.routes import CONTROL_PREFIX, VENDORS
 from openprogram.serving.sessions import SessionRefused, SessionTable
 from openprogram.serving.trust import HEALTH_PATH

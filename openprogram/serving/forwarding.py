@@ -26,12 +26,7 @@ import httpx
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = [
-    "OWN_HEADER_PREFIX",
-    "Upstreams",
-    "client_headers",
-    "upstream_headers",
-]
+__all__ = ["OWN_HEADER_PREFIX", "Upstreams", "client_headers", "upstream_headers"]
 
 OWN_HEADER_PREFIX = "x-openprogram-"
 """The server's own request headers (``x-openprogram-recording``): never forwarded."""

@@ -62,11 +62,7 @@ from openprogram.errors import (
     ServeSetupError,
 )
 from openprogram.isolation import Endpoint, Relay
-from openprogram.isolation.connect_watch import (
-    ConnectWatch,
-    not_seen_by_python,
-    note_in_recording,
-)
+from openprogram.isolation.connect_watch import ConnectWatch, not_seen_by_python, note_in_recording
 from openprogram.serving.exec_isolation import (
     bridged_endpoints,
     isolation_for,

@@ -128,12 +128,7 @@ class TrustRules:
         return None
 
     def refusal(
-        self,
-        method: str,
-        paths: tuple[str, ...],
-        headers: Mapping[str, str],
-        *,
-        has_body: bool,
+        self, method: str, paths: tuple[str, ...], headers: Mapping[str, str], *, has_body: bool
     ) -> Refusal | None:
         """Why a request for ``paths`` (as it came and as decoded: the router sees the
         latter) with ``headers`` is refused, or None. A preflight of an allowed origin is

@@ -23,10 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from openprogram.errors import (
-    RecordingFileError,
-    RecordingNameError,
-)
+from openprogram.errors import RecordingFileError, RecordingNameError
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -203,17 +200,9 @@ def refuse_links_below(
                 advice=advice,
             )
         if current != path and not stat.S_ISDIR(found.st_mode):
-            raise RecordingFileError(
-                str(current),
-                "it is not a folder",
-                advice=advice,
-            )
+            raise RecordingFileError(str(current), "it is not a folder", advice=advice)
         if current == path and not stat.S_ISREG(found.st_mode):
-            raise RecordingFileError(
-                str(current),
-                "it is not a regular file",
-                advice=advice,
-            )
+            raise RecordingFileError(str(current), "it is not a regular file", advice=advice)
 
 
 def _link_target(path: Path) -> str:

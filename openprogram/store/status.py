@@ -481,12 +481,7 @@ def start_replay(argument: str) -> ModeChange:
         mode="replay", file=setting, sources=KEEP if _sources_kept(setting) else None
     )
     return ModeChange(
-        "replay",
-        edit,
-        ref.path,
-        ref.name,
-        calls=len(recording.calls),
-        **_overrides_of("replay"),
+        "replay", edit, ref.path, ref.name, calls=len(recording.calls), **_overrides_of("replay")
     )
 
 

@@ -181,11 +181,7 @@ class TapeSpec:
 
         recorded = recorded_error(error, redaction.redactor)
         return tape_row(
-            self.name,
-            args,
-            error=recorded,
-            nondeterministic=self.nondeterministic,
-            within=within,
+            self.name, args, error=recorded, nondeterministic=self.nondeterministic, within=within
         )
 
     def replayed(self, entry: TapeEntry) -> Any:

@@ -28,11 +28,7 @@ from typing import Any
 from openprogram.errors import ReplayMismatch
 from openprogram.recording.format import TOOL_TAPE_PREFIX, TapeEntry
 from openprogram.recording.tape_rows import enclosing_tape, enter_tape, leave_tape, tape_row
-from openprogram.tape_boundary.deck import (
-    BlockedTapes,
-    TapeRecorder,
-    current_redactor,
-)
+from openprogram.tape_boundary.deck import BlockedTapes, TapeRecorder, current_redactor
 from openprogram.tape_boundary.taped_functions import active_tape_deck
 
 __all__ = ["run_taped_tool"]

@@ -27,11 +27,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from openprogram.activation.connection_guard import (
-    INTERNET_FAMILIES,
-    SOCKET_HOOK,
-    is_loopback_host,
-)
+from openprogram.activation.connection_guard import INTERNET_FAMILIES, SOCKET_HOOK, is_loopback_host
 from openprogram.config.hosts import is_allowed, normalized_hosts
 from openprogram.errors import NetworkBlockedError
 from openprogram.recording.mismatch import RecordReplayEscape

@@ -33,11 +33,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.errors import (
-    RecordingFileError,
-    RecordingMissingError,
-    RecordingOnCiRefusedError,
-)
+from openprogram.errors import RecordingFileError, RecordingMissingError, RecordingOnCiRefusedError
 from openprogram.private_files import make_private_dirs
 from openprogram.provider_boundary.replay import ReplayProvider
 from openprogram.recording.difference import DEFAULT_MATCHING

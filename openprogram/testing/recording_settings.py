@@ -402,11 +402,7 @@ def ini_layer(config: pytest.Config) -> Layer:
 
 
 def settings_of_test(
-    item: pytest.Item,
-    *,
-    ini: Layer,
-    command_line: Layer,
-    fixture_settings: dict[str, Any],
+    item: pytest.Item, *, ini: Layer, command_line: Layer, fixture_settings: dict[str, Any]
 ) -> RecordingSettings:
     """One test's settings: configuration, ``ini``, ``command_line``, the
     ``openprogram_config`` fixture's dict, then its markers. Raises :class:`SettingsError`."""
