@@ -1,9 +1,9 @@
 """openprogram: record an LLM agent session at the provider boundary, replay it offline.
 
 Importing this package (or :mod:`openprogram.providers`) has no side effects: it registers
-no provider, reads no configuration and opens no file. It hands the recording core the
-vendor APIs' wire rules (:mod:`openprogram.recording.wire_rules`), loaded when the core
-first needs them. See ``docs/`` for the guides, and
+no provider, reads no configuration and opens no file. It states where the recording core
+finds the vendor APIs' wire rules (:mod:`openprogram.recording.wire_rules`), loaded when the
+core first needs them. See ``docs/`` for the guides, and
 ``docs/architecture.md`` for how the packages below depend on each other. (A process whose
 configured record/replay mode is on imports it as it starts, before pytest can mark it for
 assertion rewriting: PYTEST_DONT_REWRITE keeps pytest from warning about it.)
@@ -55,7 +55,6 @@ import importlib
 from typing import TYPE_CHECKING
 
 from openprogram.lazy_exports import lazy_exports
-from openprogram.recording.wire_rules import WireRules, hand_down
 
 if TYPE_CHECKING:
     from openprogram.activation.context_manager import record_replay
@@ -66,15 +65,12 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def _vendor_wire_rules() -> WireRules:
+def _vendor_wire_rules() -> object:
     """Every vendor API's rules for the recording core (:data:`openprogram.vendors.
     WIRE_RULES`), loaded the first time the core needs them: the core never imports the
-    vendors, it is handed their rules here, where every import of openprogram passes."""
-    rules: WireRules = importlib.import_module("openprogram.vendors").WIRE_RULES
-    return rules
+    vendors, it asks for their rules here, where every import of openprogram passes."""
+    return importlib.import_module("openprogram.vendors").WIRE_RULES
 
-
-hand_down(_vendor_wire_rules)
 
 _EXPORTS: dict[str, str] = {
     "now": "openprogram.tape_boundary.taped_functions",

@@ -10,10 +10,11 @@ server signs, its per-run fields — is stated by that API's module in
 **Handed down once, for the process.** Every path that writes a recording (the boundaries,
 ``serve``, ``exec``, the configured mode, the pytest plugin, an import, a rewrite) must
 redact by the same rules, and a rule passed to each writer could be forgotten on one path.
-So openprogram's package (``openprogram/__init__.py``, which every import of any part of
-openprogram runs first) hands down a supplier the core calls when it first needs the rules
-(:func:`hand_down`). The core has no default: :func:`wire_rules` raises when nothing was
-handed down, so no path can redact or compare with fewer rules without failing.
+So the core asks openprogram's package (``openprogram/__init__.py``, which every import of
+any part of openprogram runs first) for them when it first needs them, and keeps them; a
+test may hand down others (:func:`hand_down`). The core has no default of its own:
+:func:`wire_rules` raises when there is no supplier, so no path can redact or compare with
+fewer rules without failing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache, update_wrapper
 from typing import Any, TypeVar
+
+import openprogram
 
 __all__ = ["KeyShape", "WireRules", "derived", "hand_down", "wire_rules"]
 
@@ -88,14 +91,22 @@ class WireRules:
         return WireRules(**merged)
 
 
-_supplier: Callable[[], WireRules] | None = None
+def _from_the_package() -> WireRules:
+    """Every vendor API's rules, as openprogram's package gives them."""
+    rules = openprogram._vendor_wire_rules()
+    if not isinstance(rules, WireRules):
+        raise TypeError(f"openprogram's package gave the core {type(rules).__name__}, not rules")
+    return rules
+
+
+_supplier: Callable[[], WireRules] | None = _from_the_package
 _DERIVED: list[Any] = []
 """What :func:`derived` prepared from the rules in force: forgotten when others are handed down."""
 
 
 def hand_down(supplier: Callable[[], WireRules]) -> None:
-    """Make ``supplier`` what the core asks for its wire rules, the first time it needs them
-    (openprogram's package hands down every vendor API's, as it is imported)."""
+    """Make ``supplier`` what the core asks for its wire rules, the next time it needs them
+    (the package's own, every vendor API's, until then)."""
     global _supplier
     _supplier = supplier
     for prepared in (wire_rules, *_DERIVED):
@@ -104,8 +115,9 @@ def hand_down(supplier: Callable[[], WireRules]) -> None:
 
 @cache
 def wire_rules() -> WireRules:
-    """The wire rules handed down (:func:`hand_down`). Raises ``RuntimeError`` when none
-    were: the core never redacts or compares with fewer rules than openprogram knows."""
+    """The wire rules in force (the package's, or those :func:`hand_down` gave). Raises
+    ``RuntimeError`` without a supplier: the core never redacts or compares with fewer rules
+    than openprogram knows."""
     if _supplier is None:
         raise RuntimeError(
             "no wire rules were handed down to the recording core: openprogram's package "

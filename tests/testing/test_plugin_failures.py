@@ -198,7 +198,7 @@ def test_a_test_expecting_a_mismatch_clears_it(project: InnerProject) -> None:
     project.run("--openprogram-record-mode=once").assert_outcomes(passed=1)
     project.write_tests(
         """
-        from openprogram.providers import ReplayMismatch
+        from openprogram.errors import ReplayMismatch
 
         async def test_session(openprogram_recording):
             with pytest.raises(ReplayMismatch):
