@@ -1,21 +1,17 @@
 """Switching record/replay in the configuration file, and repairing a broken one with ``off``.
 
 Only ``record_replay.mode`` (and ``record_replay.file`` when given, and the deterministic
-sources ``seed``, ``clock_start`` and ``clock_step`` when told to set or remove them) change;
-every comment, blank line and unrelated table stays byte for byte. The resulting file is
-validated (its own values, not the environment's) before anything is written, and written
-atomically.
+sources ``seed``, ``clock_start`` and ``clock_step`` when told to set or remove them) change:
+edits go through a parsed tomlkit document, which keeps every comment, blank line, key order
+and unrelated table it does not have to change byte for byte. The resulting file is
+validated (its own values, not the environment's) before anything is written, and replaced
+atomically (:func:`openprogram.private_files.replace_file`).
 
 ``off`` works whatever state the file is in: a file that is not TOML, or holds invalid values,
-is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``) and then repaired — invalid
-values are removed and everything valid is kept, or, if it is not TOML at all, a fresh file
-is started. ``record`` and ``replay`` refuse a broken file and write nothing.
-
-Edits go through a parsed tomlkit document and touch only the keys concerned: tomlkit keeps
-every comment, blank line and key order it does not have to change, so the rendered document
-differs from the original only where a key was set or removed. The file is then replaced
-atomically (:func:`openprogram.private_files.replace_file`), after the copy of a broken one is
-kept (:func:`write_backup`).
+is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``, :func:`write_backup`) and
+then repaired — invalid values are removed and everything valid is kept, or, if it is not
+TOML at all, a fresh file is started. ``record`` and ``replay`` refuse a broken file and write
+nothing.
 """
 
 from __future__ import annotations

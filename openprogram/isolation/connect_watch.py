@@ -42,7 +42,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from openprogram.activation.connection_guard import (
     Connection,
@@ -169,12 +168,7 @@ class ConnectWatch:
             start_quiet(self._thread)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.stop()
 
     def before_exec(self) -> None:

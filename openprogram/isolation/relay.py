@@ -22,7 +22,6 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from openprogram.isolation import wire
 from openprogram.isolation.launch import bridge_argv
@@ -87,12 +86,7 @@ class Relay:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.close()
 
     def start(self) -> None:

@@ -1,42 +1,20 @@
 """The pytest plugin's options and markers: declared for pytest, and read back once per run.
 
-Options (command line, or the ini file):
-
-* ``--openprogram-record-mode=MODE`` / ``openprogram_record_mode`` — ``none`` (default)
-  replays only, ``once`` records missing recordings, ``new_episodes`` replays what the
-  recording holds and records the rest, ``all`` (or ``rewrite``) re-records, ``live`` calls
-  live and records nothing (below);
-* ``--openprogram-allow-record-on-ci`` (or ``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``) — record
-  even though ``CI`` is set;
-* ``--openprogram-seed=N``, ``--openprogram-clock-start=MS``, ``--openprogram-clock-step=MS``
-  — the deterministic sources ``openprogram.now()`` and ``random()`` draw from while a test
-  records (the settings ``seed`` and ``clock``, which a marker overrides); a clock also runs
-  the tests in UTC, at record and replay alike;
-* ``--openprogram-block-network`` / ``openprogram_block_network`` — fail a test that opens a
-  connection to another machine (:mod:`~openprogram.testing.network_block`), except to
-  ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``;
-* ``--openprogram-import-cassettes`` — before a test without a recording runs, import its
-  vcrpy cassette, where pytest-recording keeps it, into its recording
-  (:mod:`~openprogram.testing.cassette_import`);
-* ``--openprogram-report=PATH`` — write the suite summary as JSON; ``--openprogram-html=PATH``
-  as a page to review, ``--openprogram-summary-md=PATH`` as a few lines of Markdown
-  (:mod:`~openprogram.testing.suite_pages`)
-  (:mod:`~openprogram.testing.suite_summary`);
-* ``--openprogram-drift-fail-on=CLASS`` — in ``drift`` mode, fail a test on live drift of
-  this class or worse: ``breaking`` (default), ``additive`` or ``content``;
-* ``--openprogram-drift-max-calls=N`` — in ``drift`` mode, send at most N calls live in the
-  whole run (in each pytest-xdist worker); the rest are skipped, and counted;
-* ``--openprogram-drift-base-url=VENDOR=ORIGIN`` (or ``HOST=ORIGIN``; repeatable) — in
-  ``drift`` mode, an origin trusted with a vendor's key besides its official API, as
-  ``recordings drift --base-url`` takes it (:mod:`openprogram.drift.origins`);
-* ``openprogram_recordings_dir`` — where recordings live, relative to rootdir (default
-  ``tests/recordings``; the layout is described in ``recording_paths.py``);
-* ``openprogram_ignore_fields``, ``openprogram_match``, ``openprogram_http_passthrough_hosts``,
-  ``openprogram_http_headers``, ``openprogram_tools`` (how replay treats each agent tool:
-  ``NAME=POLICY`` lines, ``live``, ``replay`` or ``check``), ``openprogram_redact_patterns``
-  (the user's own redaction) — the settings a test records and replays with, which the
-  ``openprogram_config`` fixture and the ``@pytest.mark.openprogram(...)`` marker override
-  (:mod:`~openprogram.testing.recording_settings` tells the order).
+:func:`add_options` declares them, each with its help (``pytest --help`` shows them under
+"openprogram recordings"): the record mode; recording on CI (also
+``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``); the deterministic sources
+``openprogram.now()`` and ``random()`` draw from while a test records (a clock also runs the
+tests in UTC, at record and replay alike); blocking the network
+(:mod:`~openprogram.testing.network_block`) but for some hosts; importing vcrpy cassettes
+(:mod:`~openprogram.testing.cassette_import`); the suite summary as JSON, HTML or Markdown
+(:mod:`~openprogram.testing.suite_summary`, :mod:`~openprogram.testing.suite_pages`); the
+``drift`` mode's failing class, call budget and trusted origins
+(:mod:`openprogram.drift.origins`); and the ini settings a test records and replays with
+(``openprogram_recordings_dir``, relative to rootdir, the layout in ``recording_paths.py``;
+``openprogram_ignore_fields``, ``_match``, ``_http_passthrough_hosts``, ``_http_headers``,
+``_tools``, ``_redact_patterns``), which the ``openprogram_config`` fixture and the
+``@pytest.mark.openprogram(...)`` marker override
+(:mod:`~openprogram.testing.recording_settings` tells the order).
 
 Markers: ``openprogram(**settings)`` (a test's own settings) and ``openprogram_match(match)``.
 
