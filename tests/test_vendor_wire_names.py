@@ -15,9 +15,7 @@ The two OpenAI APIs share their host, key and headers: those live in ``openai_ch
 ``openprogram_events`` is not listed: its event types are openprogram's own, which the
 provider event model defines too.
 
-:data:`KNOWN_ELSEWHERE` names the files that still spell a vendor's names while their move
-is under way (the built-in providers' own stream parsers),
-:data:`BELOW_VENDORS` the one message of a layer below ``vendors/`` that gives a key variable
+:data:`BELOW_VENDORS` names the one message of a layer below ``vendors/`` that gives a key variable
 as an example: each entry must still be true, so the lists only shrink.
 """
 
@@ -94,17 +92,6 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
 }
 """For each vendor module (``openprogram/vendors/<name>.py``), the names only it may spell."""
 
-KNOWN_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
-    {
-        # the built-in providers' requests: a host, a key header, a version header
-        ("openprogram/providers/builtins/anthropic_messages.py", "anthropic-version"),
-        ("openprogram/providers/builtins/anthropic_messages.py", "api.anthropic.com"),
-        ("openprogram/providers/builtins/anthropic_messages.py", "x-api-key"),
-        ("openprogram/providers/builtins/openai_completions.py", "api.openai.com"),
-    }
-)
-"""Files that still spell a vendor's names, each entry (file, name) true today."""
-
 BELOW_VENDORS: frozenset[tuple[str, str]] = frozenset(
     {
         # the example in the configuration's message for an ``api_key_env`` that is not a
@@ -170,7 +157,7 @@ def spelled_elsewhere(vendor: str) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("vendor", sorted(WIRE_NAMES))
 def test_only_the_vendor_module_spells_its_wire_names(vendor: str) -> None:
-    found = spelled_elsewhere(vendor) - KNOWN_ELSEWHERE - BELOW_VENDORS
+    found = spelled_elsewhere(vendor) - BELOW_VENDORS
     assert not found, (
         f"these modules spell {vendor}'s wire names: ask openprogram.vendors.{vendor} "
         f"(its reader or its Wire) instead: {sorted(found)}"
@@ -187,7 +174,7 @@ def test_every_known_exception_is_still_true() -> None:
     listed = {name: vendor for vendor, names in WIRE_NAMES.items() for name in names}
     stale = sorted(
         (file, name)
-        for file, name in KNOWN_ELSEWHERE | BELOW_VENDORS
+        for file, name in BELOW_VENDORS
         if name not in listed or not spells(PACKAGE.parent / file, name)
     )
     assert stale == [], f"no longer spelled there: remove from the exceptions: {stale}"

@@ -72,6 +72,9 @@ __all__ = [
 ANTHROPIC_VERSION = "anthropic-version"
 """The header naming the API's version, sent with every request."""
 _KEY = "ANTHROPIC_API_KEY"
+MESSAGES_PATH = "/v1/messages"
+"""Where a request goes, under the API's origin."""
+
 ANTHROPIC_WIRE = Wire(
     vendor="anthropic",
     hosts=("api.anthropic.com",),

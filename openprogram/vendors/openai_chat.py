@@ -72,6 +72,9 @@ __all__ = [
 ]
 
 _KEY = "OPENAI_API_KEY"
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+"""Where a request goes, under the API's base URL (``…/v1``)."""
+
 OPENAI_WIRE = Wire(
     vendor="openai",
     hosts=("api.openai.com",),
@@ -164,7 +167,7 @@ class OpenAIChat:
     output_tokens = "completion_tokens"
 
     def claims(self, path: str, host: str, headers: dict[str, Any]) -> bool:
-        return path.endswith("/chat/completions")
+        return path.endswith(CHAT_COMPLETIONS_PATH)
 
     def model_endpoint(self, path: str) -> str | None:
         return next((name for end, name in _OTHER_ENDPOINTS if path.endswith(end)), None)

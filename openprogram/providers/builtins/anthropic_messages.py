@@ -58,7 +58,7 @@ from openprogram.providers.types import (
     UserContent,
     UserMessage,
 )
-from openprogram.vendors.anthropic_messages import MessagesStream
+from openprogram.vendors.anthropic_messages import ANTHROPIC_WIRE, MESSAGES_PATH, MessagesStream
 
 THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 """Thinking tokens allowed per ``reasoning`` level (the API's minimum is 1024)."""
@@ -180,16 +180,13 @@ def tool_choice(choice: str) -> dict[str, Any]:
     return {"type": "tool", "name": choice}
 
 
-ANTHROPIC_VERSION = "2023-06-01"
-
-
 class AnthropicMessagesProvider(HttpVendorProvider):
     """The ``anthropic-messages`` api over httpx. Settings: ``base_url`` (default
     ``https://api.anthropic.com``), ``api_key_env`` (default ``ANTHROPIC_API_KEY``),
     ``timeout``."""
 
     api = "anthropic-messages"
-    default_base_url = "https://api.anthropic.com"
+    default_base_url = f"https://{ANTHROPIC_WIRE.hosts[0]}"
     default_api_key_env = DEFAULT_API_KEY_VARIABLES[api]
 
     def build_request(
@@ -205,12 +202,12 @@ class AnthropicMessagesProvider(HttpVendorProvider):
         headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
-            "anthropic-version": ANTHROPIC_VERSION,
+            **dict(ANTHROPIC_WIRE.version_headers),
         }
         if api_key:
-            headers["x-api-key"] = api_key
+            headers[ANTHROPIC_WIRE.key_header] = api_key
         body = messages_body(model, context, options, reasoning=reasoning)
-        return VendorRequest(f"{base_url}/v1/messages", headers, body)
+        return VendorRequest(f"{base_url}{MESSAGES_PATH}", headers, body)
 
     def new_stream(self) -> MessagesStream:
         return MessagesStream()

@@ -60,9 +60,11 @@ from openprogram.providers.types import (
     ToolResultMessage,
     UserMessage,
 )
-from openprogram.vendors.openai_chat import ChatCompletionsStream
-
-OPENAI_HOST = "api.openai.com"
+from openprogram.vendors.openai_chat import (
+    CHAT_COMPLETIONS_PATH,
+    OPENAI_WIRE,
+    ChatCompletionsStream,
+)
 
 
 def chat_completions_body(
@@ -95,7 +97,7 @@ def chat_completions_body(
 def max_tokens_field(base_url: str) -> str:
     """``max_completion_tokens`` for OpenAI itself, ``max_tokens`` for compatible servers."""
     host = urlsplit(base_url).hostname or ""
-    return "max_completion_tokens" if host.lower() == OPENAI_HOST else "max_tokens"
+    return "max_completion_tokens" if host.lower() == OPENAI_WIRE.hosts[0] else "max_tokens"
 
 
 def chat_messages(context: Context) -> list[dict[str, Any]]:
@@ -188,7 +190,7 @@ class OpenAICompletionsProvider(HttpVendorProvider):
     ``https://api.openai.com/v1``), ``api_key_env`` (default ``OPENAI_API_KEY``), ``timeout``."""
 
     api = "openai-completions"
-    default_base_url = "https://api.openai.com/v1"
+    default_base_url = f"https://{OPENAI_WIRE.hosts[0]}/v1"
     default_api_key_env = DEFAULT_API_KEY_VARIABLES[api]
 
     def build_request(
@@ -207,7 +209,7 @@ class OpenAICompletionsProvider(HttpVendorProvider):
         body = chat_completions_body(
             model, context, options, base_url=base_url, reasoning=reasoning
         )
-        return VendorRequest(f"{base_url}/chat/completions", headers, body)
+        return VendorRequest(f"{base_url}{CHAT_COMPLETIONS_PATH}", headers, body)
 
     def new_stream(self) -> ChatCompletionsStream:
         return ChatCompletionsStream()
