@@ -214,22 +214,11 @@ def _activate_replay(
     )
 
 
-def _zone_of_the_clock(
-    sources: RecordingSources | None, release: Callable[[], None] | None = None
-) -> Callable[[], None] | None:
+def _zone_of_the_clock(sources: RecordingSources | None) -> Callable[[], None] | None:
     """With a clock among the configured ``sources``, the process's local zone is UTC from
     now on, recording or replaying, as under ``exec`` (a time shown in the local zone reads
-    the same on every machine): what puts the zone back, after ``release``."""
-    if sources is None or sources.clock is None:
-        return release
-    restore_zone = set_local_time_to_utc()
-
-    def release_both() -> None:
-        if release is not None:
-            release()
-        restore_zone()
-
-    return release_both
+    the same on every machine): what puts the zone back."""
+    return None if sources is None or sources.clock is None else set_local_time_to_utc()
 
 
 def exec_plan(
@@ -359,24 +348,16 @@ def _open_for_recording(path: Path, settings: RecordReplaySettings | None) -> in
 
 
 def check_record_target(path: Path, argument: str) -> None:
-    """Refuse to record into ``path``, which ``argument`` (a NAME or a PATH) named, what
-    nothing records into — a link in the store, a recording replay would refuse — before
-    anything is written: :func:`openprogram.store.status.check_record_target`, the one
-    check of ``exec --record`` and of the configured record mode (exec's plan, ``serve``'s
-    own recording, every process's start), whose refusals ``recordings status`` reports.
-    Raises ``RecordingFileError``."""
-    # The check reads the recording with the provider codec: loaded by the processes that
-    # record, when they start to.
+    """:func:`openprogram.store.status.check_record_target`, loaded (with the configuration
+    it reads) by the processes that record, when they start to."""
     from openprogram.store.status import check_record_target as check
 
     check(path, argument)
 
 
 def check_appendable(path: Path) -> None:
-    """Refuse to record into a recording replay would refuse (a line that is not JSON, an
-    event row out of order): calls appended to it could never be read. Raises
-    ``RecordingFileError`` naming the line, as replay does; a file that does not exist yet,
-    or holds a header only, is fine (:func:`openprogram.store.status.read_appendable`)."""
+    """Refuse to record into a recording replay would refuse: calls appended to it could
+    never be read (:func:`openprogram.store.status.read_appendable`, loaded when used)."""
     from openprogram.store.status import read_appendable
 
     read_appendable(path)

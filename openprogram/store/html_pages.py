@@ -257,7 +257,7 @@ def _call(
         )
     if before is not None and before.tool_calls != view.tool_calls:
         called = "; ".join(
-            f"{name} {arguments if isinstance(arguments, str) else _compact(arguments)}"
+            f"{name} {arguments if isinstance(arguments, str) else _json(arguments, 0)}"
             for name, arguments in before.tool_calls
         )
         parts.append(
@@ -409,16 +409,9 @@ def _clip_text(text: str, limit: int) -> str:
     )
 
 
-def _compact(value: Any) -> str:
+def _json(value: Any, option: int = orjson.OPT_INDENT_2) -> str:
     try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return repr(value)
-
-
-def _json(value: Any) -> str:
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+        return orjson.dumps(value, option=option).decode()
     except TypeError:
         return repr(value)
 

@@ -21,27 +21,18 @@ pattern for one test cannot drop the configuration's, so no layer un-redacts a s
 5. the test's ``@pytest.mark.openprogram(...)`` marker (and the older
    ``@pytest.mark.openprogram_match("order")``), the closest marker winning.
 
-The keys (:data:`SETTING_CHECKS`) are the same everywhere a dict or keywords are given:
-``record_mode``, ``name`` (the marker only: the test's recording file name), ``ignore_fields``,
-``compare_loopback_ports`` (a bool: compare a loopback server's port), ``match``,
-``http_passthrough_hosts``, ``http_headers``, ``tools`` (agent tool name or ``"*"`` ->
-``live``, ``replay`` or ``check``), ``redact_patterns`` (regular expressions) and
-``redact`` (a function ``str -> str``; the fixture and the marker only), ``seed`` and
-``clock`` (the deterministic sources ``openprogram.now()`` and ``random()`` draw from while
-the test records — a whole number, and ``openprogram.stepping_clock(...)`` or
-``sequence_clock(...)``; a clock also runs the test in UTC, at record and replay alike),
-``children`` (``isolate`` or ``refuse``: a child process of a replaying test that cannot
-replay in-process) and ``allowed_commands`` (the commands a child runs as they are; both
-also in the configuration, see :mod:`openprogram.activation.children`), and the record mode
-(:data:`RecordMode`). A new setting is a field of
+The keys (:data:`SETTING_CHECKS`, the fields of :class:`RecordingSettings`, which say what
+each one means) are the same everywhere a dict or keywords are given; ``name`` is set by the
+marker only, ``redact`` (a function ``str -> str``) by the fixture and the marker only, and
+``children`` and ``allowed_commands`` are also in the configuration
+(:mod:`openprogram.activation.children`). A new setting is a field of
 :class:`RecordingSettings`, a line in :data:`SETTING_CHECKS` and, if the ini file or the
 configuration carries it, a line in :data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
 
-Gathering them for one test (:func:`settings_of_test`): openprogram's configuration
-(:func:`configured_layer`: the file, then the environment, read once per run when the first
-test uses the fixture), the ini file (:func:`ini_layer`, read at start-up), the command line,
-the ``openprogram_config`` fixture's dict and the test's markers (:func:`marker_layers`).
-This module imports nothing heavy: the plugin loads it in every pytest run.
+:func:`settings_of_test` gathers them for one test: :func:`configured_layer` reads the
+configuration once per run, when the first test uses the fixture; :func:`ini_layer` reads
+the ini file at start-up; :func:`marker_layers` the test's markers. This module imports
+nothing heavy: the plugin loads it in every pytest run.
 """
 
 from __future__ import annotations
@@ -163,10 +154,6 @@ class RecordingSettings:
         return RecordingSources.of(self.seed, self.clock)
 
 
-def _record_mode(value: object) -> RecordMode:
-    return check_record_mode(value)
-
-
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,119}")
 
 
@@ -281,7 +268,7 @@ def _redact(value: object) -> Callable[[str], str] | None:
 
 
 SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
-    "record_mode": _record_mode,
+    "record_mode": check_record_mode,
     "name": _name,
     "ignore_fields": _ignore_fields,
     "compare_loopback_ports": _boolean,
