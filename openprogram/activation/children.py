@@ -559,10 +559,7 @@ def _fork_exec(real: Callable[..., int]) -> Callable[..., int]:
         if environ is not None and children.variables and not _has_plan(environ, children):
             environ = children.environment_for(environ)
             rest_list[3] = [os.fsencode(f"{key}={value}") for key, value in environ.items()]
-        program = next(
-            (path for path in executable_list if os.access(path, os.X_OK)),
-            None,
-        )
+        program = next((path for path in executable_list if os.access(path, os.X_OK)), None)
         wrapped, _ = _decided(list(args), program, environ)
         if wrapped is not None:
             args = [os.fsencode(word) for word in wrapped]

@@ -53,11 +53,7 @@ from openprogram.activation.children import (
     check_children_rule,
 )
 from openprogram.activation.configured import check_appendable
-from openprogram.activation.connection_guard import (
-    REPLAY_GUARD,
-    Connection,
-    not_recorded_message,
-)
+from openprogram.activation.connection_guard import REPLAY_GUARD, Connection, not_recorded_message
 from openprogram.activation.plan import RecordReplayPlan, check_match
 from openprogram.deterministic_sources import RecordingSources, local_time_in_utc
 from openprogram.errors import ChildRefusedError, ChildReplayError

@@ -57,9 +57,7 @@ def placeholder_key_variables() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for _, placed in placeholder_keys() for name in placed))
 
 
-def set_placeholder_keys(
-    environ: MutableMapping[str, str] | None = None,
-) -> Callable[[], None]:
+def set_placeholder_keys(environ: MutableMapping[str, str] | None = None) -> Callable[[], None]:
     """Set the key variables of each client whose variables are all unset or empty in
     ``environ`` (default :data:`os.environ`) to the placeholder (:func:`placeholder_keys`);
     returns the function that puts back exactly those (unless something else changed them
@@ -84,9 +82,7 @@ def set_placeholder_keys(
     return restore
 
 
-def hide_placeholder_keys(
-    environ: MutableMapping[str, str] | None = None,
-) -> Callable[[], None]:
+def hide_placeholder_keys(environ: MutableMapping[str, str] | None = None) -> Callable[[], None]:
     """Unset each key variable that holds the placeholder (a live call must not send it);
     returns the function that sets back exactly those (unless something set them
     meanwhile). What the pytest plugin does for a test that calls live in a run that

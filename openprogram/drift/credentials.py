@@ -37,13 +37,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from openprogram.vendors import VENDOR_WIRES, vendor_api
 from openprogram.vendors.wire import Wire
 
-__all__ = [
-    "Credentials",
-    "MissingCredentials",
-    "apply_credentials",
-    "sent_key",
-    "vendor_of",
-]
+__all__ = ["Credentials", "MissingCredentials", "apply_credentials", "sent_key", "vendor_of"]
 
 _WIRES: Final = {wire.vendor: wire for wire in VENDOR_WIRES}
 

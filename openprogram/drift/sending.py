@@ -139,11 +139,7 @@ def destination(call: RecordedCall, base_urls: BaseUrls) -> str | None:
         raise Unsent(str(untrusted)) from None
 
 
-def live_request(
-    call: RecordedCall,
-    credentials: Credentials,
-    base_urls: BaseUrls,
-) -> LiveRequest:
+def live_request(call: RecordedCall, credentials: Credentials, base_urls: BaseUrls) -> LiveRequest:
     """The request to send for ``call``; raises :class:`Unsent` when it is not to be sent.
     ``base_urls``: the origins the user named (:mod:`openprogram.drift.origins`)."""
     request = call.request

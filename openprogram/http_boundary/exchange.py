@@ -266,10 +266,7 @@ class CapturingTransport:
     __slots__ = ("boundary", "library", "transport")
 
     def __init__(
-        self,
-        transport: HttpTransport,
-        boundary: HttpBoundary,
-        library: ClientLibrary[HttpResponse],
+        self, transport: HttpTransport, boundary: HttpBoundary, library: ClientLibrary[HttpResponse]
     ) -> None:
         self.transport = transport
         self.boundary = boundary
@@ -300,10 +297,7 @@ def _close_response(response: HttpResponse) -> None:
 
 
 def drive(
-    flow: Flow[R],
-    send: Callable[[], R],
-    read: Callable[[], object],
-    close: Callable[[R], object],
+    flow: Flow[R], send: Callable[[], R], read: Callable[[], object], close: Callable[[R], object]
 ) -> R:
     """Run ``flow`` for a synchronous client to its end: :func:`driven`, with a ``send``
     that never pauses (called inside
@@ -668,11 +662,7 @@ def response_of_call(
         ]
     )
     headers = replayed_headers(
-        status,
-        head["headers"],
-        content,
-        method=request.method,
-        complete=call.outcome == "complete",
+        status, head["headers"], content, method=request.method, complete=call.outcome == "complete"
     )
     body = _body(content, call, session, library, request, relayed=relayed)
     return library.response(request, status, headers, body, asynchronous=asynchronous)

@@ -73,10 +73,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
     and has each module patched right after it has run."""
 
     def find_spec(
-        self,
-        fullname: str,
-        path: Sequence[str] | None = None,
-        target: ModuleType | None = None,
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in _PATCHED_MODULES:
             return None

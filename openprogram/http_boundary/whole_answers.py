@@ -34,10 +34,7 @@ __all__ = ["answer_rows"]
 
 
 def answer_rows(
-    status: int,
-    headers: list[tuple[str, str]],
-    chunks: Iterable[bytes],
-    redactor: SecretRedactor,
+    status: int, headers: list[tuple[str, str]], chunks: Iterable[bytes], redactor: SecretRedactor
 ) -> list[dict[str, Any]]:
     """The rows of an answer with ``status`` and ``headers`` (lower-case names) whose body
     arrives decoded as ``chunks``: a ``content-encoding`` header (undone already) is left out

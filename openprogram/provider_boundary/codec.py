@@ -9,28 +9,15 @@ those models (``validate_events``), as replay needs them.
 The format itself — rows, header, version, features, the parsed ``Recording`` — lives in
 :mod:`openprogram.recording`; ``docs/recording-format.md`` is the full description.
 
-What a provider call's request and events can hold, checked before they are recorded.
-
-The checks live in :mod:`openprogram.recording.format` (kept importable from here);
+What a provider call's request and events can hold is checked before they are recorded:
+the checks live in :mod:`openprogram.recording.format` (kept importable from here);
 :func:`check_recordable` here also walks into pydantic models — the ``Model``, ``Context``
 and ``StreamOptions`` of a call, its events — field by field, as they appear in their JSON
 dump, so a ``NaN`` is found before pydantic's dump can turn it into ``None`` unseen.
 
-A provider call's arguments as replay compares them, dumped only as far as needed.
-
-Every request of an agent session carries the whole conversation so far, and dumping it
-(``model_dump(mode="json")``) costs more than anything else replay does with a request that
-repeats a served one. :class:`PendingProviderRequest` lets replay first read the *state* of
-the context's lists as JSON text: orjson walks the models' fields (each model's
-``__dict__``), which costs a fraction of a dump and changes whenever any item does, a message
-edited in place after it was sent included. Only when that text shows the lists extend a
-served request's is the request dumped, without the items they repeat.
-
-The state text is defined for openprogram's own message, content and tool models (their
-JSON dump is exactly their fields, the field names told apart by class) and for values
-orjson encodes itself; anything else (a subclass, a ``datetime``, a dataclass, a ``str``
-subclass in a tool's arguments) has no state text, and the request is dumped whole as
-before.
+What replay compares of a call's arguments is dumped only as far as needed
+(:class:`~openprogram.provider_boundary.replay.PendingProviderRequest`, whose module tells
+how).
 """
 
 from __future__ import annotations

@@ -195,9 +195,7 @@ class ProviderScope:
             self._wrapped.clear()
 
     def child(
-        self,
-        transform: RegistryTransform | Inherit | None,
-        bindings: Mapping[str, object] | None,
+        self, transform: RegistryTransform | Inherit | None, bindings: Mapping[str, object] | None
     ) -> ProviderScope:
         """A scope starting from this one's registrations (and transform, unless given)."""
         with self._lock:

@@ -207,9 +207,4 @@ def reset(into: ProcessScope) -> None:
             _activation.release()
         into.clear()
         _configuration = None
-        _state, _activation, _failure, _initializing_thread = (
-            RuntimeState.NEW,
-            None,
-            None,
-            None,
-        )
+        _state, _activation, _failure, _initializing_thread = (RuntimeState.NEW, None, None, None)

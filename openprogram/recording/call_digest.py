@@ -267,10 +267,7 @@ class DeterministicParts:
 
 
 def request_text_with_parts(
-    boundary: str,
-    request: dict[str, Any],
-    parts: dict[str, list[Any]],
-    ids: CallIds | None = None,
+    boundary: str, request: dict[str, Any], parts: dict[str, list[Any]], ids: CallIds | None = None
 ) -> bytes:
     """:func:`request_text` of a request whose shared lists (by key, in its shared section)
     have the deterministic parts ``parts`` already (each item's); an HTTP request's ids are
@@ -396,9 +393,7 @@ def call_rows(
 
 
 def call_identity(
-    call: RecordedCall,
-    parts: DeterministicParts | None = None,
-    session: MintedIds | None = None,
+    call: RecordedCall, parts: DeterministicParts | None = None, session: MintedIds | None = None
 ) -> LinkedCall:
     """``call``'s digest (:func:`call_digest`) with what it keeps of its ids, as the
     transcript hash links calls (:func:`~openprogram.recording.minted_ids.linked_digests`).

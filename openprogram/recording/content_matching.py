@@ -393,10 +393,7 @@ _RECENT_LISTS = 16
 
 
 def request_digest(
-    request: dict[str, Any],
-    boundary: str,
-    rules: IgnoreRules,
-    url: UrlComparison | None = None,
+    request: dict[str, Any], boundary: str, rules: IgnoreRules, url: UrlComparison | None = None
 ) -> bytes:
     """The digest of ``request`` (the sections of a call at ``boundary``, redacted), its
     URL compared by ``url`` (None: :data:`DEFAULT_URL_COMPARISON` at the HTTP boundary)."""

@@ -448,11 +448,7 @@ def _check_row(path: str, row: dict[str, Any]) -> None:
 
 
 def check_recordable(
-    path: str,
-    value: Any,
-    *,
-    call_index: int | None = None,
-    fields_of: FieldsOf | None = None,
+    path: str, value: Any, *, call_index: int | None = None, fields_of: FieldsOf | None = None
 ) -> None:
     """Raise :class:`UnrecordableValueError` for the first non-finite float in ``value``, or
     the first container nested deeper than a row may be.

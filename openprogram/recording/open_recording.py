@@ -146,11 +146,7 @@ class OpenRecording:
         return (info.st_dev, info.st_ino) == (self.dev, self.ino)
 
     def store(
-        self,
-        boundary: str,
-        sections: dict[str, Any],
-        redact: RequestRedactor,
-        redaction: Hashable,
+        self, boundary: str, sections: dict[str, Any], redact: RequestRedactor, redaction: Hashable
     ) -> StoredRequest:
         """A request's sections as its row stores them: against an earlier request of this
         process when the header announces the feature, else whole."""

@@ -317,11 +317,7 @@ class ReplaySession:
         return call
 
     def take_equal(
-        self,
-        boundary: str,
-        incoming: dict[str, Any],
-        *,
-        redactor: RequestRedactor,
+        self, boundary: str, incoming: dict[str, Any], *, redactor: RequestRedactor
     ) -> RecordedCall | None:
         """The recorded call :meth:`take` would serve ``incoming``, now consumed, or None
         when :meth:`take` would raise a mismatch (nothing is then kept in
@@ -355,9 +351,7 @@ class ReplaySession:
             rules = self._rules.setdefault(
                 key,
                 ComparisonRules(
-                    boundary,
-                    ignored,
-                    compare_loopback_ports=self.compare_loopback_ports,
+                    boundary, ignored, compare_loopback_ports=self.compare_loopback_ports
                 ),
             )
         return rules

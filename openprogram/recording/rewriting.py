@@ -68,12 +68,7 @@ if TYPE_CHECKING:
     from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.writer import RecordingWriter
 
-__all__ = [
-    "RecordingMerge",
-    "call_rows_of",
-    "recording_lines",
-    "rewrite_recording",
-]
+__all__ = ["RecordingMerge", "call_rows_of", "recording_lines", "rewrite_recording"]
 
 
 def rewrite_recording(

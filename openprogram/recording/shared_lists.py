@@ -241,11 +241,7 @@ class ServedConversations:
         return {**redacted, section: whole}, ListTexts(texts, of_state), starts
 
     def remember(
-        self,
-        boundary: str,
-        redaction: Hashable,
-        texts: ListTexts,
-        recorded: dict[str, Any],
+        self, boundary: str, redaction: Hashable, texts: ListTexts, recorded: dict[str, Any]
     ) -> None:
         """A request (its shared lists' ``texts`` from :meth:`redacted`) was served the call
         whose request is ``recorded``, equal to it."""

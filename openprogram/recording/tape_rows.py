@@ -175,9 +175,7 @@ def comparable_entry(entry: TapeEntry) -> dict[str, Any]:
     return {"args": entry.args, "result": entry.result}
 
 
-def recording_tape_strings(
-    entries: Iterable[TapeEntry],
-) -> Iterator[tuple[TapeEntry, str, str]]:
+def recording_tape_strings(entries: Iterable[TapeEntry]) -> Iterator[tuple[TapeEntry, str, str]]:
     """Every string of every entry (``recording.tapes``), with the entry and the field path:
     what ``recordings scan`` reports as ``file:LINE: tape NAME[INDEX], field PATH``, the
     entry giving its ``line``, ``tape`` and ``index``."""

@@ -172,9 +172,7 @@ def starts_a_token(text: str, start: int) -> bool:
     return _ESCAPE_BEFORE.search(text, max(0, start - 6), start) is not None
 
 
-def _at_token_start(
-    replace: Callable[[re.Match[str]], str],
-) -> Callable[[re.Match[str]], str]:
+def _at_token_start(replace: Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
     """``replace``, for a match that starts a token; other matches are left as they are."""
 
     def checked(match: re.Match[str]) -> str:
@@ -440,11 +438,7 @@ class CredentialRules:
             shapes.insert(kinds.index(key_shape.before), _key_shape(key_shape))
         hints = tuple(dict.fromkeys(hint.lower() for shape in shapes for hint in shape.hints))
         return cls(
-            tuple(shapes),
-            names,
-            normalized,
-            hints,
-            tuple(shape.lowered_hints for shape in shapes),
+            tuple(shapes), names, normalized, hints, tuple(shape.lowered_hints for shape in shapes)
         )
 
 

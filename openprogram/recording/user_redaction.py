@@ -115,10 +115,7 @@ class UserRedaction:
 
     @classmethod
     def of(
-        cls,
-        *,
-        patterns: Iterable[str] = (),
-        functions: Iterable[tuple[str | None, Redactor]] = (),
+        cls, *, patterns: Iterable[str] = (), functions: Iterable[tuple[str | None, Redactor]] = ()
     ) -> UserRedaction | None:
         """The redaction of these pattern sources and (name, function) pairs (a None name:
         ``module:qualname``); None when there are neither. Raises
@@ -223,10 +220,7 @@ def registered_redactor() -> UserRedaction | None:
 
 
 def user_redaction_in_effect(
-    *,
-    patterns: Iterable[str] = (),
-    redact: Redactor | None = None,
-    redact_name: str | None = None,
+    *, patterns: Iterable[str] = (), redact: Redactor | None = None, redact_name: str | None = None
 ) -> UserRedaction | None:
     """The user redaction a recording started now uses: ``patterns`` (the configuration's
     ``record_replay.redact_patterns``, and any others the caller has), then the function

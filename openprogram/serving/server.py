@@ -58,13 +58,7 @@ from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.serving.control import TRUSTED, ControlApi, control_error
 from openprogram.serving.forwarding import Upstreams, client_headers, upstream_headers
 from openprogram.serving.replay_passes import RequestSections
-from openprogram.serving.routes import (
-    CONTROL_PREFIX,
-    SESSION_PREFIX,
-    VENDORS,
-    RouteError,
-    route_of,
-)
+from openprogram.serving.routes import CONTROL_PREFIX, SESSION_PREFIX, VENDORS, RouteError, route_of
 from openprogram.serving.sessions import (
     MODE_HEADER,
     RECORDING_HEADER,

@@ -204,12 +204,7 @@ def scan_recording(
         if user is not None:
             header["redaction_fingerprint"] = user.fingerprint
         rewrite_recording(
-            path,
-            header,
-            calls,
-            tapes=tapes,
-            not_recorded=recording.not_recorded,
-            expected=before,
+            path, header, calls, tapes=tapes, not_recorded=recording.not_recorded, expected=before
         )
         result.fixed = True
     return result
@@ -426,11 +421,7 @@ def _changes(
 
 
 def _kinds(
-    value: Any,
-    redactor: SecretRedactor,
-    *,
-    key: Any = None,
-    around: tuple[int, int] | None = None,
+    value: Any, redactor: SecretRedactor, *, key: Any = None, around: tuple[int, int] | None = None
 ) -> list[str]:
     """The kinds of secret ``value`` holds (within ``around``, a stretch of it, if given)."""
     if not isinstance(value, str):

@@ -362,11 +362,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 def _drift_problem(item: pytest.Item, session: RecordingSession) -> str | None:
     """``drift`` mode, once the test passed against its recording: send its calls live and
     say why it fails on their drift (None when it does not)."""
-    from openprogram.testing.drift_mode import (
-        DriftBudget,
-        check_test_drift,
-        drift_failure,
-    )
+    from openprogram.testing.drift_mode import DriftBudget, check_test_drift, drift_failure
 
     config = item.config
     settings = config.stash[PLUGIN_SETTINGS]

@@ -41,25 +41,12 @@ from openprogram.vendors import VENDOR_APIS
 from openprogram.vendors.anthropic_messages import ANTHROPIC_VERSION
 from openprogram.wording import plural
 
-__all__ = [
-    "BODY_INPUT_FIELDS",
-    "SDK_CLIENTS",
-    "model_traffic_reason",
-    "not_model_traffic_message",
-]
+__all__ = ["BODY_INPUT_FIELDS", "SDK_CLIENTS", "model_traffic_reason", "not_model_traffic_message"]
 
 BODY_INPUT_FIELDS = ("messages", "input", "prompt", "contents")
 """A JSON body holding ``model`` and one of these is a model request."""
 
-SDK_CLIENTS = (
-    "OpenAI",
-    "Anthropic",
-    "google-genai",
-    "Amazon Bedrock",
-    "Mistral",
-    "Cohere",
-    "Groq",
-)
+SDK_CLIENTS = ("OpenAI", "Anthropic", "google-genai", "Amazon Bedrock", "Mistral", "Cohere", "Groq")
 """The official model SDKs whose requests are known by their own headers."""
 
 _WANTED_HEADERS = frozenset(

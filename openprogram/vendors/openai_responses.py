@@ -26,12 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from openprogram.recording.wire_rules import WireRules
-from openprogram.vendors.openai_chat import (
-    OPENAI_KEY_SHAPE,
-    OPENAI_WIRE,
-    call_text,
-    parts_text,
-)
+from openprogram.vendors.openai_chat import OPENAI_KEY_SHAPE, OPENAI_WIRE, call_text, parts_text
 from openprogram.vendors.reply import (
     BlockKey,
     HttpReply,

@@ -8,15 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from openprogram.cli.output import (
-    plural,
-    print_json,
-    reporting_errors,
-    say,
-    stdout,
-    visible,
-    warn,
-)
+from openprogram.cli.output import plural, print_json, reporting_errors, say, stdout, visible, warn
 from openprogram.errors import RecordingCallNotFoundError, RecordingFileError, RecordingNameError
 
 if TYPE_CHECKING:

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from openprogram.cli.output import (
-    EXIT_FAILURE,
-    plural,
-    print_json,
-    reporting_errors,
-    say,
-)
+from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_errors, say
 
 
-def status(
-    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
-) -> None:
+def status(as_json: bool = typer.Option(False, "--json", help="Print the status as JSON.")) -> None:
     """Show the mode, the recording and whether it is valid, and where the config came from.
 
     Exits 1 when the configured state is broken, saying what to do.

@@ -84,9 +84,7 @@ def note_what_the_mode_covers() -> None:
         note(line)
 
 
-def off(
-    as_json: bool = typer.Option(False, "--json", help="Print the change as JSON."),
-) -> None:
+def off(as_json: bool = typer.Option(False, "--json", help="Print the change as JSON.")) -> None:
     """Set mode=off (from the next start). Works whatever state the config is in."""
     from openprogram.store.status import turn_off
 

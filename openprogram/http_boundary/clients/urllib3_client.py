@@ -191,9 +191,7 @@ class Urllib3Library(ReadsThroughProtocols):
 
 
 def _capturing(
-    original: Callable[..., Urllib3Response],
-    signature: inspect.Signature,
-    library: Urllib3Library,
+    original: Callable[..., Urllib3Response], signature: inspect.Signature, library: Urllib3Library
 ) -> Callable[..., Urllib3Response]:
     # the exchange (and what it imports, asyncio among them) loads once a library is hooked
     from openprogram.http_boundary.exchange import captures, drive, exchange_flow

@@ -39,10 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram.providers.builtins import DEFAULT_API_KEY_VARIABLES
-from openprogram.providers.builtins.vendor_provider import (
-    HttpVendorProvider,
-    VendorRequest,
-)
+from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, VendorRequest
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -65,11 +62,7 @@ THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192
 
 
 def messages_body(
-    model: Model,
-    context: Context,
-    options: StreamOptions,
-    *,
-    reasoning: ReasoningLevel | None,
+    model: Model, context: Context, options: StreamOptions, *, reasoning: ReasoningLevel | None
 ) -> dict[str, Any]:
     """The JSON body of ``POST {base_url}/v1/messages`` for one streamed reply."""
     max_tokens = options.max_tokens or model.max_tokens

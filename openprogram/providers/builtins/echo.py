@@ -86,9 +86,7 @@ class EchoProvider(StreamingProvider):
                 yield _error(model, usage, "error", f"echo: {exc}")
                 return
             call = ToolCall(
-                id=f"echo_call_{len(context.messages)}",
-                name=command["name"],
-                arguments=arguments,
+                id=f"echo_call_{len(context.messages)}", name=command["name"], arguments=arguments
             )
             arguments_json = orjson.dumps(arguments).decode()
             yield ToolCallStartEvent(content_index=0, id=call.id, name=call.name)

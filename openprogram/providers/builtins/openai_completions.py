@@ -44,10 +44,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from openprogram.providers.builtins import DEFAULT_API_KEY_VARIABLES
-from openprogram.providers.builtins.vendor_provider import (
-    HttpVendorProvider,
-    VendorRequest,
-)
+from openprogram.providers.builtins.vendor_provider import HttpVendorProvider, VendorRequest
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
