@@ -513,10 +513,10 @@ class _Interception:
             (os, "system", _system),
             (os, "execv", _execv),
             (os, "execve", _execve),
-            (os, "spawnv", _spawnv),
-            (os, "spawnve", _spawnve),
-            (os, "spawnvp", _spawnvp),
-            (os, "spawnvpe", _spawnvpe),
+            (os, "spawnv", _spawn(False, False)),
+            (os, "spawnve", _spawn(False, True)),
+            (os, "spawnvp", _spawn(True, False)),
+            (os, "spawnvpe", _spawn(True, True)),
             (os, "posix_spawn", _posix_spawn(False)),
             (os, "posix_spawnp", _posix_spawn(True)),
         ]
@@ -613,36 +613,23 @@ def _exec_as(path: Any, argv: Any, env: Any) -> tuple[Any, Any, Any]:
     return wrapped[0], wrapped, env
 
 
-def _spawn(real: Callable[..., int], search: bool, with_env: bool) -> Callable[..., int]:
-    def spawn(mode: int, file: Any, args: Any, *env: Any) -> int:
-        children = _current()
-        if children is None:
+def _spawn(search: bool, with_env: bool) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    def make(real: Callable[..., int]) -> Callable[..., int]:
+        def spawn(mode: int, file: Any, args: Any, *env: Any) -> int:
+            children = _current()
+            if children is None:
+                return real(mode, file, args, *env)
+            environ = _decode_mapping(env[0]) if with_env else os.environ
+            program = _which(os.fsdecode(file), environ) if search else os.fsdecode(file)
+            words = [os.fsdecode(file), *(os.fsdecode(word) for word in list(args)[1:])]
+            wrapped = children.start_as(words, program, environ)
+            if wrapped is not None:
+                file, args = wrapped[0], wrapped
             return real(mode, file, args, *env)
-        environ = _decode_mapping(env[0]) if with_env else os.environ
-        program = _which(os.fsdecode(file), environ) if search else os.fsdecode(file)
-        words = [os.fsdecode(file), *(os.fsdecode(word) for word in list(args)[1:])]
-        wrapped = children.start_as(words, program, environ)
-        if wrapped is not None:
-            file, args = wrapped[0], wrapped
-        return real(mode, file, args, *env)
 
-    return spawn
+        return spawn
 
-
-def _spawnv(real: Callable[..., int]) -> Callable[..., int]:
-    return _spawn(real, search=False, with_env=False)
-
-
-def _spawnve(real: Callable[..., int]) -> Callable[..., int]:
-    return _spawn(real, search=False, with_env=True)
-
-
-def _spawnvp(real: Callable[..., int]) -> Callable[..., int]:
-    return _spawn(real, search=True, with_env=False)
-
-
-def _spawnvpe(real: Callable[..., int]) -> Callable[..., int]:
-    return _spawn(real, search=True, with_env=True)
+    return make
 
 
 def _posix_spawn(search: bool) -> Callable[[Callable[..., int]], Callable[..., int]]:

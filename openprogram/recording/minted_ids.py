@@ -105,11 +105,6 @@ class MintedIds:
         if first is None or position < first:
             self._first[value] = position
 
-    def made_before(self, value: str, position: int) -> bool:
-        """Whether a call before ``position`` made up ``value``."""
-        first = self._first.get(value)
-        return first is not None and first < position
-
     def repeated_in(self, text: str, position: int) -> frozenset[str]:
         """The tokens of ``text`` a call before ``position`` made up (often none)."""
         tokens = self._tokens.get(text)

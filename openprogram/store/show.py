@@ -174,15 +174,11 @@ class RecordingView:
         }
 
 
-def view_recording(path: str | os.PathLike[str], *, call: int | None = None) -> RecordingView:
-    """The recording at ``path`` with its hash, and its calls (or only call ``call``)."""
-    return view_of(read_recording(path), path, call=call)
-
-
 def view_of(
     recording: Recording, path: str | os.PathLike[str], *, call: int | None = None
 ) -> RecordingView:
-    """:func:`view_recording` of a recording already read (as replay reads it)."""
+    """The recording read from ``path`` with its hash, and its calls (or only call
+    ``call``)."""
     return RecordingView(
         Path(path),
         transcript_hash(recording),
