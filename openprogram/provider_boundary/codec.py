@@ -17,8 +17,7 @@ dump, so a ``NaN`` is found before pydantic's dump can turn it into ``None`` uns
 
 What replay compares of a call's arguments is dumped only as far as needed
 (:class:`~openprogram.provider_boundary.replay.PendingProviderRequest`, whose module tells
-how).
-"""
+how)."""
 
 from __future__ import annotations
 
@@ -104,8 +103,7 @@ def read_recording(path: str | os.PathLike[str], *, validate_events: bool = True
     With ``validate_events`` each provider call's events are also decoded into
     ``AssistantMessageEvent`` models (``RecordedCall.events``), as replay needs them.
     Accepts ``\\r\\n`` line ends and files of any permission mode. An incomplete last line
-    (a write cut short) is ignored: the call it belonged to reads as truncated.
-    """
+    (a write cut short) is ignored: the call it belonged to reads as truncated."""
     return parse_recording(path, read_recording_bytes(path), validate_events=validate_events)
 
 
