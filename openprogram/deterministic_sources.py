@@ -72,7 +72,6 @@ __all__ = [
     "stepping_clock",
 ]
 
-
 MAX_SEED: Final = 2**63 - 1
 """The largest seed: what TOML and JSON readers keep as an integer."""
 

@@ -10,7 +10,6 @@ from typing import Final
 
 __all__ = ["plural", "which_calls"]
 
-
 _SHOWN_RANGES: Final = 5
 """The runs of consecutive calls :func:`which_calls` names before ``…``."""
 

@@ -74,7 +74,6 @@ __all__ = [
     "set_placeholder_keys",
 ]
 
-
 SessionFactory = Callable[["Recording", RecordReplayPlan, "UserRedaction | None"], "ReplaySession"]
 """Makes the replay session of a recording, with the plan's fields to ignore, matching and
 tool policies, and the user redaction in effect."""

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ECHO_REFERENCE", "resolve_model"]
 
-
 ECHO_REFERENCE = "echo:echo"
 """What a session runs on when nothing names a model."""
 

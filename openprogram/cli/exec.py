@@ -21,7 +21,6 @@ from openprogram.errors import ExecSetupError, RecordingFileError, RecordingName
 
 CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 
-
 COMMAND = typer.Argument(
     ..., metavar="COMMAND", help="The program to run and its arguments, after --."
 )

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 EXIT_FAILURE = 1
 
-
 EXIT_USAGE = 2
 
 

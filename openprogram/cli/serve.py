@@ -34,7 +34,6 @@ MISSING_AIOHTTP = (
     "openprogram serve needs aiohttp, which is not installed: pip install 'openprogram[serve]'"
 )
 
-
 MORE_UPSTREAMS = typer.Argument(
     None,
     metavar="VENDOR=URL",

@@ -56,9 +56,7 @@ from openprogram.store.names import file_setting_problem
 
 __all__ = ["SOURCE_KEYS", "ConfigEdit", "set_record_replay"]
 
-
 TABLE = "record_replay"
-
 
 HEADER = (
     "openprogram configuration. config.example.toml (in the openprogram sources) and",
@@ -203,7 +201,6 @@ def _insert_after(table: Table, after: str, key: str, value: str) -> None:
 
 
 NOTHING_WRITTEN = "nothing was written"
-
 
 REPAIR_FIRST = "run `openprogram recordings off` to repair it (or fix it); nothing was written"
 

@@ -27,12 +27,9 @@ if TYPE_CHECKING:
 
 SECRET_KEYS = frozenset({"api_key_env"})
 
-
 TABLE_TYPES = frozenset({"model_type", "dict_type", "model_attributes_type"})
 
-
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
 
 _TOML_POSITION = re.compile(r"\s*\((?:at line (\d+), column (\d+)|at end of document)\)$")
 
@@ -113,18 +110,13 @@ def _sentence(text: str) -> str:
 
 _PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
 
-
 _KEY = rf"{_PART}(?:[ \t]*\.[ \t]*{_PART})*"
-
 
 _HEADER = re.compile(rf"^[ \t]*(\[\[?)[ \t]*(?P<key>{_KEY})[ \t]*\]")
 
-
 _ASSIGNMENT = re.compile(rf"^[ \t]*(?P<key>{_KEY})[ \t]*=[ \t]*(?P<value>.*)$")
 
-
 _PARTS = re.compile(_PART)
-
 
 _MULTILINE_QUOTES = ('"""', "'''")
 

@@ -44,7 +44,6 @@ __all__ = [
     "validate_name",
 ]
 
-
 MAX_NAME_LENGTH = 128
 """Longest recording name the store accepts (``recordings record NAME``, a
 ``record_replay.file`` name)."""
@@ -55,15 +54,11 @@ keeps whole; a longer part is cut and ends in ``-`` and an 8-hex hash. Shorter t
 stays 120: raising it to 128 would move the committed recording of every test whose name is
 121 to 128 characters long."""
 
-
 RECORDING_SUFFIX = ".jsonl"
-
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
-
 _ALLOWED = "use letters, digits, '.', '_' and '-', not starting with '.' or '-'"
-
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _HASH_LENGTH = 8

@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 
 REPAIR_ADVICE = "run `openprogram recordings off` to turn record/replay off"
 
-
 WHAT_THE_MODE_COVERS = (
     "it covers the model traffic of Python processes started from now on",
     "other traffic goes live; non-Python programs: `openprogram exec -- COMMAND` or "

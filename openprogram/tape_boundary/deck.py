@@ -132,7 +132,6 @@ def _named_secrets(value: Any) -> list[str]:
 
 _last: tuple[object, int, UserRedaction | None, SecretRedactor] | None = None
 
-
 _last_lock = threading.Lock()
 
 
@@ -245,7 +244,6 @@ class BlockedTapes:
 
 
 TapeDeck = TapeRecorder | TapePlayer | BlockedTapes
-
 
 DECKS: Final = (TapeRecorder, TapePlayer, BlockedTapes)
 """The deck classes: a binding of another type under the deck's name is no deck."""

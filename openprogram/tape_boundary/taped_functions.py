@@ -87,9 +87,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TapeSpec", "active_tape_deck", "now", "random", "seeded_random", "taped"]
 
-
 F = TypeVar("F", bound=Callable[..., Any])
-
 
 _MISSING: Any = object()
 

@@ -41,9 +41,7 @@ from openprogram.recording.format import RecordedError
 
 __all__ = ["json_arguments", "json_result", "plain_json_problem", "rebuilt_exception"]
 
-
 _INT64: Final = range(-(2**63), 2**64)
-
 
 _RESULT_ADVICE: Final = (
     "return JSON values (dict, list, str, int, float, bool, None), or annotate the "

@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 DEFAULT_RECORDINGS_DIR = "tests/recordings"
 DRIFT_BASE_URL = "--openprogram-drift-base-url"
 
-
 MARKERS = (
     "openprogram(**settings): this test's recording settings: name, record_mode, "
     "ignore_fields, compare_loopback_ports, match, http_passthrough_hosts, http_headers, "

@@ -44,7 +44,6 @@ MAX_NAME_LENGTH = MAX_TEST_PART_LENGTH
 """Longest ``<module>`` or ``<test>`` name kept whole (120): why it is below the store's 128
 is told beside both, in :mod:`openprogram.store.names`."""
 
-
 TEMPORARY_FOLDER_PREFIX = ".openprogram-recording-"
 """The name start of the private folder, next to a test's recording, that a new recording is
 written into until the test passes (never a recording of its own)."""

@@ -71,15 +71,11 @@ __all__ = [
     "settings_of_test",
 ]
 
-
 RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite", "live", "drift"]
-
 
 RECORD_MODES: tuple[RecordMode, ...] = get_args(RecordMode)
 
-
 DEFAULT_RECORD_MODE: RecordMode = "none"
-
 
 _TRUE_VALUES = frozenset({"1", "true", "yes"})
 
@@ -287,13 +283,11 @@ SETTING_CHECKS: dict[str, Callable[[object], Any]] = {
 """Each setting's key and the check that turns a given value into the setting's value
 (raising ``ValueError`` saying what is wrong)."""
 
-
 ADDITIVE_KEYS = frozenset({"redact_patterns", "allowed_hosts"})
 """Keys whose lists add up across layers (in layer order, each entry once) instead of a later
 layer replacing an earlier one's: the user's redaction only ever grows, so a pattern set in the
 configuration still applies to a test whose marker adds its own; and a host the configuration
 lets every replay reach (a telemetry collector) stays allowed for a test that allows one more."""
-
 
 PER_TEST_KEYS = frozenset({"name"})
 """Keys only a test's own marker may set: two tests never share a recording by accident."""
@@ -354,7 +348,6 @@ INI_SETTINGS = {
 }
 """The settings the ini file carries: key -> ini option."""
 
-
 CONFIGURED_SETTINGS = (
     "ignore_fields",
     "compare_loopback_ports",
@@ -368,7 +361,6 @@ CONFIGURED_SETTINGS = (
     "allowed_commands",
 )
 """The settings openprogram's configuration carries (``record_replay.<key>``)."""
-
 
 _CONFIGURED = pytest.StashKey["Layer | str"]()
 

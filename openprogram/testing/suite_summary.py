@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["REPORT_VERSION", "SuiteSummary", "outcome_detail"]
 
-
 OutcomeKind = Literal[
     "replayed",  # every call answered from the recording, nothing left unconsumed
     "recorded",  # a new recording (there was none before)
@@ -44,7 +43,6 @@ OutcomeKind = Literal[
     "failed",  # the test failed while recording: the new recording was discarded
     "error",  # the recording could not be opened (missing, unreadable, refused on CI)
 ]
-
 
 OUTCOME_KINDS: tuple[OutcomeKind, ...] = get_args(OutcomeKind)
 
@@ -103,10 +101,8 @@ class TestOutcome:
 OUTCOME_KEY = pytest.StashKey[TestOutcome]()
 """Where the fixture leaves a test's outcome on its item."""
 
-
 REPORT_VERSION = 1
 """The version of the JSON report's shape."""
-
 
 _INDENT = "    "
 

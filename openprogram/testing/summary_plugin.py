@@ -48,9 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CollectionScope", "SummaryPlugin", "find_orphans", "orphans_skipped_because"]
 
-
 _REPORT_ATTRIBUTE = "openprogram_outcome"
-
 
 _WORKER_OUTPUT_KEY = "openprogram_collection"
 
