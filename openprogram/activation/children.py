@@ -37,8 +37,7 @@ active: ``_posixsubprocess.fork_exec`` (``subprocess`` and ``multiprocessing``),
 ``os.posix_spawn`` / ``posix_spawnp``, ``os.system``, ``os.spawnv*`` and ``os.execv`` /
 ``os.execve`` (where the other ``os.exec*`` and ``os.spawn*`` functions end). Blocks nest
 and may run in several threads: the environment and the rule a child gets are the most
-recently entered active block's.
-"""
+recently entered active block's."""
 
 from __future__ import annotations
 

@@ -28,8 +28,7 @@ The block's child processes are held to it too (:mod:`openprogram.activation.chi
 Python child records into, or replays from, the same recording, as under ``openprogram
 exec``; under replay any other child runs in a loopback-only network namespace, or is
 refused (``children="refuse"``); leaving the block raises
-:class:`~openprogram.errors.ChildReplayError` for what a child did wrong.
-"""
+:class:`~openprogram.errors.ChildReplayError` for what a child did wrong."""
 
 from __future__ import annotations
 
@@ -179,8 +178,7 @@ def record_replay(
     :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
     be read (replay) or written (record); ``ValueError`` for an unknown ``mode`` or
     ``match``, a bad ``seed`` or something that is no clock;
-    :class:`~openprogram.errors.UserRedactionError` for a bad pattern.
-    """
+    :class:`~openprogram.errors.UserRedactionError` for a bad pattern."""
 
     if mode not in ("record", "replay"):
         raise ValueError(f"record_replay() mode must be 'record' or 'replay', not {mode!r}")

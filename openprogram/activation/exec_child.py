@@ -27,8 +27,7 @@ it consumed, and its first mismatch, else the first connection the replay refuse
 serves is refused, for the life of the process), else, for the claiming process, the
 recorded calls it never requested.
 
-Importing this module is cheap; what a mode needs is imported when it is activated.
-"""
+Importing this module is cheap; what a mode needs is imported when it is activated."""
 
 from __future__ import annotations
 

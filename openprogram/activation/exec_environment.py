@@ -32,8 +32,7 @@ finds the interpreter of the command where it can — the command itself when it
 such as ``pytest``, ``#!/usr/bin/env python3``, ``#!/usr/bin/env -S python3 -u``) — reads
 its flags, and for an interpreter other than exec's own, asks it to import openprogram.
 A command whose Python cannot be found this way (a shell script, a binary) is not checked
-here; exec's handshake tells afterwards whether any Python process of it activated.
-"""
+here; exec's handshake tells afterwards whether any Python process of it activated."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ their values are removed from everything written, compared or shown (see
 carries it compares equal to one recorded with a real key.
 
 Each vendor's variables are its :class:`~openprogram.vendors.wire.Wire`'s, read when the keys
-are first set or hidden: a process of the configured mode that records starts without them.
-"""
+are first set or hidden: a process of the configured mode that records starts without them."""
 
 from __future__ import annotations
 

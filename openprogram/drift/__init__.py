@@ -22,5 +22,4 @@ team learns the provider moved on before its agent breaks. The recording is neve
     check        ``check_drift``: a recording's calls sent a few at a time, the report per
                  call, the totals and whether the check failed
     snapshot     the live answers written as a drift snapshot, which show and diff read and
-                 replay refuses
-"""
+                 replay refuses"""

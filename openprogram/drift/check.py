@@ -12,8 +12,7 @@ could not be sent — a check that did not run is no pass.
 
 :func:`check_recordings` checks the recordings ``recordings drift`` names, one after the
 other, and writes the ``--save`` snapshot. The recording itself is never changed: accepting
-the provider's new behaviour is re-recording it (:data:`ACCEPTING`).
-"""
+the provider's new behaviour is re-recording it (:data:`ACCEPTING`)."""
 
 from __future__ import annotations
 

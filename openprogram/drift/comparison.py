@@ -14,8 +14,7 @@ same code that records, redaction included), so the comparison sees the two alik
 * **the tool calls**: a tool the request did not offer, or argument keys outside the
   offered tool's schema (when the schema names its properties and allows no others) that no
   recorded call of that tool held, are breaking; which offered tool the model chose is
-  content.
-"""
+  content."""
 
 from __future__ import annotations
 

@@ -22,8 +22,7 @@ else from the host. ``--header NAME: VALUE`` adds a header to every request (aft
 vendor's, so it can replace it). A request for which neither gives a credential is not sent:
 drift never sends a recorded request unauthenticated. Credentials are put only on a request
 to an origin trusted for its vendor (:mod:`openprogram.drift.origins`): a request to any
-other is not sent at all, and never reaches this module.
-"""
+other is not sent at all, and never reaches this module."""
 
 from __future__ import annotations
 

@@ -31,8 +31,7 @@ origin checked is the one connected to.
 
 Each vendor's name and official hosts are its :class:`~openprogram.vendors.wire.Wire`'s,
 read when first needed: the pytest plugin parses its option with this module at start-up, and
-imports nothing else of openprogram then.
-"""
+imports nothing else of openprogram then."""
 
 from __future__ import annotations
 

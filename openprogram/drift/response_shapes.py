@@ -27,8 +27,7 @@ once, with its class:
   recording shows; a kind's value outside the set it shows; an event type no longer sent;
 * ``additive`` — a new field, a new event type;
 * ``content`` — the same shape holding other values (other text, other counts), never a
-  field that changes from run to run anyway (:data:`PER_RUN_FIELDS`: ids, creation times).
-"""
+  field that changes from run to run anyway (:data:`PER_RUN_FIELDS`: ids, creation times)."""
 
 from __future__ import annotations
 

@@ -23,8 +23,7 @@ A call is not sent (and the report counts it, with the reason) when:
 HTTP calls are sent with httpx (a client the HTTP boundary leaves alone, as it leaves
 openprogram's own providers' clients, so a drift check made inside a replayed test is never
 served from the recording). openprogram's own provider calls are re-sent through their
-built-in provider, rebuilt from the recorded request, and compared on the event rows.
-"""
+built-in provider, rebuilt from the recorded request, and compared on the event rows."""
 
 from __future__ import annotations
 

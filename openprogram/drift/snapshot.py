@@ -9,8 +9,7 @@ live answers — and replay refuses it
 (:func:`~openprogram.recording.format.snapshot_refusal`): each recorded request of a session
 carries the recorded reply before it, so live answers spliced in would not replay a session
 anyone ran. A snapshot is written like any recording: atomically, private (``0600``),
-redacted.
-"""
+redacted."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ boundary — once each, when one of these libraries sends through another.
     websocket_refusal   WebSocket connections: sent uncaptured when recording, refused
                         under replay
 
-Importing this package, or any module of it, imports none of httpx, httpx2, urllib3 and aiohttp.
-"""
+Importing this package, or any module of it, imports none of httpx, httpx2, urllib3 and aiohttp."""
 
 from __future__ import annotations
 

@@ -77,8 +77,7 @@ as ``asyncio.to_thread``, anyio's worker threads and ``contextvars.copy_context(
 a thread started bare (``threading.Thread``, ``ThreadPoolExecutor.submit``,
 ``loop.run_in_executor``) starts without it, and a captured library it sends through there
 records the request again. ``requests``, urllib3 and ``http.client`` send in the calling
-thread, and the transports of httpx, httpx2 and aiohttp in the calling task.
-"""
+thread, and the transports of httpx, httpx2 and aiohttp in the calling task."""
 
 from __future__ import annotations
 

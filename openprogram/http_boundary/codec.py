@@ -46,8 +46,7 @@ that ended otherwise is served without it, framed as a chunked body, so that eve
 byte reaches the client before the recorded ending. A retryable error response is served with
 the retry hint ``retry-after-ms: 1`` in place of the recorded one
 (:func:`fast_retry_headers`): the SDKs honour only hints above zero, and back off for about
-half a second without one.
-"""
+half a second without one."""
 
 from __future__ import annotations
 

@@ -24,8 +24,7 @@ one last row holding only ``base64``.
 Replaying (:func:`encode_eventstream_row`): the stored bytes, unless their payload no longer
 agrees with ``data`` — a rewrite of the recording redacted it — when the message is rebuilt
 around ``data``. A rewrite that redacts ``data`` stores that rebuilt message too
-(:func:`with_agreeing_bytes`), so the secret leaves the bytes as well.
-"""
+(:func:`with_agreeing_bytes`), so the secret leaves the bytes as well."""
 
 from __future__ import annotations
 

@@ -48,8 +48,7 @@ raised (before the response when there was none); ``abandoned`` — reading furt
 mismatch (for a boundary that relays each response to a client of its own, ``openprogram
 serve``, it is ``ConnectionResetError``: the relay cuts its client's connection there);
 ``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends; no
-``call_end`` — ``RecordingTruncatedError``.
-"""
+``call_end`` — ``RecordingTruncatedError``."""
 
 from __future__ import annotations
 

@@ -29,8 +29,7 @@ served exactly as they came (:meth:`SseParser.rest` is what followed the last ev
 OpenAI ``data: [DONE]`` sentinel, Anthropic's ``message_stop``, and the OpenAI Responses
 ``response.completed`` / ``response.incomplete`` / ``response.failed``. A client that stops
 there (the ``openai`` SDK stops reading at ``[DONE]``) has read every event of the stream,
-though the transport never saw the body end.
-"""
+though the transport never saw the body end."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ goes through :func:`check_websocket`:
 Hooks: the ``Upgrade: websocket`` request in the capturing transport, the
 ``websockets.sync.client.connect`` function and the ``create_connection`` method of
 ``websockets.asyncio.client.connect`` (patched when the ``websockets`` package is imported,
-as httpx and httpx2 are). A passthrough host is left alone.
-"""
+as httpx and httpx2 are). A passthrough host is left alone."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ row per AWS event-stream message, or one ``http_body``.
 The recorder itself tees a body as it streams to the client; what reads an answer whole and
 stores it as the recorder would — ``recordings drift`` (the live answer, read as it arrives)
 and ``recordings import`` (a vcrpy cassette's body) — goes through :func:`answer_rows`, so its
-rows compare with recorded ones as one recording's call with another's.
-"""
+rows compare with recorded ones as one recording's call with another's."""
 
 from __future__ import annotations
 

@@ -7,5 +7,4 @@ that replay as openprogram's own.
     body_decoding   a body recorded compressed (gzip, deflate, brotli) decoded, never past
                     a size limit
     vcr_cassettes   a cassette's interactions made into HTTP calls by the recorder's own
-                    code, redacted, with what was removed, skipped and repeated counted
-"""
+                    code, redacted, with what was removed, skipped and repeated counted"""

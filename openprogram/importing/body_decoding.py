@@ -9,8 +9,7 @@ to a mebibyte past what was asked), and decoding stops as soon as the output pas
 limit. No more than the limit and a step or two is ever held.
 
 brotli bounds its output only from version 1.2 (``Decompressor.process``'s
-``output_buffer_limit``); an older one is refused rather than used unbounded.
-"""
+``output_buffer_limit``); an older one is refused rather than used unbounded."""
 
 from __future__ import annotations
 

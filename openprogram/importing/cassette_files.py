@@ -32,8 +32,7 @@ is bounded before any value is built:
   written out in full: one that would pass the same limit that way ("billion laughs"), or
   that holds itself, is refused before a value is built;
 * nesting stops at :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH` levels, aliases
-  written out too, checked as the document is read: nothing recursive meets a deeper one.
-"""
+  written out too, checked as the document is read: nothing recursive meets a deeper one."""
 
 from __future__ import annotations
 

@@ -22,8 +22,7 @@ that does is refused whole, before anything is written. Redaction runs over ever
 cassettes often hold ``authorization`` headers and keys in URLs. :class:`ImportedCassette`
 counts what it removed (never what it was), the interactions skipped and why, and the
 requests that repeat a method and URL (vcrpy's default matching served those in order;
-openprogram serves them by body).
-"""
+openprogram serves them by body)."""
 
 from __future__ import annotations
 

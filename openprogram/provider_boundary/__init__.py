@@ -7,5 +7,4 @@ or answer in its place, installed on a registry scope.
                       request dumped only as far as needed
     replay_or_record  ``ReplayOrRecordProvider``: replays what the recording holds and
                       records what it does not
-    transforms        the registry transforms that switch record, replay or a refusal on
-"""
+    transforms        the registry transforms that switch record, replay or a refusal on"""

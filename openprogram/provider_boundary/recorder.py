@@ -12,8 +12,7 @@ several threads and processes share a file and survive a crashed writer is told 
 A request or event a recording cannot hold (a non-finite number, nesting deeper than the
 reader accepts) raises :class:`~openprogram.recording.format.UnrecordableValueError`: a
 request before the call goes out, with nothing written; an event as it arrives, and the call
-then ends with outcome ``error`` holding that error.
-"""
+then ends with outcome ``error`` holding that error."""
 
 from __future__ import annotations
 
@@ -56,8 +55,7 @@ class RecordingProvider(StreamingProvider):
 
     Every value is redacted by the built-in rules and by the user redaction of the path's
     writer (``writer.user_redaction``); ``redaction`` sets it (see
-    :func:`~openprogram.recording.user_redaction.user_redaction_in_effect`).
-    """
+    :func:`~openprogram.recording.user_redaction.user_redaction_in_effect`)."""
 
     def __init__(
         self,

@@ -26,8 +26,7 @@ extend a served request's is the request dumped, without the items they repeat.
 The state text is defined for openprogram's own message, content and tool models (their
 JSON dump is exactly their fields, the field names told apart by class) and for values
 orjson encodes itself; anything else (a subclass, a ``datetime``, a dataclass, a ``str``
-subclass in a tool's arguments) has no state text, and the request is dumped whole.
-"""
+subclass in a tool's arguments) has no state text, and the request is dumped whole."""
 
 from __future__ import annotations
 
@@ -84,8 +83,7 @@ class ReplayProvider(StreamingProvider):
     ``ignore_fields`` adds field names (skipped at any depth) or dotted paths (``[*]`` for
     any index) to the non-deterministic fields left out of the comparison. ``match``:
     ``"content"`` (default) serves each request the earliest unconsumed call whose request
-    equals it; ``"order"`` the next recorded call.
-    """
+    equals it; ``"order"`` the next recorded call."""
 
     requires_credentials = False
     api_key_env: str | None = None

@@ -8,8 +8,7 @@ registry, whoever installs them on a scope: the configured mode at the runtime's
 * :func:`blocked_transform` answers every api with one :class:`BlockedProvider`, which refuses
   every stream call with the same :class:`~openprogram.errors.RecordReplayBlockedError`:
   record/replay was asked for but could not start, and nothing falls through to a live
-  provider.
-"""
+  provider."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ providers openprogram ships. Record and replay at this boundary live in
 Importing this package defines and exports only: it registers no provider, reads no
 configuration, opens no recording and no socket. The first registry lookup initializes the
 provider runtime (see :func:`initialize_provider_runtime`). Exports are loaded on first use
-(PEP 562), so importing one module does not build every pydantic model.
-"""
+(PEP 562), so importing one module does not build every pydantic model."""
 
 from __future__ import annotations
 

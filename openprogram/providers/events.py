@@ -2,8 +2,7 @@
 
 A stream is ``start``, then for each content block ``*_start``, ``*_delta``…, ``*_end``,
 then exactly one terminal event: ``done`` (with the final message) or ``error``. Events carry
-deltas, never the growing message, so a recording grows linearly with the output.
-"""
+deltas, never the growing message, so a recording grows linearly with the output."""
 
 from __future__ import annotations
 
@@ -128,8 +127,7 @@ def event_from_json(data: Any) -> AssistantMessageEvent:
 class MessageAccumulator:
     """Builds the assistant message from a stream of events, one event at a time.
 
-    ``message`` is the reply so far; after a terminal event it is that event's message.
-    """
+    ``message`` is the reply so far; after a terminal event it is that event's message."""
 
     def __init__(self, *, api: str = "", provider: str = "", model: str = "") -> None:
         self._api, self._provider, self._model = api, provider, model

@@ -39,8 +39,7 @@ on for the provider registry, for tapes and for HTTP at once. A scope inherits i
 scope's bindings, except an isolated one, and may add or replace some.
 
 The transform's result is cached per scope and api, so each registered provider is wrapped
-once. Importing this module registers nothing and reads no configuration.
-"""
+once. Importing this module registers nothing and reads no configuration."""
 
 from __future__ import annotations
 
@@ -87,8 +86,7 @@ class ApiProvider(Protocol):
     """What a provider implements. ``stream*`` return async iterators of events.
 
     A provider may also define ``api_key_env``: the environment variable its key is read
-    from when ``options.api_key`` is not given.
-    """
+    from when ``options.api_key`` is not given."""
 
     @property
     def requires_credentials(self) -> bool: ...
@@ -348,8 +346,7 @@ def provider_scope(
     every lookup is ``resolve(api)`` (None raises ``UnknownApiError``), nothing is inherited,
     the runtime is never started. ``bindings`` adds or replaces values other boundaries look
     up (:func:`scope_binding`). Otherwise the runtime is started first, so the scope starts
-    from the built-ins and the configured mode.
-    """
+    from the built-ins and the configured mode."""
     if resolve is not None:
         if not isinstance(transform, Inherit):
             raise TypeError("an isolated scope answers with resolve(); it takes no transform")
@@ -386,8 +383,7 @@ def process_wide_scope(
     from the scope of the context entering it (the runtime started first); ``transform`` and
     ``bindings`` are as for :func:`provider_scope`. Leaving it while a process-wide scope
     entered after it is still active raises :class:`ScopeOrderError` (the scope is removed
-    all the same, so the registry does not keep answering from it).
-    """
+    all the same, so the registry does not keep answering from it)."""
     _ensure_runtime(current_scope())
     previous = _current.get()
     with _PROCESS_WIDE.lock:

@@ -20,8 +20,7 @@ can look up, moving ``NEW → INITIALIZING → READY | FAILED``:
 This module knows the process scope only as the few methods it calls
 (:class:`ProcessScope`): the registry imports it, never the other way round. Importing it
 loads only the built-ins' factory table: the configured mode, and the recording core it
-builds, are imported by :func:`start`, so importing the registry stays light.
-"""
+builds, are imported by :func:`start`, so importing the registry stays light."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ Whether a URL points at this machine: a server on loopback is a local model serv
 
 A model whose ``base_url`` is on loopback (Ollama, vLLM, llama.cpp on this machine) needs no
 API key. This module imports nothing of openprogram, so the built-in providers can ask it
-without reaching the registry (which starts the runtime, which registers them).
-"""
+without reaching the registry (which starts the runtime, which registers them)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ derives ``stream`` and ``stream_simple`` from :meth:`~StreamingProvider.respond`
 
 Runtime-only option fields (``api_key``, ``signal``, ``on_payload``) are excluded from every
 dump: they are never written to a recording and never compared on replay, so a keyless
-replay in CI matches a recording made with a key.
-"""
+replay in CI matches a recording made with a key."""
 
 from __future__ import annotations
 

@@ -55,8 +55,7 @@ there (its docstring follows one request through the modules below).
 
 Each boundary keeps its own codec above this package: the provider registry's
 (``openprogram.provider_boundary.recorder``, ``openprogram.provider_boundary.replay``) and
-HTTP's. Names are exported lazily, so importing this package imports nothing.
-"""
+HTTP's. Names are exported lazily, so importing this package imports nothing."""
 
 from __future__ import annotations
 

@@ -64,8 +64,7 @@ the writer knew); :func:`rewrite_recording <openprogram.recording.rewriting.rewr
 and from a parsed call (:func:`call_digest`; a recording's calls in order:
 :func:`session_identities`). :class:`DeterministicParts` keeps the
 deterministic part of each list item it has seen, by identity, so the items that requests of
-one session share (the reader rebuilds them shared) are walked once, not once per call.
-"""
+one session share (the reader rebuilds them shared) are walked once, not once per call."""
 
 from __future__ import annotations
 
@@ -219,8 +218,7 @@ def canonical_part(value: Any, names: frozenset[str] = NON_DETERMINISTIC_FIELD_N
 
     Values parsed from JSON need no checking, and most rows (text deltas) hold neither a
     null, a timestamp nor a negative zero: serialize first, and strip only when the bytes
-    say there may be something to strip.
-    """
+    say there may be something to strip."""
     encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     if b"null" in encoded or b"-0.0" in encoded or any(name.encode() in encoded for name in names):
         encoded = orjson.dumps(deterministic_part(value, names), option=orjson.OPT_SORT_KEYS)
@@ -232,8 +230,7 @@ class DeterministicParts:
 
     The items of the lists a request may share with an earlier one (``context.messages``,
     an HTTP body's ``messages``, …) are kept by identity with their deterministic part; an
-    item is never changed once read or written, so the same object has the same part.
-    """
+    item is never changed once read or written, so the same object has the same part."""
 
     __slots__ = ("_items",)
 

@@ -40,8 +40,7 @@ the calls found in one recording only by the same search (:func:`nearest_request
 
 **The URL** of an HTTP call is compared in the form its rule gives it
 (:class:`~openprogram.recording.url_comparison.UrlComparison`: a loopback server's port left
-out by default, as parts when an ignored field names one), in the digest as in the comparison.
-"""
+out by default, as parts when an ignored field names one), in the digest as in the comparison."""
 
 from __future__ import annotations
 
@@ -139,8 +138,7 @@ class IncomingRequest:
     redacted through them and ``as_stored``: its shared lists may hold the items of a call
     served before (``starts`` maps each list so built to the recorded list it starts with),
     and recorded requests are compared with it as stored. :meth:`whole` is the same request
-    redacted whole, compared with recorded requests redacted again: what a report compares.
-    """
+    redacted whole, compared with recorded requests redacted again: what a report compares."""
 
     __slots__ = (
         "_remember",
@@ -194,8 +192,7 @@ class ServedCalls:
     A flag per call, how many are served, the first call not served yet (every call before
     it is served), and per boundary where its first unserved call stands, so that finding
     the open calls of a boundary never walks the calls served long ago again. Not
-    thread-safe: the session calls it under its lock.
-    """
+    thread-safe: the session calls it under its lock."""
 
     __slots__ = ("_first_open", "_of_boundary", "count", "flags", "next_call")
 
@@ -433,8 +430,7 @@ class RequestDigester:
     a list that starts with the items of one of them (the same objects: the reader rebuilds
     a session's requests sharing them, replay builds a request from the items of a call it
     served) costs only its new items. Without ignored field paths only: with them, an item's
-    form depends on its place, and each request is digested by :func:`request_digest`.
-    """
+    form depends on its place, and each request is digested by :func:`request_digest`."""
 
     __slots__ = ("_kept", "_lists", "boundary", "compared", "rules", "sections", "shared", "url")
 

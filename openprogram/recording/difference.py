@@ -32,8 +32,7 @@ The module also holds how a value or a path is shown on a report line
 (:func:`format_report_value`, :func:`format_report_path`), and the names of the two ways
 replay pairs a request with a recorded call (:data:`MATCHINGS`: ``content``, ``order``; see
 :mod:`~openprogram.recording.replay_session`), which the configuration checks without
-loading replay.
-"""
+loading replay."""
 
 from __future__ import annotations
 
@@ -111,8 +110,7 @@ def find_first_difference(
     """Return the first :class:`Difference` between two JSON-like values, or None.
 
     ``path`` is the field path of the two values themselves; reported paths start with it.
-    Raises ValueError for an ignore path that cannot be read.
-    """
+    Raises ValueError for an ignore path that cannot be read."""
     if isinstance(ignore_fields, str):
         raise TypeError("ignore_fields must be a collection of strings, not one string")
     names, paths = _compile_ignore_fields(frozenset(ignore_fields))
@@ -128,8 +126,7 @@ class _Walker:
     """One comparison: the ignore rules, and the recursive walk that applies them.
 
     The loops test equal scalars inline, before any child path is built: this runs on every
-    replayed request, and most of a request is equal leaves.
-    """
+    replayed request, and most of a request is equal leaves."""
 
     __slots__ = ("_names", "_paths")
 
@@ -241,8 +238,7 @@ def count_differences(
     Each differing scalar counts once; so does a key or a list item one side lacks, and a
     change of type, whatever the subtree under it holds. Counting stops as soon as it
     passes ``limit``: the result is then ``limit + 1``. Raises ValueError for an ignore path
-    that cannot be read.
-    """
+    that cannot be read."""
     if isinstance(ignore_fields, str):
         raise TypeError("ignore_fields must be a collection of strings, not one string")
     rules = ignore_rules(ignore_fields)

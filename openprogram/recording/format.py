@@ -36,8 +36,7 @@ Rows given to the writer directly are checked as they are encoded
 (:func:`encode_recordable_row`).
 
 The walk knows JSON values (dicts, lists, tuples, scalars); a boundary whose requests are
-objects (the provider boundary's pydantic models) passes ``fields_of`` to walk into them.
-"""
+objects (the provider boundary's pydantic models) passes ``fields_of`` to walk into them."""
 
 from __future__ import annotations
 
@@ -108,8 +107,7 @@ before its first call, and a call of any kind may be appended to it later.
 
 Header ``features`` (:data:`KNOWN_FEATURES`) are this openprogram's own finer list of what a
 file may hold, which its reader refuses when it does not know one; they say nothing to a
-reader that knows only the version, and never stand in for a change of version.
-"""
+reader that knows only the version, and never stand in for a change of version."""
 
 SNAPSHOT_FEATURE: Final = "drift_snapshot"
 """The header feature, and the header field, of a drift snapshot: a file of a drift check's
@@ -428,8 +426,7 @@ def encode_recordable_row(path: str, row: dict[str, Any], *, checked: bool = Fal
 
     ``checked``: the values in ``row`` already passed :func:`check_recordable`. Otherwise
     the encoded line decides cheaply whether the row needs walking at all: a non-finite
-    number is encoded as ``null``, and deep nesting needs many brackets.
-    """
+    number is encoded as ``null``, and deep nesting needs many brackets."""
     try:
         line = orjson.dumps(row) + b"\n"
     except orjson.JSONEncodeError as exc:  # nested past orjson's own limit, or not JSON
@@ -456,8 +453,7 @@ def check_recordable(
     ``value`` stands for a row: a dict (level 1) of dicts, lists and tuples — and of the
     objects ``fields_of`` walks into (``{"model": model, "context": context, "options":
     options}`` for a provider call), each of which is one level, as in its JSON dump.
-    Walked without recursion, so any depth is safe; field paths start at ``value``'s keys.
-    """
+    Walked without recursion, so any depth is safe; field paths start at ``value``'s keys."""
     parents: list[tuple[int, str | int]] = []  # (parent entry, key) of each container seen
     stack: list[tuple[Any, int, int]] = [(value, -1, 1)]
     while stack:

@@ -23,8 +23,7 @@ back), and an event stream may end with one ``sse_rest`` event, ``raw`` (require
 it held after its last event, which dispatched nothing — a final block cut short, a trailing
 comment), both announced by :data:`RAW_TEXT_FEATURE`.
 
-Each check returns the problem as a phrase (the reader adds the line and the call), or None.
-"""
+Each check returns the problem as a phrase (the reader adds the line and the call), or None."""
 
 from __future__ import annotations
 

@@ -42,8 +42,7 @@ that made it up. Everything else in the text stays as it is. Which ids earlier r
 up is the one thing a call's digest needs of the calls before it: a recording is walked in
 call order with one :class:`MintedIds`, and so is a file as it is written (the digest a
 writer stores says how many it knew, ``minted_before``, so that ``list`` trusts it only when
-that is all the file's earlier calls made up).
-"""
+that is all the file's earlier calls made up)."""
 
 from __future__ import annotations
 

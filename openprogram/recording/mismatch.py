@@ -23,8 +23,7 @@ making more calls than the recording holds is a mismatch at field ``call_index``
 
 At the HTTP boundary errors travel inside a :class:`RecordReplayEscape`, which derives from
 :class:`BaseException` only: an SDK's retry loop (``except Exception``) would otherwise catch
-the mismatch, retry the request and finally raise its own "Connection error.".
-"""
+the mismatch, retry the request and finally raise its own "Connection error."."""
 
 from __future__ import annotations
 
@@ -88,8 +87,7 @@ class RecordReplayEscape(BaseException):
     ``socket.connect`` under the pytest plugin's network block, a ``NetworkBlockedError``.
     Whoever activated the boundary turns it back into ``error`` (the ``record_replay()``
     block re-raises it, the pytest fixture fails the test with it). It is deliberately not
-    an ``OpenProgramError``: that would make it an ``Exception``.
-    """
+    an ``OpenProgramError``: that would make it an ``Exception``."""
 
     def __init__(self, error: OpenProgramError) -> None:
         self.error = error
@@ -106,8 +104,7 @@ def removed_secret_note(
     redaction placeholder in its arguments (the first such call), or None.
 
     ``earlier_calls`` are the recorded calls before the mismatched one; the one whose events
-    produced that tool call is named when found.
-    """
+    produced that tool call is named when found."""
     context = incoming.get("context")
     messages = context.get("messages") if isinstance(context, dict) else None
     for message in messages if isinstance(messages, list) else ():

@@ -21,8 +21,7 @@ difference at its section; a ``body_base64`` is then shown decoded, like a part'
 as text when both sides are UTF-8 (the report shows a long text around the first character
 the two differ at, :func:`~openprogram.recording.report.format_report`), else as its size
 and the bytes in hex around the first byte that differs (``2,048 bytes; bytes
-984..1,031: d8 d9 … e7 17 e9 …``).
-"""
+984..1,031: d8 d9 … e7 17 e9 …``)."""
 
 from __future__ import annotations
 

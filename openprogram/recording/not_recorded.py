@@ -7,8 +7,7 @@ to), ``port`` (a whole number, or null), ``library`` (the client library that co
 several such rows (each block or process that recorded into it adds its own); the reader
 gathers their connections, each host and port once, in the order first written. The row is
 announced by the header feature :data:`NOT_RECORDED_FEATURE`. It is not a call: it takes no
-part in the transcript hash, ``diff`` or replay.
-"""
+part in the transcript hash, ``diff`` or replay."""
 
 from __future__ import annotations
 

@@ -24,8 +24,7 @@ What happens to the file, under the lock:
   reads the bytes appended since it last looked and takes one past the highest call index
   among their request rows (:func:`next_call_after`). Writers start a request row with
   :data:`REQUEST_ROW_START` and append request rows in index order, so the highest index is
-  found from the end without parsing every line.
-"""
+  found from the end without parsing every line."""
 
 from __future__ import annotations
 
@@ -94,8 +93,7 @@ class OpenRecording:
     """One open descriptor of a recording file, and what this process has read of it.
 
     A call keeps the one it started in, so its rows stay together even if the path is
-    replaced meanwhile; the descriptor is closed when nothing uses it any more.
-    """
+    replaced meanwhile; the descriptor is closed when nothing uses it any more."""
 
     __slots__ = (
         "bases",
@@ -173,8 +171,7 @@ def open_for_appending(path: Path, fingerprint: str | None) -> OpenRecording:
     ``fingerprint``, the user redaction's) if it is new, and account for the rows it holds.
 
     Raises :class:`RecordingFileError` when the file cannot be written, or is not a
-    recording this openprogram may append to (nothing is then written to it).
-    """
+    recording this openprogram may append to (nothing is then written to it)."""
     fd = _open_regular_file(path)
     try:
         file = OpenRecording(fd, os.fstat(fd))
@@ -367,8 +364,7 @@ def next_call_after(data: bytes) -> int:
     Writers append request rows in index order under the lock, so the last request row
     holds the highest index: find it from the end instead of parsing every line. Rows
     laid out differently (written by hand) fall back to a full scan. Raises
-    :class:`UnreadableRow` for a line that is not a row with a whole-number index.
-    """
+    :class:`UnreadableRow` for a line that is not a row with a whole-number index."""
     start = data.rfind(REQUEST_ROW_START)
     if start == 0 or (start > 0 and data[start - 1 : start] == b"\n"):
         end = data.find(b"\n", start)

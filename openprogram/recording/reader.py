@@ -19,8 +19,7 @@ checked field by field by :mod:`~openprogram.recording.http_rows`, the tape rows
 (opening a FIFO that has no writer would otherwise wait for one) and checked with ``fstat``
 before a byte is read, so a FIFO, a device (``/dev/zero``) or a folder is refused at once
 instead of blocking or filling memory. The strict parser reads through it, and so does
-anything else that reads a recording's bytes (summaries, ``show``, ``diff``).
-"""
+anything else that reads a recording's bytes (summaries, ``show``, ``diff``)."""
 
 from __future__ import annotations
 
@@ -97,8 +96,7 @@ def read_recording(
 
     ``provider_events`` decodes each provider call's events into ``RecordedCall.events``
     (``openprogram.provider_boundary.codec.read_recording`` passes the provider's event models);
-    without it only the rows are checked and kept.
-    """
+    without it only the rows are checked and kept."""
     return parse_recording(path, read_recording_bytes(path), provider_events=provider_events)
 
 
@@ -420,8 +418,7 @@ def read_recording_bytes(path: str | os.PathLike[str]) -> bytes:
 
     Only a regular file is read: a FIFO, a device (``/dev/zero``) or a folder is refused
     with :class:`RecordingFileError` ("not a regular file") without blocking or reading from
-    it, as is a file that is missing or unreadable.
-    """
+    it, as is a file that is missing or unreadable."""
     return read_recording_file(path)[0]
 
 

@@ -63,8 +63,7 @@ rules of their own (:mod:`~openprogram.recording.user_redaction`), their fingerp
 ``redaction_fingerprint`` (absent or null: none). When both equal this openprogram's,
 redacting a recorded request again changes nothing, so replay compares recorded requests as
 stored; otherwise it redacts each again with the current rules before comparing.
-:func:`recorded_redaction_is_current` is that one decision.
-"""
+:func:`recorded_redaction_is_current` is that one decision."""
 
 from __future__ import annotations
 
@@ -147,8 +146,7 @@ def remember_secret_variable(name: str) -> None:
 
     Providers call this for the variable they read their key from (``api_key_env``), so its
     value is removed from recordings and messages even when the name does not look like a
-    credential's.
-    """
+    credential's."""
     if name:
         _remembered_variables.add(name.upper())
 
@@ -159,8 +157,7 @@ def known_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[s
     A variable holds a credential when its name ends in ``API_KEY``, ``_TOKEN``, ``_SECRET``,
     ``_PASSWORD`` or ``ACCESS_KEY`` (any case), or when a provider named it as the variable
     it reads its key from (:func:`remember_secret_variable`). ``environ`` defaults to
-    :data:`os.environ`.
-    """
+    :data:`os.environ`."""
     source = os.environ if environ is None else environ
     values: set[str] = set()
     remembered = _remembered_variables
@@ -180,16 +177,14 @@ def remove_secret_values(value: object, *, known_secrets: Iterable[str] | None =
     ``value`` is JSON-like: dicts, lists, tuples (returned as lists), strings, numbers,
     booleans and ``None``; any other object is returned as it is. The input is never
     modified. ``known_secrets`` are literal values to remove wherever they appear; when it is
-    ``None`` the credentials found by :func:`known_secret_values` are used.
-    """
+    ``None`` the credentials found by :func:`known_secret_values` are used."""
     return SecretRedactor(known_secrets).redact(value)
 
 
 class SecretRedactor:
     """:func:`remove_secret_values` with the known values prepared once, for many values.
 
-    The recorder makes one per call and redacts every event of the call with it.
-    """
+    The recorder makes one per call and redacts every event of the call with it."""
 
     __slots__ = ("_rules",)
 

@@ -48,8 +48,7 @@ one request from here:
 each call and tape entry is served, told of each mismatch kept. ``openprogram exec`` gives
 one (:mod:`openprogram.activation.exec_child`: only the process that claimed the recording
 is served, and each mismatch is reported to exec at once), and so does a block whose child
-processes may replay the same recording (:mod:`openprogram.activation.children`).
-"""
+processes may replay the same recording (:mod:`openprogram.activation.children`)."""
 
 from __future__ import annotations
 
@@ -135,8 +134,7 @@ class ReplaySession:
     for one naming no part). ``compare_loopback_ports``: compare the port of a URL whose host
     is a loopback one (see :mod:`~openprogram.recording.url_comparison`). ``claim``: asked
     before anything is served, told of each mismatch kept (:class:`ReplayClaim`).
-    Thread-safe: concurrent callers are served one call each, one at a time.
-    """
+    Thread-safe: concurrent callers are served one call each, one at a time."""
 
     def __init__(
         self,
@@ -305,8 +303,7 @@ class ReplaySession:
         request repeats from one served before is not redacted, digested or compared again
         (see :mod:`~openprogram.recording.shared_lists`); ``incoming`` may then be a
         :class:`~openprogram.recording.shared_lists.DumpableRequest`, dumped only as far as
-        that needs.
-        """
+        that needs."""
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
         self._ask_claim()
         rules = self.rules_for(boundary, ignore_fields)

@@ -33,8 +33,7 @@ in a few words) and :func:`plural` (``1 call``, ``2 calls``) come from
 :mod:`openprogram.wording` and are named here too.
 
 The module imports nothing else of openprogram but that: :mod:`openprogram.errors`, which
-loads nothing when imported, reaches it for the messages it writes this way.
-"""
+loads nothing when imported, reaches it for the messages it writes this way."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ class FirstDifference:
     ``call_index``, ``event_index``). For a difference inside an event, ``recorded`` and
     ``incoming`` are the two whole events and ``event_index`` says which; the report shows
     the values found at the field. ``detail`` replaces the report's second line, ``note``
-    adds a third.
-    """
+    adds a third."""
 
     call_index: int
     """The call on the recorded side (replay's recording, ``diff``'s A)."""
@@ -147,8 +145,7 @@ def report_view(difference: FirstDifference) -> ReportView:
     A difference in a request, or in how a call ended, is shown at its field path. One in an
     event names the event by its index and type, and the field inside it, with the two
     values found there rather than the two whole events; when one side lacks the event, or
-    the events differ as wholes, the whole events are shown.
-    """
+    the events differ as wholes, the whole events are shown."""
     where = _position(difference.tape, difference.call_index)
     other = difference.incoming_call_index
     if other is not None and other != difference.call_index:

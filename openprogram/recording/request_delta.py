@@ -23,8 +23,7 @@ instead of reading the tails as whole lists.
 This module holds the encoding's two halves: :func:`rebuild_request`, for the reader, and
 :class:`RequestBases`, the earlier requests a writer stores the next ones against. Which
 lists a request shares, and how a list is told to extend another by its JSON text, are
-:mod:`~openprogram.recording.shared_lists`' (replay uses them too).
-"""
+:mod:`~openprogram.recording.shared_lists`' (replay uses them too)."""
 
 from __future__ import annotations
 
@@ -76,8 +75,7 @@ def rebuild_request(
     then the row's. The base's items are shared, not copied.
 
     ``base_of(index)`` gives an earlier call's boundary and whole request (None: no such
-    call). Raises :class:`BaseProblem` for a base that cannot be read.
-    """
+    call). Raises :class:`BaseProblem` for a base that cannot be read."""
     if type(base) is not dict:
         raise BaseProblem(f"base must be an object, found {base!r}")
     base_index = base.get("call_index")
@@ -170,8 +168,7 @@ class RequestBases:
     against theirs): the one whose lists it extends the most is its base, and only the items
     after those are redacted and stored. The comparison is of the exact JSON text, so a
     ``1`` never passes for a ``true``; a list the new request does not extend whole (an edited
-    history) is stored whole.
-    """
+    history) is stored whole."""
 
     __slots__ = ("_recent",)
 

@@ -35,8 +35,7 @@ sequence, under its own lock, whatever the threads and tasks making them.
 :meth:`RecordingMerge.merged_calls` then replaces each placeholder by the recorded call it
 stands for, whole: the merged recording holds exactly the calls the run made, in the order
 it made them; the recorded calls it never requested are left out. The caller writes it with
-:func:`rewrite_recording`.
-"""
+:func:`rewrite_recording`."""
 
 from __future__ import annotations
 
@@ -86,8 +85,7 @@ def rewrite_recording(
 
     ``expected`` is the ``stat`` of the file as it was read: if the file changed since
     (another writer appended a call), nothing is written and :class:`RecordingFileError`
-    says so. Raises :class:`RecordingFileError` when the folder cannot be written.
-    """
+    says so. Raises :class:`RecordingFileError` when the folder cannot be written."""
     data = b"".join(recording_lines(header, calls, tapes, not_recorded or []))
     with _locked_original(path) as original:
         if expected is not None and (

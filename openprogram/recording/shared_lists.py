@@ -39,8 +39,7 @@ was sent) changes that text, so the request is then dumped and compared whole. S
 are only ever compared with state texts.
 
 The request replay pairs with a recorded call is redacted through them
-(:class:`~openprogram.recording.content_matching.IncomingRequest`).
-"""
+(:class:`~openprogram.recording.content_matching.IncomingRequest`)."""
 
 from __future__ import annotations
 

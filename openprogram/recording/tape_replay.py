@@ -39,8 +39,7 @@ Policies are given by tool name, with ``"*"`` for every tool not named
 pytest ``openprogram_tools`` ini option: :func:`parse_tool_policies`). A tool replayed
 ``live`` never reads its tape, so its entries are never unread; a tool under ``replay`` or
 ``check`` whose recording holds no tool tape at all (made before tools were taped) raises
-:class:`ToolTapesMissingError`: record again.
-"""
+:class:`ToolTapesMissingError`: record again."""
 
 from __future__ import annotations
 

@@ -45,8 +45,7 @@ call (:func:`enter_tape`, :func:`leave_tape`).
   sends them again.
 
 The state is a ``ContextVar``: it covers the call's own thread, the tasks it starts and
-whatever runs in a copy of its context (``asyncio.to_thread``), not other threads.
-"""
+whatever runs in a copy of its context (``asyncio.to_thread``), not other threads."""
 
 from __future__ import annotations
 

@@ -31,8 +31,7 @@ consumes or depends on what JSON escaping changes:
 
 A PEM private key block (with newlines) is replaced whole, in both forms. A credential the
 model streamed split across two deltas is not whole in either: it survives in the delta
-rows, where ``recordings scan`` finds it in the reassembled text.
-"""
+rows, where ``recordings scan`` finds it in the reassembled text."""
 
 from __future__ import annotations
 

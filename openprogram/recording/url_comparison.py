@@ -25,8 +25,7 @@ refused by :func:`check_http_ignore_fields`, with a one-line ``ValueError`` nami
 setting. ``url`` alone still leaves the whole URL out.
 
 **Header names** in ``headers.<name>`` entries are matched in lower case, as the request's
-headers are stored (:func:`http_ignore_fields`).
-"""
+headers are stored (:func:`http_ignore_fields`)."""
 
 from __future__ import annotations
 

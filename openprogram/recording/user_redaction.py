@@ -24,8 +24,7 @@ patterns' sources, in order, and the functions' *names*: the ``name`` given to
 :func:`register_redactor` or ``record_replay(redact_name=…)``, else the function's
 ``module:qualname``. Equal fingerprints mean the same patterns and the same function names;
 a function whose rules change keeps its fingerprint unless its name changes (give it a new
-``name`` then). A recording without user redaction has no fingerprint (null).
-"""
+``name`` then). A recording without user redaction has no fingerprint (null)."""
 
 from __future__ import annotations
 
@@ -207,8 +206,7 @@ def register_redactor(function: Redactor | None, *, name: str | None = None) -> 
     :func:`user_redaction_in_effect`, in addition to their patterns and any ``redact=``
     function given to them. Register it before recording starts (at import, in a
     ``conftest.py``). ``name`` is what the fingerprint names it by
-    (default ``module:qualname``): change it when the function's rules change.
-    """
+    (default ``module:qualname``): change it when the function's rules change."""
     global _registered
     with _registered_lock:
         _registered = None if function is None else UserRedaction.of(functions=[(name, function)])

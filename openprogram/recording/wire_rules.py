@@ -14,8 +14,7 @@ So the core asks openprogram's package (``openprogram/__init__.py``, which every
 any part of openprogram runs first) for them when it first needs them, and keeps them; a
 test may hand down others (:func:`hand_down`). The core has no default of its own:
 :func:`wire_rules` raises when there is no supplier, so no path can redact or compare with
-fewer rules without failing.
-"""
+fewer rules without failing."""
 
 from __future__ import annotations
 

@@ -31,8 +31,7 @@ into the same file is stored against it, only its new items redacted and written
 (:mod:`~openprogram.recording.request_delta`), when the file's header announces the
 feature; a file followed after it was replaced starts with no earlier request. A call made
 while a taped call is being recorded (a tool calling a model or a web API) gets ``"within":
-"<tape>"`` in its request row (:func:`~openprogram.recording.tape_rows.enclosing_tape`).
-"""
+"<tape>"`` in its request row (:func:`~openprogram.recording.tape_rows.enclosing_tape`)."""
 
 from __future__ import annotations
 
@@ -113,8 +112,7 @@ class RecordingWriter:
 
         Reopens a file deleted or replaced since it was last opened. Raises
         :class:`RecordingFileError` when the file cannot be written, or is not a recording
-        this openprogram may append to (nothing is ever appended to such a file).
-        """
+        this openprogram may append to (nothing is ever appended to such a file)."""
         with self._lock:
             self._check_fingerprint(self._current(follow_replaced=True))
             return self.existing_calls
@@ -143,8 +141,7 @@ class RecordingWriter:
         Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing
         nothing, for a request a recording cannot hold (``checked``: the caller already made
         sure), and :class:`RecordingFileError` for a boundary whose feature the file's
-        header does not announce.
-        """
+        header does not announce."""
         call_index, file, digest = self._begin(request, checked, redact, redaction)
         return CallWriter(self, file, call_index, digest)
 
@@ -214,8 +211,7 @@ class RecordingWriter:
 
         Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing
         nothing, for a row holding a value a recording cannot hold (``checked``: the caller
-        already made sure).
-        """
+        already made sure)."""
         line = encode_recordable_row(str(self.path), row, checked=checked)
         with self._lock:
             if file is None or not file.usable:
@@ -332,8 +328,7 @@ class CallWriter:
 
         Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing
         nothing, for an event a recording cannot hold (``checked``: the caller already made
-        sure), and ``RuntimeError`` once the call has ended.
-        """
+        sure), and ``RuntimeError`` once the call has ended."""
         if self.file is None:
             raise RuntimeError(f"call {self.call_index} has ended: it takes no more events")
         row = {

@@ -23,8 +23,7 @@ starts, while it imports what runs the command, so that the answer costs no time
 
 **What was stopped** (:func:`stopped_problem`): the connections the namespace refused
 — a child binary's, a C extension's, a datagram — become a problem of the run, so that a
-command that exited 0 makes exec exit 1.
-"""
+command that exited 0 makes exec exit 1."""
 
 from __future__ import annotations
 

@@ -30,8 +30,7 @@ the header ``x-openprogram-recording``).
 
 With ``again`` off (``serve --once``; a session of the control API, which one test opens and
 ends; ``openprogram exec``'s proxy, whose command is one run) there is one pass: a request
-past the end is a mismatch, as for any program that makes more calls than recorded.
-"""
+past the end is a mismatch, as for any program that makes more calls than recorded."""
 
 from __future__ import annotations
 

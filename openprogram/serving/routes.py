@@ -21,8 +21,7 @@ proxy, a local vLLM); an upstream may hold a path, which the vendor's path is ap
 :data:`VENDORS` also says, for each vendor, which environment variables the clients read
 their base URL from (``openprogram exec`` points them at the server) and how the vendor's
 API writes an error body (the errors the server answers itself are written so, so that an
-SDK shows their message as it shows the vendor's own).
-"""
+SDK shows their message as it shows the vendor's own)."""
 
 from __future__ import annotations
 

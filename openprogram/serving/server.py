@@ -35,8 +35,7 @@ Before any of that, the request passes the server's checks of whom it answers
 (:mod:`~openprogram.serving.trust`: its ``Host``, its ``Origin``, the token of a request that
 names a recording or a session, a control request's content type): a refusal is answered
 421, 403, 401 or 415 in the same shapes, the control API's own for a control path. The
-control API itself is :mod:`~openprogram.serving.control`.
-"""
+control API itself is :mod:`~openprogram.serving.control`."""
 
 from __future__ import annotations
 

@@ -37,8 +37,7 @@ values (:func:`~openprogram.recording.tape_rows.comparable_entry`). So:
 2. each entry of A left is compared with the *nearest* entry of B left on the same tape
    (fewest differing fields among the first 64, ties to the earliest) and the first field
    they differ at is reported (``difference at tape fetch_weather[0], field result.temp``);
-3. an entry with no counterpart left is reported alone, as only in A or only in B.
-"""
+3. an entry with no counterpart left is reported alone, as only in A or only in B."""
 
 from __future__ import annotations
 

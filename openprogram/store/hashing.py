@@ -25,8 +25,7 @@ The recording's tape entries (taped functions, agent tools, the clock and random
 hashed as calls are, each with a digest of its own in the same sorted list — so each tape
 counts as a multiset of (arguments, result) — leaving out the results marked
 non-deterministic (the clock, random draws: ``"nondeterministic": true``). Two recordings of
-one session made a day apart therefore hash alike although the clock read differently.
-"""
+one session made a day apart therefore hash alike although the clock read differently."""
 
 from __future__ import annotations
 

@@ -27,8 +27,7 @@ A finding names a field by the path of its *redacted* form, so nothing printed h
 secret. Kinds: the token shapes' (``github-token``, ``jwt``, … see
 :mod:`~openprogram.recording.token_shapes`), ``known-credential`` (a value of this process's
 credential variables), ``secret-field`` (a secret-named field of configuration),
-``user-pattern`` and ``user-redactor``.
-"""
+``user-pattern`` and ``user-redactor``."""
 
 from __future__ import annotations
 

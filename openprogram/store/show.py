@@ -17,8 +17,7 @@ same fields from the request body and the response: the vendor's own stop reason
 The recording's tape entries follow the calls (:mod:`openprogram.store.show`):
 each entry's tape and index, arguments, and result or exception.
 
-Each tape entry as a person wants to read it: the tape part of ``recordings show``.
-"""
+Each tape entry as a person wants to read it: the tape part of ``recordings show``."""
 
 from __future__ import annotations
 
@@ -193,8 +192,7 @@ def call_views(path: str | os.PathLike[str], *, call: int | None = None) -> list
     """The calls of a recording (or only call ``call``), in order.
 
     Raises ``RecordingFileError`` for a file the strict reader refuses, and
-    :class:`RecordingCallNotFoundError` when ``call`` is out of range.
-    """
+    :class:`RecordingCallNotFoundError` when ``call`` is out of range."""
     return _views(read_recording(path), path, call)
 
 

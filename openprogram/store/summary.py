@@ -31,8 +31,7 @@ reader, at the first thing that is not so: a digest missing, of another hash ver
 matching the bytes, a digest whose writer did not know every id the calls before it made up
 (its ``minted_before``: an id an earlier call made up is renamed inside a later request's
 text), calls whose rows interleave (a concurrent session), a call cut short, a blank line or
-a ``\r\n`` line end among a call's rows, anything the strict reader would refuse.
-"""
+a ``\r\n`` line end among a call's rows, anything the strict reader would refuse."""
 
 from __future__ import annotations
 
@@ -347,8 +346,7 @@ def summarize_recording(path: Path) -> RecordingSummary:
 
     Never raises for what the file holds: a FIFO or a device is refused without being read,
     and a row nested too deeply is refused by the reader, so one bad file cannot break a
-    listing of the others.
-    """
+    listing of the others."""
     path = Path(os.path.abspath(path))
     try:
         data, info = read_recording_file(path)

@@ -26,8 +26,7 @@ trust it; nothing is sent to it.
 
 Spend is bounded by ``--openprogram-drift-max-calls``: a :class:`DriftBudget` per run (per
 pytest-xdist worker, each a run of its own) counts the calls sent; a call over it is
-skipped, and counted. The recording is never changed.
-"""
+skipped, and counted. The recording is never changed."""
 
 from __future__ import annotations
 

@@ -37,8 +37,7 @@ The command run again is this process's own command line (``sys.orig_argv``, wit
 ``sys.executable``) when pytest was started from one, else ``python -m pytest`` with the
 arguments ``pytest.main()`` was given; plugins given to ``pytest.main()`` as objects cannot
 follow a new process, so that is refused. The environment variable :data:`INSIDE` tells the
-run inside (and its xdist workers) that it is isolated already.
-"""
+run inside (and its xdist workers) that it is isolated already."""
 
 from __future__ import annotations
 

@@ -27,8 +27,7 @@ the code under test caught a mismatch and carried on (even with ``except BaseExc
 or left recorded calls unmade (or tape entries unread). A test that fails while recording
 keeps the previous recording. In ``drift`` mode a test that passed against its recording then
 has its calls sent live (:mod:`~openprogram.testing.drift_mode`), still in its call phase,
-and fails on their drift.
-"""
+and fails on their drift."""
 
 from __future__ import annotations
 
@@ -135,8 +134,7 @@ def openprogram_recording(
     """Record or replay this test's provider calls in its own recording.
 
     Yields a :class:`~openprogram.testing.session_lifecycle.RecordingSession` (``path``,
-    ``mode``, ``replay``). See ``docs/testing.md``.
-    """
+    ``mode``, ``replay``). See ``docs/testing.md``."""
     from openprogram.recording.user_redaction import user_redaction_in_effect
     from openprogram.testing.recording_session import open_recording_session
 

@@ -33,8 +33,7 @@ the recording only when the test passed (see :mod:`~openprogram.testing.saving`)
 recording replaces the old one, or the run's calls are merged into it; a test that fails
 while recording leaves the previous recording, if any, as it was, and never leaves half a
 session behind. :meth:`RecordingSession.outcome` then tells the suite summary what the test
-did with its recording.
-"""
+did with its recording."""
 
 from __future__ import annotations
 
@@ -87,8 +86,7 @@ class RecordingSession:
     ``"replay_or_record"`` (``new_episodes`` with a recording) or ``"live"``; ``replay`` the
     :class:`ReplayProvider` answering the test's calls from the recording (None when
     recording afresh or live). While recording, the calls go to a temporary file; the
-    recording changes when the test passes.
-    """
+    recording changes when the test passes."""
 
     def __init__(
         self,

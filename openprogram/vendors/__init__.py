@@ -38,8 +38,7 @@ Read through them, here:
   but whole in the text they make together;
 * the tokens a call's usage counts (:func:`call_tokens`, :func:`usage_tokens`).
 
-Reads event rows as stored: no provider event model is imported.
-"""
+Reads event rows as stored: no provider event model is imported."""
 
 from __future__ import annotations
 

@@ -20,8 +20,7 @@ pieces), from its events: ``message_start`` (the usage so far), ``content_block_
 (:func:`message_pieces`).
 
 The streamed pieces of text are the ``content_block_delta`` events' ``text``, ``thinking``
-and ``partial_json``, by block ``index``.
-"""
+and ``partial_json``, by block ``index``."""
 
 from __future__ import annotations
 
@@ -229,8 +228,7 @@ class MessagesStream:
     further); a delta or stop of a block never started is refused; ``message_delta`` gives the
     stop reason and usage counts that replace the earlier ones (a count that is not a whole
     number is passed over); ``message_stop`` ends the stream, and a stream that ends before
-    it is cut.
-    """
+    it is cut."""
 
     server_error = "the server sent an error"
 

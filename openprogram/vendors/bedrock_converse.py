@@ -19,8 +19,7 @@ message (its ``message``). A whole reply is read from ``output.message.content``
 ``outputTokens``).
 
 The streamed pieces of text are the ``contentBlockDelta`` events' ``text``, reasoning text and
-tool ``input``, by ``contentBlockIndex``; each lies at ``data.delta…`` in its row.
-"""
+tool ``input``, by ``contentBlockIndex``; each lies at ``data.delta…`` in its row."""
 
 from __future__ import annotations
 

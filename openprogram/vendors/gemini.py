@@ -21,8 +21,7 @@ feedback's ``blockReason`` when the prompt was refused — and ``usageMetadata``
 ones). An error body's ``error`` is shown as ``STATUS: message``.
 
 The streamed pieces of text are, for every candidate, each part's ``text``: the reply's
-pieces one block, the thought's another.
-"""
+pieces one block, the thought's another."""
 
 from __future__ import annotations
 

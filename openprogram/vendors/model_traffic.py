@@ -24,8 +24,7 @@ The function runs for every request a captured client sends: it never raises, co
 nothing per call and parses a body only when the cheaper tests said no.
 
 What went live because it was not model traffic is said in one line at the end of a
-replay (:func:`not_model_traffic_message`).
-"""
+replay (:func:`not_model_traffic_message`)."""
 
 from __future__ import annotations
 
@@ -98,8 +97,7 @@ def model_traffic_reason(
     captured request holds them; ``body``: the request's body as sent (None when it is
     streamed or not known); ``model_hosts``: ``record_replay.model_hosts`` — a
     frozenset from :func:`~openprogram.config.hosts.normalized_hosts` is used as it is, so a
-    caller asking for many requests normalises the list once.
-    """
+    caller asking for many requests normalises the list once."""
     wanted = _wanted_headers(headers)
     reason = sdk_client_reason(wanted)
     if reason is not None:

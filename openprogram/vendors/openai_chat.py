@@ -21,8 +21,7 @@ The streamed pieces of text are, for every choice, ``choices[i].delta``'s ``cont
 
 A message's content parts (text, ``[image]``, ``[audio]``, ``[file]``) and a function call
 shown as ``name(arguments)`` are read the same way by OpenAI's Responses API
-(:mod:`openprogram.vendors.openai_responses`).
-"""
+(:mod:`openprogram.vendors.openai_responses`)."""
 
 from __future__ import annotations
 
@@ -264,8 +263,7 @@ class ChatCompletionsStream:
     arguments, or at ``finish_reason`` when it has none; arguments sent as an object count as
     their JSON text. ``finish_reason`` ends every block, and after it only usage is read;
     ``stop`` after a tool call means a tool call. ``[DONE]``, or the end of the stream, ends
-    it: before ``finish_reason``, cut.
-    """
+    it: before ``finish_reason``, cut."""
 
     server_error = "the server sent an error mid-stream"
 

@@ -17,8 +17,7 @@ error). A stream that carried no deltas, and a whole response, are read from the
 
 The streamed pieces of text are the ``delta`` of the ``response.*.delta`` events, by output
 and content index (text, refusal, reasoning summary, reasoning), and of
-``response.function_call_arguments.delta`` by output index.
-"""
+``response.function_call_arguments.delta`` by output index."""
 
 from __future__ import annotations
 

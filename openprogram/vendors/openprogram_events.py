@@ -5,8 +5,7 @@ A provider call records the events openprogram's providers stream: ``text_delta`
 ``content_index``, and the ``done`` event's message its usage (``input`` / ``output``) and
 its ``reason`` the stop reason. :data:`OPENPROGRAM_EVENTS` reads them from the event rows as
 stored — no provider event model is imported — for the streamed blocks ``scan`` redacts and
-the tokens a call counts; ``show`` reads provider calls from the validated events instead.
-"""
+the tokens a call counts; ``show`` reads provider calls from the validated events instead."""
 
 from __future__ import annotations
 

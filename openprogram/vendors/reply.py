@@ -16,8 +16,7 @@ one :class:`StreamReader`: it turns each server-sent event's data, one at a time
 name), a piece of it, its end, the stop reason, the usage, the server's own error, the
 stream's end, what a strict reader refuses — from which both the store's :class:`HttpReply`
 (:func:`read_stream`) and the providers' events are built: the two never read one reply two
-ways.
-"""
+ways."""
 
 from __future__ import annotations
 

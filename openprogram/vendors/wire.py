@@ -6,8 +6,7 @@ share :data:`~openprogram.vendors.openai_chat.OPENAI_WIRE`), and
 :data:`~openprogram.vendors.VENDOR_WIRES` lists them. Every layer asks them instead of
 spelling a host, a header or a variable: drift (which key goes with which official origin),
 the replay's placeholder keys, the headers the HTTP boundary stores and drift compares, the
-routes of ``openprogram serve``, the built-in providers' default key variables.
-"""
+routes of ``openprogram serve``, the built-in providers' default key variables."""
 
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ or the config itself is broken. Each is thin over the library.
     delete       ``delete``: remove recordings, never the active one
     prune        ``prune``: remove old recordings
     status       ``status``: what is configured, and whether the next start would work
-    switch       ``record``, ``replay``, ``off``: switch the configured mode
-"""
+    switch       ``record``, ``replay``, ``off``: switch the configured mode"""
 
 from __future__ import annotations
 

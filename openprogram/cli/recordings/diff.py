@@ -41,8 +41,7 @@ def diff(
     in B come first, each compared with the nearest unpaired call of the other, then the
     paired calls whose replies differ, then the tape entries (each tape compared as a set of
     entries, clock and random results left out). Exits 0 when they are the same (their hashes are
-    equal), 1 when they differ, 2 when one cannot be read.
-    """
+    equal), 1 when they differ, 2 when one cannot be read."""
     from openprogram.config.paths import recordings_dir
     from openprogram.provider_boundary.codec import read_recording
     from openprogram.store.comparison import compare_recordings

@@ -87,8 +87,7 @@ def drift(
     depend on server-side state, hold a redacted value, or have no key are skipped, with
     the reason. The recording is never changed. Exits 1 on breaking drift (or worse than
     --fail-on) or when a call could not be sent, 2 when a recording or an option cannot be
-    used.
-    """
+    used."""
     from openprogram.drift.check import check_recordings
     from openprogram.drift.credentials import Credentials
 

@@ -79,8 +79,7 @@ def import_cassettes(
     the store under its file name; --into DIR writes DIR/<path below the folder given>.jsonl
     (a pytest-recording cassettes folder into tests/recordings, say). Exits 1 when a
     cassette could not be imported (the others are), 2 for bad arguments (a path given that
-    is missing, or neither a file nor a folder).
-    """
+    is missing, or neither a file nor a folder)."""
     from openprogram.cli.recordings.scan import configured_user_redaction
     from openprogram.importing import vcr_cassettes
 

@@ -12,8 +12,7 @@ the same fields::
 When the table is too wide, its models give way first: shown without their hosts and apis
 (``gpt-4o-mini, claude-sonnet-4-5``), then cut to the room left (at least
 :data:`MIN_MODELS` columns); ``--json`` and the two-line layout show them whole. No field
-is ever dropped; every text is made :func:`~openprogram.cli.output.visible`.
-"""
+is ever dropped; every text is made :func:`~openprogram.cli.output.visible`."""
 
 from __future__ import annotations
 

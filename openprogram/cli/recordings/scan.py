@@ -56,8 +56,7 @@ def scan(
     Prints `FILE:LINE: call N, field PATH: KIND` for each. Exits 0 when nothing is found,
     1 when something is (also after --fix replaced it, so a pre-commit hook stops the
     commit until the fixed files are added), 2 when a recording, the configuration or
-    --redactor cannot be used.
-    """
+    --redactor cannot be used."""
     from openprogram.config.paths import recordings_dir
     from openprogram.store.scan import scan_recordings, scan_targets
 

@@ -10,8 +10,7 @@ from openprogram.cli.output import EXIT_FAILURE, plural, print_json, reporting_e
 def status(as_json: bool = typer.Option(False, "--json", help="Print the status as JSON.")) -> None:
     """Show the mode, the recording and whether it is valid, and where the config came from.
 
-    Exits 1 when the configured state is broken, saying what to do.
-    """
+    Exits 1 when the configured state is broken, saying what to do."""
     from openprogram.store.status import configured_status
 
     with reporting_errors():

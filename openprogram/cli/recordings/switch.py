@@ -6,8 +6,7 @@
     off              set mode=off, repairing a broken configuration
 
 The three share their JSON form (:func:`describe_change`), their usage errors and the warning
-about environment variables that still override the change.
-"""
+about environment variables that still override the change."""
 
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ def record(
     """Create a new recording in the store and set mode=record (from the next start).
 
     --seed, --clock-start and --clock-step are kept in the configuration with the recording:
-    while it records, openprogram.now() and random() draw from them.
-    """
+    while it records, openprogram.now() and random() draw from them."""
     from openprogram.store.status import start_recording
 
     sources = recording_sources(seed, clock_start, clock_step)  # before anything is created

@@ -64,8 +64,7 @@ def verify(
     command exited 0); otherwise the first divergence and exit 1. With --json the
     JSON alone is printed on stdout, the command's own output on stderr. Exit 2 when the
     recording, --tools or the command cannot be used. The session's tools run live unless
-    --tool-policy (or record_replay.tools) says replay (their taped results) or check.
-    """
+    --tool-policy (or record_replay.tools) says replay (their taped results) or check."""
     from openprogram.config.paths import recordings_dir
     from openprogram.harness.verification import verify_command, verify_recording
     from openprogram.store.names import resolve_recording

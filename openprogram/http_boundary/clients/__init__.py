@@ -19,8 +19,7 @@
 
 :data:`CLIENT_LIBRARIES` is the list the capture walks: another library is one module here
 and one entry in it. Importing this package imports no client library: each is hooked once
-the program has imported it.
-"""
+the program has imported it."""
 
 from __future__ import annotations
 

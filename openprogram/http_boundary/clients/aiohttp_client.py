@@ -13,8 +13,7 @@ Under replay no socket is opened: the answer is a real ``ClientResponse`` whose 
 is fed the recorded body as the program reads it. A recorded error replays as the aiohttp
 class of its name (``ClientConnectorError`` from the request's connection key and the
 recorded reason). An aiohttp before 3.12 has no client middlewares and is left unhooked.
-This module imports no aiohttp: what it needs is taken from ``sys.modules`` once hooked.
-"""
+This module imports no aiohttp: what it needs is taken from ``sys.modules`` once hooked."""
 
 from __future__ import annotations
 

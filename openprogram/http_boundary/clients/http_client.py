@@ -18,8 +18,7 @@ body without its last chunk) is recorded as ``IncompleteRead``, and replays as t
 and replayed decoded, as for every library. Not captured: a connection of urllib3 (captured
 at its pools), a request a library captured above sends through ``http.client``
 (:mod:`~openprogram.http_boundary.boundary`), and one written with ``putrequest`` by hand
-(the connection guard sees it).
-"""
+(the connection guard sees it)."""
 
 from __future__ import annotations
 

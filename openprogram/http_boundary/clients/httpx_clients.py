@@ -16,8 +16,7 @@ bound to the module — the boundary's body streams combined with the library's 
 classes, its ``Response``, its content decoders and its exception classes — is built when the
 module is hooked, after the program imported it: this module imports neither library. After
 ``httpx2.alias_httpx()``, ``httpx`` *is* ``httpx2``: each class object is patched once (a mark
-in its ``__dict__`` says it is), by the library the module is named after.
-"""
+in its ``__dict__`` says it is), by the library the module is named after."""
 
 from __future__ import annotations
 

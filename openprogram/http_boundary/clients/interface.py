@@ -8,8 +8,7 @@ built back in that library, and how a recorded response's body is teed. The othe
 describe the objects of an httpx-shaped library the boundary reads or calls, so none of them
 is ``Any`` on the seam. An adapter of another shape reads its library's request as a
 :class:`RequestView` (its headers a :class:`HeaderList`), and rebuilds a recorded error with
-:func:`rebuilt_error`.
-"""
+:func:`rebuilt_error`."""
 
 from __future__ import annotations
 

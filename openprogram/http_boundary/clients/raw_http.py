@@ -6,8 +6,7 @@ urllib3 sends and reads with ``http.client``, so a replayed response of either l
 an ``http.client.HTTPResponse`` parsed from the recorded status, headers and body, no
 connection made: framed by its ``content-length`` when it is served with one (a call that
 completed), else read as a chunked body, so that every recorded chunk reaches the client
-before a recorded error.
-"""
+before a recorded error."""
 
 from __future__ import annotations
 

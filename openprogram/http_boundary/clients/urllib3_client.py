@@ -16,8 +16,7 @@ Replaying wraps the replayed ``http.client`` response
 (:mod:`~openprogram.http_boundary.clients.raw_http`) in an ``HTTPResponse``, no connection
 made. Either way a body the caller asked preloaded is read afterwards, as urllib3 does. This
 module imports no urllib3: what it needs is bound when ``urllib3.connectionpool`` (of
-urllib3 2; an older one is left alone) is hooked, after the program imported it.
-"""
+urllib3 2; an older one is left alone) is hooked, after the program imported it."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ hosts and headers, from :mod:`openprogram.vendors`).
 Each factory receives the ``[providers.<api>]`` settings of the configuration (None when
 there are none, or when the configuration is broken — record/replay is then blocked anyway).
 Factories import their module only when called, and the vendors' facts are read when first
-asked, so nothing vendor-specific (nor httpx) is imported before the runtime starts.
-"""
+asked, so nothing vendor-specific (nor httpx) is imported before the runtime starts."""
 
 from __future__ import annotations
 

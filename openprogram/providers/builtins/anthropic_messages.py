@@ -31,8 +31,7 @@ Options: ``max_tokens`` (required by the API: ``options.max_tokens``, else
 ``any``, or a tool name); ``metadata["user_id"]`` → ``metadata.user_id`` (other metadata is
 not sent). For a ``model.reasoning`` model the ``reasoning`` level turns on extended
 thinking with a token budget (:data:`THINKING_BUDGETS`), which comes on top of
-``max_tokens`` so the answer keeps its room.
-"""
+``max_tokens`` so the answer keeps its room."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@
 * After a tool result it replies ``echo:<tool result text>``.
 
 Tool call ids are derived from the conversation length, so the same session always
-produces the same requests.
-"""
+produces the same requests."""
 
 from __future__ import annotations
 

@@ -20,8 +20,7 @@ What a failure looks like (every message starts with the api, e.g. ``openai-comp
 
 No message holds a credential: every one goes through the redactor, which removes the call's
 key, the known keys, a password in a URL (``https://user:pass@host``) and secret-named query
-parameters (``?api_key=…``), so neither a ``base_url`` nor a server's reply can leak one.
-"""
+parameters (``?api_key=…``), so neither a ``base_url`` nor a server's reply can leak one."""
 
 from __future__ import annotations
 

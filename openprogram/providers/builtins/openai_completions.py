@@ -33,8 +33,7 @@ Options: ``max_tokens`` (else ``model.max_tokens``) — sent as ``max_completion
 api.openai.com, whose reasoning models refuse ``max_tokens``, and as ``max_tokens`` to every
 compatible server; ``temperature``; ``tool_choice`` (``auto`` / ``none`` / ``required``, or a
 tool name); the ``reasoning`` level as ``reasoning_effort``, only for a ``model.reasoning``
-model. ``metadata`` and ``session_id`` are not sent.
-"""
+model. ``metadata`` and ``session_id`` are not sent."""
 
 from __future__ import annotations
 

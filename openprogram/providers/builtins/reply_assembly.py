@@ -9,8 +9,7 @@ on failure, the partial) ``AssistantMessage``. A tool the server runs itself, or
 a kind not known, is not a block of ours.
 
 Anything that ends a stream early is a :class:`VendorStreamError`; the HTTP layer turns it
-into an ``error`` event that keeps what was streamed so far.
-"""
+into an ``error`` event that keeps what was streamed so far."""
 
 from __future__ import annotations
 

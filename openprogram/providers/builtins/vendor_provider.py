@@ -11,8 +11,7 @@ configured one, else the vendor's default). A server on this machine (``localhos
 ``127.0.0.0/8``, ``::1``) may need no key, so ``requires_credentials`` is False for one and
 the ``Authorization`` / ``x-api-key`` header is sent only when there is a key. A provider
 tells the redactor about its ``api_key_env`` when it is made, so the key read from it never
-reaches a recording or a message, whatever the variable's name.
-"""
+reaches a recording or a message, whatever the variable's name."""
 
 from __future__ import annotations
 
