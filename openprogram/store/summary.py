@@ -39,7 +39,7 @@ import functools
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -263,23 +263,8 @@ class RecordingSummary:
 
     def to_json(self) -> dict[str, Any]:
         """A plain, JSON-safe dict (``--json`` output and the summary cache)."""
-        return {
-            "name": self.name,
-            "path": str(self.path),
-            "size": self.size,
-            "mtime": self.mtime,
-            "created_at": self.created_at,
-            "calls": self.calls,
-            "events": self.events,
-            "models": list(self.models),
-            "format_version": self.format_version,
-            "valid": self.valid,
-            "truncated": self.truncated,
-            "problem": self.problem,
-            "transcript_hash": self.transcript_hash,
-            "http_calls": self.http_calls,
-            "tape_entries": self.tape_entries,
-        }
+        values = {item.name: getattr(self, item.name) for item in fields(self)}
+        return values | {"path": str(self.path), "models": list(self.models)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], path: Path) -> RecordingSummary:

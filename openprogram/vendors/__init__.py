@@ -46,7 +46,7 @@ import base64
 import binascii
 import operator
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -220,16 +220,7 @@ class HttpExchange:
     """``type: message`` of the transport failure that ended the call, if one did."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "url": self.url,
-            "status": self.status,
-            "api": self.api,
-            "body": self.body,
-            "sse_events": self.sse_events,
-            "body_size": self.body_size,
-            "transport_error": self.transport_error,
-        }
+        return asdict(self)
 
 
 @dataclass
