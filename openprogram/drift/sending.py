@@ -236,13 +236,8 @@ def _redacted_field(url: str, headers: Mapping[str, str], request: Mapping[str, 
             return f"headers.{name}"
     if "body_text" in request and PLACEHOLDER in str(request["body_text"]):
         return "body_text"
-    return _placeholder_path(request.get("body"), "body")
-
-
-def _placeholder_path(value: Any, path: str) -> str | None:
-    """The path of the first key or string of ``value`` that holds the placeholder."""
     return _first_path(
-        value, path, lambda key, item: PLACEHOLDER in (key if key is not None else item)
+        request.get("body"), "body", lambda key, item: PLACEHOLDER in (item if key is None else key)
     )
 
 

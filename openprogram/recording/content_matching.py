@@ -1,15 +1,9 @@
 """What replay pairs a request with a recorded call by, and replay by content.
 
 Both matchings (by content here, by order beside the session in
-:mod:`~openprogram.recording.replay_session`, the door to replay) work on three values:
-:class:`IncomingRequest` — one request, its sections redacted as its boundary redacts them,
-through the conversations served before when it may be
-(:mod:`~openprogram.recording.shared_lists`), with the same request redacted whole for a
-report; :class:`ComparisonRules` — what a request of one boundary is compared without (the
-boundary's non-deterministic fields and the caller's ``ignore_fields``), how an HTTP call's
-URL is compared, and the conversations served under those rules; :class:`ServedCalls` — which
-recorded calls one replay has served so far. They are given the session's exact comparison
-of a request with one call (:data:`Match`).
+:mod:`~openprogram.recording.replay_session`, the door to replay) work on the three values
+defined here — :class:`IncomingRequest`, :class:`ComparisonRules`, :class:`ServedCalls` —
+and are given the session's exact comparison of a request with one call (:data:`Match`).
 
 Under ``content`` matching (the default) a replay session serves each request the earliest
 unconsumed call *of the request's boundary* whose request equals it, wherever it stands in
@@ -107,11 +101,12 @@ the request is not the call, or None when it is."""
 
 
 class ComparisonRules:
-    """How the requests of ``boundary`` are compared, leaving out the fields ``ignored``:
-    the sections in comparison order, the compiled ignore rules, how an HTTP call's URL is
-    compared (``url``; None at any other boundary), and the conversations served under them
-    (none with an ignored field path: a list may then be shorter and still equal, so no
-    served list is reused)."""
+    """How the requests of ``boundary`` are compared, leaving out the fields ``ignored`` (the
+    boundary's non-deterministic fields and the caller's ``ignore_fields``): the sections in
+    comparison order, the compiled ignore rules, how an HTTP call's URL is compared (``url``;
+    None at any other boundary), and the conversations served under them (none with an
+    ignored field path: a list may then be shorter and still equal, so no served list is
+    reused)."""
 
     __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections", "url")
 

@@ -150,10 +150,10 @@ def recording_lines(
     row, when there are connections to list."""
     entries = list(tapes)
     # Its rows are written as this openprogram writes them (requests against a base): the
-    # header says the version they are written in, whatever the file said before.
-    header = _announcing_deltas(
-        {**header, "format_version": RECORDING_FORMAT_VERSION}, tapes=bool(entries)
-    )
+    # header says the version they are written in, whatever the file said before; it
+    # announces the request deltas (and the tape rows, when it writes any).
+    header = {**header, "format_version": RECORDING_FORMAT_VERSION}
+    header = _announcing(header, [DELTA_FEATURE, TAPES_FEATURE] if entries else [DELTA_FEATURE])
     if not_recorded:
         header = _announcing(header, [NOT_RECORDED_FEATURE])
     yield encode_row(header)
@@ -166,12 +166,6 @@ def recording_lines(
         yield encode_row(row_of_entry(entry))
     if not_recorded:
         yield encode_row(not_recorded_row(not_recorded))
-
-
-def _announcing_deltas(header: dict[str, Any], *, tapes: bool = False) -> dict[str, Any]:
-    """``header``, its ``features`` announcing the request deltas a rewrite writes (and the
-    tape rows, when it writes any)."""
-    return _announcing(header, [DELTA_FEATURE, TAPES_FEATURE] if tapes else [DELTA_FEATURE])
 
 
 def _announcing(header: dict[str, Any], wanted: list[str]) -> dict[str, Any]:

@@ -83,7 +83,7 @@ async def stream_reply(
         content = orjson.dumps(request.body)
         async with httpx.AsyncClient(
             transport=transport,
-            timeout=_timeouts(request.timeout),
+            timeout=httpx.Timeout(request.timeout, connect=min(CONNECT_TIMEOUT, request.timeout)),
             verify=_tls_context(),
             # A server on this machine is never reached through an HTTP(S)_PROXY.
             trust_env=not is_loopback_url(request.url),
@@ -130,10 +130,6 @@ def _tls_context() -> ssl.SSLContext:
     """One TLS context for the process: building one loads the CA bundle (~0.1 s), too slow
     to repeat per call. It holds no connection, so sharing it leaks nothing between calls."""
     return httpx.create_ssl_context()
-
-
-def _timeouts(seconds: float) -> httpx.Timeout:
-    return httpx.Timeout(seconds, connect=min(CONNECT_TIMEOUT, seconds))
 
 
 async def _next_event(events: AsyncIterator[ServerSentEvent]) -> ServerSentEvent | None:
