@@ -3,8 +3,7 @@
 The recording proxy reads each request body whole before it records or forwards it
 (``openprogram serve --max-request-size``); ``recordings import`` decodes each body of a
 cassette whole before it stores it (``--max-body-size``). Both stop at this size unless told
-otherwise. This module imports nothing, so a command's help can show the default at no cost.
-"""
+otherwise. This module imports nothing, so a command's help can show the default at no cost."""
 
 from __future__ import annotations
 

@@ -33,8 +33,7 @@ same readings. Under replay nothing is drawn: ``now()`` and ``random()`` return 
 recording holds.
 
 This module imports nothing of openprogram but its errors: the configuration checks its
-values with the same rules (:func:`check_seed`, :func:`check_time_ms`).
-"""
+values with the same rules (:func:`check_seed`, :func:`check_time_ms`)."""
 
 from __future__ import annotations
 

@@ -73,8 +73,7 @@ a carrier, not an error of its own: the HTTP boundary raises it from inside an H
 with an ``OpenProgramError`` as ``.error`` (a ``ReplayMismatch``, a
 ``RecordReplayBlockedError``, a ``RecordingFileError``) and the same message, so that SDK
 retry loops, which catch every ``Exception``, cannot catch, retry or rewrap that error. The
-ways in (``record_replay()``, the pytest fixture, ``exec``) turn it back into ``.error``.
-"""
+ways in (``record_replay()``, the pytest fixture, ``exec``) turn it back into ``.error``."""
 
 from __future__ import annotations
 
@@ -172,8 +171,7 @@ class ConfigError(OpenProgramError):
 
     ``path``/``line``/``column`` say where in the file, ``key`` is the dotted key,
     ``env_var`` the environment variable at fault (then ``path`` is ``None``) and ``env_value``
-    its value, unless it may hold a secret.
-    """
+    its value, unless it may hold a secret."""
 
     def __init__(
         self,
@@ -301,8 +299,7 @@ class RecordReplayBlockedError(OpenProgramError):
 class RecordedProviderError(OpenProgramError):
     """Replay of a recorded provider error whose type is not a Python built-in.
 
-    ``original_type`` is the recorded type name; the message is the recorded message.
-    """
+    ``original_type`` is the recorded type name; the message is the recorded message."""
 
     def __init__(self, original_type: str, message: str) -> None:
         self.original_type = original_type
@@ -332,8 +329,7 @@ class UnrecordableValueError(OpenProgramError, ValueError):
     """A request or event holds a value a recording cannot hold faithfully.
 
     ``field_path`` is the whole path of the value within the row (``options.temperature``,
-    ``event.tool_call.arguments.x``); ``problem`` says what is wrong with it.
-    """
+    ``event.tool_call.arguments.x``); ``problem`` says what is wrong with it."""
 
     def __init__(
         self, path: str, field_path: str, problem: str, advice: str, call_index: int | None
@@ -396,8 +392,7 @@ class ReplayMismatch(OpenProgramError, AssertionError):
     not an error. ``difference`` is the :class:`~openprogram.recording.report.FirstDifference`
     it reports; the message is that difference as
     :func:`~openprogram.recording.report.format_report` writes it, the one message allowed two
-    lines (three with a note). The other attributes are the difference's own fields.
-    """
+    lines (three with a note). The other attributes are the difference's own fields."""
 
     def __init__(
         self,
@@ -506,8 +501,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
     ``unconsumed`` are the calls' indexes; ``tapes`` maps each tape with entries never read
     to their indexes and the number of entries the tape holds; ``appended_sessions`` the
     first call of each session recorded into the file after its first one (a file that holds
-    several sessions is replayed as one, so one run of the program leaves the later ones).
-    """
+    several sessions is replayed as one, so one run of the program leaves the later ones)."""
 
     def __init__(
         self,
@@ -561,8 +555,7 @@ class UnconsumedCallsError(OpenProgramError, AssertionError):
 class TapeValueError(OpenProgramError, ValueError):
     """A value a tape cannot record faithfully, or a recorded result it cannot rebuild.
 
-    ``tape`` names the tape, ``field_path`` the value (``args.city``, ``result.temps[2]``).
-    """
+    ``tape`` names the tape, ``field_path`` the value (``args.city``, ``result.temps[2]``)."""
 
     def __init__(self, tape: str, field_path: str, problem: str, advice: str) -> None:
         self.tape = tape
@@ -684,8 +677,7 @@ class RecordingCallNotFoundError(OpenProgramError, IndexError):
 class VerifySetupError(OpenProgramError):
     """The recorded session cannot be re-run as given (a usage problem: exit 2).
 
-    When a recorded field is at fault, ``path``, ``call_index`` and ``field`` say which.
-    """
+    When a recorded field is at fault, ``path``, ``call_index`` and ``field`` say which."""
 
     def __init__(
         self,

@@ -10,8 +10,7 @@ refuses it the same way, so openprogram never writes what it would refuse to rea
 
 Depth counts containers: ``1`` and ``"x"`` have depth 0, ``[]`` and ``{"a": 1}`` depth 1,
 ``{"a": [1]}`` depth 2. A recording's row counts from the row itself, so the limit leaves
-ample room for real requests (whose deepest parts, tool schemas, rarely pass 20 levels).
-"""
+ample room for real requests (whose deepest parts, tool schemas, rarely pass 20 levels)."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ def json_text_may_exceed_nesting_limit(data: bytes | str, limit: int = MAX_NESTI
 
     A cheap, exact-when-false pre-check: nesting needs one ``[`` or ``{`` per level, so text
     holding ``limit`` of them or fewer cannot exceed it. Only text that fails this check
-    needs :func:`exceeds_nesting_limit` on its parsed value.
-    """
+    needs :func:`exceeds_nesting_limit` on its parsed value."""
     if isinstance(data, str):
         return data.count("[") + data.count("{") > limit
     return data.count(b"[") + data.count(b"{") > limit
@@ -47,8 +45,7 @@ def nesting_depth(value: Any, *, stop_after: int | None = None) -> int:
     """How deeply ``value``'s dicts and lists (tuples count as lists) nest.
 
     Walks iteratively, so it never recurses itself. With ``stop_after``, the walk ends as
-    soon as a depth above it is seen and returns that depth.
-    """
+    soon as a depth above it is seen and returns that depth."""
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:

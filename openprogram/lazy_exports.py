@@ -1,8 +1,7 @@
 """Package exports loaded on first use (PEP 562), so importing a package imports nothing.
 
 A package lists ``name -> module`` and sets
-``__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)``.
-"""
+``__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)``."""
 
 from __future__ import annotations
 

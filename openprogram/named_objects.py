@@ -4,8 +4,7 @@
 my_project.redaction:redact`` name an object of the user's code this way: the module is
 imported, with the current folder importable as under pytest, and the attribute path
 (dotted: ``module:Class.method``) is walked. Each caller words its own errors. This module
-imports nothing at import time.
-"""
+imports nothing at import time."""
 
 from __future__ import annotations
 

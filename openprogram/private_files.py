@@ -6,8 +6,7 @@ creates is readable by other users. Files it did not create keep their mode.
 :func:`replace_file` is how a whole file (the configuration, the summary cache) is rewritten
 without ever being left half-written: a temporary file in the same folder, flushed and synced,
 given its permission bits, then ``os.replace``; the folder is synced so the rename survives a
-crash. If anything fails first, the temporary file is removed and the original is untouched.
-"""
+crash. If anything fails first, the temporary file is removed and the original is untouched."""
 
 from __future__ import annotations
 

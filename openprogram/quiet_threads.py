@@ -6,8 +6,7 @@ thread, and only once that thread is running Python again: a signal the kernel g
 helper thread — the relay's, the recording proxy's, the connection watch's — does not
 interrupt the main thread's wait for a command, so exec would neither pass the signal on
 nor stop waiting. A thread started by :func:`start_quiet` blocks every signal (and the
-threads it starts inherit that), so each one reaches the main thread.
-"""
+threads it starts inherit that), so each one reaches the main thread."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ make a reviewer read ``txt.exe`` for ``exe.txt``. :func:`visible` writes each as
 ``\\x1b``, ``\\u202e``; the terminal (:mod:`openprogram.cli.output`), the review pages
 (:mod:`openprogram.store.html_pages`) and the test run's Markdown summary
 (:mod:`openprogram.testing.suite_pages`) all show text through it, so the set is defined
-here once. The module imports nothing.
-"""
+here once. The module imports nothing."""
 
 from __future__ import annotations
 

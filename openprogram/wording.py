@@ -1,8 +1,7 @@
 """How a count and a set of calls are written in every message: ``2 calls``, ``calls 0..3, 5``.
 
 The words every command, error and report shares. The module imports nothing, so the CLI's
-output helpers and :mod:`openprogram.errors` reach it without loading the report writer.
-"""
+output helpers and :mod:`openprogram.errors` reach it without loading the report writer."""
 
 from __future__ import annotations
 

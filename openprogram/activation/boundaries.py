@@ -19,8 +19,7 @@ the block is covered (the pytest fixture and ``record_replay()`` run this way).
 ``openprogram exec`` installs them for the whole life of a process instead.
 
 Under replay, the key variables a vendor's SDK reads get a placeholder where they are unset
-(:mod:`~openprogram.activation.placeholder_keys`, whose names this module exports too).
-"""
+(:mod:`~openprogram.activation.placeholder_keys`, whose names this module exports too)."""
 
 from __future__ import annotations
 
@@ -110,8 +109,7 @@ def prepare_boundaries(
     :func:`~openprogram.recording.user_redaction.register_redactor` registered, and
     ``redact`` (named ``redact_name``). Raises
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be used, and
-    :class:`~openprogram.errors.UserRedactionError` for a bad pattern.
-    """
+    :class:`~openprogram.errors.UserRedactionError` for a bad pattern."""
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers
     if plan.mode == "blocked":

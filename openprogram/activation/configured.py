@@ -54,8 +54,7 @@ The configured recording's deterministic sources (``record_replay.seed``, ``cloc
 draw from while it records, in the runtime's activation and in exec's configured plan; with
 a clock, the process (or the command) runs in UTC, under record and under replay of that
 recording alike. ``--record`` and ``--replay`` do not take them from the configuration:
-exec's own ``--seed`` and ``--clock-*`` are theirs.
-"""
+exec's own ``--seed`` and ``--clock-*`` are theirs."""
 
 from __future__ import annotations
 
@@ -229,8 +228,7 @@ def exec_plan(
     Raises :class:`ExecSetupError` for both flags at once or a ``--record`` target that
     holds calls, ``RecordingNameError`` for an invalid name, and
     :class:`~openprogram.errors.RecordingFileError` for a ``--replay`` recording that cannot
-    be read or a ``--record`` one that cannot be written.
-    """
+    be read or a ``--record`` one that cannot be written."""
     from openprogram.config.settings import load_config
 
     if record is not None and replay is not None:

@@ -63,8 +63,7 @@ saw that no Python hook did (:mod:`openprogram.isolation.connect_watch`).
 What the hook cannot see: sockets that C or Rust extensions open themselves (uvloop's own
 transports, grpc's core, a driver written in C, c-ares), a socket that connected before the
 replay began, and processes that are not Python. (Under ``openprogram exec --record`` the
-kernel shows exec those too: :mod:`openprogram.isolation.connect_watch`.)
-"""
+kernel shows exec those too: :mod:`openprogram.isolation.connect_watch`.)"""
 
 from __future__ import annotations
 

@@ -29,8 +29,7 @@ with it, so exec itself then only waits; a SIGINT sent to exec alone (a supervis
 ``timeout -s INT``, ``kill -INT``) — when exec is not in the foreground group of a terminal —
 is passed on to the command, as a SIGTERM always is. On Linux the command is also told to
 end (SIGTERM) if exec dies first (``PR_SET_PDEATHSIG``), so a killed exec never leaves it
-running and writing; elsewhere a killed exec cannot stop it.
-"""
+running and writing; elsewhere a killed exec cannot stop it."""
 
 from __future__ import annotations
 

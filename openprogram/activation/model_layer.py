@@ -35,8 +35,7 @@ process's first problem — a replay mismatch, a model request refused — on st
 ``openprogram exec --replay`` reports it, unless the program ended on that very error
 (Python showed it already); under replay, the connections that were not model traffic and
 went live, in one line; under record, the connections to a model host that no boundary
-captured. A process that met a problem and would have exited 0 exits 1.
-"""
+captured. A process that met a problem and would have exited 0 exits 1."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ reads the configuration again.
 their start; a clock also runs the command in UTC, under record and replay alike.
 ``match`` says how replay pairs a request with a recorded call: ``"content"`` (the
 default: the earliest unconsumed recorded call of its boundary whose request equals it) or
-``"order"`` (the next recorded call); see :mod:`openprogram.recording.replay_session`.
-"""
+``"order"`` (the next recorded call); see :mod:`openprogram.recording.replay_session`."""
 
 from __future__ import annotations
 

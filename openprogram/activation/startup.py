@@ -36,8 +36,7 @@ hook (``python -S``) does.
 Whatever fails here fails closed: the process starts blocked, never live, and nothing is
 raised into the program. When the configuration decided ``off`` from the file and variables
 alone, the start-up marker is written for them (:mod:`openprogram.config.startup_marker`),
-so the next process's hook decides in a few system calls.
-"""
+so the next process's hook decides in a few system calls."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ the program's own frames only (:func:`short_traceback`): the program's last word
 ``ReplayMismatch: replay mismatch at …``. It also remembers the uncaught error
 (:func:`last_uncaught`), so that what a process reports at its exit does not repeat it, and
 knows the process is failing already. ``openprogram exec``'s processes and the configured
-mode install it; installing it twice is installing it once.
-"""
+mode install it; installing it twice is installing it once."""
 
 from __future__ import annotations
 

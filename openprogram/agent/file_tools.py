@@ -7,8 +7,7 @@ the root is refused. Refusals and missing files raise :class:`ToolInputError`, w
 agent loop hands back to the model as an error result (``ToolInputError: …``).
 
 What they return depends only on the files, never on where the root is, so a session
-recorded in one folder replays in another holding the same files.
-"""
+recorded in one folder replays in another holding the same files."""
 
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ live (the default), served from its tape, or run and checked against it, by its 
 
 Requests are deterministic: the tool definitions are sorted by name, and nothing here adds
 an id or a clock value outside the messages' ``timestamp`` fields (which replay ignores), so
-a session replays with no mismatch.
-"""
+a session replays with no mismatch."""
 
 from __future__ import annotations
 
@@ -108,8 +107,7 @@ async def run_agent(
 
     ``max_iterations`` bounds the number of model calls. ``on_event`` sees every stream
     event as it arrives (for live display) and a :class:`ToolCallStarted` /
-    :class:`ToolCallFinished` pair around each tool call.
-    """
+    :class:`ToolCallFinished` pair around each tool call."""
     if max_iterations < 1:
         raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
     by_name = _tools_by_name(tools)

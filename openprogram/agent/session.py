@@ -10,8 +10,7 @@ The model (:func:`resolve_model`): a reference is split at its first colon only,
 completions``; ``--model`` and ``default_model`` share one parser
 (:func:`openprogram.config.models.split_model_reference`). The model's ``provider`` is the
 vendor's name for the apis openprogram ships (``openai``, ``anthropic``, ``echo``) and the
-api itself otherwise; its ``base_url`` is the one ``[providers.<api>]`` sets, if any.
-"""
+api itself otherwise; its ``base_url`` is the one ``[providers.<api>]`` sets, if any."""
 
 from __future__ import annotations
 
@@ -100,8 +99,7 @@ async def run_session(
     ``model`` is ``api:model-id`` (raises ``ModelReferenceError`` when it is not); the
     built-in tools are rooted at ``root`` (default: the current directory). Under replay,
     ``tool_policies`` (tool name or ``"*"`` to ``live``, ``replay`` or ``check``) override
-    the configured ``record_replay.tools``. Raises what :func:`run_agent` raises.
-    """
+    the configured ``record_replay.tools``. Raises what :func:`run_agent` raises."""
 
     # The configuration the runtime read at its start (read once per process). A broken one
     # gives no settings: the runtime is then blocked, and the first call says why.

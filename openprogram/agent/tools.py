@@ -9,8 +9,7 @@ keys — so the same result is always the same text — and anything else as ``s
 :func:`tool` builds one from a function: the name from the function's name, the description
 from the first paragraph of its docstring, and the parameters from its signature when every
 parameter is annotated with ``str``, ``int``, ``float``, ``bool``, ``list`` or ``dict``
-(optionally ``| None``); otherwise pass ``parameters=`` yourself.
-"""
+(optionally ``| None``); otherwise pass ``parameters=`` yourself."""
 
 from __future__ import annotations
 
@@ -120,8 +119,7 @@ def tool(
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
     """Make a function a tool: ``@tool`` or ``@tool(name=..., description=..., parameters=...)``.
 
-    The decorated name is the :class:`AgentTool`; calling it still calls the function.
-    """
+    The decorated name is the :class:`AgentTool`; calling it still calls the function."""
 
     def build(target: Callable[..., Any]) -> AgentTool:
         tool_name: str = name or str(getattr(target, "__name__", ""))
@@ -144,8 +142,7 @@ def _first_paragraph(function: Callable[..., Any]) -> str:
 def infer_parameters(function: Callable[..., Any], tool_name: str) -> dict[str, Any]:
     """The JSON Schema of ``function``'s keyword arguments, from its annotations.
 
-    Raises :class:`ToolDefinitionError` for a parameter it cannot describe.
-    """
+    Raises :class:`ToolDefinitionError` for a parameter it cannot describe."""
     try:
         hints = get_type_hints(function)
         signature = inspect.signature(function)

@@ -7,8 +7,7 @@ Help reads the way click writes it, for every command of the tree: an argument i
 in capitals (``Usage: openprogram run [OPTIONS] PROMPT``, ``[NAME]`` when optional), and a
 flag shows no value placeholder (``--json``, not ``--json <bool>``). The typer release this
 was written against shows ``{prompt}`` and ``<bool>`` instead; the root group puts every
-command it holds under :class:`PlainHelpCommand` / :class:`PlainHelpGroup`, which fix that.
-"""
+command it holds under :class:`PlainHelpCommand` / :class:`PlainHelpGroup`, which fix that."""
 
 from __future__ import annotations
 
@@ -70,8 +69,7 @@ def reflowed(text: str | None) -> str | None:
     """``text`` with each paragraph on one line, for the help formatter to wrap.
 
     Docstrings are wrapped for the source file; the rich help formatter keeps those line
-    breaks, so at another width every line would end early with a word left on its own.
-    """
+    breaks, so at another width every line would end early with a word left on its own."""
     if not text:
         return text
     paragraphs = [" ".join(paragraph.split()) for paragraph in text.strip().split("\n\n")]
@@ -83,8 +81,7 @@ def use_plain_help(group: TyperGroup) -> None:
     its help text reflowed (:func:`reflowed`).
 
     Only commands of typer's own classes are changed (a command of another class keeps its
-    help as it is); the plain classes add no state, so changing the class is safe.
-    """
+    help as it is); the plain classes add no state, so changing the class is safe."""
     for command in group.commands.values():
         command.help = reflowed(command.help)
         if type(command) is TyperCommand:

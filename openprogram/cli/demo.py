@@ -2,8 +2,7 @@
 
 It runs in a temporary folder that is removed afterwards (``--keep DIR`` keeps the files in
 ``DIR`` instead), on the built-in ``echo`` model: no key, no network, and neither the
-configuration nor the recordings store is changed.
-"""
+configuration nor the recordings store is changed."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ def demo(
 
     Uses the built-in echo model in a temporary folder: no key, no network, and your
     configuration and recordings store are left as they are. Exits 1 if any step does not
-    behave as shown.
-    """
+    behave as shown."""
     from openprogram.cli.run import LiveDisplay
     from openprogram.harness.demo import Demo
 

@@ -8,8 +8,7 @@ replayed, the mismatch report, why the command ran without record/replay — goe
 stderr after it has exited (and why record/replay is blocked, before it starts too). exec
 exits with the command's status, or 1 when the command exited 0 but replay found a problem
 or record/replay was blocked, or 2 when the command could not be run with record/replay
-active (nothing ran) or ran without it.
-"""
+active (nothing ran) or ran without it."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ def exec_command(
     with --replay too, for a time shown in the local zone). Exits with the command's status;
     1 if it exited 0 but replay diverged, left calls unrequested, was blocked or had a
     connection stopped by the namespace; 2 if the command could not run with record/replay
-    active.
-    """
+    active."""
     from openprogram.serving.exec_isolation import probe_early
 
     _refuse_an_unknown_option(ctx, command[0])

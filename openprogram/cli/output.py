@@ -6,8 +6,7 @@ exit 2 for bad arguments and file arguments that are missing, unreadable or unpa
 An error that carries a difference (``ReplayMismatch.difference``) is shown as its report,
 the one error of more than one line. A traceback is shown only with ``OPENPROGRAM_DEBUG=1``.
 
-Destructive commands ask on a terminal, and need ``--yes`` anywhere else.
-"""
+Destructive commands ask on a terminal, and need ``--yes`` anywhere else."""
 
 from __future__ import annotations
 
@@ -162,8 +161,7 @@ def reporting_errors(
     With ``session`` the block runs an agent session, so providers run inside it: every
     message is redacted first (a provider's exception may quote a URL with a password), an
     ``OSError`` is a provider failing, not a bad file argument, and any other exception a
-    provider raises is one line and exit 1 as well.
-    """
+    provider raises is one line and exit 1 as well."""
 
     redact = redacted if session else None
     try:

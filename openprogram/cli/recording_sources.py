@@ -4,8 +4,7 @@ recording draws ``openprogram.now()`` and ``openprogram.random()`` from, as ``ex
 
 ``--clock-start`` takes milliseconds since the Unix epoch (UTC) or an ISO 8601 time with its
 zone; ``--clock-step`` needs ``--clock-start`` (default step: 1000 ms). A bad value is one
-line and exit 2, before anything is created or run.
-"""
+line and exit 2, before anything is created or run."""
 
 from __future__ import annotations
 

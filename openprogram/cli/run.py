@@ -5,8 +5,7 @@ same stdout; tool calls and their results are shown compactly on stderr. ``--jso
 the transcript instead (without the ``timestamp`` fields, so it is identical too).
 
 ``--tool-policy`` (:data:`TOOL_POLICY`), how replay treats the agent tools, is shared with
-``recordings verify``.
-"""
+``recordings verify``."""
 
 from __future__ import annotations
 
@@ -77,8 +76,7 @@ def run(
     The built-in tools read files and list folders under the current directory only.
     Exits 1 on an error reply, a replay mismatch, recorded calls left unreplayed,
     record/replay blocked or a missing API key; 2 on a bad --model. Under replay the tools run
-    live unless --tool-policy (or record_replay.tools) says replay or check.
-    """
+    live unless --tool-policy (or record_replay.tools) says replay or check."""
     import asyncio
 
     from openprogram.agent.session import first_replay_mismatch, run_session

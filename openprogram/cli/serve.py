@@ -8,8 +8,7 @@ program: the lines are all a client needs); what it does — a line per request,
 that begins, every mismatch, every refusal — goes to stderr as it happens. At SIGINT or
 SIGTERM it finishes its recordings, says what each session did (in how many passes), and
 exits 1 when a request differed from its recording or recorded calls were never asked for,
-else 0; 2 when it cannot start.
-"""
+else 0; 2 when it cannot start."""
 
 from __future__ import annotations
 
@@ -120,8 +119,7 @@ def serve_command(
     x-openprogram-recording) or open sessions (POST /__openprogram/sessions), sending the
     token the server prints (x-openprogram-token). Stops at
     Ctrl-C or SIGTERM, finishing the recordings; exits 1 if a request differed from the
-    recording or recorded calls were never requested.
-    """
+    recording or recorded calls were never requested."""
     if importlib.util.find_spec("aiohttp") is None:
         abort(MISSING_AIOHTTP, EXIT_USAGE)
     from openprogram.serving.routes import parse_upstreams

@@ -11,8 +11,7 @@ atomically (:func:`openprogram.private_files.replace_file`).
 is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``, :func:`write_backup`) and
 then repaired — invalid values are removed and everything valid is kept, or, if it is not
 TOML at all, a fresh file is started. ``record`` and ``replay`` refuse a broken file and write
-nothing.
-"""
+nothing."""
 
 from __future__ import annotations
 
@@ -178,8 +177,7 @@ def _insert_after(table: Table, after: str, key: str, value: str) -> None:
 
     tomlkit has no public way to insert at a position. Its container inserts with
     ``_insert_after`` up to 0.13 and with ``_insert_at`` (an index into its public ``body``)
-    from 0.14 on; the one that is there is used, and should neither be, ``key`` is appended.
-    """
+    from 0.14 on; the one that is there is used, and should neither be, ``key`` is appended."""
     container = table.value
     insert_after = getattr(container, "_insert_after", None)
     if insert_after is not None:
@@ -232,8 +230,7 @@ def set_record_replay(
     removes them: :attr:`ConfigEdit.sources_removed` says which were there).
 
     Raises :class:`ConfigError` when the file cannot be read or written, when the result
-    would be invalid, and when ``mode`` is not ``off`` and the file is broken.
-    """
+    would be invalid, and when ``mode`` is not ``off`` and the file is broken."""
     path = (location or config_location()).path
     _check_requested(mode, file, sources, path=path)
     original = read_config_bytes(path)
@@ -304,8 +301,7 @@ def _mode_set_in_place(
 
     A configuration file can be large (long comments, many providers): the editor builds a
     document of the whole file, while this reads it with the standard parser, rewrites the
-    one value and parses the result again to check exactly that key changed.
-    """
+    one value and parses the result again to check exactly that key changed."""
     try:
         _, values = parse_config(original, path=path)
     except ConfigError:

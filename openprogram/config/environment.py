@@ -5,8 +5,7 @@ from any mapping (not only ``os.environ``) through pydantic-settings' own parsin
 are case-insensitive, list and table values are JSON). ``OPENPROGRAM_HOME``,
 ``OPENPROGRAM_CONFIG``, ``OPENPROGRAM_DEBUG`` and the ``OPENPROGRAM_SERVE_…`` variables of the
 recording proxy's integrations (``OPENPROGRAM_SERVE_URL``: where ``exec`` tells a command
-its proxy is) are not settings.
-"""
+its proxy is) are not settings."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ an IPv6 address without its brackets; :func:`normalized_hosts` makes any list of
 into the set :func:`is_allowed` compares with, case-insensitively, brackets or not.
 
 Imports nothing of openprogram: the socket guard, the configuration and the model-traffic
-rule all read host lists through it.
-"""
+rule all read host lists through it."""
 
 from __future__ import annotations
 

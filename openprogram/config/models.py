@@ -2,8 +2,7 @@
 pydantic-settings model that puts ``OPENPROGRAM_…`` variables over the file's values.
 
 Precedence, highest first: arguments to ``Settings(...)``, environment variables, the file's
-values, the defaults. :func:`build_settings` is how the loader supplies the last two.
-"""
+values, the defaults. :func:`build_settings` is how the loader supplies the last two."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ def split_model_reference(reference: str) -> tuple[str, str]:
     The one parser of model references (``--model`` and ``default_model``): white space
     around the reference is ignored; it is split at the first colon; both sides must be
     non-empty, with no white space beside the colon. Raises :class:`ModelReferenceError`
-    (a ``ValueError``) otherwise.
-    """
+    (a ``ValueError``) otherwise."""
     api, colon, model_id = reference.strip().partition(":")
     if not colon or not api or not model_id or api != api.rstrip() or model_id != model_id.lstrip():
         raise ModelReferenceError(reference)

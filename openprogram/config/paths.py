@@ -8,8 +8,7 @@ the recordings store under one folder; otherwise the platform's user folders are
 names is worked out (a name in the store, ``<store>/<name>.jsonl``, or a path): the provider
 runtime (at its next start), ``status``, ``list`` (which marks the active recording),
 ``delete`` and ``prune`` (which never touch it) all ask it, so they always agree on which
-file it is.
-"""
+file it is."""
 
 from __future__ import annotations
 

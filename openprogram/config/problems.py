@@ -9,8 +9,7 @@ in case someone put a key there.
 The line a dotted key is written on is found in the TOML text by a line scanner, not a
 parser (:func:`key_line`): it follows ``[table]`` and ``[[array]]`` headers and dotted
 keys, and steps over multi-line strings. Keys inside an inline table resolve to the line of
-the table's key. Good enough for messages; ``None`` when the key is not found.
-"""
+the table's key. Good enough for messages; ``None`` when the key is not found."""
 
 from __future__ import annotations
 
@@ -75,8 +74,7 @@ def value_problem(
     """One pydantic error as a short clause: ``must be one of off, record, replay (found 'x')``.
 
     ``known_keys`` are the keys allowed where an unknown key was found; ``show_input=False``
-    leaves out the value found.
-    """
+    leaves out the value found."""
     kind = error["type"]
     if kind == "extra_forbidden":
         known = f" (known keys: {', '.join(known_keys)})" if known_keys else ""

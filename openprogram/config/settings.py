@@ -10,8 +10,7 @@ with ``tomllib``; editing it is :mod:`openprogram.config.editing`'s job.
 When the configuration cannot be read, ``delete`` and ``prune`` still protect what it names:
 :func:`protected_recordings` reads ``record_replay.file`` from the raw TOML (and the
 ``OPENPROGRAM_RECORD_REPLAY…`` variables), and raises ``ActiveRecordingUnknownError`` when
-even that cannot be read, so nothing is deleted blindly.
-"""
+even that cannot be read, so nothing is deleted blindly."""
 
 from __future__ import annotations
 
@@ -89,8 +88,7 @@ def load_config(environ: Mapping[str, str] | None = None) -> LoadedConfig:
     """Read the configuration file and the environment (``os.environ`` by default).
 
     Never raises for a problem with the file or a variable: see :attr:`LoadedConfig.error`.
-    A missing file means the defaults.
-    """
+    A missing file means the defaults."""
     env = os.environ if environ is None else environ
     location = config_location(env)
     overrides = setting_variables(env, fields=FIELDS, nested=NESTED_FIELDS)
@@ -122,8 +120,7 @@ def read_config_bytes(path: Path) -> bytes | None:
     """The file's bytes; ``None`` when there is no file. Raises :class:`ConfigError`.
 
     Only a regular file is read: a FIFO or a device (``/dev/zero``) at the config path is
-    refused without blocking on it or reading from it.
-    """
+    refused without blocking on it or reading from it."""
     try:
         # O_NONBLOCK: opening a FIFO that has no writer would otherwise wait for one.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -168,8 +165,7 @@ def parse_config(data: bytes, *, path: Path) -> tuple[str, dict[str, Any]]:
 
     Values nested deeper than :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH` (counting
     the file itself as one level) are refused, naming the key or the line, before anything
-    walks them.
-    """
+    walks them."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as failure:
@@ -333,8 +329,7 @@ def protected_recordings(environ: Mapping[str, str] | None = None) -> list[Path]
 
     With a readable configuration, the active recording (if any). With a broken one, every
     recording ``record_replay.file`` names in the raw file or in the environment, whatever
-    the mode; raises :class:`ActiveRecordingUnknownError` when that cannot be read either.
-    """
+    the mode; raises :class:`ActiveRecordingUnknownError` when that cannot be read either."""
     env = os.environ if environ is None else environ
     loaded = load_config(env)
     if loaded.error is None:

@@ -16,8 +16,7 @@ and by a starting process that read the configuration in full and found the mode
 marker holds a few lines, one per set of variables, for the same file (a shell and an editor
 starting processes with different variables do not undo each other's); a line for an older
 state of the file is dropped. Writing is atomic and never fails loudly: without a marker,
-the next process reads the configuration in full, which decides the same.
-"""
+the next process reads the configuration in full, which decides the same."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ changes the file the tool reads and returns the report replay gives, and :meth:`
 puts the file back and re-runs the session under replay, computing its transcript hash. Every
 provider lookup is answered in an isolated registry scope (``provider_scope(resolve=...)``),
 so the user's configured mode is never applied and their recordings store is never written
-to.
-"""
+to."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ RECORDING_NAME = "demo.jsonl"
 class Demo:
     """The demo's steps, in ``folder`` (an empty folder the caller owns and removes).
 
-    ``on_event`` sees every session's events, for live display.
-    """
+    ``on_event`` sees every session's events, for live display."""
 
     def __init__(
         self, folder: Path, *, on_event: Callable[[AgentEvent], None] | None = None

@@ -15,8 +15,7 @@ lookups are answered in an isolated registry scope (``provider_scope(resolve=...
 A recording of any program — one made with ``openprogram exec``, the pytest fixture or
 ``record_replay()``, whose calls may be HTTP calls of the official SDKs — is verified by
 running the program again: :func:`verify_command` runs a command as ``openprogram exec
---replay`` does, and passes only when it exits 0 with every call matched and consumed.
-"""
+--replay`` does, and passes only when it exits 0 with every call matched and consumed."""
 
 from __future__ import annotations
 
@@ -158,8 +157,7 @@ def verify_command(
 
     Raises :class:`~openprogram.errors.RecordingFileError` for a recording that cannot be
     read and ``ExecSetupError`` when the command cannot run with replay active, or ran
-    without it (usage problems: exit 2).
-    """
+    without it (usage problems: exit 2)."""
 
     recording = read_rows(path)  # strict: a damaged file is refused before anything runs
     refuse_a_snapshot(recording)

@@ -24,8 +24,7 @@
 :func:`~openprogram.isolation.launch.unavailable_reason` runs it.
 
 Only the standard library is used, and little of it (no asyncio, argparse or typing): the
-bridge is on every isolated command's start-up path.
-"""
+bridge is on every isolated command's start-up path."""
 
 from __future__ import annotations
 

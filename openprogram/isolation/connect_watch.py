@@ -25,8 +25,7 @@ Where the kernel cannot notify (not Linux, another architecture, a kernel before
 process tree already watched by another listener), the command runs as before and
 :attr:`ConnectWatch.unwatched` says why. Setting ``no_new_privs`` (what an unprivileged
 filter requires) means a set-user-id program the command starts (``sudo``) runs without its
-privileges. Not seen: 32-bit programs, and ``io_uring``'s connects.
-"""
+privileges. Not seen: 32-bit programs, and ``io_uring``'s connects."""
 
 from __future__ import annotations
 
@@ -124,8 +123,7 @@ class ConnectWatch:
     Use it around the command's run: ``with ConnectWatch() as watch: run_process(argv, env,
     before_exec=watch.before_exec)``; then :attr:`connections` holds what its processes
     connected and sent to (each pid, host and port once, in order) and :attr:`unwatched`
-    why nothing was watched, if so.
-    """
+    why nothing was watched, if so."""
 
     def __init__(self) -> None:
         self.unwatched: str | None = None

@@ -9,8 +9,7 @@ installation without importing the ``openprogram`` package itself (whose lazy ex
 environment unchanged.
 
 :func:`unavailable_reason` runs the bridge once with ``--check`` (it makes the namespace,
-watches ``lo`` and exits) and keeps the answer for the life of the process.
-"""
+watches ``lo`` and exits) and keeps the answer for the life of the process."""
 
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ resolved before the command starts (a bridge starts as fast offline as online). 
 ``/etc/hosts`` lists is resolved from there by the C library and never asked.
 
 Bounded: one datagram of at most 512 bytes read at a time (anything longer is dropped), the
-first question only, at most :data:`MAX_REPORTS` names reported.
-"""
+first question only, at most :data:`MAX_REPORTS` names reported."""
 
 from __future__ import annotations
 

@@ -22,8 +22,7 @@ holds the namespace's capabilities.
 When the namespace cannot be made, :class:`NamespaceUnavailable` carries one line saying why
 in the terms of the machine's own settings (``kernel.apparmor_restrict_unprivileged_userns``,
 ``user.max_user_namespaces``, ...). Only the standard library is used: this runs in the
-bridge, which must start fast.
-"""
+bridge, which must start fast."""
 
 from __future__ import annotations
 

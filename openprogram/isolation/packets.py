@@ -22,8 +22,7 @@ buffer cannot hold, and a classic BPF filter keeps the socket to the packets it 
 
 What it cannot see: a connection that is not attempted because the program gave up first (a
 name that does not resolve is seen only as the DNS query before it), and anything after the
-bridge ends (a daemon left running by the command).
-"""
+bridge ends (a daemon left running by the command)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ own list, nothing the bridge says — connects and passes the connected socket b
 The command runs as the same user as the relay and can reach its socket too: the check is
 the line that holds. A relay that dies (or is closed) does not hang a command: its bridges
 find no socket, the connection to a bridged endpoint is closed at once, and the report goes
-to the bridge's stderr instead.
-"""
+to the bridge's stderr instead."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ the command), it holds a copy of the listener and waits while the ``STANDBY`` pi
 when the pipe closes — exec stopped watching, or died — it answers every notification
 (letting it through) until no process uses the filter any more, then exits.
 
-Linux only, x86_64 and aarch64; ctypes only.
-"""
+Linux only, x86_64 and aarch64; ctypes only."""
 
 from __future__ import annotations
 

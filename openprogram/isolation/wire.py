@@ -11,8 +11,7 @@ One short connection per request, one line each way (ASCII, at most :data:`MAX_L
   bridge's report at the end of its run; the relay answers ``OK``.
 
 The relay's socket is in a private (0700) folder, but the command runs as the same user and
-can reach it too: the relay's check of each ``CONNECT`` is the line that holds.
-"""
+can reach it too: the relay's check of each ``CONNECT`` is the line that holds."""
 
 from __future__ import annotations
 

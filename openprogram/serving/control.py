@@ -15,8 +15,7 @@ All of it is JSON, and all of it but health asks for the server's token
 
 A body is read within bounds: at most :data:`MAX_CONTROL_BODY` bytes (413 above), nested at
 most :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH` levels (400, one line: the depth of
-the text is counted before it is parsed).
-"""
+the text is counted before it is parsed)."""
 
 from __future__ import annotations
 

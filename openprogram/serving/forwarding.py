@@ -11,8 +11,7 @@ the connection's own.
 
 The upstream's connections are made directly, or through the proxy the environment names
 for its scheme (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``), as a client on this machine
-would.
-"""
+would."""
 
 from __future__ import annotations
 

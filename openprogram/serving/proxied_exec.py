@@ -34,8 +34,7 @@ Under replay, and when blocked, the key variables the SDKs need are set to a pla
 where unset, as for Python. What the command did is reported as for Python: the calls
 recorded or replayed, the mismatches and the calls never requested
 (:class:`~openprogram.activation.exec_run.ExecOutcome`), and a failed ``--record`` is put
-back unless ``--keep-partial``.
-"""
+back unless ``--keep-partial``."""
 
 from __future__ import annotations
 

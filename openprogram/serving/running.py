@@ -14,8 +14,7 @@ requests in flight to finish; the ones still running are cancelled (their calls 
 ``cancelled`` in the recording), then every session ends: a recording recorded anew replaces
 the one it was recorded for. Every line was written whole as it happened, so a server killed
 outright (SIGKILL) loses only the calls in flight, and keeps a session recorded anew beside
-its recording (``NAME.jsonl.recording``).
-"""
+its recording (``NAME.jsonl.recording``)."""
 
 from __future__ import annotations
 

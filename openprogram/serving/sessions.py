@@ -22,8 +22,7 @@ never a link, never through a linked folder, never a file that is not a regular 
 session opened through the control API has an id of 128 random bits.
 
 Each session's :class:`SessionAccount` says what it did: the calls it recorded or served,
-every mismatch, the recorded calls never requested.
-"""
+every mismatch, the recorded calls never requested."""
 
 from __future__ import annotations
 

@@ -26,8 +26,7 @@ in the server's log, and in the answer to a client that sends the token).
 
 The token is made at the server's start (:func:`new_token`), printed beside its URL, handed
 to the command ``exec`` runs in ``OPENPROGRAM_SERVE_TOKEN`` and written, ``0600``, to
-``--token-file`` when given (:func:`write_token_file`).
-"""
+``--token-file`` when given (:func:`write_token_file`)."""
 
 from __future__ import annotations
 

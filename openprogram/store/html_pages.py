@@ -14,8 +14,7 @@ The page fetches nothing and runs nothing: inline CSS, no script, folding with
 every recorded string is escaped (a ``<script>`` in a reply is shown, never run; a NUL, an
 ESC or a bidi override shown as its escape, ``\\u202e``, as in the terminal), and it was
 redacted when it was written; a very long text is clipped, its whole one click away. The
-page grows linearly with the recording.
-"""
+page grows linearly with the recording."""
 
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ resolved to, never following a link found inside it.
 
 These are the store's naming rules; they import nothing of the configuration, which reads
 them (``record_replay.file`` names a recording by them: see
-``openprogram.config.paths.configured_recording_path``).
-"""
+``openprogram.config.paths.configured_recording_path``)."""
 
 from __future__ import annotations
 
@@ -130,8 +129,7 @@ def resolve_store(store: Path) -> Path:
     """The store folder as an absolute path with every symbolic link resolved.
 
     A symlinked store is a legitimate setup; resolving it once and acting inside the result
-    means a link changed meanwhile cannot send a deletion elsewhere.
-    """
+    means a link changed meanwhile cannot send a deletion elsewhere."""
     return Path(os.path.realpath(store))
 
 
@@ -172,8 +170,7 @@ def refuse_links_below(
     — ``exec --record NAME``, the configured record mode (exec's plan and every process's
     start), ``serve``'s own recording, ``recordings status`` — and a session's name under
     the server's folder. A path the user gives (``--record ./x.jsonl``,
-    ``record_replay(path)``) is theirs and may be a link.
-    """
+    ``record_replay(path)``) is theirs and may be a link."""
     current = folder
     for part in path.relative_to(folder).parts:
         current = current / part
@@ -218,8 +215,7 @@ def recording_files(store: Path) -> list[tuple[Path, os.stat_result]]:
     """The recordings in ``store``: regular ``*.jsonl`` files, not symlinks, not hidden.
 
     Returned with their ``lstat`` and absolute paths inside the resolved store folder
-    (:func:`resolve_store`), sorted by name; a missing store holds none.
-    """
+    (:func:`resolve_store`), sorted by name; a missing store holds none."""
     store = resolve_store(store)
     found: list[tuple[Path, os.stat_result]] = []
     try:

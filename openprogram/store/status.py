@@ -15,8 +15,7 @@ Switching record/replay on and off: the library behind ``record``, ``replay`` an
 Each writes the configuration through :mod:`openprogram.config.editing` (only the keys
 concerned change) and takes effect at the next start of a process. ``record`` creates the
 recording first and removes it again if the configuration cannot be written; ``replay``
-checks the recording before switching.
-"""
+checks the recording before switching."""
 
 from __future__ import annotations
 
@@ -128,8 +127,7 @@ def configured_status() -> StatusReport:
     """Read the configuration and check its recording; never raises for a broken state.
 
     No secret reaches the report: the value of a variable that may hold one is
-    :data:`HIDDEN`, and every other text has credentials removed.
-    """
+    :data:`HIDDEN`, and every other text has credentials removed."""
     loaded = load_config()
     problems: list[str] = []
     advice: list[str] = []
@@ -346,8 +344,7 @@ def check_record_target(path: Path, argument: str) -> Recording | None:
       be read; or one of an older format version, which replay reads but no writer appends
       to.
 
-    Raises ``RecordingFileError`` naming the file (and the line), saying what to do.
-    """
+    Raises ``RecordingFileError`` naming the file (and the line), saying what to do."""
     if not names.is_path_argument(argument):
         names.refuse_links_below(path.parent, path)
     return read_appendable(path)

@@ -64,8 +64,7 @@ def create_recording(store: Path, name: str) -> Path:
     """Create ``<store>/<name>.jsonl`` (``0600``, store ``0700``) holding only its header.
 
     ``name`` must be a name: a path-like argument (``demo.jsonl``, ``dir/x``) is refused with
-    :class:`RecordingNameError`, since the configuration would read it as a path.
-    """
+    :class:`RecordingNameError`, since the configuration would read it as a path."""
     if is_path_argument(name):
         meant = suggested_name(name)
         hint = f" (did you mean `{meant}`?)" if meant is not None else ""
@@ -125,8 +124,7 @@ def check_deletable(store: Path, arg: str, *, active: Protected) -> Path:
     :class:`RecordingNameError` — and the active recording, a symlink, a directory and a file
     that is not ``*.jsonl`` are refused with :class:`RecordingRefusedError`; a missing one
     raises :class:`RecordingNotFoundError`. Nothing is changed. The path is inside the
-    resolved store folder.
-    """
+    resolved store folder."""
     if is_path_argument(arg):
         raise RecordingNameError(
             arg,
@@ -235,8 +233,7 @@ def select_for_prune(
     prunable by age). Given both, only files both criteria select are removed. The active
     recording is always kept (and counts among the N newest when it is one of them);
     symlinks and files that are not ``*.jsonl`` are never considered. Paths are inside the
-    resolved store folder.
-    """
+    resolved store folder."""
     check_prune_criteria(older_than_days=older_than_days, keep=keep)
     folder = resolve_store(store)
     if keep is None:
@@ -267,8 +264,7 @@ def prune_recordings(
     """Delete what :func:`select_for_prune` selects; a file that fails goes to ``failed``.
 
     Every file is removed through a descriptor of the resolved store folder, and only while
-    it is still a regular file there.
-    """
+    it is still a regular file there."""
     folder = resolve_store(store)
     remove, kept = select_for_prune(
         folder, older_than_days=older_than_days, keep=keep, active=active, now=now

@@ -6,8 +6,7 @@ recording's absolute path to the size and ``mtime_ns`` it had when it was summar
 the summary's fields. The cache only saves work: one that is missing, unreadable, corrupt or
 written for another format or another version of the transcript hash is ignored and rebuilt
 (a cached hash is never shown once the hash has changed), and one that cannot be written (a
-read-only store) is not an error.
-"""
+read-only store) is not an error."""
 
 from __future__ import annotations
 
@@ -61,8 +60,7 @@ def summarize_store(
     :func:`~openprogram.store.names.resolve_store`). Files whose size and mtime match
     the summary cache are not read; the cache is rewritten (atomically, ``0600``) only when
     an entry was added, changed or dropped. ``files`` are the store's
-    :func:`~openprogram.store.names.recording_files`, when the caller has read them already.
-    """
+    :func:`~openprogram.store.names.recording_files`, when the caller has read them already."""
     store = resolve_store(store)
     if files is None:
         files = recording_files(store)
@@ -148,8 +146,7 @@ def load_summary_cache(store: Path) -> dict[str, CacheEntry]:
 def save_summary_cache(store: Path, entries: dict[str, CacheEntry]) -> bool:
     """Replace the cache atomically (temp file in the store, fsync, rename), ``0600``.
 
-    Returns False, leaving no temp file behind, when the store cannot be written.
-    """
+    Returns False, leaving no temp file behind, when the store cannot be written."""
     document = {
         "cache_version": CACHE_VERSION,
         "format_version": RECORDING_FORMAT_VERSION,

@@ -25,8 +25,7 @@ draw, a count) has nothing to redact, and building a redactor — reading the en
 the credentials this process knows — would cost more than the call. :class:`TapeRedaction`
 makes the redactor the first time a value holding a string (a key or a value) is redacted,
 and only once per call — and reuses the last one made while the environment (where the
-known credentials come from) has not changed since.
-"""
+known credentials come from) has not changed since."""
 
 from __future__ import annotations
 

@@ -48,8 +48,7 @@ Nothing is patched: code that calls ``time.time()`` directly stays live, and a r
 the drift it causes.
 
 Their results are non-deterministic by nature, so the transcript hash and ``diff`` leave
-them out (the calls still count): two recordings of one session made a day apart hash alike.
-"""
+them out (the calls still count): two recordings of one session made a day apart hash alike."""
 
 from __future__ import annotations
 

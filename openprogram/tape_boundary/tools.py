@@ -17,8 +17,7 @@ calls' rows.
 
 Under ``replay`` and ``check`` a recording holding no tool tape at all (made before tools
 were taped) fails with ``ToolTapesMissingError``: record again. HTTP requests a tool sends
-are recorded and replayed as usual (a tool replayed ``live`` sends them again).
-"""
+are recorded and replayed as usual (a tool replayed ``live`` sends them again)."""
 
 from __future__ import annotations
 

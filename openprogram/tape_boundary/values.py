@@ -22,8 +22,7 @@ the exception's type (``ValueError`` for a built-in, ``module.QualName``
 for another) and its message, redacted. Replay raises the same type with that message when
 it can: a built-in, or a class of a module the replaying process has already imported (a
 recording never makes replay import a module), whose constructor takes the message. Otherwise
-it raises :class:`RecordedTapeError`, which carries the recorded type name.
-"""
+it raises :class:`RecordedTapeError`, which carries the recorded type name."""
 
 from __future__ import annotations
 

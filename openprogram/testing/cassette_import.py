@@ -13,8 +13,7 @@ marker names more cassettes than its own fails with one line: their interactions
 are not a session one recording can replay in order, so import them with ``openprogram
 recordings import`` into the recording you want. The end of the run lists each cassette
 imported, with its summary (calls, skipped interactions, secrets removed), under xdist too
-(the lines travel with each test's report).
-"""
+(the lines travel with each test's report)."""
 
 from __future__ import annotations
 

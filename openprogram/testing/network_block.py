@@ -18,8 +18,7 @@ addresses it resolved to as well. Nothing else is changed: a lookup is never ref
 
 :meth:`NetworkBlock.lifted` lifts the block for a block of code (the fixture, for a test that
 records or runs live); :meth:`NetworkBlock.allowing` lets a few more hosts through for one
-(the ``drift`` check, to the hosts of the calls it sends live).
-"""
+(the ``drift`` check, to the hosts of the calls it sends live)."""
 
 from __future__ import annotations
 

@@ -25,8 +25,7 @@ function, its parametrization id) and lay it out as above.
 :func:`display_path` shows a recording relative to rootdir, and :func:`selecting_argument` is
 the command-line argument that selects a test from where pytest was started, so the commands
 the plugin suggests (record it, re-record it) run as printed. This module imports nothing
-heavy: the plugin loads it in every pytest run.
-"""
+heavy: the plugin loads it in every pytest run."""
 
 from __future__ import annotations
 

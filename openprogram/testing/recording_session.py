@@ -21,8 +21,7 @@ to everything the test writes and to both sides of every comparison.
 
 What the session then does — installed at both boundaries while the test runs, judged after,
 finished — is :class:`~openprogram.testing.session_lifecycle.RecordingSession`, importable
-from this module too.
-"""
+from this module too."""
 
 from __future__ import annotations
 
@@ -75,8 +74,7 @@ def open_recording_session(
 
     Raises :class:`RecordingMissingError`, :class:`RecordingOnCiRefusedError`, or
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be read or the
-    folder cannot be written.
-    """
+    folder cannot be written."""
 
     def session(**kind: Any) -> RecordingSession:
         return RecordingSession(

@@ -32,8 +32,7 @@ configuration carries it, a line in :data:`INI_SETTINGS` or :data:`CONFIGURED_SE
 :func:`settings_of_test` gathers them for one test: :func:`configured_layer` reads the
 configuration once per run, when the first test uses the fixture; :func:`ini_layer` reads
 the ini file at start-up; :func:`marker_layers` the test's markers. This module imports
-nothing heavy: the plugin loads it in every pytest run.
-"""
+nothing heavy: the plugin loads it in every pytest run."""
 
 from __future__ import annotations
 

@@ -17,8 +17,7 @@
 
 Either says what it did in a :class:`SavedRecording`, with the first difference between the
 old recording and the new one (:func:`~openprogram.store.comparison.first_difference`,
-the sides called ``old`` and ``new``).
-"""
+the sides called ``old`` and ``new``)."""
 
 from __future__ import annotations
 

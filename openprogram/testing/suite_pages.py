@@ -15,8 +15,7 @@ request comment, naming the HTML page (an artifact of the job) when one is writt
 name, what it recorded and a model's words are not Markdown: each is written as a code span
 (:func:`markdown_code`), where nothing is markup — an image or a link to any host, HTML, a
 heading, emphasis, a bare URL all read as the text they are — its pipes escaped inside the
-table, its control characters as their escapes.
-"""
+table, its control characters as their escapes."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ What one test did with its recording is a :class:`TestOutcome`: the fixture stor
 test item (:data:`OUTCOME_KEY`) when it
 tears down; the plugin carries it to the process that prints the summary as plain data
 (:meth:`TestOutcome.to_json` / :meth:`TestOutcome.from_json`), so the summary is whole under
-pytest-xdist too. This module imports nothing heavy.
-"""
+pytest-xdist too. This module imports nothing heavy."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ or deselected (``--deselect``, ``--sw``) and no collection error. Otherwise the 
 why it did not look.
 
 Under pytest-xdist each worker collects the whole tree: a worker sends what it collected to
-the controller, which decides (:func:`orphans_skipped_because`) with its own command line.
-"""
+the controller, which decides (:func:`orphans_skipped_because`) with its own command line."""
 
 from __future__ import annotations
 
