@@ -56,10 +56,8 @@ from openprogram.recording.writer import writer_for
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, BlockedTapes, TapePlayer, TapeRecorder
 
 if TYPE_CHECKING:
-    from openprogram.http_boundary.boundary import HttpBoundary
     from openprogram.providers.registry import ApiProvider, RegistryTransform
     from openprogram.recording.format import Recording
-    from openprogram.recording.replay_session import ReplaySession
     from openprogram.recording.user_redaction import Redactor, UserRedaction
     from openprogram.tape_boundary.deck import TapeDeck
 

@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -47,11 +47,6 @@ from openprogram.recording.user_redaction import user_redaction_in_effect
 from openprogram.serving.proxied_exec import run_command
 from openprogram.store.hashing import transcript_hash
 from openprogram.tape_boundary.deck import TAPE_DECK_BINDING, TapePlayer
-
-if TYPE_CHECKING:
-    from openprogram.agent.tools import AgentTool
-    from openprogram.config.models import RecordReplaySettings
-    from openprogram.providers.types import Model, SimpleStreamOptions, UserMessage
 
 
 @dataclass(frozen=True)

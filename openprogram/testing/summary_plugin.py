@@ -4,9 +4,9 @@ Each test's :class:`~openprogram.testing.suite_summary.TestOutcome` rides on its
 (``report.openprogram_outcome``, plain data), which pytest-xdist carries from the worker
 that ran it to the controller like any report attribute; :meth:`SummaryPlugin.
 pytest_runtest_logreport` picks it up wherever the reports arrive. What the collection
-covered (:class:`CollectionScope`) is found where
-tests are collected — in a worker under xdist, which sends it in its ``workeroutput`` —
-and judged where the summary is printed, with that process's command line.
+covered (:class:`CollectionScope`) is found where tests are collected — in a worker under
+xdist, which collects the whole tree and sends it in its ``workeroutput`` — and judged where
+the summary is printed, with that process's command line.
 
 The summary lists the *orphans*, recordings no collected test uses any more. A recording
 under the recordings folder is an orphan when no collected test that uses the
@@ -16,10 +16,7 @@ the whole test tree, so the orphans are looked for only then (:class:`Collection
 pytest was started with no file, folder or node id (or with exactly its ``testpaths``), from
 its rootdir, with no ``-k`` / ``-m``, no ``--lf`` (which skips whole files), nothing ignored
 or deselected (``--deselect``, ``--sw``) and no collection error. Otherwise the summary says
-why it did not look.
-
-Under pytest-xdist each worker collects the whole tree: a worker sends what it collected to
-the controller, which decides (:func:`orphans_skipped_because`) with its own command line."""
+why it did not look (:func:`orphans_skipped_because`)."""
 
 from __future__ import annotations
 
@@ -27,7 +24,7 @@ import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pytest
@@ -41,9 +38,6 @@ from openprogram.testing.recording_paths import (
     recordings_dir_of,
 )
 from openprogram.testing.suite_summary import OUTCOME_KEY, SuiteSummary, TestOutcome
-
-if TYPE_CHECKING:
-    from openprogram.testing.suite_summary import SuiteSummary
 
 __all__ = ["CollectionScope", "SummaryPlugin", "find_orphans", "orphans_skipped_because"]
 
