@@ -28,9 +28,8 @@ drives — an ``exec`` command, a ``record_replay()`` block, a pytest test — t
 UTC there (``TZ=UTC``, :func:`local_time_in_utc`), at record and at replay alike.
 
 A clock is a description, not a running counter: each recording reads it from its start
-(:meth:`RecordingSources.draws`), so the same clock given to two recordings gives both the
-same readings. Under replay nothing is drawn: ``now()`` and ``random()`` return what the
-recording holds.
+(:meth:`RecordingSources.draws`), so the same clock given to two recordings gives both the same
+readings. Under replay nothing is drawn: ``now()`` and ``random()`` return what the recording holds.
 
 This module imports nothing of openprogram but its errors: the configuration checks its
 values with the same rules (:func:`check_seed`, :func:`check_time_ms`)."""
@@ -132,10 +131,9 @@ def parse_time_ms(text: str) -> int:
 def sources_of_options(
     seed: int | None, clock_start: str | None, clock_step: int | None, *, option_prefix: str = "--"
 ) -> RecordingSources | None:
-    """The sources the options ``seed``, ``clock-start`` and ``clock-step`` give on a command
-    line (None: none given), a stepping clock for a start. ``ValueError`` naming the option
-    (``--seed: …``, the name after ``option_prefix``) for a bad value or a step without a
-    start."""
+    """The sources the options ``seed``, ``clock-start`` and ``clock-step`` give on a command line
+    (None: none given), a stepping clock for a start. ``ValueError`` naming the option (``--seed:
+    …``, the name after ``option_prefix``) for a bad value or a step without a start."""
     if clock_step is not None and clock_start is None:
         raise ValueError(
             f"{option_prefix}clock-step needs {option_prefix}clock-start: the time the clock "

@@ -59,11 +59,10 @@
     └── NetworkBlockedError               pytest: a test connected to another machine with
                                           the network blocked
 
-Every one of them is defined here, and the modules that raise them import them from here:
-``from openprogram.errors import ReplayMismatch``. This module is the bottom of the house:
-importing it imports nothing else of openprogram (the messages that show a field path or a
-set of calls load :mod:`openprogram.recording.report`, itself a leaf, when the first such
-error is made).
+Every one of them is defined here, and the modules that raise them import them from here: ``from
+openprogram.errors import ReplayMismatch``. This module is the bottom of the house: importing it
+imports nothing else of openprogram (the messages that show a field path or a set of calls load
+:mod:`openprogram.recording.report`, itself a leaf, when the first such error is made).
 
 Messages say what happened and what to do next, on one line (the replay mismatch report is
 the one error allowed two lines). The facts are attributes, so callers never parse messages.
@@ -703,9 +702,8 @@ class ExecSetupError(OpenProgramError):
 
 
 class ServeSetupError(OpenProgramError):
-    """``openprogram serve`` cannot start: its port is taken, its host is not a loopback
-    one, or aiohttp (the ``serve`` extra) is missing (a usage problem: exit 2). ``cause``
-    says why."""
+    """``openprogram serve`` cannot start: its port is taken, its host is not a loopback one, or
+    aiohttp (the ``serve`` extra) is missing (a usage problem: exit 2). ``cause`` says why."""
 
     def __init__(self, cause: str) -> None:
         self.cause = cause

@@ -1,14 +1,13 @@
 """Untrusted text shown as text: every character a terminal or a browser would act on,
 instead of showing it, written as its escape.
 
-A recording, a file name or a model's reply may hold C0 and C1 control characters (NUL,
-ESC, BEL), DEL, and the Unicode marks that reorder or separate lines (bidi overrides and
-isolates, U+2028/U+2029). Shown raw, they clear a screen, hide text, retitle a window, or
-make a reviewer read ``txt.exe`` for ``exe.txt``. :func:`visible` writes each as its escape,
-``\\x1b``, ``\\u202e``; the terminal (:mod:`openprogram.cli.output`), the review pages
-(:mod:`openprogram.store.html_pages`) and the test run's Markdown summary
-(:mod:`openprogram.testing.suite_pages`) all show text through it, so the set is defined
-here once. The module imports nothing."""
+A recording, a file name or a model's reply may hold C0 and C1 control characters (NUL, ESC, BEL),
+DEL, and the Unicode marks that reorder or separate lines (bidi overrides and isolates,
+U+2028/U+2029). Shown raw, they clear a screen, hide text, retitle a window, or make a reviewer read
+``txt.exe`` for ``exe.txt``. :func:`visible` writes each as its escape, ``\\x1b``, ``\\u202e``; the
+terminal (:mod:`openprogram.cli.output`), the review pages (:mod:`openprogram.store.html_pages`) and
+the test run's Markdown summary (:mod:`openprogram.testing.suite_pages`) all show text through it,
+so the set is defined here once. The module imports nothing."""
 
 from __future__ import annotations
 

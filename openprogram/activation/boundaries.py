@@ -99,15 +99,14 @@ def prepare_boundaries(
 ) -> PreparedBoundaries:
     """Open the plan's recording and build both boundaries' parts.
 
-    record: the recording is created (with its header) or checked to be appendable; replay:
-    it is read whole and strictly, and served by ``make_session(recording, plan, user)``
-    (default: a ``ReplaySession`` with the plan's ``ignore_fields``, ``match`` and
-    ``tools``). Both boundaries redact with the user redaction in effect (``user``): the
-    plan's ``redact_patterns``, the function
-    :func:`~openprogram.recording.user_redaction.register_redactor` registered, and
-    ``redact`` (named ``redact_name``). Raises
-    :class:`~openprogram.errors.RecordingFileError` when the recording cannot be used, and
-    :class:`~openprogram.errors.UserRedactionError` for a bad pattern."""
+    record: the recording is created (with its header) or checked to be appendable; replay: it is
+    read whole and strictly, and served by ``make_session(recording, plan, user)`` (default: a
+    ``ReplaySession`` with the plan's ``ignore_fields``, ``match`` and ``tools``). Both boundaries
+    redact with the user redaction in effect (``user``): the plan's ``redact_patterns``, the
+    function :func:`~openprogram.recording.user_redaction.register_redactor` registered, and
+    ``redact`` (named ``redact_name``). Raises :class:`~openprogram.errors.RecordingFileError` when
+    the recording cannot be used, and :class:`~openprogram.errors.UserRedactionError` for a bad
+    pattern."""
 
     hosts, headers = plan.passthrough_hosts, plan.http_headers
     if plan.mode == "blocked":

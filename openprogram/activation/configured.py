@@ -45,9 +45,8 @@ configured recording that cannot be used, makes a *blocked* plan instead: the co
 with both boundaries refusing every call, naming the cause and the commands that say why
 (``recordings status``) and recover (``recordings off``) — no request leaves the machine.
 
-``record_replay.ignore_fields``, ``compare_loopback_ports``, ``match``,
-``http_passthrough_hosts``, ``http_headers`` and ``tools`` come from the configuration in
-every case.
+``record_replay.ignore_fields``, ``compare_loopback_ports``, ``match``, ``http_passthrough_hosts``,
+``http_headers`` and ``tools`` come from the configuration in every case.
 
 The configured recording's deterministic sources (``record_replay.seed``, ``clock_start``,
 ``clock_step``: :mod:`openprogram.deterministic_sources`) are what ``now()`` and ``random()``
@@ -110,9 +109,8 @@ class Activation:
     """Values other boundaries look up in the process scope (the registry's
     ``scope_binding``): the tape deck."""
     release: Callable[[], None] | None = None
-    """What undoes what the activation holds for the process beyond the registry: under
-    replay, the refusal of every connection no recording serves (the runtime's reset calls
-    it)."""
+    """What undoes what the activation holds for the process beyond the registry: under replay, the
+    refusal of every connection no recording serves (the runtime's reset calls it)."""
 
 
 _preset: Callable[[], Activation] | None = None

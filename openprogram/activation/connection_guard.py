@@ -2,13 +2,12 @@
 socket, before they are made — and datagrams before they are sent.
 
 The boundaries capture what they know (the provider registry, httpx, httpx2, urllib3 — so
-``requests`` and botocore — aiohttp, and ``http.client`` — so ``urllib.request``); a program
-may also open connections through anything else — a database driver, a request written on
-an ``http.client`` connection by hand, a raw socket, a UDP client (statsd, syslog, a game
-server's protocol). Under replay none of those may reach a live server, loopback included (a
-local model server, a proxy, is loopback), or a replay that passes proves nothing. So every
-connection made and every datagram sent through Python's ``socket`` module goes through one
-hook:
+``requests`` and botocore — aiohttp, and ``http.client`` — so ``urllib.request``); a program may
+also open connections through anything else — a database driver, a request written on an
+``http.client`` connection by hand, a raw socket, a UDP client (statsd, syslog, a game server's
+protocol). Under replay none of those may reach a live server, loopback included (a local model
+server, a proxy, is loopback), or a replay that passes proves nothing. So every connection made and
+every datagram sent through Python's ``socket`` module goes through one hook:
 
 * :data:`SOCKET_HOOK` patches ``socket.socket.connect`` and ``connect_ex``, and the two ways
   to send without connecting, ``sendto`` (both signatures, ``(data, address)`` and ``(data,
@@ -147,8 +146,7 @@ def _normalised_address(host: str) -> str:
 
 
 def is_name_lookup(host: str, port: int | None) -> bool:
-    """Whether traffic to ``host``:``port`` is a DNS query to one of the system's name
-    servers."""
+    """Whether traffic to ``host``:``port`` is a DNS query to one of the system's name servers."""
     return port == DNS_PORT and _normalised_address(host) in system_resolvers()
 
 
@@ -176,11 +174,10 @@ _LIBRARIES = (
 
 
 def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` (as given to ``connect``) is this machine. Stricter than the URL
-    rule replay compares by (``openprogram.recording.url_comparison.is_loopback_host``): a
-    connection is let through on it, so of names only ``localhost`` counts (a
-    ``*.localhost`` name resolves wherever the resolver says), and an IPv4-mapped address
-    counts by the address it maps."""
+    """Whether ``host`` (as given to ``connect``) is this machine. Stricter than the URL rule replay
+    compares by (``openprogram.recording.url_comparison.is_loopback_host``): a connection is let
+    through on it, so of names only ``localhost`` counts (a ``*.localhost`` name resolves wherever
+    the resolver says), and an IPv4-mapped address counts by the address it maps."""
     name = host.lower().strip("[]")
     if name == "localhost":
         return True
@@ -363,9 +360,8 @@ class ReplayGuard:
         self.refusals: list[ReplayConnectionRefusedError] = []
         """Every connection and datagram refused since the process started."""
         self.on_refusal: list[Callable[[], None]] = []
-        """Called after each refusal is remembered (an exec process reports it at once: a
-        process that ends with ``os._exit``, as a forkserver's worker does, runs no exit
-        handler)."""
+        """Called after each refusal is remembered (an exec process reports it at once: a process
+        that ends with ``os._exit``, as a forkserver's worker does, runs no exit handler)."""
 
     @property
     def active(self) -> bool:
@@ -481,9 +477,8 @@ class ConnectionWatch:
     def not_among(
         self, destinations: set[tuple[str, int]], allowed: Iterable[str] = ()
     ) -> list[Connection]:
-        """The connections (one per host and port) to none of ``destinations`` (``(host,
-        port)`` of the requests a boundary saw; a host name or its address) and not
-        ``allowed``."""
+        """The connections (one per host and port) to none of ``destinations`` (``(host, port)`` of
+        the requests a boundary saw; a host name or its address) and not ``allowed``."""
         hosts = normalized_hosts(allowed)
         found: dict[tuple[str, int | None], Connection] = {}
         with self._lock:
@@ -542,9 +537,8 @@ _SEEN_LIMIT = 4 * 1024 * 1024
 
 
 def python_saw(folder: Path) -> dict[int, set[tuple[str, int | None]]]:
-    """The endpoints (host as given to ``connect``, port) each Python process of a command
-    saw, by pid, from the ``seen-<pid>.jsonl`` files in ``folder`` (a damaged line or file
-    is skipped)."""
+    """The endpoints (host as given to ``connect``, port) each Python process of a command saw, by
+    pid, from the ``seen-<pid>.jsonl`` files in ``folder`` (a damaged line or file is skipped)."""
     found: dict[int, set[tuple[str, int | None]]] = {}
     for path in sorted(folder.glob(f"{SEEN_PREFIX}*.jsonl")):
         try:

@@ -1,7 +1,6 @@
-"""``openprogram exec`` of a Python command: run it with record/replay active in each of
-its Python processes from their first line, and tell what happened. (Which way a command
-runs, and the run of any other through a recording proxy, is
-:mod:`openprogram.serving.proxied_exec`'s.)
+"""``openprogram exec`` of a Python command: run it with record/replay active in each of its Python
+processes from their first line, and tell what happened. (Which way a command runs, and the run of
+any other through a recording proxy, is :mod:`openprogram.serving.proxied_exec`'s.)
 
 :func:`run_with_plan` runs a command with the plan exec resolved once
 (:mod:`openprogram.activation.configured`): it checks the command's Python

@@ -19,11 +19,10 @@ little more than the decision:
   (:class:`~openprogram.activation.connection_guard.ConnectionWatch`), which refuses none.
 
 The recording is opened or read when the first model call needs it (:class:`LayerBoundaries`):
-record checks the target as ``exec --record`` does (a link in the store, a recording replay
-would refuse) and creates it; replay reads it whole and strictly, and refuses a drift
-snapshot — exactly what ``openprogram recordings status`` calls broken. A failure there
-blocks the process from that call on — every model call refused, naming the cause and
-``openprogram recordings off``.
+record checks the target as ``exec --record`` does (a link in the store, a recording replay would
+refuse) and creates it; replay reads it whole and strictly, and refuses a drift snapshot — exactly
+what ``openprogram recordings status`` calls broken. A failure there blocks the process from that
+call on — every model call refused, naming the cause and ``openprogram recordings off``.
 
 Several processes share one recording: under record each appends (the writer is safe across
 processes); under replay each serves its own requests by content from the whole recording

@@ -1,12 +1,11 @@
 """What to activate for both boundaries: a :class:`RecordReplayPlan`, decided once.
 
-A plan says the mode (``record``, ``replay`` or ``blocked``), the recording, and the
-settings both boundaries apply: the request fields replay leaves out of the comparison, how
-calls are matched, the hosts the HTTP boundary always sends live, the request headers it
-stores besides the semantic ones, and the user's redaction patterns. ``openprogram exec``
-resolves the configuration (and its flags) into one plan and hands it to every Python
-process of the command as JSON (:meth:`RecordReplayPlan.to_json`), so that no process
-reads the configuration again.
+A plan says the mode (``record``, ``replay`` or ``blocked``), the recording, and the settings both
+boundaries apply: the request fields replay leaves out of the comparison, how calls are matched, the
+hosts the HTTP boundary always sends live, the request headers it stores besides the semantic ones,
+and the user's redaction patterns. ``openprogram exec`` resolves the configuration (and its flags)
+into one plan and hands it to every Python process of the command as JSON
+(:meth:`RecordReplayPlan.to_json`), so that no process reads the configuration again.
 
 ``tools`` says how replay treats each agent tool (``live``, ``replay`` or ``check``).
 ``sources`` are the seed and clock ``now()`` and ``random()`` draw from while recording (see

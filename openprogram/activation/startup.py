@@ -22,16 +22,15 @@ done, so a process starts once however many times it is asked.
    model traffic, recorded or answered from the recording; every other connection is left
    alone (:mod:`~openprogram.activation.model_layer`).
 
-The configuration is read as ``openprogram recordings status`` reads it: a file that cannot
-be read or validated, a mode without a recording, a recording name that names none — the
-process is *blocked*: every model request refused, naming ``openprogram recordings off``,
-other traffic untouched. The recording itself is read when the first model call needs it (a
-process that makes none never reads it); one that is missing, damaged or a drift
-snapshot blocks the process from that call on. ``OPENPROGRAM_RECORD_REPLAY__MODE=off`` turns
-the configured mode off for one process. ``openprogram``'s own commands never take it here:
-the recovery commands work whatever the configuration holds, and ``openprogram run``
-applies it at the provider registry when its runtime starts, as any process that skipped the
-hook (``python -S``) does.
+The configuration is read as ``openprogram recordings status`` reads it: a file that cannot be read
+or validated, a mode without a recording, a recording name that names none — the process is
+*blocked*: every model request refused, naming ``openprogram recordings off``, other traffic
+untouched. The recording itself is read when the first model call needs it (a process that makes
+none never reads it); one that is missing, damaged or a drift snapshot blocks the process from that
+call on. ``OPENPROGRAM_RECORD_REPLAY__MODE=off`` turns the configured mode off for one process.
+``openprogram``'s own commands never take it here: the recovery commands work whatever the
+configuration holds, and ``openprogram run`` applies it at the provider registry when its runtime
+starts, as any process that skipped the hook (``python -S``) does.
 
 Whatever fails here fails closed: the process starts blocked, never live, and nothing is
 raised into the program. When the configuration decided ``off`` from the file and variables

@@ -1,14 +1,13 @@
 """How a process that runs record/replay from its start ends on one of openprogram's errors.
 
 An error the HTTP boundary must get past an SDK's retry loop travels as a
-:class:`~openprogram.recording.mismatch.RecordReplayEscape`; uncaught, Python would print
-the escape and dozens of frames of the SDK, the HTTP client and openprogram.
-:func:`show_carried_errors` has ``sys.excepthook`` print the error it carries instead, with
-the program's own frames only (:func:`short_traceback`): the program's last words are
-``ReplayMismatch: replay mismatch at …``. It also remembers the uncaught error
-(:func:`last_uncaught`), so that what a process reports at its exit does not repeat it, and
-knows the process is failing already. ``openprogram exec``'s processes and the configured
-mode install it; installing it twice is installing it once."""
+:class:`~openprogram.recording.mismatch.RecordReplayEscape`; uncaught, Python would print the escape
+and dozens of frames of the SDK, the HTTP client and openprogram. :func:`show_carried_errors` has
+``sys.excepthook`` print the error it carries instead, with the program's own frames only
+(:func:`short_traceback`): the program's last words are ``ReplayMismatch: replay mismatch at …``. It
+also remembers the uncaught error (:func:`last_uncaught`), so that what a process reports at its
+exit does not repeat it, and knows the process is failing already. ``openprogram exec``'s processes
+and the configured mode install it; installing it twice is installing it once."""
 
 from __future__ import annotations
 

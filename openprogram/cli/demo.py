@@ -25,9 +25,8 @@ def demo(
 ) -> None:
     """Record → replay → verify a session offline, and watch replay catch a drift.
 
-    Uses the built-in echo model in a temporary folder: no key, no network, and your
-    configuration and recordings store are left as they are. Exits 1 if any step does not
-    behave as shown."""
+    Uses the built-in echo model in a temporary folder: no key, no network, and your configuration
+    and recordings store are left as they are. Exits 1 if any step does not behave as shown."""
     from openprogram.cli.run import LiveDisplay
     from openprogram.harness.demo import Demo
 

@@ -3,12 +3,11 @@
 in each of its Python processes from their first line, any other through a recording proxy
 its base URLs point at; under replay, by default, in a network namespace with loopback only.
 
-The command's standard streams are its own; what exec says — what was recorded or
-replayed, the mismatch report, why the command ran without record/replay — goes to
-stderr after it has exited (and why record/replay is blocked, before it starts too). exec
-exits with the command's status, or 1 when the command exited 0 but replay found a problem
-or record/replay was blocked, or 2 when the command could not be run with record/replay
-active (nothing ran) or ran without it."""
+The command's standard streams are its own; what exec says — what was recorded or replayed, the
+mismatch report, why the command ran without record/replay — goes to stderr after it has exited (and
+why record/replay is blocked, before it starts too). exec exits with the command's status, or 1 when
+the command exited 0 but replay found a problem or record/replay was blocked, or 2 when the command
+could not be run with record/replay active (nothing ran) or ran without it."""
 
 from __future__ import annotations
 
@@ -76,22 +75,21 @@ def exec_command(
 ) -> None:
     """Run a program with record/replay on, from its first line.
 
-    A Python program (python, or a script whose #! line names it) is recorded or replayed
-    inside each of its Python processes: every call through openprogram's providers and
-    every request through httpx, httpx2, requests/urllib3, aiohttp or urllib (the openai,
-    anthropic, google-genai and boto3 SDKs). Any other program (node, a Go binary, a shell
-    script), or one given --proxy, runs against a recording proxy that OPENAI_BASE_URL,
-    ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL point at. Without --record or --replay,
-    the configured mode applies. Under replay (and when blocked) the command runs, where
-    Linux allows it, in a network namespace with loopback only, as your own user: nothing
-    it starts reaches another server but the allowed hosts; --isolate asks for that under
-    record too, --no-isolate turns it off. --seed, --clock-start and --clock-step drive
-    openprogram.now() and random() in the Python processes while recording, so two
-    recordings of one session hash alike; a clock also runs the command in UTC (give it
-    with --replay too, for a time shown in the local zone). Exits with the command's status;
-    1 if it exited 0 but replay diverged, left calls unrequested, was blocked or had a
-    connection stopped by the namespace; 2 if the command could not run with record/replay
-    active."""
+    A Python program (python, or a script whose #! line names it) is recorded or replayed inside
+    each of its Python processes: every call through openprogram's providers and every request
+    through httpx, httpx2, requests/urllib3, aiohttp or urllib (the openai, anthropic, google-genai
+    and boto3 SDKs). Any other program (node, a Go binary, a shell script), or one given --proxy,
+    runs against a recording proxy that OPENAI_BASE_URL, ANTHROPIC_BASE_URL and
+    GOOGLE_GEMINI_BASE_URL point at. Without --record or --replay, the configured mode applies.
+    Under replay (and when blocked) the command runs, where Linux allows it, in a network namespace
+    with loopback only, as your own user: nothing it starts reaches another server but the allowed
+    hosts; --isolate asks for that under record too, --no-isolate turns it off. --seed,
+    --clock-start and --clock-step drive openprogram.now() and random() in the Python processes
+    while recording, so two recordings of one session hash alike; a clock also runs the command in
+    UTC (give it with --replay too, for a time shown in the local zone). Exits with the command's
+    status; 1 if it exited 0 but replay diverged, left calls unrequested, was blocked or had a
+    connection stopped by the namespace; 2 if the command could not run with record/replay active.
+    """
     from openprogram.serving.exec_isolation import probe_early
 
     _refuse_an_unknown_option(ctx, command[0])

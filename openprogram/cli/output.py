@@ -137,9 +137,8 @@ def abort(
 
 
 def error_text(problem: str | BaseException) -> str:
-    """What the error line says: the report of an error carrying a difference (its
-    ``difference``, written by the one report formatter, with its line breaks), else the
-    message on one line."""
+    """What the error line says: the report of an error carrying a difference (its ``difference``,
+    written by the one report formatter, with its line breaks), else the message on one line."""
     from openprogram.recording import report
 
     difference = getattr(problem, "difference", None)

@@ -2,13 +2,12 @@
 loopback, for programs in any language.
 
 The server's addresses go to stdout once it listens (``OPENPROGRAM_SERVE_URL=…`` and
-``OPENPROGRAM_SERVE_TOKEN=…`` first, lines a test runner's setup can read, then the base URLs
-to give the clients and, when it replays, the placeholder keys ``exec --replay`` gives a
-program: the lines are all a client needs); what it does — a line per request, every pass
-that begins, every mismatch, every refusal — goes to stderr as it happens. At SIGINT or
-SIGTERM it finishes its recordings, says what each session did (in how many passes), and
-exits 1 when a request differed from its recording or recorded calls were never asked for,
-else 0; 2 when it cannot start."""
+``OPENPROGRAM_SERVE_TOKEN=…`` first, lines a test runner's setup can read, then the base URLs to
+give the clients and, when it replays, the placeholder keys ``exec --replay`` gives a program: the
+lines are all a client needs); what it does — a line per request, every pass that begins, every
+mismatch, every refusal — goes to stderr as it happens. At SIGINT or SIGTERM it finishes its
+recordings, says what each session did (in how many passes), and exits 1 when a request differed
+from its recording or recorded calls were never asked for, else 0; 2 when it cannot start."""
 
 from __future__ import annotations
 
@@ -111,15 +110,14 @@ def serve_command(
     """Serve the OpenAI, Anthropic and Gemini APIs on loopback, recording or replaying.
 
     Point a program in any language at it by base URL (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
-    GOOGLE_GEMINI_BASE_URL): under record each request is forwarded to its vendor and the
-    exchange recorded, the response streamed through as it arrives; under replay it is
-    answered from the recording and nothing is sent, again for each run of the program
-    (--once: one run per server start). Without --record or --replay, the configured mode
-    applies. Tests can name their own recording per request (the header
-    x-openprogram-recording) or open sessions (POST /__openprogram/sessions), sending the
-    token the server prints (x-openprogram-token). Stops at
-    Ctrl-C or SIGTERM, finishing the recordings; exits 1 if a request differed from the
-    recording or recorded calls were never requested."""
+    GOOGLE_GEMINI_BASE_URL): under record each request is forwarded to its vendor and the exchange
+    recorded, the response streamed through as it arrives; under replay it is answered from the
+    recording and nothing is sent, again for each run of the program (--once: one run per server
+    start). Without --record or --replay, the configured mode applies. Tests can name their own
+    recording per request (the header x-openprogram-recording) or open sessions (POST
+    /__openprogram/sessions), sending the token the server prints (x-openprogram-token). Stops at
+    Ctrl-C or SIGTERM, finishing the recordings; exits 1 if a request differed from the recording or
+    recorded calls were never requested."""
     if importlib.util.find_spec("aiohttp") is None:
         abort(MISSING_AIOHTTP, EXIT_USAGE)
     from openprogram.serving.routes import parse_upstreams

@@ -7,11 +7,10 @@ and unrelated table it does not have to change byte for byte. The resulting file
 validated (its own values, not the environment's) before anything is written, and replaced
 atomically (:func:`openprogram.private_files.replace_file`).
 
-``off`` works whatever state the file is in: a file that is not TOML, or holds invalid values,
-is copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``, :func:`write_backup`) and
-then repaired — invalid values are removed and everything valid is kept, or, if it is not
-TOML at all, a fresh file is started. ``record`` and ``replay`` refuse a broken file and write
-nothing."""
+``off`` works whatever state the file is in: a file that is not TOML, or holds invalid values, is
+copied beside itself (``config.toml.broken-YYYYMMDD-HHMMSS``, :func:`write_backup`) and then
+repaired — invalid values are removed and everything valid is kept, or, if it is not TOML at all, a
+fresh file is started. ``record`` and ``replay`` refuse a broken file and write nothing."""
 
 from __future__ import annotations
 
@@ -293,11 +292,10 @@ _MODE_LINE = re.compile(
 def _mode_set_in_place(
     original: bytes, mode: Mode, *, path: Path, sources_kept: bool = True
 ) -> bytes | None:
-    """The file with ``record_replay.mode`` set to ``mode`` by rewriting that one value
-    where it stands, when the file is valid and the key is written plainly in its own
-    ``[record_replay]`` table (``mode = "record"``), and, unless ``sources_kept``, the table
-    holds no deterministic source to remove; None otherwise (the document editor then does
-    it, repairing what needs it).
+    """The file with ``record_replay.mode`` set to ``mode`` by rewriting that one value where it
+    stands, when the file is valid and the key is written plainly in its own ``[record_replay]``
+    table (``mode = "record"``), and, unless ``sources_kept``, the table holds no deterministic
+    source to remove; None otherwise (the document editor then does it, repairing what needs it).
 
     A configuration file can be large (long comments, many providers): the editor builds a
     document of the whole file, while this reads it with the standard parser, rewrites the

@@ -4,11 +4,10 @@
 the recordings store under one folder; otherwise the platform's user folders are used
 (``platformdirs``). An empty variable counts as unset.
 
-:func:`configured_recording_path` is the one place the recording ``record_replay.file``
-names is worked out (a name in the store, ``<store>/<name>.jsonl``, or a path): the provider
-runtime (at its next start), ``status``, ``list`` (which marks the active recording),
-``delete`` and ``prune`` (which never touch it) all ask it, so they always agree on which
-file it is."""
+:func:`configured_recording_path` is the one place the recording ``record_replay.file`` names is
+worked out (a name in the store, ``<store>/<name>.jsonl``, or a path): the provider runtime (at its
+next start), ``status``, ``list`` (which marks the active recording), ``delete`` and ``prune``
+(which never touch it) all ask it, so they always agree on which file it is."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """The one-line wording of what is wrong with a configuration, for the ``ConfigError`` of
 :mod:`openprogram.errors`.
 
-A problem is said where the user can fix it: a file, line and dotted key
-(``/x/config.toml, line 3: record_replay.mode: …``), or an environment variable
-(``OPENPROGRAM_RECORD_REPLAY__MODE=bogus: …``). Values of ``api_key_env`` are never repeated,
-in case someone put a key there.
+A problem is said where the user can fix it: a file, line and dotted key (``/x/config.toml, line 3:
+record_replay.mode: …``), or an environment variable (``OPENPROGRAM_RECORD_REPLAY__MODE=bogus: …``).
+Values of ``api_key_env`` are never repeated, in case someone put a key there.
 
 The line a dotted key is written on is found in the TOML text by a line scanner, not a
 parser (:func:`key_line`): it follows ``[table]`` and ``[[array]]`` headers and dotted

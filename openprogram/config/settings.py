@@ -163,9 +163,8 @@ def _unreadable(path: Path, failure: OSError) -> ConfigError:
 def parse_config(data: bytes, *, path: Path) -> tuple[str, dict[str, Any]]:
     """The text and values of a TOML file. Raises :class:`ConfigError` with the line.
 
-    Values nested deeper than :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH` (counting
-    the file itself as one level) are refused, naming the key or the line, before anything
-    walks them."""
+    Values nested deeper than :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH` (counting the file
+    itself as one level) are refused, naming the key or the line, before anything walks them."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as failure:

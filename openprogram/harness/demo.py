@@ -1,13 +1,12 @@
 """``openprogram demo``: the whole record → replay → verify cycle, self-contained and offline.
 
-:class:`Demo` runs a tool-using session on the built-in ``echo`` model (no key, no network)
-in a folder of its own, one step at a time: :meth:`~Demo.record` records the session into a
-recording in that folder, :meth:`~Demo.replay` replays it offline, :meth:`~Demo.drift`
-changes the file the tool reads and returns the report replay gives, and :meth:`~Demo.verify`
-puts the file back and re-runs the session under replay, computing its transcript hash. Every
-provider lookup is answered in an isolated registry scope (``provider_scope(resolve=...)``),
-so the user's configured mode is never applied and their recordings store is never written
-to."""
+:class:`Demo` runs a tool-using session on the built-in ``echo`` model (no key, no network) in a
+folder of its own, one step at a time: :meth:`~Demo.record` records the session into a recording in
+that folder, :meth:`~Demo.replay` replays it offline, :meth:`~Demo.drift` changes the file the tool
+reads and returns the report replay gives, and :meth:`~Demo.verify` puts the file back and re-runs
+the session under replay, computing its transcript hash. Every provider lookup is answered in an
+isolated registry scope (``provider_scope(resolve=...)``), so the user's configured mode is never
+applied and their recordings store is never written to."""
 
 from __future__ import annotations
 

@@ -297,10 +297,9 @@ def load_tools(spec: str) -> list[AgentTool]:
 
 
 def _configured_comparison() -> tuple[list[str], str, list[str], dict[str, str]]:
-    """``record_replay.ignore_fields``, ``match``, ``redact_patterns`` and ``tools`` (the
-    defaults when the configuration cannot be read); the configured key variables are
-    remembered on the way, so keys are redacted from the re-run's requests as they were from
-    the recording's."""
+    """``record_replay.ignore_fields``, ``match``, ``redact_patterns`` and ``tools`` (the defaults
+    when the configuration cannot be read); the configured key variables are remembered on the way,
+    so keys are redacted from the re-run's requests as they were from the recording's."""
 
     settings = load_config().settings
     remember_key_variables(settings)

@@ -170,9 +170,8 @@ class ConnectWatch:
         self.stop()
 
     def before_exec(self) -> None:
-        """In the command's process, after fork, before it starts: install the filter and
-        hand its listener over (see the module's docstring). Does nothing where the watch
-        is unavailable."""
+        """In the command's process, after fork, before it starts: install the filter and hand its
+        listener over (see the module's docstring). Does nothing where the watch is unavailable."""
         if self._thread is None or self._arch is None:
             return
         ready, go = self._ready[1], self._go[0]
@@ -372,16 +371,15 @@ def not_seen_by_python(
     skip: Iterable[tuple[str, int]] = (),
     listed: Iterable[str] = (),
 ) -> list[Connection]:
-    """The connections of ``connections`` no Python hook saw, each host and port once, as
-    a ``not_recorded`` row lists them, their library saying who opened them: ``opened
-    outside Python, pid 12 python3`` for a Python process of the command (it wrote its
-    handshake or what it saw in the exchange ``folder``), ``curl, a process that is not
-    Python`` for another; with no ``folder`` (a command run through exec's proxy, whose
-    processes have no Python hook), ``node, not through exec's proxy``. Left out: what a
-    Python process's hook saw (``seen-<pid>.jsonl`` in ``folder``), a name lookup (port 53
-    of a system resolver), the ``allowed`` hosts, the ``skip`` endpoints (exec's own proxy)
-    and a host and port one of the ``listed`` lines names already (a Python process's own
-    report of a connection no boundary captured)."""
+    """The connections of ``connections`` no Python hook saw, each host and port once, as a
+    ``not_recorded`` row lists them, their library saying who opened them: ``opened outside Python,
+    pid 12 python3`` for a Python process of the command (it wrote its handshake or what it saw in
+    the exchange ``folder``), ``curl, a process that is not Python`` for another; with no ``folder``
+    (a command run through exec's proxy, whose processes have no Python hook), ``node, not through
+    exec's proxy``. Left out: what a Python process's hook saw (``seen-<pid>.jsonl`` in ``folder``),
+    a name lookup (port 53 of a system resolver), the ``allowed`` hosts, the ``skip`` endpoints
+    (exec's own proxy) and a host and port one of the ``listed`` lines names already (a Python
+    process's own report of a connection no boundary captured)."""
     saw = python_saw(folder) if folder is not None else {}
     pythons = set(saw) | (_handshakes(folder) if folder is not None else set())
     hosts = normalized_hosts(allowed)
@@ -445,8 +443,7 @@ def _address(host: str) -> str:
 
 
 def _spelling(host: str) -> str:
-    """``host`` in one spelling: an address as :func:`_address` gives it, a name in lower
-    case."""
+    """``host`` in one spelling: an address as :func:`_address` gives it, a name in lower case."""
     try:
         return _address(host)
     except ValueError:
@@ -477,8 +474,7 @@ def _not_installed(said: bytes) -> str:
 
 
 def call_addresses(arch: Architecture, notification: Notification, memory: int) -> list[bytes]:
-    """The socket addresses a notified call names (none for a ``sendmsg`` on a connected
-    socket)."""
+    """The socket addresses a notified call names (none for a ``sendmsg`` on a connected socket)."""
     arguments = notification.arguments
     number = notification.number
 

@@ -1,12 +1,11 @@
 """Starting the bridge from outside: its command line, and whether it can work here at all.
 
-:func:`bridge_argv` is the command line that runs a command inside a new loopback-only
-namespace. It starts the bridge as ``python -I -S -c <launcher>``: no ``site`` (so neither
-the environment's start-up hooks nor openprogram's configured mode run in the bridge, and
-the start is a few milliseconds shorter), and the bridge's own modules are loaded from this
-installation without importing the ``openprogram`` package itself (whose lazy exports load
-``typing``: about as long again as Python's whole start). The command it runs gets the
-environment unchanged.
+:func:`bridge_argv` is the command line that runs a command inside a new loopback-only namespace. It
+starts the bridge as ``python -I -S -c <launcher>``: no ``site`` (so neither the environment's
+start-up hooks nor openprogram's configured mode run in the bridge, and the start is a few
+milliseconds shorter), and the bridge's own modules are loaded from this installation without
+importing the ``openprogram`` package itself (whose lazy exports load ``typing``: about as long
+again as Python's whole start). The command it runs gets the environment unchanged.
 
 :func:`unavailable_reason` runs the bridge once with ``--check`` (it makes the namespace,
 watches ``lo`` and exits) and keeps the answer for the life of the process."""

@@ -1,11 +1,10 @@
 """Names inside the namespace: a bridged host given by name resolves, nothing else does.
 
 Inside the isolated namespace no resolver is reachable. When a bridged endpoint is a name
-(``api.openai.com:443``, ``db.internal:5432``), the bridge gives each such name an address
-of its own from the benchmarking range 198.18.0.0/15 (every address is local inside, so it
-can listen there), and answers DNS queries itself: it listens on UDP port 53 at each
-``nameserver`` of ``/etc/resolv.conf`` — the addresses the command's resolver will ask —
-and says
+(``api.openai.com:443``, ``db.internal:5432``), the bridge gives each such name an address of its
+own from the benchmarking range 198.18.0.0/15 (every address is local inside, so it can listen
+there), and answers DNS queries itself: it listens on UDP port 53 at each ``nameserver`` of
+``/etc/resolv.conf`` — the addresses the command's resolver will ask — and says
 
 * for a bridged name: its address (an ``A`` record; no ``AAAA``, so clients use IPv4);
 * for any other name: it does not exist (``NXDOMAIN``) — and the lookup is reported as

@@ -185,8 +185,7 @@ def install_filter(arch: Architecture, program: bytes) -> int:
 
 def take_descriptor(arch: Architecture, pidfd: int, number: int) -> int:
     """A copy, in this process, of descriptor ``number`` of the process ``pidfd`` refers to
-    (``pidfd_getfd``, Linux 5.6; it needs the right to trace that process). Raises
-    OSError."""
+    (``pidfd_getfd``, Linux 5.6; it needs the right to trace that process). Raises OSError."""
     found = _libc().syscall(ctypes.c_long(arch.pidfd_getfd), pidfd, number, 0)
     if found < 0:
         raise _failed("pidfd_getfd")

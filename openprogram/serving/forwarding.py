@@ -1,17 +1,15 @@
 """What crosses the server between a client and its upstream: the request's headers on the
 way up, the response's on the way back, and the connections to each upstream.
 
-The request reaches the upstream as the client sent it, but for what belongs to the hop
-between the client and the server: ``host`` (the upstream's own is set), the framing and
-connection headers, and the server's own ``x-openprogram-*`` headers. A client's
-``accept-encoding`` is narrowed to the encodings the recorder can decode (gzip, deflate), so
-that the recording holds the body the client read; the upstream's bytes are passed on as they
-came, encoded or not. The response reaches the client with the upstream's headers, but for
-the connection's own.
+The request reaches the upstream as the client sent it, but for what belongs to the hop between the
+client and the server: ``host`` (the upstream's own is set), the framing and connection headers, and
+the server's own ``x-openprogram-*`` headers. A client's ``accept-encoding`` is narrowed to the
+encodings the recorder can decode (gzip, deflate), so that the recording holds the body the client
+read; the upstream's bytes are passed on as they came, encoded or not. The response reaches the
+client with the upstream's headers, but for the connection's own.
 
-The upstream's connections are made directly, or through the proxy the environment names
-for its scheme (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``), as a client on this machine
-would."""
+The upstream's connections are made directly, or through the proxy the environment names for its
+scheme (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``), as a client on this machine would."""
 
 from __future__ import annotations
 

@@ -106,15 +106,14 @@ def exec_command(
     sources: RecordingSources | None = None,
 ) -> ExecOutcome:
     """Run ``command`` under ``--record``, ``--replay`` or the configured mode, in-process or
-    through the proxy (``proxy``: None decides by the command, see the module's docstring),
-    in a loopback-only network namespace or not (``isolate``: ``--isolate``,
-    ``--no-isolate``, None: by the plan); ``on_start`` is called with the plan just before
-    the command starts, once everything was checked (not when record/replay is off), after
-    ``on_unisolated`` with the reason when the namespace the plan asked for cannot be made
-    here; ``sources`` (``--seed``, ``--clock-start``) are what the Python processes'
-    ``now()`` and ``random()`` draw from while recording, and a clock runs them in UTC.
-    Raises :class:`ExecSetupError` (and, for a flag's recording, ``RecordingNameError`` /
-    ``RecordingFileError``) for what is wrong before it runs."""
+    through the proxy (``proxy``: None decides by the command, see the module's docstring), in a
+    loopback-only network namespace or not (``isolate``: ``--isolate``, ``--no-isolate``, None: by
+    the plan); ``on_start`` is called with the plan just before the command starts, once everything
+    was checked (not when record/replay is off), after ``on_unisolated`` with the reason when the
+    namespace the plan asked for cannot be made here; ``sources`` (``--seed``, ``--clock-start``)
+    are what the Python processes' ``now()`` and ``random()`` draw from while recording, and a clock
+    runs them in UTC. Raises :class:`ExecSetupError` (and, for a flag's recording,
+    ``RecordingNameError`` / ``RecordingFileError``) for what is wrong before it runs."""
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")
     if isolate:
@@ -148,10 +147,9 @@ def run_command(
     on_start: Callable[[RecordReplayPlan], None] | None = None,
     on_unisolated: Callable[[str], None] | None = None,
 ) -> ExecOutcome:
-    """Run ``command`` with ``plan`` (None: as it is) in ``environ`` (default: this
-    process's), in-process or through the proxy as ``proxy`` says (None: by the command),
-    isolated as ``isolate`` says (None: by the plan; the default, False, is never); see
-    :func:`exec_command`."""
+    """Run ``command`` with ``plan`` (None: as it is) in ``environ`` (default: this process's),
+    in-process or through the proxy as ``proxy`` says (None: by the command), isolated as
+    ``isolate`` says (None: by the plan; the default, False, is never); see :func:`exec_command`."""
     base = dict(os.environ if environ is None else environ)
     if not command:
         raise ExecSetupError("no command given: openprogram exec -- python agent.py")

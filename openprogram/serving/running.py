@@ -1,13 +1,12 @@
 """A server's life: opened on its port, run until it is told to stop, then stopped so that
 nothing recorded is lost, and its sessions' accounts given back.
 
-:func:`open_sessions` decides what the server serves — its own recording (the plan
-``exec_plan`` makes of ``--record``, ``--replay`` or the configured mode) and the
-configuration the sessions of its control API record and replay with. :class:`Listening`
-is a started server on its event loop; :func:`serve_until_stopped` runs one in the
-foreground until SIGINT or SIGTERM (``openprogram serve``), :class:`BackgroundServer` in a
-thread of its own for as long as a command runs (``openprogram exec`` for a program that is
-not Python).
+:func:`open_sessions` decides what the server serves — its own recording (the plan ``exec_plan``
+makes of ``--record``, ``--replay`` or the configured mode) and the configuration the sessions of
+its control API record and replay with. :class:`Listening` is a started server on its event loop;
+:func:`serve_until_stopped` runs one in the foreground until SIGINT or SIGTERM (``openprogram
+serve``), :class:`BackgroundServer` in a thread of its own for as long as a command runs
+(``openprogram exec`` for a program that is not Python).
 
 **Stopping.** The server stops listening, then waits up to ``grace`` seconds for the
 requests in flight to finish; the ones still running are cancelled (their calls end
@@ -238,9 +237,8 @@ class Listening:
         return self.server.trust.token
 
     async def stop(self, grace: float, *, token_file: Path | None = None) -> ServeOutcome:
-        """Stop listening, let the requests in flight finish (up to ``grace`` seconds, then
-        cancel them), end every session, remove the ``token_file`` it wrote; the sessions'
-        accounts."""
+        """Stop listening, let the requests in flight finish (up to ``grace`` seconds, then cancel
+        them), end every session, remove the ``token_file`` it wrote; the sessions' accounts."""
         await finish_in_flight(self.server, grace)
         await self.runner.cleanup()
         await self.server.upstreams.aclose()

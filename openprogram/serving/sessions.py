@@ -12,14 +12,13 @@ names its recording itself — never a "current" recording the server would swit
 * any other request belongs to the server's own recording (``serve --record/--replay``, or
   the configured mode), and is refused when the server has none.
 
-A session's mode is ``replay`` (served from the recording, which must exist), ``record``
-(recorded anew: the calls go to a file beside the recording, which replaces it when the
-session ends and keeps it — a session that fails part-way never spoils a good recording)
-or ``once`` (replay when the recording holds calls, else record). Names are the store's
-recording names, and ``/`` between them makes folders: ``agent-test/streams-a-reply``
-becomes ``<folder>/agent-test/streams-a-reply.jsonl`` under the server's recordings folder —
-never a link, never through a linked folder, never a file that is not a regular one. A
-session opened through the control API has an id of 128 random bits.
+A session's mode is ``replay`` (served from the recording, which must exist), ``record`` (recorded
+anew: the calls go to a file beside the recording, which replaces it when the session ends and keeps
+it — a session that fails part-way never spoils a good recording) or ``once`` (replay when the
+recording holds calls, else record). Names are the store's recording names, and ``/`` between them
+makes folders: ``agent-test/streams-a-reply`` becomes ``<folder>/agent-test/streams-a-reply.jsonl``
+under the server's recordings folder — never a link, never through a linked folder, never a file
+that is not a regular one. A session opened through the control API has an id of 128 random bits.
 
 Each session's :class:`SessionAccount` says what it did: the calls it recorded or served,
 every mismatch, the recorded calls never requested."""

@@ -1,20 +1,18 @@
 """A recording, and two recordings compared, as one self-contained HTML page to review.
 
-:func:`recording_page` shows a session as a conversation: the header's metadata, then each
-call — its model or endpoint, the message it added (the earlier context folded), the tools
-it offered (folded), the reply put back together (thinking, text, tool calls with their
-arguments, stop reason, usage), its error, and the raw exchange one click away — with each
-tape entry (a tool, the clock, a random draw) in line where its row stands. :func:`diff_page`
-shows B's calls aligned with A's as ``recordings diff`` aligns them: calls only in A or only
-in B marked, and in each paired call the first difference and every other differing field
-highlighted, texts word by word.
+:func:`recording_page` shows a session as a conversation: the header's metadata, then each call —
+its model or endpoint, the message it added (the earlier context folded), the tools it offered
+(folded), the reply put back together (thinking, text, tool calls with their arguments, stop reason,
+usage), its error, and the raw exchange one click away — with each tape entry (a tool, the clock, a
+random draw) in line where its row stands. :func:`diff_page` shows B's calls aligned with A's as
+``recordings diff`` aligns them: calls only in A or only in B marked, and in each paired call the
+first difference and every other differing field highlighted, texts word by word.
 
-The page fetches nothing and runs nothing: inline CSS, no script, folding with
-``<details>`` (so it works without JavaScript and prints). A recording is untrusted input:
-every recorded string is escaped (a ``<script>`` in a reply is shown, never run; a NUL, an
-ESC or a bidi override shown as its escape, ``\\u202e``, as in the terminal), and it was
-redacted when it was written; a very long text is clipped, its whole one click away. The
-page grows linearly with the recording."""
+The page fetches nothing and runs nothing: inline CSS, no script, folding with ``<details>`` (so it
+works without JavaScript and prints). A recording is untrusted input: every recorded string is
+escaped (a ``<script>`` in a reply is shown, never run; a NUL, an ESC or a bidi override shown as
+its escape, ``\\u202e``, as in the terminal), and it was redacted when it was written; a very long
+text is clipped, its whole one click away. The page grows linearly with the recording."""
 
 from __future__ import annotations
 

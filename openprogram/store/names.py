@@ -165,12 +165,11 @@ def refuse_links_below(
     there yet is fine: it is made when recorded into. ``folder`` itself may be a link (a
     symlinked store); below it, nothing is followed.
 
-    The one rule for every recording openprogram names below a folder of its own
-    (``folder_name`` says which in the message, ``advice`` what to do): a name in the store
-    — ``exec --record NAME``, the configured record mode (exec's plan and every process's
-    start), ``serve``'s own recording, ``recordings status`` — and a session's name under
-    the server's folder. A path the user gives (``--record ./x.jsonl``,
-    ``record_replay(path)``) is theirs and may be a link."""
+    The one rule for every recording openprogram names below a folder of its own (``folder_name``
+    says which in the message, ``advice`` what to do): a name in the store — ``exec --record NAME``,
+    the configured record mode (exec's plan and every process's start), ``serve``'s own recording,
+    ``recordings status`` — and a session's name under the server's folder. A path the user gives
+    (``--record ./x.jsonl``, ``record_replay(path)``) is theirs and may be a link."""
     current = folder
     for part in path.relative_to(folder).parts:
         current = current / part

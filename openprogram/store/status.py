@@ -76,8 +76,7 @@ class FileState:
     not_recorded: list[dict[str, Any]] = field(default_factory=list)
     """The connections the recorded session opened that no boundary captured."""
     sessions: int = 1
-    """How many sessions were recorded into it one after the other (a replay serves them as
-    one)."""
+    """How many sessions were recorded into it one after the other (a replay serves them as one)."""
     link: str | None = None
     """What the store's file is a symbolic link to, when it is one (record refuses it;
     replay reads through it)."""

@@ -104,9 +104,8 @@ def _cannot_create(path: Path, exc: OSError) -> RecordingFileError:
 
 
 Protected = Path | Sequence[Path] | None
-"""The recording(s) ``delete`` and ``prune`` never remove: the active one, or every one a
-broken configuration may name (see :func:`~openprogram.store.names.
-protected_recordings`)."""
+"""The recording(s) ``delete`` and ``prune`` never remove: the active one, or every one a broken
+configuration may name (see :func:`~openprogram.store.names. protected_recordings`)."""
 
 
 def _is_protected(path: Path, active: Protected) -> bool:
@@ -228,12 +227,11 @@ def select_for_prune(
 ) -> tuple[list[Path], list[Path]]:
     """Split the store's recordings into (to remove, to keep), newest first in each.
 
-    ``keep`` spares the N newest (by ``created_at``, else mtime); ``older_than_days``
-    selects files last modified longer ago than that (a file with no readable header is
-    prunable by age). Given both, only files both criteria select are removed. The active
-    recording is always kept (and counts among the N newest when it is one of them);
-    symlinks and files that are not ``*.jsonl`` are never considered. Paths are inside the
-    resolved store folder."""
+    ``keep`` spares the N newest (by ``created_at``, else mtime); ``older_than_days`` selects files
+    last modified longer ago than that (a file with no readable header is prunable by age). Given
+    both, only files both criteria select are removed. The active recording is always kept (and
+    counts among the N newest when it is one of them); symlinks and files that are not ``*.jsonl``
+    are never considered. Paths are inside the resolved store folder."""
     check_prune_criteria(older_than_days=older_than_days, keep=keep)
     folder = resolve_store(store)
     if keep is None:

@@ -1,12 +1,11 @@
 """Every recording in a store, summarized, through a cache kept in the store.
 
-:func:`summarize_store` is what ``openprogram recordings list`` shows; it reads only the
-files that changed since it last looked. ``<store>/.summary-cache.json`` (``0600``) maps each
-recording's absolute path to the size and ``mtime_ns`` it had when it was summarized, and
-the summary's fields. The cache only saves work: one that is missing, unreadable, corrupt or
-written for another format or another version of the transcript hash is ignored and rebuilt
-(a cached hash is never shown once the hash has changed), and one that cannot be written (a
-read-only store) is not an error."""
+:func:`summarize_store` is what ``openprogram recordings list`` shows; it reads only the files that
+changed since it last looked. ``<store>/.summary-cache.json`` (``0600``) maps each recording's
+absolute path to the size and ``mtime_ns`` it had when it was summarized, and the summary's fields.
+The cache only saves work: one that is missing, unreadable, corrupt or written for another format or
+another version of the transcript hash is ignored and rebuilt (a cached hash is never shown once the
+hash has changed), and one that cannot be written (a read-only store) is not an error."""
 
 from __future__ import annotations
 

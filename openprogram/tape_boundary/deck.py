@@ -1,10 +1,9 @@
 """The tape deck: what taped calls go to while record or replay is active.
 
-Whoever switches record or replay on binds a deck in the provider registry's scope, beside
-the registry's transform, under :data:`TAPE_DECK_BINDING` (see
-``openprogram.providers.registry``: bindings), so tapes follow exactly the scope the model
-calls follow — the configured mode, ``record_replay()``, the pytest fixture, ``openprogram
-exec``, ``verify``:
+Whoever switches record or replay on binds a deck in the provider registry's scope, beside the
+registry's transform, under :data:`TAPE_DECK_BINDING` (see ``openprogram.providers.registry``:
+bindings), so tapes follow exactly the scope the model calls follow — the configured mode,
+``record_replay()``, the pytest fixture, ``openprogram exec``, ``verify``:
 
 * :class:`TapeRecorder` appends each entry to the recording, through the recording's one
   writer (so its rows join the calls' rows in the one file), and holds the deterministic

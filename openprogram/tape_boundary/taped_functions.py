@@ -29,23 +29,21 @@ applies from the first taped call. What arguments and results may be is in
 :mod:`openprogram.tape_boundary.values`; redaction applies to both (arguments as configuration,
 results and exception messages as content: credentials are removed, the rest is kept).
 
-The tape's name defaults to the function's qualified name (``fetch_weather``,
-``Client.fetch``); give ``name=`` when two taped functions would share one, or to keep a
-tape when the function is renamed. ``nondeterministic=True`` marks results that change from
-run to run by nature (a clock, a random draw): the transcript hash and ``diff`` compare the
-calls, not those results. HTTP requests a taped function sends while it runs under record
-are not recorded at the HTTP boundary; taped calls and model calls it makes are recorded
-marked as within it (:mod:`openprogram.recording.tape_rows`), and replay, which never
-runs it, does not ask for them.
+The tape's name defaults to the function's qualified name (``fetch_weather``, ``Client.fetch``);
+give ``name=`` when two taped functions would share one, or to keep a tape when the function is
+renamed. ``nondeterministic=True`` marks results that change from run to run by nature (a clock, a
+random draw): the transcript hash and ``diff`` compare the calls, not those results. HTTP requests a
+taped function sends while it runs under record are not recorded at the HTTP boundary; taped calls
+and model calls it makes are recorded marked as within it (:mod:`openprogram.recording.tape_rows`),
+and replay, which never runs it, does not ask for them.
 
 The clock and randomness have taped helpers of their own, ``now()``, ``random()`` and
-``seeded_random()``: code that reads the time or draws random numbers through these sees,
-under replay, exactly what the recorded run saw; outside record and replay they are ``time.time()``,
-``random.random()`` and a freshly seeded ``random.Random``. While recording with
-deterministic sources (a seed, a clock: :mod:`openprogram.deterministic_sources`), they draw
-from those instead, so two recordings of one session read the same times and numbers.
-Nothing is patched: code that calls ``time.time()`` directly stays live, and a replay shows
-the drift it causes.
+``seeded_random()``: code that reads the time or draws random numbers through these sees, under
+replay, exactly what the recorded run saw; outside record and replay they are ``time.time()``,
+``random.random()`` and a freshly seeded ``random.Random``. While recording with deterministic
+sources (a seed, a clock: :mod:`openprogram.deterministic_sources`), they draw from those instead,
+so two recordings of one session read the same times and numbers. Nothing is patched: code that
+calls ``time.time()`` directly stays live, and a replay shows the drift it causes.
 
 Their results are non-deterministic by nature, so the transcript hash and ``diff`` leave
 them out (the calls still count): two recordings of one session made a day apart hash alike."""
@@ -382,9 +380,8 @@ def now() -> float:
 
 @taped(name="openprogram.random", nondeterministic=True)
 def random() -> float:
-    """A random float in [0, 1), as ``random.random()`` — while recording with a seed, the
-    seeded generator's next draw; under replay, the recorded draw (tape
-    ``openprogram.random``)."""
+    """A random float in [0, 1), as ``random.random()`` — while recording with a seed, the seeded
+    generator's next draw; under replay, the recorded draw (tape ``openprogram.random``)."""
     draws = _recording_draws()
     drawn = None if draws is None else draws.random()
     return _random.random() if drawn is None else drawn
@@ -401,11 +398,10 @@ def seeded_random(seed: int | None = None) -> _random.Random:
     """A ``random.Random`` seeded with ``seed``: the same seed gives the same numbers, on
     any machine and in any Python version (nothing is taped: the seed says it all).
 
-    Without a seed, one seeded with a fresh seed — drawn from the recording's seed while
-    recording with one, and under replay the seed the recorded run drew (tape
-    ``openprogram.seed``), so every draw from it repeats. One entry per generator, however
-    many numbers it gives. ``ValueError`` for a seed that is not a whole number from 0 to
-    2**63 - 1."""
+    Without a seed, one seeded with a fresh seed — drawn from the recording's seed while recording
+    with one, and under replay the seed the recorded run drew (tape ``openprogram.seed``), so every
+    draw from it repeats. One entry per generator, however many numbers it gives. ``ValueError`` for
+    a seed that is not a whole number from 0 to 2**63 - 1."""
     if seed is not None:
         return _random.Random(check_seed(seed))
     return _random.Random(_seed())

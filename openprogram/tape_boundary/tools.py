@@ -2,10 +2,9 @@
 run live under replay by the tool's policy (:mod:`openprogram.recording.tape_replay`).
 
 The agent loop runs every tool call through :func:`run_taped_tool`. The tape of a tool is
-``tool:<name>``; an entry's arguments are the tool call's arguments, its result what the
-model reads: ``{"text": …, "is_error": …}`` (a tool that raised, or an unknown tool, is an
-error result, never an exception). Both are redacted as conversation, as they are in the
-calls' rows.
+``tool:<name>``; an entry's arguments are the tool call's arguments, its result what the model
+reads: ``{"text": …, "is_error": …}`` (a tool that raised, or an unknown tool, is an error result,
+never an exception). Both are redacted as conversation, as they are in the calls' rows.
 
 * record — the tool runs; its result is taped;
 * replay, ``live`` — the tool runs; its tape is not read;

@@ -1,19 +1,18 @@
 """``pytest --openprogram-import-cassettes``: each test's vcrpy cassettes, named by
 pytest-recording itself, made into the test's recording before the test runs.
 
-A suite moving from pytest-recording to openprogram changes its tests from
-``@pytest.mark.vcr`` to the ``openprogram_recording`` fixture and keeps its cassettes: run
-once with this option, and each test that has no recording yet asks pytest-recording where
-its cassette is — its ``vcr_cassette_dir`` and ``default_cassette_name`` fixtures, so a
-conftest that overrides them is obeyed, and the serializer its ``vcr_config`` names (``.json``
-for ``json``, else ``.yaml``) — and the cassette is imported
-(:mod:`openprogram.importing.vcr_cassettes`) into the test's recording, which the test then
-replays. A test that has no cassette runs as its record mode says; a test whose ``vcr``
-marker names more cassettes than its own fails with one line: their interactions, merged,
-are not a session one recording can replay in order, so import them with ``openprogram
-recordings import`` into the recording you want. The end of the run lists each cassette
-imported, with its summary (calls, skipped interactions, secrets removed), under xdist too
-(the lines travel with each test's report)."""
+A suite moving from pytest-recording to openprogram changes its tests from ``@pytest.mark.vcr`` to
+the ``openprogram_recording`` fixture and keeps its cassettes: run once with this option, and each
+test that has no recording yet asks pytest-recording where its cassette is — its
+``vcr_cassette_dir`` and ``default_cassette_name`` fixtures, so a conftest that overrides them is
+obeyed, and the serializer its ``vcr_config`` names (``.json`` for ``json``, else ``.yaml``) — and
+the cassette is imported (:mod:`openprogram.importing.vcr_cassettes`) into the test's recording,
+which the test then replays. A test that has no cassette runs as its record mode says; a test whose
+``vcr`` marker names more cassettes than its own fails with one line: their interactions, merged,
+are not a session one recording can replay in order, so import them with ``openprogram recordings
+import`` into the recording you want. The end of the run lists each cassette imported, with its
+summary (calls, skipped interactions, secrets removed), under xdist too (the lines travel with each
+test's report)."""
 
 from __future__ import annotations
 

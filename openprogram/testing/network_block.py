@@ -62,8 +62,7 @@ class NetworkBlock:
 
     @contextmanager
     def allowing(self, hosts: Iterable[str]) -> Iterator[None]:
-        """Connections to ``hosts`` (``host`` or ``host:port``) go through too inside the
-        block."""
+        """Connections to ``hosts`` (``host`` or ``host:port``) go through too inside the block."""
         allowed = normalized_hosts(hosts)
         with self._lock:
             self._also_allowed = (*self._also_allowed, allowed)

@@ -2,19 +2,18 @@
 
 :func:`add_options` declares them, each with its help (``pytest --help`` shows them under
 "openprogram recordings"): the record mode; recording on CI (also
-``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``); the deterministic sources
-``openprogram.now()`` and ``random()`` draw from while a test records (a clock also runs the
-tests in UTC, at record and replay alike); blocking the network
-(:mod:`~openprogram.testing.network_block`) but for some hosts; importing vcrpy cassettes
-(:mod:`~openprogram.testing.cassette_import`); the suite summary as JSON, HTML or Markdown
-(:mod:`~openprogram.testing.suite_summary`, :mod:`~openprogram.testing.suite_pages`); the
-``drift`` mode's failing class, call budget and trusted origins
-(:mod:`openprogram.drift.origins`); and the ini settings a test records and replays with
-(``openprogram_recordings_dir``, relative to rootdir, the layout in ``recording_paths.py``;
+``OPENPROGRAM_ALLOW_RECORD_ON_CI=1``); the deterministic sources ``openprogram.now()`` and
+``random()`` draw from while a test records (a clock also runs the tests in UTC, at record and
+replay alike); blocking the network (:mod:`~openprogram.testing.network_block`) but for some hosts;
+importing vcrpy cassettes (:mod:`~openprogram.testing.cassette_import`); the suite summary as JSON,
+HTML or Markdown (:mod:`~openprogram.testing.suite_summary`,
+:mod:`~openprogram.testing.suite_pages`); the ``drift`` mode's failing class, call budget and
+trusted origins (:mod:`openprogram.drift.origins`); and the ini settings a test records and replays
+with (``openprogram_recordings_dir``, relative to rootdir, the layout in ``recording_paths.py``;
 ``openprogram_ignore_fields``, ``_match``, ``_http_passthrough_hosts``, ``_http_headers``,
 ``_tools``, ``_redact_patterns``), which the ``openprogram_config`` fixture and the
-``@pytest.mark.openprogram(...)`` marker override
-(:mod:`~openprogram.testing.recording_settings` tells the order).
+``@pytest.mark.openprogram(...)`` marker override (:mod:`~openprogram.testing.recording_settings`
+tells the order).
 
 Markers: ``openprogram(**settings)`` (a test's own settings) and ``openprogram_match(match)``.
 

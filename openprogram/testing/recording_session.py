@@ -67,10 +67,9 @@ def open_recording_session(
     """Prepare the recording at ``path``: validate it for replay, or open a temporary file
     to record into (the caller must then :meth:`~RecordingSession.finish` it).
 
-    ``tools`` says how replay treats each agent tool, by name or ``"*"``: ``live`` (the
-    default), ``replay`` or ``check`` (see :mod:`openprogram.recording.tape_replay`).
-    ``user_redaction``: the user's own redaction, applied to everything written and to both
-    sides of every comparison.
+    ``tools`` says how replay treats each agent tool, by name or ``"*"``: ``live`` (the default),
+    ``replay`` or ``check`` (see :mod:`openprogram.recording.tape_replay`). ``user_redaction``: the
+    user's own redaction, applied to everything written and to both sides of every comparison.
 
     Raises :class:`RecordingMissingError`, :class:`RecordingOnCiRefusedError`, or
     :class:`~openprogram.errors.RecordingFileError` when the recording cannot be read or the

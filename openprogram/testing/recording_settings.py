@@ -21,13 +21,12 @@ pattern for one test cannot drop the configuration's, so no layer un-redacts a s
 5. the test's ``@pytest.mark.openprogram(...)`` marker (and the older
    ``@pytest.mark.openprogram_match("order")``), the closest marker winning.
 
-The keys (:data:`SETTING_CHECKS`, the fields of :class:`RecordingSettings`, which say what
-each one means) are the same everywhere a dict or keywords are given; ``name`` is set by the
-marker only, ``redact`` (a function ``str -> str``) by the fixture and the marker only, and
-``children`` and ``allowed_commands`` are also in the configuration
-(:mod:`openprogram.activation.children`). A new setting is a field of
-:class:`RecordingSettings`, a line in :data:`SETTING_CHECKS` and, if the ini file or the
-configuration carries it, a line in :data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
+The keys (:data:`SETTING_CHECKS`, the fields of :class:`RecordingSettings`, which say what each one
+means) are the same everywhere a dict or keywords are given; ``name`` is set by the marker only,
+``redact`` (a function ``str -> str``) by the fixture and the marker only, and ``children`` and
+``allowed_commands`` are also in the configuration (:mod:`openprogram.activation.children`). A new
+setting is a field of :class:`RecordingSettings`, a line in :data:`SETTING_CHECKS` and, if the ini
+file or the configuration carries it, a line in :data:`INI_SETTINGS` or :data:`CONFIGURED_SETTINGS`.
 
 :func:`settings_of_test` gathers them for one test: :func:`configured_layer` reads the
 configuration once per run, when the first test uses the fixture; :func:`ini_layer` reads
@@ -324,9 +323,8 @@ def check_setting(key: str, value: object) -> Any:
 
 
 def combine_layers(layers: Iterable[Layer]) -> RecordingSettings:
-    """The settings the layers give, lowest first: a later layer's key replaces an earlier
-    one's, and the lists of :data:`ADDITIVE_KEYS` are joined (each entry once, first place
-    kept)."""
+    """The settings the layers give, lowest first: a later layer's key replaces an earlier one's,
+    and the lists of :data:`ADDITIVE_KEYS` are joined (each entry once, first place kept)."""
     merged: Layer = {}
     for layer in layers:
         for key, value in layer.items():
@@ -365,8 +363,7 @@ _CONFIGURED = pytest.StashKey["Layer | str"]()
 
 
 def ini_layer(config: pytest.Config) -> Layer:
-    """The settings the ini file sets, checked (a bad value is a usage error naming the
-    option)."""
+    """The settings the ini file sets, checked (a bad value is a usage error naming the option)."""
     layer: Layer = {}
     for key, name in INI_SETTINGS.items():
         value = config.getini(name)

@@ -132,9 +132,8 @@ def merge_recording(
 
 
 def _keep_older_redaction(header: dict[str, object], old: dict[str, object]) -> None:
-    """The merged header claims the rules of the older calls' redaction: replay then
-    redacts every recorded request again with the current rules, the new ones changing not
-    at all."""
+    """The merged header claims the rules of the older calls' redaction: replay then redacts every
+    recorded request again with the current rules, the new ones changing not at all."""
     if old.get("redaction_version") == header.get("redaction_version"):
         return
     if "redaction_version" in old:

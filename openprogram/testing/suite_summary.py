@@ -1,22 +1,20 @@
 """The suite summary: what every test did with its recording, in the terminal and as JSON.
 
 Built from the :class:`TestOutcome` of every test that used the fixture (gathered from the
-pytest-xdist workers too) and the orphans
-(:mod:`~openprogram.testing.summary_plugin`). The terminal shows the totals — tests by
-kind, calls replayed and recorded, tokens replayed instead of spent (the recorded usage of
-every replayed call) — then one line per test that did anything but replay cleanly (every
-test with ``-v``), the first difference under a re-recorded or mismatched one, and the
-orphans. In ``drift`` mode a section on the live answers comes before the orphans: the totals
-of the drift checks (calls sent, by worst class; calls skipped, by reason), then each test
-whose answers drifted in shape or got none, with those calls' lines (every test and line with
-``-v``). ``--openprogram-report PATH`` writes :meth:`SuiteSummary.to_json`, each test's drift
-report and the drift totals included.
+pytest-xdist workers too) and the orphans (:mod:`~openprogram.testing.summary_plugin`). The terminal
+shows the totals — tests by kind, calls replayed and recorded, tokens replayed instead of spent (the
+recorded usage of every replayed call) — then one line per test that did anything but replay cleanly
+(every test with ``-v``), the first difference under a re-recorded or mismatched one, and the
+orphans. In ``drift`` mode a section on the live answers comes before the orphans: the totals of the
+drift checks (calls sent, by worst class; calls skipped, by reason), then each test whose answers
+drifted in shape or got none, with those calls' lines (every test and line with ``-v``).
+``--openprogram-report PATH`` writes :meth:`SuiteSummary.to_json`, each test's drift report and the
+drift totals included.
 
-What one test did with its recording is a :class:`TestOutcome`: the fixture stores it on the
-test item (:data:`OUTCOME_KEY`) when it
-tears down; the plugin carries it to the process that prints the summary as plain data
-(:meth:`TestOutcome.to_json` / :meth:`TestOutcome.from_json`), so the summary is whole under
-pytest-xdist too. This module imports nothing heavy."""
+What one test did with its recording is a :class:`TestOutcome`: the fixture stores it on the test
+item (:data:`OUTCOME_KEY`) when it tears down; the plugin carries it to the process that prints the
+summary as plain data (:meth:`TestOutcome.to_json` / :meth:`TestOutcome.from_json`), so the summary
+is whole under pytest-xdist too. This module imports nothing heavy."""
 
 from __future__ import annotations
 

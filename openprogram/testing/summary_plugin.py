@@ -1,22 +1,20 @@
 """The hooks that gather the suite summary, in the process that prints it.
 
 Each test's :class:`~openprogram.testing.suite_summary.TestOutcome` rides on its teardown report
-(``report.openprogram_outcome``, plain data), which pytest-xdist carries from the worker
-that ran it to the controller like any report attribute; :meth:`SummaryPlugin.
-pytest_runtest_logreport` picks it up wherever the reports arrive. What the collection
-covered (:class:`CollectionScope`) is found where tests are collected — in a worker under
-xdist, which collects the whole tree and sends it in its ``workeroutput`` — and judged where
-the summary is printed, with that process's command line.
+(``report.openprogram_outcome``, plain data), which pytest-xdist carries from the worker that ran it
+to the controller like any report attribute; :meth:`SummaryPlugin. pytest_runtest_logreport` picks
+it up wherever the reports arrive. What the collection covered (:class:`CollectionScope`) is found
+where tests are collected — in a worker under xdist, which collects the whole tree and sends it in
+its ``workeroutput`` — and judged where the summary is printed, with that process's command line.
 
-The summary lists the *orphans*, recordings no collected test uses any more. A recording
-under the recordings folder is an orphan when no collected test that uses the
-fixture would replay it (a test's own recording path, or the one its
-``@pytest.mark.openprogram(name=...)`` gives it). That can only be told when the run collected
-the whole test tree, so the orphans are looked for only then (:class:`CollectionScope`):
-pytest was started with no file, folder or node id (or with exactly its ``testpaths``), from
-its rootdir, with no ``-k`` / ``-m``, no ``--lf`` (which skips whole files), nothing ignored
-or deselected (``--deselect``, ``--sw``) and no collection error. Otherwise the summary says
-why it did not look (:func:`orphans_skipped_because`)."""
+The summary lists the *orphans*, recordings no collected test uses any more. A recording under the
+recordings folder is an orphan when no collected test that uses the fixture would replay it (a
+test's own recording path, or the one its ``@pytest.mark.openprogram(name=...)`` gives it). That can
+only be told when the run collected the whole test tree, so the orphans are looked for only then
+(:class:`CollectionScope`): pytest was started with no file, folder or node id (or with exactly its
+``testpaths``), from its rootdir, with no ``-k`` / ``-m``, no ``--lf`` (which skips whole files),
+nothing ignored or deselected (``--deselect``, ``--sw``) and no collection error. Otherwise the
+summary says why it did not look (:func:`orphans_skipped_because`)."""
 
 from __future__ import annotations
 
