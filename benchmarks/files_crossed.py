@@ -52,11 +52,13 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import tokenize
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -112,10 +114,42 @@ class Module:
     tree: ast.Module
     lines: int
     """What ``wc -l`` says: the newlines in the file."""
+    tokens: int
+    """Its code's tokens: not its comments, docstrings and layout (formatting moves it not)."""
 
     @property
     def is_package(self) -> bool:
         return self.path.name == "__init__.py"
+
+
+LAYOUT = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENCODING,
+    tokenize.ENDMARKER,
+}
+
+
+def code_tokens(text: bytes, tree: ast.Module) -> int:
+    """The tokens of a module's code: every one but comments, layout and the strings that
+    stand alone as a statement (docstrings, attribute docstrings). Joining a call onto one
+    line or closing a docstring on its last line leaves it as it is; removing code does not."""
+    docstrings = {
+        (node.value.lineno, node.value.col_offset)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
+    return sum(
+        1
+        for token in tokenize.tokenize(io.BytesIO(text).readline)
+        if token.type not in LAYOUT
+        and not (token.type == tokenize.STRING and token.start in docstrings)
+    )
 
 
 def read_package(package: Path) -> dict[str, Module]:
@@ -137,7 +171,7 @@ def read_package(package: Path) -> dict[str, Module]:
                 f"files_crossed: {path}, line {error.lineno}: not valid Python ({error.msg});"
                 " measure again once it is saved whole"
             )
-        modules[name] = Module(name, path, tree, text.count(b"\n"))
+        modules[name] = Module(name, path, tree, text.count(b"\n"), code_tokens(text, tree))
     return modules
 
 
@@ -594,6 +628,7 @@ def measure(root: Path) -> dict[str, Any]:
         "package_cycles": import_cycles(modules, "openprogram"),
         "adapter_lines": adapters,
         "product_lines": sum(module.lines for module in modules.values()),
+        "product_tokens": sum(module.tokens for module in modules.values()),
         "listed_three_times": listed_three_times(modules),
     }
 
@@ -622,6 +657,7 @@ def figures(measured: Mapping[str, Any]) -> dict[str, Any]:
         "largest_adapter": max(adapters.get(name, 0) for name in ADAPTERS),
         "adapters_and_shared": sum(adapters.values()),
         "product_lines": measured["product_lines"],
+        "product_tokens": measured["product_tokens"],
         "names_listed_three_times": sum(len(n) for n in measured["listed_three_times"].values()),
     }
 
@@ -670,6 +706,7 @@ def report(measured: Mapping[str, Any], *, verbose: bool) -> None:
     if verbose:
         indented(f"{name:25} {lines}" for name, lines in measured["adapter_lines"].items())
     print(f"product lines: {numbers['product_lines']}")
+    print(f"product code tokens (no comments, docstrings or layout): {numbers['product_tokens']}")
     triples = measured["listed_three_times"]
     print(
         f"names listed three times in a package __init__: {numbers['names_listed_three_times']}"
