@@ -32,12 +32,11 @@ folder — a Python child that could not activate, a child's replay mismatch, re
 connection or unrequested calls (when it claimed the recording), a connection a namespace
 stopped, a refused child — and the block raises :class:`ChildReplayError` for them.
 
-Spawns are intercepted at the lowest Python layer they pass through, only while a block is
-active: ``_posixsubprocess.fork_exec`` (``subprocess`` and ``multiprocessing``),
-``os.posix_spawn`` / ``posix_spawnp``, ``os.system``, ``os.spawnv*`` and ``os.execv`` /
-``os.execve`` (where the other ``os.exec*`` and ``os.spawn*`` functions end). Blocks nest
-and may run in several threads: the environment and the rule a child gets are the most
-recently entered active block's."""
+Spawns are intercepted at the lowest Python layer they pass through, only while a block is active:
+``_posixsubprocess.fork_exec`` (``subprocess`` and ``multiprocessing``), ``os.posix_spawn`` /
+``posix_spawnp``, ``os.system``, ``os.spawnv*`` and ``os.execv`` / ``os.execve`` (where the other
+``os.exec*`` and ``os.spawn*`` functions end). Blocks nest and may run in several threads: the
+environment and the rule a child gets are the most recently entered active block's."""
 
 from __future__ import annotations
 

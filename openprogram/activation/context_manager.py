@@ -121,40 +121,36 @@ def record_replay(
     children: ChildrenRule | None = None,
     allowed_commands: Iterable[str] | None = None,
 ) -> Iterator[RecordReplay]:
-    """Record the block's calls into ``path``, or replay them from it (see the module's
-    docstring).
+    """Record the block's calls into ``path``, or replay them from it (see the module's docstring).
 
-    ``ignore_fields``: request fields replay leaves out of the comparison (names, or dotted
-    paths with ``[*]`` and ``*``; an HTTP call's ``url``, its parts ``url.port``,
-    ``url.query.<name>``…, and ``headers.<name>``). ``compare_loopback_ports``: compare the
-    port of a URL whose host is a loopback one (127.0.0.1, ::1, localhost), which replay
-    leaves out by default so that a local server restarted on another port replays.
-    ``match``: how requests are paired with recorded calls:
-    ``"content"`` (the default: the earliest unconsumed call of the boundary whose request
+    ``ignore_fields``: request fields replay leaves out of the comparison (names, or dotted paths
+    with ``[*]`` and ``*``; an HTTP call's ``url``, its parts ``url.port``, ``url.query.<name>``…,
+    and ``headers.<name>``). ``compare_loopback_ports``: compare the port of a URL whose host is a
+    loopback one (127.0.0.1, ::1, localhost), which replay leaves out by default so that a local
+    server restarted on another port replays. ``match``: how requests are paired with recorded
+    calls: ``"content"`` (the default: the earliest unconsumed call of the boundary whose request
     equals it, whatever order calls arrive in) or ``"order"`` (the next recorded call).
-    ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent
-    live and never recorded (telemetry). ``allowed_hosts``: hosts (``host`` or
-    ``host:port``) a replay may connect to live besides the passthrough hosts (a test
-    database, a local tool server); under replay every other connection — loopback included,
-    whatever the client library — is refused before it is made, with
-    :class:`~openprogram.errors.ReplayConnectionRefusedError`, and leaving the block raises
-    the first refusal even if the code swallowed it. ``http_headers``: request headers to
-    store and compare besides ``content-type``, ``anthropic-version``, ``anthropic-beta``
+    ``passthrough_hosts``: hosts (``host`` or ``host:port``) whose HTTP requests are sent live and
+    never recorded (telemetry). ``allowed_hosts``: hosts (``host`` or ``host:port``) a replay may
+    connect to live besides the passthrough hosts (a test database, a local tool server); under
+    replay every other connection — loopback included, whatever the client library — is refused
+    before it is made, with :class:`~openprogram.errors.ReplayConnectionRefusedError`, and leaving
+    the block raises the first refusal even if the code swallowed it. ``http_headers``: request
+    headers to store and compare besides ``content-type``, ``anthropic-version``, ``anthropic-beta``
     and ``openai-beta``. ``tools``: how replay treats each agent tool, by name or ``"*"``:
-    ``"live"`` (the default: run it), ``"replay"`` (serve its taped result) or ``"check"``
-    (run it, and fail when its result differs from the taped one). Taped functions
-    (``openprogram.taped``) record into and replay from the same recording.
+    ``"live"`` (the default: run it), ``"replay"`` (serve its taped result) or ``"check"`` (run it,
+    and fail when its result differs from the taped one). Taped functions (``openprogram.taped``)
+    record into and replay from the same recording.
 
-    ``seed`` and ``clock``: the deterministic sources the block's ``openprogram.random()``
-    (and the seeds ``seeded_random()`` draws) and ``openprogram.now()`` read while recording
-    — a whole number from 0 to 2**63 - 1, and ``openprogram.stepping_clock(start_ms,
-    step_ms)`` or ``openprogram.sequence_clock(times)`` (milliseconds since the Unix epoch,
-    UTC), read from their start by this block. The same session recorded twice with the same
-    seed and clock reads the same times and numbers, and hashes alike. A clock also makes
-    the local zone UTC for the block, so a time shown in the local zone reads the same on
-    every machine: give it under replay too — the times replayed are the recorded ones
-    (nothing is drawn under replay, and the seed is not used), but the zone they are shown
-    in is the clock's.
+    ``seed`` and ``clock``: the deterministic sources the block's ``openprogram.random()`` (and the
+    seeds ``seeded_random()`` draws) and ``openprogram.now()`` read while recording — a whole number
+    from 0 to 2**63 - 1, and ``openprogram.stepping_clock(start_ms, step_ms)`` or
+    ``openprogram.sequence_clock(times)`` (milliseconds since the Unix epoch, UTC), read from their
+    start by this block. The same session recorded twice with the same seed and clock reads the same
+    times and numbers, and hashes alike. A clock also makes the local zone UTC for the block, so a
+    time shown in the local zone reads the same on every machine: give it under replay too — the
+    times replayed are the recorded ones (nothing is drawn under replay, and the seed is not used),
+    but the zone they are shown in is the clock's.
 
     ``redact``: a function ``str -> str`` replacing the user's own secrets in every string
     (named ``redact_name`` in the recording's fingerprint, default ``module:qualname``);
@@ -174,10 +170,9 @@ def record_replay(
 
     Recording into an existing recording appends to it, and says so (a warning of the
     ``openprogram`` logger, and :attr:`RecordReplay.appended_to`): a replay then serves both
-    sessions' calls, in order. Raises
-    :class:`~openprogram.errors.RecordingFileError` at the start when the recording cannot
-    be read (replay) or written (record); ``ValueError`` for an unknown ``mode`` or
-    ``match``, a bad ``seed`` or something that is no clock;
+    sessions' calls, in order. Raises :class:`~openprogram.errors.RecordingFileError` at the start
+    when the recording cannot be read (replay) or written (record); ``ValueError`` for an unknown
+    ``mode`` or ``match``, a bad ``seed`` or something that is no clock;
     :class:`~openprogram.errors.UserRedactionError` for a bad pattern."""
 
     if mode not in ("record", "replay"):

@@ -14,18 +14,17 @@ blocked instead: every call refused, at both boundaries. An uncaught ``RecordRep
 (how the HTTP boundary stops a run past an SDK's retry loop) is shown as the error it
 carries (:mod:`~openprogram.activation.uncaught_errors`).
 
-Recording from several processes appends to the one recording (the writer is safe across
-processes). Replaying is one process's: the first process of the command to ask for a call
-claims the recording (``replay-claim`` in the exchange folder); a call asked for by any
-other process — a second interpreter, or a child forked after the claim — is refused with
-:class:`~openprogram.errors.ReplayInAnotherProcessError`, never served out
-of turn. A process that makes no call (a wrapper such as ``poetry run``) claims nothing. A
-replaying process writes ``report-<pid>.json`` when it meets a mismatch (at once, so a
-process that ends without its exit handlers has reported it) and at exit: how many calls
-it consumed, and its first mismatch, else the first connection the replay refused
-(:mod:`~openprogram.activation.connection_guard`: under replay every connection no recording
-serves is refused, for the life of the process), else, for the claiming process, the
-recorded calls it never requested.
+Recording from several processes appends to the one recording (the writer is safe across processes).
+Replaying is one process's: the first process of the command to ask for a call claims the recording
+(``replay-claim`` in the exchange folder); a call asked for by any other process — a second
+interpreter, or a child forked after the claim — is refused with
+:class:`~openprogram.errors.ReplayInAnotherProcessError`, never served out of turn. A process that
+makes no call (a wrapper such as ``poetry run``) claims nothing. A replaying process writes
+``report-<pid>.json`` when it meets a mismatch (at once, so a process that ends without its exit
+handlers has reported it) and at exit: how many calls it consumed, and its first mismatch, else the
+first connection the replay refused (:mod:`~openprogram.activation.connection_guard`: under replay
+every connection no recording serves is refused, for the life of the process), else, for the
+claiming process, the recorded calls it never requested.
 
 Importing this module is cheap; what a mode needs is imported when it is activated."""
 

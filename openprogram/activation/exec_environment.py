@@ -14,11 +14,10 @@ exec makes a private folder (``0700``) for each run — the *exchange* — holdi
   each one's report at exit (``report-<pid>.json``) and the claim of the process that
   replays (``replay-claim``): exec reads them when the command has exited.
 
-The two variables (named in ``_openprogram_startup``, the start-up hook, which hands them
-on): :data:`PLAN_VARIABLE` holds the plan as JSON (resolved once by exec, so
-no process reads the configuration again), :data:`EXCHANGE_VARIABLE` the folder. Their
-names do not start with ``OPENPROGRAM_``, so the configuration does not take them for
-(misspelt) settings.
+The two variables (named in ``_openprogram_startup``, the start-up hook, which hands them on):
+:data:`PLAN_VARIABLE` holds the plan as JSON (resolved once by exec, so no process reads the
+configuration again), :data:`EXCHANGE_VARIABLE` the folder. Their names do not start with
+``OPENPROGRAM_``, so the configuration does not take them for (misspelt) settings.
 
 ``PYTHONPATH`` is the folder, then the command's own ``PYTHONPATH`` if it has a non-empty
 one: never a trailing separator, which Python would read as the working folder.
@@ -80,11 +79,10 @@ CLAIM_FILE = "replay-claim"
 
 
 def claim_replay(folder: Path, pid: int) -> int:
-    """Claim the replay of the recording for process ``pid`` in the exchange ``folder``; the
-    pid of the process that holds the claim (``pid`` itself when this call or an earlier one
-    took it). The claim appears whole: it is written under a name of its own, then linked
-    into place (a link never replaces a file), so a process or thread that lost the race
-    never reads it empty."""
+    """Claim the replay of the recording for process ``pid`` in the exchange ``folder``; the pid of
+    the process that holds the claim (``pid`` itself when this call or an earlier one took it). The
+    claim appears whole: it is written under a name of its own, then linked into place (a link never
+    replaces a file), so a process or thread that lost the race never reads it empty."""
     claim = folder / CLAIM_FILE
     draft = folder / f"{CLAIM_FILE}.{pid}.{threading.get_ident()}"
     fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -207,9 +205,8 @@ def open_exchange() -> Exchange:
 
 
 def sweep_stale_exchanges() -> None:
-    """Remove this user's exchange folders whose exec process is gone (killed: ``kill -9``
-    leaves no chance to clean up). A folder whose owner is alive, or cannot be told, is
-    left alone."""
+    """Remove this user's exchange folders whose exec process is gone (killed: ``kill -9`` leaves no
+    chance to clean up). A folder whose owner is alive, or cannot be told, is left alone."""
     for folder in Path(tempfile.gettempdir()).glob(f"{EXCHANGE_PREFIX}*"):
         try:
             if folder.is_symlink() or folder.stat().st_uid != os.getuid():
@@ -234,12 +231,11 @@ def _alive(pid: int) -> bool:
 def child_environment(
     environ: Mapping[str, str], plan: RecordReplayPlan, exchange: Exchange
 ) -> dict[str, str]:
-    """``environ`` for the command: the exchange's ``sitecustomize`` first on
-    ``PYTHONPATH``, the plan and the folder in their variables, under replay (or
-    blocked: every call is refused before it is sent) the placeholder keys where
-    ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset, and when the plan has a
-    deterministic clock, ``TZ=UTC``: the local zone of the code the clock drives (a time
-    shown in the local zone then reads the same on every machine)."""
+    """``environ`` for the command: the exchange's ``sitecustomize`` first on ``PYTHONPATH``, the
+    plan and the folder in their variables, under replay (or blocked: every call is refused before
+    it is sent) the placeholder keys where ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` are unset, and
+    when the plan has a deterministic clock, ``TZ=UTC``: the local zone of the code the clock drives
+    (a time shown in the local zone then reads the same on every machine)."""
 
     child = dict(environ)
     existing = child.get("PYTHONPATH", "")
@@ -409,9 +405,8 @@ def _shebang(program: str) -> str | None:
 
 
 def interpreter_flags(options: Sequence[str]) -> list[str]:
-    """The single-letter options given to the interpreter, in order, each once; they end at
-    the script, ``-c``, ``-m`` or ``-`` (``-W`` and ``-X`` take a value, joined or as the
-    next word)."""
+    """The single-letter options given to the interpreter, in order, each once; they end at the
+    script, ``-c``, ``-m`` or ``-`` (``-W`` and ``-X`` take a value, joined or as the next word)."""
     found: list[str] = []
     waiting_for_value = False
     for option in options:

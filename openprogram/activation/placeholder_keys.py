@@ -57,10 +57,9 @@ def placeholder_key_variables() -> tuple[str, ...]:
 
 
 def set_placeholder_keys(environ: MutableMapping[str, str] | None = None) -> Callable[[], None]:
-    """Set the key variables of each client whose variables are all unset or empty in
-    ``environ`` (default :data:`os.environ`) to the placeholder (:func:`placeholder_keys`);
-    returns the function that puts back exactly those (unless something else changed them
-    meanwhile)."""
+    """Set the key variables of each client whose variables are all unset or empty in ``environ``
+    (default :data:`os.environ`) to the placeholder (:func:`placeholder_keys`); returns the function
+    that puts back exactly those (unless something else changed them meanwhile)."""
     target = os.environ if environ is None else environ
     placed: dict[str, str | None] = {}
     for read, to_set in placeholder_keys():
@@ -82,10 +81,9 @@ def set_placeholder_keys(environ: MutableMapping[str, str] | None = None) -> Cal
 
 
 def hide_placeholder_keys(environ: MutableMapping[str, str] | None = None) -> Callable[[], None]:
-    """Unset each key variable that holds the placeholder (a live call must not send it);
-    returns the function that sets back exactly those (unless something set them
-    meanwhile). What the pytest plugin does for a test that calls live in a run that
-    otherwise only replays."""
+    """Unset each key variable that holds the placeholder (a live call must not send it); returns
+    the function that sets back exactly those (unless something set them meanwhile). What the pytest
+    plugin does for a test that calls live in a run that otherwise only replays."""
     target = os.environ if environ is None else environ
     variables = placeholder_key_variables()
     hidden = [name for name in variables if target.get(name) == PLACEHOLDER_API_KEY]

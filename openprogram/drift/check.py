@@ -195,14 +195,13 @@ def check_drift(
 ) -> DriftReport:
     """Re-send ``recording``'s calls live and compare each answer with the recorded one.
 
-    ``base_urls``: the origins the user named; a call is sent only to an origin trusted for
-    its vendor (:mod:`openprogram.drift.origins`), others are skipped and nothing is sent to
-    them; ``max_calls``: at most this many calls are sent (the rest are skipped, counted);
-    ``only``: the call indexes to check (all by default); ``client``: the httpx client to
-    send with (one made for the check by default, closed after it); ``keep_live``: each
-    :class:`CallDrift` keeps its live answer's rows (for a snapshot), else they are dropped
-    once compared; ``over_budget``: the reason a call over ``max_calls`` is skipped for
-    (``over the budget of N calls sent`` by default)."""
+    ``base_urls``: the origins the user named; a call is sent only to an origin trusted for its
+    vendor (:mod:`openprogram.drift.origins`), others are skipped and nothing is sent to them;
+    ``max_calls``: at most this many calls are sent (the rest are skipped, counted); ``only``: the
+    call indexes to check (all by default); ``client``: the httpx client to send with (one made for
+    the check by default, closed after it); ``keep_live``: each :class:`CallDrift` keeps its live
+    answer's rows (for a snapshot), else they are dropped once compared; ``over_budget``: the reason
+    a call over ``max_calls`` is skipped for (``over the budget of N calls sent`` by default)."""
     import httpx
 
     from openprogram.http_boundary.boundary import PROVIDER_CLIENT_MARK

@@ -88,8 +88,7 @@ class UntrustedOrigin(Exception):
 
 @dataclass(frozen=True)
 class BaseUrls:
-    """The origins the user named, and where each recorded call is sent
-    (:meth:`destination`)."""
+    """The origins the user named, and where each recorded call is sent (:meth:`destination`)."""
 
     vendors: Mapping[str, str] = field(default_factory=dict)
     """``VENDOR=ORIGIN``: vendor → origin."""

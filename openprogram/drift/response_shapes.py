@@ -173,8 +173,7 @@ def _child(path: str, key: str) -> str:
 
 
 def _parent_and_key(path: str) -> tuple[str, str] | None:
-    """The object path a key path belongs to, and the key; None for a list item or the
-    root."""
+    """The object path a key path belongs to, and the key; None for a list item or the root."""
     if path.endswith("[*]") or path == _ROOT:
         return None
     if path.endswith('"]'):

@@ -113,11 +113,10 @@ class LiveRequest:
 
 
 def destination(call: RecordedCall, base_urls: BaseUrls) -> str | None:
-    """Where ``call`` is sent: its request's URL (an HTTP call) or its provider's base URL,
-    on the origin trusted for its vendor (:meth:`BaseUrls.destination`) — None for a
-    provider call that reaches no server (``echo``) or that openprogram does not re-send;
-    raises :class:`Unsent` when the origin it was recorded to is not trusted for its
-    vendor."""
+    """Where ``call`` is sent: its request's URL (an HTTP call) or its provider's base URL, on the
+    origin trusted for its vendor (:meth:`BaseUrls.destination`) — None for a provider call that
+    reaches no server (``echo``) or that openprogram does not re-send; raises :class:`Unsent` when
+    the origin it was recorded to is not trusted for its vendor."""
     request = call.request
     if call.boundary == "http":
         url: str | None = str(request.get("url"))
@@ -247,9 +246,8 @@ def _redacted_field(url: str, headers: Mapping[str, str], request: Mapping[str, 
 def send_http(
     client: httpx.Client, request: LiveRequest, user: UserRedaction | None = None
 ) -> list[dict[str, Any]]:
-    """Send ``request`` and read its whole answer into event rows, as the recorder writes
-    them (redacted, the credentials sent known as secrets). A transport failure raises
-    httpx's error."""
+    """Send ``request`` and read its whole answer into event rows, as the recorder writes them
+    (redacted, the credentials sent known as secrets). A transport failure raises httpx's error."""
     from openprogram.http_boundary.exchange import call_redactor
     from openprogram.http_boundary.whole_answers import answer_rows
 

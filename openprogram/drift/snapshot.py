@@ -1,15 +1,13 @@
 """A drift snapshot: the live answers of a drift check, kept as a recording-shaped file.
 
-``recordings drift NAME --save FILE`` writes one: each call's recorded request with the
-answer it got live (a call that was not sent, or got no answer, keeps its recorded answer),
-so ``show FILE`` reads the live answers and ``diff NAME FILE`` shows the first one that
-differs from the recording. Its header marks it — the feature ``drift_snapshot`` and a
-``drift_snapshot`` object naming the recording it was taken of, when, and which calls hold
-live answers — and replay refuses it
-(:func:`~openprogram.recording.format.snapshot_refusal`): each recorded request of a session
-carries the recorded reply before it, so live answers spliced in would not replay a session
-anyone ran. A snapshot is written like any recording: atomically, private (``0600``),
-redacted."""
+``recordings drift NAME --save FILE`` writes one: each call's recorded request with the answer it
+got live (a call that was not sent, or got no answer, keeps its recorded answer), so ``show FILE``
+reads the live answers and ``diff NAME FILE`` shows the first one that differs from the recording.
+Its header marks it — the feature ``drift_snapshot`` and a ``drift_snapshot`` object naming the
+recording it was taken of, when, and which calls hold live answers — and replay refuses it
+(:func:`~openprogram.recording.format.snapshot_refusal`): each recorded request of a session carries
+the recorded reply before it, so live answers spliced in would not replay a session anyone ran. A
+snapshot is written like any recording: atomically, private (``0600``), redacted."""
 
 from __future__ import annotations
 

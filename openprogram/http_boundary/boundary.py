@@ -34,12 +34,11 @@ build on::
   they must be deactivated in the reverse order (deactivating another one raises
   ``RuntimeError``; deactivating one twice does nothing).
 
-The configured mode (``openprogram recordings record|replay``) covers the *model layer* only:
-its boundary's mode is ``model_traffic``, and its :class:`ModelLayer` says which requests are
-model traffic (``covers``, asked with each request read whole) and gives the boundary that
-records, replays or refuses them (``boundary``: prepared when the first one is sent, so a
-process that sends none never opens its recording). Every other request is sent as it is:
-not recorded, not refused.
+The configured mode (``openprogram recordings record|replay``) covers the *model layer* only: its
+boundary's mode is ``model_traffic``, and its :class:`ModelLayer` says which requests are model
+traffic (``covers``, asked with each request read whole) and gives the boundary that records,
+replays or refuses them (``boundary``: prepared when the first one is sent, so a process that sends
+none never opens its recording). Every other request is sent as it is: not recorded, not refused.
 
 Left alone in every mode: transports that never touch the network (``MockTransport``,
 ``ASGITransport``, ``WSGITransport``), the passthrough hosts, and the clients of
@@ -54,20 +53,18 @@ mismatch is also kept in the session's ``mismatches``.
 
 Importing this module imports no HTTP client.
 
-**One request, one call, however the client libraries stack.**
-A client library may send through another one the boundary also captures: litellm's and the
-SDKs' aiohttp transports are httpx (or httpx2) over aiohttp, an adapter of ``requests`` may
-relay through a second urllib3 pool, a connection of urllib3 may hold an ``http.client``
-one, an httpx2 transport may send with an httpx client. Each such request is one call: the
-outermost library captured records, replays or refuses it, and the layers beneath pass it
-through.
+**One request, one call, however the client libraries stack.** A client library may send through
+another one the boundary also captures: litellm's and the SDKs' aiohttp transports are httpx (or
+httpx2) over aiohttp, an adapter of ``requests`` may relay through a second urllib3 pool, a
+connection of urllib3 may hold an ``http.client`` one, an httpx2 transport may send with an httpx
+client. Each such request is one call: the outermost library captured records, replays or refuses
+it, and the layers beneath pass it through.
 
-While a capture sends a request live (recording it, or sending what ``replay_or_record``
-has not recorded), :func:`sending_beneath` marks the context it sends from; a library's
-capture asked about a request from a context so marked leaves it alone
-(:func:`~openprogram.http_boundary.exchange.captures` asks :func:`handled_above`). Under
-replay the outer capture answers from the recording, so the layers beneath are never
-reached.
+While a capture sends a request live (recording it, or sending what ``replay_or_record`` has not
+recorded), :func:`sending_beneath` marks the context it sends from; a library's capture asked about
+a request from a context so marked leaves it alone
+(:func:`~openprogram.http_boundary.exchange.captures` asks :func:`handled_above`). Under replay the
+outer capture answers from the recording, so the layers beneath are never reached.
 
 The mark is a :class:`~contextvars.ContextVar`: it holds for the thread and the task that
 send, and for the tasks they start while sending (asyncio copies the context into a new

@@ -33,20 +33,18 @@ re-serialized, and the secret is in neither form. A rewrite that redacts an even
 ``raw`` (:func:`without_stale_raw`), and replay serves ``raw`` only while it still parses to
 what the row holds.
 
-Replaying (:func:`replayed_headers`, :func:`encode_sse_row`, :func:`encode_body_row`): an
-event's or a body's ``raw`` text, else the events re-serialized by the SSE rules, JSON dumped
-compactly. The headers are the recorded ones; none of the connection was stored
-(``connection``, ``keep-alive``, ``transfer-encoding``: replay opens no socket, and the client
-library frames the body it is served — urllib3 and ``http.client`` add
-``transfer-encoding: chunked`` when they read it chunked), nor ``content-encoding`` (the body
-is served decoded, which httpx, urllib3 and ``http.client`` would otherwise try to decode
-again). ``content-length`` is served for a call that completed: the length of the bytes served,
-which urllib3 and ``http.client`` frame the body by (httpx and aiohttp only read it); a call
-that ended otherwise is served without it, framed as a chunked body, so that every recorded
-byte reaches the client before the recorded ending. A retryable error response is served with
-the retry hint ``retry-after-ms: 1`` in place of the recorded one
-(:func:`fast_retry_headers`): the SDKs honour only hints above zero, and back off for about
-half a second without one."""
+Replaying (:func:`replayed_headers`, :func:`encode_sse_row`, :func:`encode_body_row`): an event's or
+a body's ``raw`` text, else the events re-serialized by the SSE rules, JSON dumped compactly. The
+headers are the recorded ones; none of the connection was stored (``connection``, ``keep-alive``,
+``transfer-encoding``: replay opens no socket, and the client library frames the body it is served —
+urllib3 and ``http.client`` add ``transfer-encoding: chunked`` when they read it chunked), nor
+``content-encoding`` (the body is served decoded, which httpx, urllib3 and ``http.client`` would
+otherwise try to decode again). ``content-length`` is served for a call that completed: the length
+of the bytes served, which urllib3 and ``http.client`` frame the body by (httpx and aiohttp only
+read it); a call that ended otherwise is served without it, framed as a chunked body, so that every
+recorded byte reaches the client before the recorded ending. A retryable error response is served
+with the retry hint ``retry-after-ms: 1`` in place of the recorded one (:func:`fast_retry_headers`):
+the SDKs honour only hints above zero, and back off for about half a second without one."""
 
 from __future__ import annotations
 
@@ -220,13 +218,12 @@ def response_event(
 def replayed_headers(
     status: int, headers: dict[str, str], body: bytes, *, method: str, complete: bool
 ) -> list[tuple[str, str]]:
-    """The headers a recorded response is served with: as recorded (a retryable error's
-    hint made short: :func:`fast_retry_headers`), except its ``content-length``. That is
-    served when the recorded call completed: the length of ``body``, the bytes served
-    (the recorded length, unless redaction changed the body; a recorded ``0`` with an empty
-    body), or as recorded for a response to ``HEAD`` without a body. A call that ended
-    otherwise is served without it, its body framed as a chunked one, so that the recorded
-    ending reaches the client after every recorded byte."""
+    """The headers a recorded response is served with: as recorded (a retryable error's hint made
+    short: :func:`fast_retry_headers`), except its ``content-length``. That is served when the
+    recorded call completed: the length of ``body``, the bytes served (the recorded length, unless
+    redaction changed the body; a recorded ``0`` with an empty body), or as recorded for a response
+    to ``HEAD`` without a body. A call that ended otherwise is served without it, its body framed as
+    a chunked one, so that the recorded ending reaches the client after every recorded byte."""
     served = fast_retry_headers(status, headers)
     if "content-length" not in served:
         return list(served.items())

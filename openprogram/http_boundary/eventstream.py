@@ -12,14 +12,13 @@ Its headers name what the message is (``:message-type`` ``event`` or ``exception
 ``:event-type`` or ``:exception-type``, ``:content-type``); Bedrock's payloads are JSON.
 
 Recording: :class:`MessageSplitter` cuts the body, as it arrives, into whole messages by their
-prelude (never by their content), and :func:`eventstream_row` makes each one an
-``eventstream`` event: ``base64`` (the message's exact bytes, what replay serves) and, when the
-message is well formed, ``headers`` (its decoded headers, for reading and diffing) and
-``data`` (its payload: the parsed JSON, or the text), redacted as model output. When redaction
-changes the payload the stored bytes are the message rebuilt around the redacted payload (its
-headers as received, new lengths and checksums), so no secret reaches disk in either form.
-Bytes that are not a whole message (a stream cut mid-message, or a prelude no message has) are
-one last row holding only ``base64``.
+prelude (never by their content), and :func:`eventstream_row` makes each one an ``eventstream``
+event: ``base64`` (the message's exact bytes, what replay serves) and, when the message is well
+formed, ``headers`` (its decoded headers, for reading and diffing) and ``data`` (its payload: the
+parsed JSON, or the text), redacted as model output. When redaction changes the payload the stored
+bytes are the message rebuilt around the redacted payload (its headers as received, new lengths and
+checksums), so no secret reaches disk in either form. Bytes that are not a whole message (a stream
+cut mid-message, or a prelude no message has) are one last row holding only ``base64``.
 
 Replaying (:func:`encode_eventstream_row`): the stored bytes, unless their payload no longer
 agrees with ``data`` — a rewrite of the recording redacted it — when the message is rebuilt

@@ -1,54 +1,51 @@
 """One captured HTTP exchange: which requests are captured, and each captured one recorded
 as it happens, answered from the recording, or refused, by the boundary's mode.
 
-:func:`capture_transport` wraps the client's transport in a :class:`CapturingTransport`,
-except for a request a capture above is sending through this library (one request is one
-call, :mod:`~openprogram.http_boundary.boundary`), a client of openprogram's own vendor
-providers (recorded at the provider registry), a passthrough host, and, under record, a
-request a taped function sends while it runs (its tape covers it); a client library also
-leaves alone its transports that never touch the network. Each driver sends the request live
-inside :func:`~openprogram.http_boundary.boundary.sending_beneath`. :func:`exchange_flow`
-holds the decisions for one captured request, written once: it yields each :class:`Step`
-(read the request's body, send it through the client's transport, close the response) to its
-sync or async driver (:func:`drive`, :func:`drive_async`: the methods of
-:class:`CapturingTransport` and the adapters of libraries without a transport call them;
-:func:`driven` pauses between sending and reading, for ``http.client``), and returns the
-response the client gets. A WebSocket handshake (``Upgrade: websocket``) is sent uncaptured
-when recording, and refused under replay
+:func:`capture_transport` wraps the client's transport in a :class:`CapturingTransport`, except for
+a request a capture above is sending through this library (one request is one call,
+:mod:`~openprogram.http_boundary.boundary`), a client of openprogram's own vendor providers
+(recorded at the provider registry), a passthrough host, and, under record, a request a taped
+function sends while it runs (its tape covers it); a client library also leaves alone its transports
+that never touch the network. Each driver sends the request live inside
+:func:`~openprogram.http_boundary.boundary.sending_beneath`. :func:`exchange_flow` holds the
+decisions for one captured request, written once: it yields each :class:`Step` (read the request's
+body, send it through the client's transport, close the response) to its sync or async driver
+(:func:`drive`, :func:`drive_async`: the methods of :class:`CapturingTransport` and the adapters of
+libraries without a transport call them; :func:`driven` pauses between sending and reading, for
+``http.client``), and returns the response the client gets. A WebSocket handshake
+(``Upgrade: websocket``) is sent uncaptured when recording, and refused under replay
 (:mod:`~openprogram.http_boundary.websocket_refusal`).
 
-Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent
-(a refused connection is a call that ended ``error`` with no events), the ``http_response``
-event once the response's head arrives, then the body is *teed*: before a chunk is handed on,
-each server-sent event it completes is written as one ``sse`` row (no fsync; what the stream
-held after its last event, as one ``sse_rest`` row when it ends), each message
-of an AWS event stream as one ``eventstream`` row
-(:mod:`~openprogram.http_boundary.eventstream`); another body is one ``http_body`` event at
-its end, stored decoded by the library's own content decoder
-(a body the transport had already read, as the library decoded it). The call ends
-``complete`` when the body is read to its end: its source is exhausted, or the client closes
-it once the whole body has arrived — all of its ``content-length``, or an event stream up to
-its terminal event (:func:`~openprogram.http_boundary.sse.is_terminal_event`) with nothing of
-another event after it: the ``openai`` SDK closes the response right after ``data: [DONE]``,
-before the transport reads the end of the chunked body (reading further at close could block
-on a live socket, so it is not tried). It ends ``abandoned`` when the body is closed before
-that, ``error`` when the transport raises (the type is the library's:
-``httpx.ReadTimeout``), and ``cancelled`` when the task is cancelled while waiting.
+Recording (:class:`HttpCallRecorder`): the request row is written before the request is sent (a
+refused connection is a call that ended ``error`` with no events), the ``http_response`` event once
+the response's head arrives, then the body is *teed*: before a chunk is handed on, each server-sent
+event it completes is written as one ``sse`` row (no fsync; what the stream held after its last
+event, as one ``sse_rest`` row when it ends), each message of an AWS event stream as one
+``eventstream`` row (:mod:`~openprogram.http_boundary.eventstream`); another body is one
+``http_body`` event at its end, stored decoded by the library's own content decoder (a body the
+transport had already read, as the library decoded it). The call ends ``complete`` when the body is
+read to its end: its source is exhausted, or the client closes it once the whole body has arrived —
+all of its ``content-length``, or an event stream up to its terminal event
+(:func:`~openprogram.http_boundary.sse.is_terminal_event`) with nothing of another event after it:
+the ``openai`` SDK closes the response right after ``data: [DONE]``, before the transport reads the
+end of the chunked body (reading further at close could block on a live socket, so it is not tried).
+It ends ``abandoned`` when the body is closed before that, ``error`` when the transport raises (the
+type is the library's: ``httpx.ReadTimeout``), and ``cancelled`` when the task is cancelled while
+waiting.
 
 Replaying (:func:`response_of_call`): the request's sections are taken by the shared
 :class:`~openprogram.recording.replay_session.ReplaySession` (a difference raises its
-``ReplayMismatch``, carried by :class:`~openprogram.recording.mismatch.RecordReplayEscape`).
-The matched call becomes a response of the client's library: the recorded status and headers
+``ReplayMismatch``, carried by :class:`~openprogram.recording.mismatch.RecordReplayEscape`). The
+matched call becomes a response of the client's library: the recorded status and headers
 (:func:`~openprogram.http_boundary.codec.replayed_headers`: a retryable error with
 ``retry-after-ms: 1``, a ``content-length`` only for a call that completed), and a body of the
-recorded events — each as the bytes that came (its ``raw`` text, an event-stream message's
-stored bytes) or re-serialized — as one chunk, which ends as the recorded call
-did: ``complete`` — it ends; ``error`` — the library's class of the recorded error's name is
-raised (before the response when there was none); ``abandoned`` — reading further is a
-mismatch (for a boundary that relays each response to a client of its own, ``openprogram
-serve``, it is ``ConnectionResetError``: the relay cuts its client's connection there);
-``cancelled`` — before a response, ``asyncio.CancelledError``, else the body ends; no
-``call_end`` — ``RecordingTruncatedError``."""
+recorded events — each as the bytes that came (its ``raw`` text, an event-stream message's stored
+bytes) or re-serialized — as one chunk, which ends as the recorded call did: ``complete`` — it ends;
+``error`` — the library's class of the recorded error's name is raised (before the response when
+there was none); ``abandoned`` — reading further is a mismatch (for a boundary that relays each
+response to a client of its own, ``openprogram serve``, it is ``ConnectionResetError``: the relay
+cuts its client's connection there); ``cancelled`` — before a response, ``asyncio.CancelledError``,
+else the body ends; no ``call_end`` — ``RecordingTruncatedError``."""
 
 from __future__ import annotations
 
@@ -298,9 +295,8 @@ def _close_response(response: HttpResponse) -> None:
 def drive(
     flow: Flow[R], send: Callable[[], R], read: Callable[[], object], close: Callable[[R], object]
 ) -> R:
-    """Run ``flow`` for a synchronous client to its end: :func:`driven`, with a ``send``
-    that never pauses (called inside
-    :func:`~openprogram.http_boundary.boundary.sending_beneath`)."""
+    """Run ``flow`` for a synchronous client to its end: :func:`driven`, with a ``send`` that never
+    pauses (called inside :func:`~openprogram.http_boundary.boundary.sending_beneath`)."""
     __tracebackhide__ = True  # pytest: show the caller's line, not the boundary's
 
     def sending() -> Generator[None, object, R]:
@@ -403,11 +399,10 @@ _SIGNATURE_PARTS = re.compile(r"(?:Credential=|Signature=)([^/,\s]{8,})")
 def call_redactor(
     headers: Iterable[tuple[str, str]], user: UserRedaction | None = None
 ) -> SecretRedactor:
-    """The redactor of one call: the known credentials of the process, and the values of
-    the request's own credential headers (``Authorization``, ``x-api-key``, …, and AWS's
-    ``x-amz-security-token``; of an AWS signature, its access key id and signature too), so a
-    key the program passed to its SDK is removed wherever it appears; then ``user``'s
-    redaction."""
+    """The redactor of one call: the known credentials of the process, and the values of the
+    request's own credential headers (``Authorization``, ``x-api-key``, …, and AWS's
+    ``x-amz-security-token``; of an AWS signature, its access key id and signature too), so a key
+    the program passed to its SDK is removed wherever it appears; then ``user``'s redaction."""
     known = known_secret_values()
     sent: set[str] = set()
     for name, value in headers:
@@ -448,8 +443,7 @@ class HttpCallRecorder:
         """Rows may hold the ``raw`` text of what came (the file announces the feature)."""
 
     def respond(self, status: int, headers: HttpHeaders) -> None:
-        """Write the ``http_response`` event of a response's head (before its body is
-        read)."""
+        """Write the ``http_response`` event of a response's head (before its body is read)."""
         self._content_type = headers.get("content-type")
         self._length = _content_length(headers.get("content-length"))
         self._write(response_event(status, headers.multi_items(), self.redactor))
@@ -690,8 +684,7 @@ def _end(
     responded: bool,
     relayed: bool = False,
 ) -> None:
-    """End the replayed exchange as the recorded one ended (returns for a body that
-    simply ends)."""
+    """End the replayed exchange as the recorded one ended (returns for a body that simply ends)."""
     count = len(call.event_rows)
     if call.outcome is None:
         raise RecordReplayEscape(

@@ -1,14 +1,13 @@
 """The capture's hook into the client libraries, installed lazily.
 
-Each library of :data:`~openprogram.http_boundary.clients.CLIENT_LIBRARIES` names the
-modules it hooks (httpx and httpx2: their clients' ``_transport_for_url``, see
+Each library of :data:`~openprogram.http_boundary.clients.CLIENT_LIBRARIES` names the modules it
+hooks (httpx and httpx2: their clients' ``_transport_for_url``, see
 :mod:`~openprogram.http_boundary.clients.httpx_clients`; urllib3: its connection pools'
 ``_make_request``, see :mod:`~openprogram.http_boundary.clients.urllib3_client`).
-:func:`install_http_capture` hooks them lazily: one already imported is hooked at once;
-for one imported later, a finder placed first on ``sys.meta_path`` hooks it right after its
-module has run. openprogram never imports a client library itself to hook it: importing
-httpx early would break a program that later calls ``httpx2.alias_httpx()`` (which refuses
-once httpx is imported).
+:func:`install_http_capture` hooks them lazily: one already imported is hooked at once; for one
+imported later, a finder placed first on ``sys.meta_path`` hooks it right after its module has run.
+openprogram never imports a client library itself to hook it: importing httpx early would break a
+program that later calls ``httpx2.alias_httpx()`` (which refuses once httpx is imported).
 
 The same finder has the ``websockets`` package's client modules checked when they are
 imported (:mod:`~openprogram.http_boundary.websocket_refusal`): a WebSocket is refused under replay.

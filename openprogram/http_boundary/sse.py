@@ -53,8 +53,7 @@ def _terminal_types() -> frozenset[str]:
 
 
 class SseParser:
-    """Parses one event stream, fed text in pieces; returns the events each piece
-    dispatched."""
+    """Parses one event stream, fed text in pieces; returns the events each piece dispatched."""
 
     __slots__ = ("_data", "_event", "_id", "_pending", "_raw", "_retry", "_started")
 

@@ -1,11 +1,10 @@
 """WebSocket connections, which a recording cannot hold: sent uncaptured when recording,
 refused under replay and when blocked.
 
-WebSocket APIs (OpenAI Realtime) do not pass through an HTTP exchange the boundary can
-record: the ``openai`` SDK opens them with the ``websockets`` package, and
-``httpx2.websockets`` sends an ``Upgrade: websocket`` handshake through the client and
-then talks over the raw connection. While a boundary is active, each attempt to open one
-goes through :func:`check_websocket`:
+WebSocket APIs (OpenAI Realtime) do not pass through an HTTP exchange the boundary can record: the
+``openai`` SDK opens them with the ``websockets`` package, and ``httpx2.websockets`` sends an
+``Upgrade: websocket`` handshake through the client and then talks over the raw connection. While a
+boundary is active, each attempt to open one goes through :func:`check_websocket`:
 
 * record — it is opened as usual, uncaptured, and a warning is logged (a replay of the
   recording will refuse it);

@@ -9,20 +9,19 @@ parsed as ``parsed_body``) is ``{"version": 1, "interactions": [{"request", "res
 * the response: ``status`` (``{"code", "message"}``), ``headers``, ``body`` (``{"string":
   text or bytes}``) — or ``parsed_body``.
 
-Each becomes a call through the recorder's own code (:mod:`openprogram.http_boundary.codec`):
-the request's sections (method, URL, the headers that change what it means, the body parsed
-when JSON), the response's head, and its body — a ``text/event-stream`` body split into one
-``sse`` event per server-sent event, an AWS event stream into one ``eventstream`` event per
-message, any other body one ``http_body`` — so an imported recording replays an SDK call as
-one recorded by openprogram does. A body recorded compressed (``content-encoding: gzip``,
-``deflate``, ``br``) is stored decoded (:mod:`~openprogram.importing.body_decoding`). No
-body may pass the largest body size (``max_body_size``, by default the 64 MB the recording
-proxy reads), decoded or not, nor a cassette's bodies together four times that: a cassette
-that does is refused whole, before anything is written. Redaction runs over everything:
-cassettes often hold ``authorization`` headers and keys in URLs. :class:`ImportedCassette`
-counts what it removed (never what it was), the interactions skipped and why, and the
-requests that repeat a method and URL (vcrpy's default matching served those in order;
-openprogram serves them by body)."""
+Each becomes a call through the recorder's own code (:mod:`openprogram.http_boundary.codec`): the
+request's sections (method, URL, the headers that change what it means, the body parsed when JSON),
+the response's head, and its body — a ``text/event-stream`` body split into one ``sse`` event per
+server-sent event, an AWS event stream into one ``eventstream`` event per message, any other body
+one ``http_body`` — so an imported recording replays an SDK call as one recorded by openprogram
+does. A body recorded compressed (``content-encoding: gzip``, ``deflate``, ``br``) is stored decoded
+(:mod:`~openprogram.importing.body_decoding`). No body may pass the largest body size
+(``max_body_size``, by default the 64 MB the recording proxy reads), decoded or not, nor a
+cassette's bodies together four times that: a cassette that does is refused whole, before anything
+is written. Redaction runs over everything: cassettes often hold ``authorization`` headers and keys
+in URLs. :class:`ImportedCassette` counts what it removed (never what it was), the interactions
+skipped and why, and the requests that repeat a method and URL (vcrpy's default matching served
+those in order; openprogram serves them by body)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ and ``StreamOptions`` of a call, its events — field by field, as they appear i
 dump, so a ``NaN`` is found before pydantic's dump can turn it into ``None`` unseen.
 
 What replay compares of a call's arguments is dumped only as far as needed
-(:class:`~openprogram.provider_boundary.replay.PendingProviderRequest`, whose module tells
-how)."""
+(:class:`~openprogram.provider_boundary.replay.PendingProviderRequest`, whose module tells how)."""
 
 from __future__ import annotations
 

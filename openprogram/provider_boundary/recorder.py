@@ -1,13 +1,12 @@
 """Recording: a provider that writes each request and event to disk, then passes it on.
 
-:class:`RecordingProvider` wraps the provider it replaces and is otherwise transparent: it
-writes each event as one whole line, *then* yields it, so a crash loses at most the call in
-flight. Every recorder writing to the same path in one process — this one, and the HTTP
-boundary's — shares one :class:`~openprogram.recording.writer.RecordingWriter`
-(:func:`writer_for`), so all apis and both boundaries form one call sequence; how writers in
-several threads and processes share a file and survive a crashed writer is told in
-:mod:`openprogram.recording.open_recording`, how they follow a replaced file in
-:mod:`openprogram.recording.writer`.
+:class:`RecordingProvider` wraps the provider it replaces and is otherwise transparent: it writes
+each event as one whole line, *then* yields it, so a crash loses at most the call in flight. Every
+recorder writing to the same path in one process — this one, and the HTTP boundary's — shares one
+:class:`~openprogram.recording.writer.RecordingWriter` (:func:`writer_for`), so all apis and both
+boundaries form one call sequence; how writers in several threads and processes share a file and
+survive a crashed writer is told in :mod:`openprogram.recording.open_recording`, how they follow a
+replaced file in :mod:`openprogram.recording.writer`.
 
 A request or event a recording cannot hold (a non-finite number, nesting deeper than the
 reader accepts) raises :class:`~openprogram.recording.format.UnrecordableValueError`: a

@@ -84,9 +84,8 @@ class ReplayOrRecordProvider(StreamingProvider):
 
 
 def replay_or_record_transform(merge: RecordingMerge) -> RegistryTransform:
-    """Every registered api answered by a :class:`ReplayOrRecordProvider` on ``merge`` (an
-    api registered nowhere stays unknown: it could neither have been recorded nor be
-    recorded now)."""
+    """Every registered api answered by a :class:`ReplayOrRecordProvider` on ``merge`` (an api
+    registered nowhere stays unknown: it could neither have been recorded nor be recorded now)."""
     replay = ReplayProvider(merge.session.path, session=merge.session)
 
     def replay_or_record_every_api(api: str, registered: ApiProvider | None) -> ApiProvider | None:

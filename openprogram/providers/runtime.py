@@ -196,8 +196,7 @@ def provider_runtime_status() -> RuntimeStatus:
 
 
 def reset(into: ProcessScope) -> None:
-    """Test-only: forget every registration of ``into`` and start the runtime afresh at
-    ``NEW``."""
+    """Test-only: forget every registration of ``into`` and start the runtime afresh at ``NEW``."""
     global _state, _activation, _failure, _initializing_thread, _configuration
     with _condition:
         if _state is RuntimeState.INITIALIZING:

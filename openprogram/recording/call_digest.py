@@ -392,11 +392,10 @@ def call_rows(
 def call_identity(
     call: RecordedCall, parts: DeterministicParts | None = None, session: MintedIds | None = None
 ) -> LinkedCall:
-    """``call``'s digest (:func:`call_digest`) with what it keeps of its ids, as the
-    transcript hash links calls (:func:`~openprogram.recording.minted_ids.linked_digests`).
-    ``session``: the ids the responses of the calls before it made up (and those of its
-    own are added): give one to every call of a recording, in order
-    (:func:`session_identities`)."""
+    """``call``'s digest (:func:`call_digest`) with what it keeps of its ids, as the transcript hash
+    links calls (:func:`~openprogram.recording.minted_ids.linked_digests`). ``session``: the ids the
+    responses of the calls before it made up (and those of its own are added): give one to every
+    call of a recording, in order (:func:`session_identities`)."""
     ids = CallIds(session, call.call_index) if call.boundary == "http" else None
     digest = hashlib.sha256()
     rows = call_rows(call, parts, ids)

@@ -103,10 +103,9 @@ the request is not the call, or None when it is."""
 class ComparisonRules:
     """How the requests of ``boundary`` are compared, leaving out the fields ``ignored`` (the
     boundary's non-deterministic fields and the caller's ``ignore_fields``): the sections in
-    comparison order, the compiled ignore rules, how an HTTP call's URL is compared (``url``;
-    None at any other boundary), and the conversations served under them (none with an
-    ignored field path: a list may then be shorter and still equal, so no served list is
-    reused)."""
+    comparison order, the compiled ignore rules, how an HTTP call's URL is compared (``url``; None
+    at any other boundary), and the conversations served under them (none with an ignored field
+    path: a list may then be shorter and still equal, so no served list is reused)."""
 
     __slots__ = ("boundary", "conversations", "ignore_rules", "ignored", "sections", "url")
 
@@ -234,12 +233,11 @@ class ServedCalls:
 
 
 class ContentMatching:
-    """``content`` matching: the earliest unserved of ``calls`` of the request's boundary
-    equal to it (by ``match``, the session's exact comparison), found by digest (one
-    :class:`RequestIndex` per :class:`ComparisonRules`); else
-    the mismatch with the nearest one. ``as_stored``: the session compares recorded requests
-    as stored; else the indexes redact them again, ``user``'s redaction after the built-in
-    rules."""
+    """``content`` matching: the earliest unserved of ``calls`` of the request's boundary equal to
+    it (by ``match``, the session's exact comparison), found by digest (one :class:`RequestIndex`
+    per :class:`ComparisonRules`); else the mismatch with the nearest one. ``as_stored``: the
+    session compares recorded requests as stored; else the indexes redact them again, ``user``'s
+    redaction after the built-in rules."""
 
     def __init__(
         self,

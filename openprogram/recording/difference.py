@@ -10,10 +10,9 @@ int, float, bool and None. The rules:
   and so does the first extra item of a longer list;
 - any other change of type is reported where it happens, with both whole values.
 
-Two HTTP bodies stored whole (``body_text``, ``body_base64``) are not JSON the walk can go
-into: their difference is named by the part of a multipart body that differs
-(``body[part "model"]``, :mod:`~openprogram.recording.multipart_bodies`), and a
-``body_base64`` is shown decoded.
+Two HTTP bodies stored whole (``body_text``, ``body_base64``) are not JSON the walk can go into:
+their difference is named by the part of a multipart body that differs (``body[part "model"]``,
+:mod:`~openprogram.recording.multipart_bodies`), and a ``body_base64`` is shown decoded.
 
 Field paths read ``context.messages[2].content[0].text``: ``.key`` for keys made of ASCII
 letters, digits, ``_`` and ``-``, ``["key"]`` (JSON-quoted) for any other key, ``[3]`` for a
@@ -28,11 +27,10 @@ index and a ``*`` segment any key: ``context.messages[*].timestamp``, ``options.
 :func:`count_differences` counts, under the same rules, the leaf paths two values differ at:
 how far apart two requests are, where :func:`find_first_difference` says where they part.
 
-The module also holds how a value or a path is shown on a report line
-(:func:`format_report_value`, :func:`format_report_path`), and the names of the two ways
-replay pairs a request with a recorded call (:data:`MATCHINGS`: ``content``, ``order``; see
-:mod:`~openprogram.recording.replay_session`), which the configuration checks without
-loading replay."""
+The module also holds how a value or a path is shown on a report line (:func:`format_report_value`,
+:func:`format_report_path`), and the names of the two ways replay pairs a request with a recorded
+call (:data:`MATCHINGS`: ``content``, ``order``; see :mod:`~openprogram.recording.replay_session`),
+which the configuration checks without loading replay."""
 
 from __future__ import annotations
 
@@ -235,10 +233,9 @@ def count_differences(
     """How many leaf paths two JSON-like values differ at, under the rules of
     :func:`find_first_difference` (0 exactly when it finds none).
 
-    Each differing scalar counts once; so does a key or a list item one side lacks, and a
-    change of type, whatever the subtree under it holds. Counting stops as soon as it
-    passes ``limit``: the result is then ``limit + 1``. Raises ValueError for an ignore path
-    that cannot be read."""
+    Each differing scalar counts once; so does a key or a list item one side lacks, and a change of
+    type, whatever the subtree under it holds. Counting stops as soon as it passes ``limit``: the
+    result is then ``limit + 1``. Raises ValueError for an ignore path that cannot be read."""
     if isinstance(ignore_fields, str):
         raise TypeError("ignore_fields must be a collection of strings, not one string")
     rules = ignore_rules(ignore_fields)

@@ -11,29 +11,26 @@ A recording is one JSON object a line, in the order things happened::
     {"type":"tape","tape":"clock","args":{},"result":1767225600.5,"nondeterministic":true}
     …
 
-Calls are made at one of two *boundaries*, in one call sequence: the provider registry
-(a request row without ``boundary``: sections ``model``, ``context``, ``options``) and HTTP
-(``"boundary": "http"``: sections ``method``, ``url``, ``headers`` and at most one body form).
-Calls recorded concurrently may interleave their event rows; each call's rows stay in order.
-Tape rows (:mod:`openprogram.recording.tape_rows`) record the calls of taped functions and
-agent tools, one row each, between the call rows.
-A request row may store only what its lists add to an earlier call's (its ``base``:
-:mod:`~openprogram.recording.request_delta`); the reader rebuilds it whole.
+Calls are made at one of two *boundaries*, in one call sequence: the provider registry (a request
+row without ``boundary``: sections ``model``, ``context``, ``options``) and HTTP
+(``"boundary": "http"``: sections ``method``, ``url``, ``headers`` and at most one body form). Calls
+recorded concurrently may interleave their event rows; each call's rows stay in order. Tape rows
+(:mod:`openprogram.recording.tape_rows`) record the calls of taped functions and agent tools, one
+row each, between the call rows. A request row may store only what its lists add to an earlier
+call's (its ``base``: :mod:`~openprogram.recording.request_delta`); the reader rebuilds it whole.
 ``docs/recording-format.md`` is the full description.
 
-**What a row can hold** is checked before it is written. JSON has no ``inf`` or ``NaN``:
-orjson writes them as ``null`` (and pydantic's JSON dump turns those inside free-form fields
-such as ``metadata`` or tool-call arguments into ``None``), so a request with
-``temperature=inf`` would be recorded as ``temperature: null`` and the identical run could
-never replay its own recording, and a tool would be replayed ``None`` where the model gave
-``NaN``. And the reader refuses a row nested deeper than
-:data:`~openprogram.json_nesting.MAX_NESTING_DEPTH`, so a row nested deeper must not be
+**What a row can hold** is checked before it is written. JSON has no ``inf`` or ``NaN``: orjson
+writes them as ``null`` (and pydantic's JSON dump turns those inside free-form fields such as
+``metadata`` or tool-call arguments into ``None``), so a request with ``temperature=inf`` would be
+recorded as ``temperature: null`` and the identical run could never replay its own recording, and a
+tool would be replayed ``None`` where the model gave ``NaN``. And the reader refuses a row nested
+deeper than :data:`~openprogram.json_nesting.MAX_NESTING_DEPTH`, so a row nested deeper must not be
 written. The recorder checks each request and event as the caller and the provider gave it
-(:func:`check_recordable`, before pydantic's dump can hide a ``NaN``, and before a deep
-value reaches code that recurses), and refuses such a value with
-:class:`UnrecordableValueError` naming the field, before anything of that row reaches disk.
-Rows given to the writer directly are checked as they are encoded
-(:func:`encode_recordable_row`).
+(:func:`check_recordable`, before pydantic's dump can hide a ``NaN``, and before a deep value
+reaches code that recurses), and refuses such a value with :class:`UnrecordableValueError` naming
+the field, before anything of that row reaches disk. Rows given to the writer directly are checked
+as they are encoded (:func:`encode_recordable_row`).
 
 The walk knows JSON values (dicts, lists, tuples, scalars); a boundary whose requests are
 objects (the provider boundary's pydantic models) passes ``fields_of`` to walk into them."""
@@ -129,21 +126,19 @@ format version, each by name (in version 1 the changes of meaning of version 2 w
 announced this way too). A recording announcing any other was written by a newer
 openprogram and is refused, with the advice to upgrade.
 
-``http``: request rows with ``"boundary": "http"`` and the HTTP event types.
-``tapes``: ``tape`` rows, the entries of taped functions and agent tools
-(:mod:`openprogram.recording.tape_rows`).
-``request_deltas``: request rows that store only what they add to an earlier request, named
-by their ``base`` field (:mod:`openprogram.recording.request_delta`).
-``not_recorded``: ``not_recorded`` rows, the connections a recorded session opened that no
-boundary captured (:mod:`openprogram.recording.not_recorded`).
-``eventstream``: ``eventstream`` events of HTTP calls, one per message of an AWS event stream
-(:mod:`openprogram.recording.http_rows`).
-``raw_text``: the ``raw`` field of ``sse`` and ``http_body`` events, the text of an event or
-a JSON body exactly as it came, where re-serializing the parsed value would not give its
-bytes back, and the ``sse_rest`` event, the text after a stream's last event; replay serves
-them, so the client reads the bytes it read live (:mod:`openprogram.http_boundary.codec`).
-``drift_snapshot``: the file is a drift snapshot, not a recording of a session
-(:data:`SNAPSHOT_FEATURE`); it is read to show and diff, never replayed."""
+``http``: request rows with ``"boundary": "http"`` and the HTTP event types. ``tapes``: ``tape``
+rows, the entries of taped functions and agent tools (:mod:`openprogram.recording.tape_rows`).
+``request_deltas``: request rows that store only what they add to an earlier request, named by their
+``base`` field (:mod:`openprogram.recording.request_delta`). ``not_recorded``: ``not_recorded``
+rows, the connections a recorded session opened that no boundary captured
+(:mod:`openprogram.recording.not_recorded`). ``eventstream``: ``eventstream`` events of HTTP calls,
+one per message of an AWS event stream (:mod:`openprogram.recording.http_rows`). ``raw_text``: the
+``raw`` field of ``sse`` and ``http_body`` events, the text of an event or a JSON body exactly as it
+came, where re-serializing the parsed value would not give its bytes back, and the ``sse_rest``
+event, the text after a stream's last event; replay serves them, so the client reads the bytes it
+read live (:mod:`openprogram.http_boundary.codec`). ``drift_snapshot``: the file is a drift
+snapshot, not a recording of a session (:data:`SNAPSHOT_FEATURE`); it is read to show and diff,
+never replayed."""
 
 WRITTEN_FEATURES: tuple[str, ...] = (
     "http",
@@ -208,9 +203,8 @@ holding the whole body."""
 
 
 def version_refusal(version: object) -> str | None:
-    """Why nothing may be appended to a recording whose header says ``version`` — another
-    version than this openprogram writes, whose rows would not all mean what the file says —
-    or None."""
+    """Why nothing may be appended to a recording whose header says ``version`` — another version
+    than this openprogram writes, whose rows would not all mean what the file says — or None."""
     if type(version) is int and version == RECORDING_FORMAT_VERSION:
         return None
     return (
@@ -247,8 +241,7 @@ def new_header(
 
 
 def snapshot_refusal(header: dict[str, Any]) -> str | None:
-    """Why a recording with ``header`` cannot be replayed — it is a drift snapshot — or
-    None."""
+    """Why a recording with ``header`` cannot be replayed — it is a drift snapshot — or None."""
     snapshot = header.get(SNAPSHOT_FEATURE)
     features = header.get("features")
     if not isinstance(snapshot, dict) and not (

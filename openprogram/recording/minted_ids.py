@@ -1,6 +1,5 @@
-"""Ids compared up to consistent renaming: how two runs of one session against a server that
-mints fresh ids each time compare equal, while a session that links a result to the wrong
-call does not.
+"""Ids compared up to consistent renaming: how two runs of one session against a server that mints
+fresh ids each time compare equal, while a session that links a result to the wrong call does not.
 
 A server makes up ids for what it answers — a response's own id, the Responses stream's
 ``item_id``\\ s, the tool-call ids (``call_…``, ``toolu_…``), Gemini's ``responseId`` — and a

@@ -7,17 +7,16 @@ error in :mod:`openprogram.errors`; its report (two lines, written by
     replay mismatch at call 1, field context.messages[2].content[0].text:
     recorded 'echo:hi', incoming 'echo:bye'
 
-This module writes what replay tells it beyond the first difference. When the incoming
-conversation holds a tool call that received the redaction placeholder in its arguments —
-the recording removed a secret-shaped value the model produced, so replay handed the tool the
-placeholder — a third line says so (:func:`removed_secret_note`), as it does when the
-replay's user redaction is not the one the recording was made with
-(:func:`other_redaction_note`). A mismatch in an HTTP call's URL says where the request went
-and where the recorded one did, and what the difference suggests (:func:`moved_url_note`):
-another scheme, host or port, or another start of the path before the same endpoint, is a
-base URL that changed (point the client at the recorded one); another query, a parameter to
-ignore or a request to re-record. A call recorded at another boundary than the incoming one is
-named in a few words on both sides (:func:`other_boundary`, :func:`describe_call`), and a run
+This module writes what replay tells it beyond the first difference. When the incoming conversation
+holds a tool call that received the redaction placeholder in its arguments — the recording removed a
+secret-shaped value the model produced, so replay handed the tool the placeholder — a third line
+says so (:func:`removed_secret_note`), as it does when the replay's user redaction is not the one
+the recording was made with (:func:`other_redaction_note`). A mismatch in an HTTP call's URL says
+where the request went and where the recorded one did, and what the difference suggests
+(:func:`moved_url_note`): another scheme, host or port, or another start of the path before the same
+endpoint, is a base URL that changed (point the client at the recorded one); another query, a
+parameter to ignore or a request to re-record. A call recorded at another boundary than the incoming
+one is named in a few words on both sides (:func:`other_boundary`, :func:`describe_call`), and a run
 making more calls than the recording holds is a mismatch at field ``call_index``
 (:func:`more_calls_than_recorded`).
 
@@ -77,17 +76,16 @@ def _library_places() -> tuple[str, ...]:
 class RecordReplayEscape(BaseException):
     """Carries an openprogram error (``error``) out of code that catches :class:`Exception`.
 
-    The HTTP boundary raises it from inside the HTTP client, where the SDKs' retry loops
-    catch every ``Exception``, retry the request with back-off and wrap what they caught in
-    their own connection error. Deriving from :class:`BaseException` only, this carrier
-    passes every such loop at once and unchanged; its message is ``error``'s. ``error`` is a
-    :class:`ReplayMismatch` (the run drifted), a ``RecordReplayBlockedError`` (record/replay
-    is configured but could not start: no request may leave the machine), a
-    ``RecordingFileError`` (the recording cannot be written) or, raised from
-    ``socket.connect`` under the pytest plugin's network block, a ``NetworkBlockedError``.
-    Whoever activated the boundary turns it back into ``error`` (the ``record_replay()``
-    block re-raises it, the pytest fixture fails the test with it). It is deliberately not
-    an ``OpenProgramError``: that would make it an ``Exception``."""
+    The HTTP boundary raises it from inside the HTTP client, where the SDKs' retry loops catch every
+    ``Exception``, retry the request with back-off and wrap what they caught in their own connection
+    error. Deriving from :class:`BaseException` only, this carrier passes every such loop at once
+    and unchanged; its message is ``error``'s. ``error`` is a :class:`ReplayMismatch` (the run
+    drifted), a ``RecordReplayBlockedError`` (record/replay is configured but could not start: no
+    request may leave the machine), a ``RecordingFileError`` (the recording cannot be written) or,
+    raised from ``socket.connect`` under the pytest plugin's network block, a
+    ``NetworkBlockedError``. Whoever activated the boundary turns it back into ``error`` (the
+    ``record_replay()`` block re-raises it, the pytest fixture fails the test with it). It is
+    deliberately not an ``OpenProgramError``: that would make it an ``Exception``."""
 
     def __init__(self, error: OpenProgramError) -> None:
         self.error = error

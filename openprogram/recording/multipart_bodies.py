@@ -15,13 +15,12 @@ body ends with the delimiter and ``--`` — and names the first part that differ
 * ``body[part 2].name``, when the parts are not the same fields, and ``body[part 2]`` with
   :data:`~openprogram.recording.report.MISSING` on one side when one body has more parts.
 
-The path is for the reader, not an ``ignore_fields`` entry. A body that is not multipart on
-both sides (or whose parts are all equal, the bodies differing around them) keeps the
-difference at its section; a ``body_base64`` is then shown decoded, like a part's content:
-as text when both sides are UTF-8 (the report shows a long text around the first character
-the two differ at, :func:`~openprogram.recording.report.format_report`), else as its size
-and the bytes in hex around the first byte that differs (``2,048 bytes; bytes
-984..1,031: d8 d9 … e7 17 e9 …``)."""
+The path is for the reader, not an ``ignore_fields`` entry. A body that is not multipart on both
+sides (or whose parts are all equal, the bodies differing around them) keeps the difference at its
+section; a ``body_base64`` is then shown decoded, like a part's content: as text when both sides are
+UTF-8 (the report shows a long text around the first character the two differ at,
+:func:`~openprogram.recording.report.format_report`), else as its size and the bytes in hex around
+the first byte that differs (``2,048 bytes; bytes 984..1,031: d8 d9 … e7 17 e9 …``)."""
 
 from __future__ import annotations
 

@@ -7,12 +7,11 @@ write cut short) is ignored, so the call it belonged to reads as truncated. A re
 that names a ``base`` is rebuilt whole from the earlier call it names, sharing that call's
 items (:mod:`~openprogram.recording.request_delta`).
 
-The rows of both boundaries are checked here, on their JSON values. A provider call's
-events can also be decoded into the provider's event models as they are read: the provider
-codec passes its decoder (``provider_events``), which raises :class:`EventFieldError` for
-an event it cannot decode; the reader then names the line and the call. The HTTP rows are
-checked field by field by :mod:`~openprogram.recording.http_rows`, the tape rows by
-:mod:`~openprogram.recording.tape_rows`.
+The rows of both boundaries are checked here, on their JSON values. A provider call's events can
+also be decoded into the provider's event models as they are read: the provider codec passes its
+decoder (``provider_events``), which raises :class:`EventFieldError` for an event it cannot decode;
+the reader then names the line and the call. The HTTP rows are checked field by field by
+:mod:`~openprogram.recording.http_rows`, the tape rows by :mod:`~openprogram.recording.tape_rows`.
 
 **The one door** through which openprogram reads a recording's bytes is
 :func:`read_recording_bytes`. Only a regular file is read: the path is opened non-blocking

@@ -51,11 +51,10 @@ conversation keys — is handed down to the core as data
 response is model output (:meth:`SecretRedactor.redact_model_output`), its headers excepted,
 which are redacted as configuration.
 
-Redaction covers credentials only: prompts, replies, tool results and personal data stay in
-the recording exactly as they were. Replay redacts both sides again before comparing, so the
-result of redaction must not change when it is redacted a second time; the text rules are
-therefore repeated until nothing more changes (one extra pass, and only for strings that held
-a secret).
+Redaction covers credentials only: prompts, replies, tool results and personal data stay in the
+recording exactly as they were. Replay redacts both sides again before comparing, so the result of
+redaction must not change when it is redacted a second time; the text rules are therefore repeated
+until nothing more changes (one extra pass, and only for strings that held a secret).
 
 **The rules are versioned.** Bump :data:`REDACTION_VERSION` whenever a rule changes; a new
 recording's header stores it as ``redaction_version``, and, when the user adds redaction
@@ -144,9 +143,8 @@ def is_secret_field_name(name: str) -> bool:
 def remember_secret_variable(name: str) -> None:
     """Treat the environment variable ``name`` as holding a credential from now on.
 
-    Providers call this for the variable they read their key from (``api_key_env``), so its
-    value is removed from recordings and messages even when the name does not look like a
-    credential's."""
+    Providers call this for the variable they read their key from (``api_key_env``), so its value is
+    removed from recordings and messages even when the name does not look like a credential's."""
     if name:
         _remembered_variables.add(name.upper())
 
@@ -155,9 +153,8 @@ def known_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[s
     """The values (8+ characters) of environment variables that hold credentials.
 
     A variable holds a credential when its name ends in ``API_KEY``, ``_TOKEN``, ``_SECRET``,
-    ``_PASSWORD`` or ``ACCESS_KEY`` (any case), or when a provider named it as the variable
-    it reads its key from (:func:`remember_secret_variable`). ``environ`` defaults to
-    :data:`os.environ`."""
+    ``_PASSWORD`` or ``ACCESS_KEY`` (any case), or when a provider named it as the variable it reads
+    its key from (:func:`remember_secret_variable`). ``environ`` defaults to :data:`os.environ`."""
     source = os.environ if environ is None else environ
     values: set[str] = set()
     remembered = _remembered_variables
@@ -233,16 +230,14 @@ class SecretRedactor:
         return _redact_content(value, self._rules)
 
     def redact_parsed_output(self, value: object, text: str | bytes) -> Any:
-        """:meth:`redact_model_output` of ``value``, the JSON ``text`` parsed: ``value``
-        itself when the text holds nothing to remove (one pass of the rules over the whole
-        text instead of one per string; a streamed delta is a few hundred characters of
-        JSON around one short string).
+        """:meth:`redact_model_output` of ``value``, the JSON ``text`` parsed: ``value`` itself when
+        the text holds nothing to remove (one pass of the rules over the whole text instead of one
+        per string; a streamed delta is a few hundred characters of JSON around one short string).
 
-        Every string and key of ``value`` is a substring of ``text`` between quotes when
-        the text holds no backslash escape, and the shapes end at a quote as they end at
-        the end of a string, so the text holding no match means no string does. A text with
-        an escape, or rules with the user's own redaction (a function may look at whole
-        values), are walked value by value."""
+        Every string and key of ``value`` is a substring of ``text`` between quotes when the text
+        holds no backslash escape, and the shapes end at a quote as they end at the end of a string,
+        so the text holding no match means no string does. A text with an escape, or rules with the
+        user's own redaction (a function may look at whole values), are walked value by value."""
         raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         if (
             self._rules.user is None

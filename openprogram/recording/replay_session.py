@@ -225,9 +225,8 @@ class ReplaySession:
 
     @property
     def unconsumed_calls(self) -> list[int]:
-        """The calls never served, by index; a call made within a taped call that replay
-        serves from its tape instead of running (a tool replayed with policy ``replay``) is
-        never required."""
+        """The calls never served, by index; a call made within a taped call that replay serves from
+        its tape instead of running (a tool replayed with policy ``replay``) is never required."""
         served, calls, tapes = self.served.flags, self.recording.calls, self.tapes
         with self.lock:  # a report may read it while another thread is served a call
             return [
@@ -296,14 +295,13 @@ class ReplaySession:
         """The recorded call ``incoming`` (the request sections of a call at ``boundary``,
         before redaction) is paired with; it then counts as consumed.
 
-        Raises :class:`ReplayMismatch` (kept in :attr:`mismatches`) otherwise.
-        ``ignore_fields`` replaces :meth:`ignore_fields_for` for this call. ``redaction``
-        tells redactors apart (:attr:`SecretRedactor.rules
-        <openprogram.recording.redaction.SecretRedactor.rules>`): given, the conversation a
-        request repeats from one served before is not redacted, digested or compared again
-        (see :mod:`~openprogram.recording.shared_lists`); ``incoming`` may then be a
-        :class:`~openprogram.recording.shared_lists.DumpableRequest`, dumped only as far as
-        that needs."""
+        Raises :class:`ReplayMismatch` (kept in :attr:`mismatches`) otherwise. ``ignore_fields``
+        replaces :meth:`ignore_fields_for` for this call. ``redaction`` tells redactors apart
+        (:attr:`SecretRedactor.rules <openprogram.recording.redaction.SecretRedactor.rules>`):
+        given, the conversation a request repeats from one served before is not redacted, digested
+        or compared again (see :mod:`~openprogram.recording.shared_lists`); ``incoming`` may then be
+        a :class:`~openprogram.recording.shared_lists.DumpableRequest`, dumped only as far as that
+        needs."""
         __tracebackhide__ = True  # pytest: show the caller's line, not replay's internals
         self._ask_claim()
         rules = self.rules_for(boundary, ignore_fields)
@@ -316,12 +314,11 @@ class ReplaySession:
     def take_equal(
         self, boundary: str, incoming: dict[str, Any], *, redactor: RequestRedactor
     ) -> RecordedCall | None:
-        """The recorded call :meth:`take` would serve ``incoming``, now consumed, or None
-        when :meth:`take` would raise a mismatch (nothing is then kept in
-        :attr:`mismatches`, and no call is consumed): under ``content`` the earliest
-        unconsumed call of ``boundary`` whose request equals it, under ``order`` the next
-        recorded call if it equals it. What a run that records the calls replay cannot serve
-        asks (the pytest plugin's ``new_episodes``)."""
+        """The recorded call :meth:`take` would serve ``incoming``, now consumed, or None when
+        :meth:`take` would raise a mismatch (nothing is then kept in :attr:`mismatches`, and no call
+        is consumed): under ``content`` the earliest unconsumed call of ``boundary`` whose request
+        equals it, under ``order`` the next recorded call if it equals it. What a run that records
+        the calls replay cannot serve asks (the pytest plugin's ``new_episodes``)."""
         request = IncomingRequest(self.rules_for(boundary, None), incoming, redactor)
         return self._pair(request, report=False)
 
@@ -409,10 +406,9 @@ class ReplaySession:
         """Remember ``mismatch`` (raised by this session or by a boundary serving one of its
         calls) and return it, to be raised.
 
-        Never called with the session's lock or its tapes' held: the :attr:`claim` is told
-        at once, and may report the mismatch, reading the calls and entries never served
-        (exec's child does); a report made under the lock it reads under would wait for
-        itself forever."""
+        Never called with the session's lock or its tapes' held: the :attr:`claim` is told at once,
+        and may report the mismatch, reading the calls and entries never served (exec's child does);
+        a report made under the lock it reads under would wait for itself forever."""
         self.mismatches.append(mismatch)
         if self.claim is not None:
             self.claim.kept(self, mismatch)
@@ -427,10 +423,9 @@ class ReplaySession:
 
 
 class OrderMatching:
-    """``order`` matching: each request is compared (by ``match``) with the next of the
-    recorded ``calls``, whatever its boundary: the next one not ``served``, past the calls
-    made inside a taped call that is served from its tape (``not_run_again``), which are
-    never asked for."""
+    """``order`` matching: each request is compared (by ``match``) with the next of the recorded
+    ``calls``, whatever its boundary: the next one not ``served``, past the calls made inside a
+    taped call that is served from its tape (``not_run_again``), which are never asked for."""
 
     def __init__(
         self,

@@ -24,13 +24,12 @@ third line, ``note: …``, is added when there is one. Changing how a report rea
 to this module only.
 
 A value is shown on a report line as its ``repr`` with line breaks escaped, cut after
-:data:`REPORT_LIMIT` characters (:func:`format_report_value`) — or, when the two sides are
-alike that far, both from a little before the first character they differ at
-(:func:`format_report_values`); a field path whole, or, when
-longer, its start and its end around a ``…`` (:func:`format_report_path`). :data:`MISSING`
-stands for the key or list item one side does not have. :func:`which_calls` (a set of calls
-in a few words) and :func:`plural` (``1 call``, ``2 calls``) come from
-:mod:`openprogram.wording` and are named here too.
+:data:`REPORT_LIMIT` characters (:func:`format_report_value`) — or, when the two sides are alike
+that far, both from a little before the first character they differ at
+(:func:`format_report_values`); a field path whole, or, when longer, its start and its end around a
+``…`` (:func:`format_report_path`). :data:`MISSING` stands for the key or list item one side does
+not have. :func:`which_calls` (a set of calls in a few words) and :func:`plural` (``1 call``,
+``2 calls``) come from :mod:`openprogram.wording` and are named here too.
 
 The module imports nothing else of openprogram but that: :mod:`openprogram.errors`, which
 loads nothing when imported, reaches it for the messages it writes this way."""
@@ -120,8 +119,7 @@ class ReportView:
     where: str
     """``call 1``, ``call 1 (B: call 2)``, ``call 1, event 3 (sse)``."""
     field: str | None
-    """The field path inside the request or the event; None for a whole event or a
-    position."""
+    """The field path inside the request or the event; None for a whole event or a position."""
     recorded: Any
     incoming: Any
     """The values at ``field`` (or :data:`MISSING`)."""
@@ -174,9 +172,8 @@ _SEGMENT: Final = re.compile(r'\.?([A-Za-z0-9_-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*
 
 
 def value_at(value: Any, path: str) -> Any:
-    """The value at ``path`` (``data.choices[0].delta.content``, ``["a b"].c``) inside
-    ``value``; :data:`MISSING` where a key or an index is
-    absent."""
+    """The value at ``path`` (``data.choices[0].delta.content``, ``["a b"].c``) inside ``value``;
+    :data:`MISSING` where a key or an index is absent."""
     position = 0
     while position < len(path):
         match = _SEGMENT.match(path, position)
@@ -251,11 +248,10 @@ _BEFORE_THE_DIFFERENCE: Final = 40
 def format_report_values(
     recorded: Any, incoming: Any, limit: int = REPORT_LIMIT
 ) -> tuple[str, str]:
-    """Show the two sides of a difference on a report line, each as
-    :func:`format_report_value` does — unless one is cut before the first character their
-    texts differ at (with little after it): then both are shown from a little before that
-    character, ``…`` marking what is left out, so that two long values alike for their first
-    ``limit`` characters do not read the same."""
+    """Show the two sides of a difference on a report line, each as :func:`format_report_value` does
+    — unless one is cut before the first character their texts differ at (with little after it):
+    then both are shown from a little before that character, ``…`` marking what is left out, so that
+    two long values alike for their first ``limit`` characters do not read the same."""
     old = repr(recorded).translate(_ESCAPE_LINE_BREAKS)
     new = repr(incoming).translate(_ESCAPE_LINE_BREAKS)
     if len(old) <= limit and len(new) <= limit:

@@ -8,13 +8,12 @@ lists add to the base's::
     {"type":"request","call_index":7,"base":{"call_index":6,"context":{"messages":13,"tools":2}},
      "model":{…},"context":{"system_prompt":…,"messages":[<items 13 and on>],"tools":[]},…}
 
-reads as: ``context.messages`` is the first 13 items of call 6's ``context.messages`` (as
-rebuilt, if call 6 has a base itself), then the items this row stores; ``context.tools`` is
-call 6's first 2 tools, then none. The lists that may be shared are the list-valued entries
-of a provider request's ``context`` and of an HTTP request's JSON ``body`` (an object):
-``messages``, ``tools``, ``input``, ``contents``, …. The base is named by its ``call_index``,
-never "the previous row": calls made concurrently interleave, and each shares its own
-conversation's earlier call.
+reads as: ``context.messages`` is the first 13 items of call 6's ``context.messages`` (as rebuilt,
+if call 6 has a base itself), then the items this row stores; ``context.tools`` is call 6's first 2
+tools, then none. The lists that may be shared are the list-valued entries of a provider request's
+``context`` and of an HTTP request's JSON ``body`` (an object): ``messages``, ``tools``, ``input``,
+``contents``, …. The base is named by its ``call_index``, never "the previous row": calls made
+concurrently interleave, and each shares its own conversation's earlier call.
 
 A recording holding such rows announces :data:`DELTA_FEATURE` in its header, so an
 openprogram that does not know the encoding refuses the file with the advice to upgrade
@@ -164,11 +163,10 @@ class StoredRequest:
 class RequestBases:
     """The latest requests one writer stored into one file, to store the next against.
 
-    A new request is compared with each of them (its shared lists' JSON text, unredacted,
-    against theirs): the one whose lists it extends the most is its base, and only the items
-    after those are redacted and stored. The comparison is of the exact JSON text, so a
-    ``1`` never passes for a ``true``; a list the new request does not extend whole (an edited
-    history) is stored whole."""
+    A new request is compared with each of them (its shared lists' JSON text, unredacted, against
+    theirs): the one whose lists it extends the most is its base, and only the items after those are
+    redacted and stored. The comparison is of the exact JSON text, so a ``1`` never passes for a
+    ``true``; a list the new request does not extend whole (an edited history) is stored whole."""
 
     __slots__ = ("_recent",)
 

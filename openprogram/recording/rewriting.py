@@ -1,11 +1,10 @@
 """Rewriting a whole recording: the one way a recording is written other than by appending.
 
-Paths that change a recording after the fact — secrets replaced in place, a merged
-re-recording, a repaired file — build the calls it should hold and hand them to
-:func:`rewrite_recording`, which writes every row anew and replaces the file atomically:
-the rows go to a temporary file in the same folder, which is flushed, synced, given the
-original's permission bits (``0600`` for a new file) and renamed over the original. A crash
-or an error at any point leaves the original exactly as it was.
+Paths that change a recording after the fact — secrets replaced in place, a merged re-recording, a
+repaired file — build the calls it should hold and hand them to :func:`rewrite_recording`, which
+writes every row anew and replaces the file atomically: the rows go to a temporary file in the same
+folder, which is flushed, synced, given the original's permission bits (``0600`` for a new file) and
+renamed over the original. A crash or an error at any point leaves the original exactly as it was.
 
 While the rows are written the original is held under the same exclusive ``flock`` every
 appending writer takes, and when ``expected`` is given the file must still be the one that
@@ -13,28 +12,26 @@ was read (same device, inode and size): a writer that appended in between makes 
 fail with :class:`~openprogram.errors.RecordingFileError` instead of dropping its call. A
 writer that appends later finds the path replaced and follows it to the new file.
 
-**The encoding** is :func:`recording_lines`: the header, then each call's request, its
-events in order and its ``call_end`` (none for a call that was cut short), the calls
-numbered from 0 in the order given — encoded exactly as the writer encodes a session: each
-request stored against the earlier request it extends
-(:mod:`~openprogram.recording.request_delta`; the header announces the feature) and each
-``call_end`` holding the call's digest, recomputed (so ``list`` can trust it) — then the
-tape entries' rows, in the order given (each tape's entries keep their order, so their
-indexes). Rewriting a recording as it was read gives the same bytes when its tape rows came
-after its calls.
+**The encoding** is :func:`recording_lines`: the header, then each call's request, its events in
+order and its ``call_end`` (none for a call that was cut short), the calls numbered from 0 in the
+order given — encoded exactly as the writer encodes a session: each request stored against the
+earlier request it extends (:mod:`~openprogram.recording.request_delta`; the header announces the
+feature) and each ``call_end`` holding the call's digest, recomputed (so ``list`` can trust it) —
+then the tape entries' rows, in the order given (each tape's entries keep their order, so their
+indexes). Rewriting a recording as it was read gives the same bytes when its tape rows came after
+its calls.
 
-**A merged recording** (the pytest plugin's ``new_episodes`` mode) is made by a run that
-replays what its recording holds and records the rest. Every boundary asks one
-:class:`RecordingMerge` for each request (:meth:`RecordingMerge.take_recorded`): when the
-recording holds an equal unconsumed call — by the replay session's matching, ``content`` or
-``order`` — that call is served from the recording; otherwise the boundary calls live and
-records the exchange with the merge's ``writer``, into a new, private file. Calls are kept
-in the order the run made them: a replayed call leaves a *placeholder* in the new file (its
-request row and an empty ``call_end``), so the writer numbers replayed and live calls in one
-sequence, under its own lock, whatever the threads and tasks making them.
-:meth:`RecordingMerge.merged_calls` then replaces each placeholder by the recorded call it
-stands for, whole: the merged recording holds exactly the calls the run made, in the order
-it made them; the recorded calls it never requested are left out. The caller writes it with
+**A merged recording** (the pytest plugin's ``new_episodes`` mode) is made by a run that replays
+what its recording holds and records the rest. Every boundary asks one :class:`RecordingMerge` for
+each request (:meth:`RecordingMerge.take_recorded`): when the recording holds an equal unconsumed
+call — by the replay session's matching, ``content`` or ``order`` — that call is served from the
+recording; otherwise the boundary calls live and records the exchange with the merge's ``writer``,
+into a new, private file. Calls are kept in the order the run made them: a replayed call leaves a
+*placeholder* in the new file (its request row and an empty ``call_end``), so the writer numbers
+replayed and live calls in one sequence, under its own lock, whatever the threads and tasks making
+them. :meth:`RecordingMerge.merged_calls` then replaces each placeholder by the recorded call it
+stands for, whole: the merged recording holds exactly the calls the run made, in the order it made
+them; the recorded calls it never requested are left out. The caller writes it with
 :func:`rewrite_recording`."""
 
 from __future__ import annotations
@@ -141,12 +138,11 @@ def recording_lines(
     tapes: Iterable[TapeEntry] = (),
     not_recorded: list[dict[str, Any]] | None = None,
 ) -> Iterator[bytes]:
-    """Every line of a recording holding ``header``, ``calls``, ``tapes`` and the
-    connections ``not_recorded``, the calls renumbered from 0, encoded as a writer encodes
-    them: each request against the earlier one it extends (the header says this
-    openprogram's format version and announces
-    :data:`~openprogram.recording.request_delta.DELTA_FEATURE`), each ``call_end`` with the
-    call's digest; then the tape entries' rows, in the order given; then one ``not_recorded``
+    """Every line of a recording holding ``header``, ``calls``, ``tapes`` and the connections
+    ``not_recorded``, the calls renumbered from 0, encoded as a writer encodes them: each request
+    against the earlier one it extends (the header says this openprogram's format version and
+    announces :data:`~openprogram.recording.request_delta.DELTA_FEATURE`), each ``call_end`` with
+    the call's digest; then the tape entries' rows, in the order given; then one ``not_recorded``
     row, when there are connections to list."""
     entries = list(tapes)
     # Its rows are written as this openprogram writes them (requests against a base): the

@@ -7,12 +7,11 @@ Every request of an agent session repeats the conversation so far: a provider re
 digesting and comparing the requests of a session of N calls would cost N² in the
 conversation's size; done on what each request adds, it costs what the session says.
 
-**A list is told to extend another by its JSON text.** :class:`ListText` keeps a list's
-text as what the text of a list extending it must start with: all of its items, then a
-``]`` or a ``,``. The exact text, so ``1`` never passes for ``true``. The writer stores a
-request against the earlier one whose lists it extends
-(:mod:`~openprogram.recording.request_delta`); replay does the same with the requests it
-served.
+**A list is told to extend another by its JSON text.** :class:`ListText` keeps a list's text as what
+the text of a list extending it must start with: all of its items, then a ``]`` or a ``,``. The
+exact text, so ``1`` never passes for ``true``. The writer stores a request against the earlier one
+whose lists it extends (:mod:`~openprogram.recording.request_delta`); replay does the same with the
+requests it served.
 
 **Replay remembers the requests it served** (:class:`ServedConversations`): for the latest
 ones, the JSON text of their shared lists and the recorded call each was served, found
@@ -31,12 +30,11 @@ no recorded call is compared again as a whole, redacted in full, so a report say
 what it said before.
 
 **A request not dumped yet.** A boundary whose requests are models may hand
-:meth:`ServedConversations.redacted` a :class:`DumpableRequest` instead of the dumped dict:
-the JSON text of its lists' *state* comes first (the models' fields, walked by orjson, which
-costs a fraction of a dump), and the request is dumped only without the items a served
-request's lists repeat. A change made in place to an earlier item (a message edited after it
-was sent) changes that text, so the request is then dumped and compared whole. State texts
-are only ever compared with state texts.
+:meth:`ServedConversations.redacted` a :class:`DumpableRequest` instead of the dumped dict: the JSON
+text of its lists' *state* comes first (the models' fields, walked by orjson, which costs a fraction
+of a dump), and the request is dumped only without the items a served request's lists repeat. A
+change made in place to an earlier item (a message edited after it was sent) changes that text, so
+the request is then dumped and compared whole. State texts are only ever compared with state texts.
 
 The request replay pairs with a recorded call is redacted through them
 (:class:`~openprogram.recording.content_matching.IncomingRequest`)."""

@@ -1,13 +1,12 @@
 """Serving a recording's tape entries under replay: :class:`TapeReplay`.
 
-Each replay session holds one, next to its calls. A call on a tape is served by the earliest
-unread entry *of that tape* whose arguments equal the call's, wherever it stands on the tape,
-so concurrent callers of one tape (``asyncio.gather`` over three cities) replay whatever
-order they arrive in, and identical calls (the clock, read five times) are served in recorded
-order. Entries are indexed by the digest of their arguments, so a lookup never scans the
-tape. Arguments are compared as calls' requests are: both sides redacted by the same rules,
-an absent key equal to null, ``True``, ``1`` and ``1.0`` different. Under ``match="order"``
-each call must equal the tape's next unread entry.
+Each replay session holds one, next to its calls. A call on a tape is served by the earliest unread
+entry *of that tape* whose arguments equal the call's, wherever it stands on the tape, so concurrent
+callers of one tape (``asyncio.gather`` over three cities) replay whatever order they arrive in, and
+identical calls (the clock, read five times) are served in recorded order. Entries are indexed by
+the digest of their arguments, so a lookup never scans the tape. Arguments are compared as calls'
+requests are: both sides redacted by the same rules, an absent key equal to null, ``True``, ``1``
+and ``1.0`` different. Under ``match="order"`` each call must equal the tape's next unread entry.
 
 A call that equals no unread entry raises :class:`ReplayMismatch` against the *nearest*
 unread entry (fewest differing fields among the first 64, ties to the lowest index)::
@@ -34,12 +33,11 @@ tool's result is taped (the tape ``tool:<name>``). Under replay:
 * ``check`` — the tool runs and the model reads its live result; a result that differs from
   the taped one fails the run when it ends, naming the first differing entry.
 
-Policies are given by tool name, with ``"*"`` for every tool not named
-(``record_replay.tools`` in the configuration, ``--tool-policy`` on the command line, the
-pytest ``openprogram_tools`` ini option: :func:`parse_tool_policies`). A tool replayed
-``live`` never reads its tape, so its entries are never unread; a tool under ``replay`` or
-``check`` whose recording holds no tool tape at all (made before tools were taped) raises
-:class:`ToolTapesMissingError`: record again."""
+Policies are given by tool name, with ``"*"`` for every tool not named (``record_replay.tools`` in
+the configuration, ``--tool-policy`` on the command line, the pytest ``openprogram_tools`` ini
+option: :func:`parse_tool_policies`). A tool replayed ``live`` never reads its tape, so its entries
+are never unread; a tool under ``replay`` or ``check`` whose recording holds no tool tape at all
+(made before tools were taped) raises :class:`ToolTapesMissingError`: record again."""
 
 from __future__ import annotations
 

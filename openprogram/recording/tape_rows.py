@@ -23,10 +23,9 @@ returned or raised::
   clock read inside a tool): replay does not require the entry to be read when that call is
   not run again.
 
-An entry's index is its position among the rows of its tape (``clock[0]``, ``clock[1]``, …),
-so rows written by several processes or threads need no index allocation. Rows of different
-tapes, and tape rows and call rows, interleave freely. Recordings announce them with the
-header feature ``tapes``.
+An entry's index is its position among the rows of its tape (``clock[0]``, ``clock[1]``, …), so rows
+written by several processes or threads need no index allocation. Rows of different tapes, and tape
+rows and call rows, interleave freely. Recordings announce them with the header feature ``tapes``.
 
 **Which tape covers the code running now** (:func:`enclosing_tape`): the taped function or
 agent tool whose call is being recorded, which the tape boundary enters and leaves around the

@@ -279,13 +279,12 @@ ASSIGNMENT_NAMES = (
     "bot_token",
     "session_token",
 )
-"""What an assignment's name ends with (any case, ``-`` or ``_`` or nothing between the
-words): ``DB_PASSWORD=…``, ``client-secret: …``, ``apiKey = "…"``. An assignment is the name,
-``=`` or ``:``, and a value: quoted (``"…"`` or ``'…'``, anything but a quote, a backslash or
-a line break), or bare — then 4 or more characters without white space, quotes or brackets,
-holding a digit or one of ``! # $ % * + ? @ ^ ~ |``, ended by white space, punctuation or the
-end (``password: hunter2!`` is one, ``password: required`` and ``password = get_password()``
-are not)."""
+"""What an assignment's name ends with (any case, ``-`` or ``_`` or nothing between the words):
+``DB_PASSWORD=…``, ``client-secret: …``, ``apiKey = "…"``. An assignment is the name, ``=`` or
+``:``, and a value: quoted (``"…"`` or ``'…'``, anything but a quote, a backslash or a line break),
+or bare — then 4 or more characters without white space, quotes or brackets, holding a digit or one
+of ``! # $ % * + ? @ ^ ~ |``, ended by white space, punctuation or the end (``password: hunter2!``
+is one, ``password: required`` and ``password = get_password()`` are not)."""
 
 _NAME = r"(?P<name>[A-Za-z0-9_.-]+)"
 """A named shape's name: the whole word its match starts with (the word must end with one of

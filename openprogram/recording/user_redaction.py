@@ -11,12 +11,11 @@ what only they know is private — customer ids, internal host names, a house to
   replaced (``redact=`` of :func:`openprogram.record_replay`, or :func:`register_redactor` for
   the whole process; ``recordings scan --redactor module:attr`` loads one by name).
 
-:class:`UserRedaction` holds both, and a :class:`~openprogram.recording.redaction.
-SecretRedactor` given one applies it to every string it redacts, after the built-in rules:
-every value written to a recording, and both sides of every comparison replay makes. A
-function must therefore be deterministic and leave its own output as it is
-(``f(f(text)) == f(text)``); like a pattern, it sees model output and the JSON text of tool
-calls' arguments too.
+:class:`UserRedaction` holds both, and a :class:`~openprogram.recording.redaction. SecretRedactor`
+given one applies it to every string it redacts, after the built-in rules: every value written to a
+recording, and both sides of every comparison replay makes. A function must therefore be
+deterministic and leave its own output as it is (``f(f(text)) == f(text)``); like a pattern, it sees
+model output and the JSON text of tool calls' arguments too.
 
 **The fingerprint** (:attr:`UserRedaction.fingerprint`, stored in a new recording's header as
 ``redaction_fingerprint``) is ``sha256:`` and 16 hex digits of the canonical JSON of the
@@ -201,11 +200,10 @@ _registered_lock = threading.Lock()
 def register_redactor(function: Redactor | None, *, name: str | None = None) -> None:
     """Make ``function`` the process's redaction function (None: no function any more).
 
-    It applies to every recording started after this call by :func:`openprogram.
-    record_replay` and the configured record/replay mode, and by whatever asks
-    :func:`user_redaction_in_effect`, in addition to their patterns and any ``redact=``
-    function given to them. Register it before recording starts (at import, in a
-    ``conftest.py``). ``name`` is what the fingerprint names it by
+    It applies to every recording started after this call by :func:`openprogram. record_replay` and
+    the configured record/replay mode, and by whatever asks :func:`user_redaction_in_effect`, in
+    addition to their patterns and any ``redact=`` function given to them. Register it before
+    recording starts (at import, in a ``conftest.py``). ``name`` is what the fingerprint names it by
     (default ``module:qualname``): change it when the function's rules change."""
     global _registered
     with _registered_lock:

@@ -8,13 +8,12 @@ server signs, its per-run fields — is stated by that API's module in
 :mod:`openprogram.vendors` as a :class:`WireRules`; the core never imports that package.
 
 **Handed down once, for the process.** Every path that writes a recording (the boundaries,
-``serve``, ``exec``, the configured mode, the pytest plugin, an import, a rewrite) must
-redact by the same rules, and a rule passed to each writer could be forgotten on one path.
-So the core asks openprogram's package (``openprogram/__init__.py``, which every import of
-any part of openprogram runs first) for them when it first needs them, and keeps them; a
-test may hand down others (:func:`hand_down`). The core has no default of its own:
-:func:`wire_rules` raises when there is no supplier, so no path can redact or compare with
-fewer rules without failing."""
+``serve``, ``exec``, the configured mode, the pytest plugin, an import, a rewrite) must redact by
+the same rules, and a rule passed to each writer could be forgotten on one path. So the core asks
+openprogram's package (``openprogram/__init__.py``, which every import of any part of openprogram
+runs first) for them when it first needs them, and keeps them; a test may hand down others
+(:func:`hand_down`). The core has no default of its own: :func:`wire_rules` raises when there is no
+supplier, so no path can redact or compare with fewer rules without failing."""
 
 from __future__ import annotations
 

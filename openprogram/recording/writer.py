@@ -209,9 +209,8 @@ class RecordingWriter:
         """Append one row as one whole line (to ``file``, the one its call started in);
         returns the line.
 
-        Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing
-        nothing, for a row holding a value a recording cannot hold (``checked``: the caller
-        already made sure)."""
+        Raises :class:`~openprogram.recording.format.UnrecordableValueError`, writing nothing, for a
+        row holding a value a recording cannot hold (``checked``: the caller already made sure)."""
         line = encode_recordable_row(str(self.path), row, checked=checked)
         with self._lock:
             if file is None or not file.usable:

@@ -9,13 +9,12 @@ exec says in one line that replay is enforced for Python only there. Under recor
 command is isolated only when asked: recording needs the network.
 
 **What is bridged** (:func:`bridged_endpoints`): each ``allowed_hosts`` and
-``http_passthrough_hosts`` entry of the plan, and the recording proxy's port when the
-command runs through it. An entry with a port (``127.0.0.1:5432``, ``db.internal:5432``)
-is that endpoint. A bare loopback host (``localhost``, ``127.0.0.1``, ``::1``) stands for
-every TCP port listening at start on that address or on every address (read from
-``/proc/net/tcp`` and ``/proc/net/tcp6``): a service started later, or on another port,
-must be listed with its port. A bare host that is not loopback stands for its web ports,
-443 and 80. Nothing else gets out of the namespace.
+``http_passthrough_hosts`` entry of the plan, and the recording proxy's port when the command runs
+through it. An entry with a port (``127.0.0.1:5432``, ``db.internal:5432``) is that endpoint. A bare
+loopback host (``localhost``, ``127.0.0.1``, ``::1``) stands for every TCP port listening at start
+on that address or on every address (read from ``/proc/net/tcp`` and ``/proc/net/tcp6``): a service
+started later, or on another port, must be listed with its port. A bare host that is not loopback
+stands for its web ports, 443 and 80. Nothing else gets out of the namespace.
 
 **When it is known** (:func:`probe_early`): whether a namespace can be made here is asked
 once per process by running the bridge (tens of milliseconds); exec asks in a thread as it

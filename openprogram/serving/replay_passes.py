@@ -18,10 +18,9 @@ A new pass begins at a request's arrival when
   calls never requested are reported when the server stops — and a new pass serves the
   request.
 
-Any other request is the current pass's: served, or that pass's mismatch. A request that
-equals a call the current pass has not served yet is always served there, so a recording
-whose first request is made again later in the same run (the same question asked twice)
-replays as one pass.
+Any other request is the current pass's: served, or that pass's mismatch. A request that equals a
+call the current pass has not served yet is always served there, so a recording whose first request
+is made again later in the same run (the same question asked twice) replays as one pass.
 
 Passes follow one another: the server decides on its one event loop, before the request is
 paired, so two requests never both begin one; but runs that overlap (two programs at once

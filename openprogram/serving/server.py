@@ -9,10 +9,9 @@ request is forwarded and the response relayed to the client as its bytes arrive,
 written to the recording before it is passed on; under replay it is answered from the
 recording and no upstream connection is opened.
 
-What the client is answered when it is not the upstream's answer — always a JSON error body
-in the vendor's own shape, so the SDK shows its message, with ``x-should-retry: false`` where
-no retry can help (the SDKs honour it before their status rules) and the kind in
-``x-openprogram-error``:
+What the client is answered when it is not the upstream's answer — always a JSON error body in the
+vendor's own shape, so the SDK shows its message, with ``x-should-retry: false`` where no retry can
+help (the SDKs honour it before their status rules) and the kind in ``x-openprogram-error``:
 
 ====  =========================================  ==============================================
 412   ``openprogram_replay_mismatch``            the two-line report of the first difference

@@ -14,16 +14,14 @@ every later call into a difference:
    their requests differ at is reported; a call with no such counterpart is reported alone.
 
 Tape entries are compared after the calls, each tape as a multiset of its entries
-(:mod:`~openprogram.store.comparison`), the results of the clock and random draws
-left out.
+(:mod:`~openprogram.store.comparison`), the results of the clock and random draws left out.
 
-The differences come in that order: the unpaired calls (A's, then B's left over), then the
-paired calls whose replies differ, then the tape entries, one difference each: for a call,
-the first event that differs (at the field inside it), or how the call ended. Requests are
-walked as replay walks them (the boundary first, then the sections of the boundary in
-order), with the non-deterministic fields skipped, an HTTP call's URL without a loopback
-server's port, and an absent key equal to an explicit null, so two recordings have no
-difference exactly when their transcript hashes are equal.
+The differences come in that order: the unpaired calls (A's, then B's left over), then the paired
+calls whose replies differ, then the tape entries, one difference each: for a call, the first event
+that differs (at the field inside it), or how the call ended. Requests are walked as replay walks
+them (the boundary first, then the sections of the boundary in order), with the non-deterministic
+fields skipped, an HTTP call's URL without a loopback server's port, and an absent key equal to an
+explicit null, so two recordings have no difference exactly when their transcript hashes are equal.
 
 How the tape entries of two recordings differ: the tape part of ``recordings diff``.
 

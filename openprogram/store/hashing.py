@@ -5,21 +5,19 @@ cannot carry faithfully — NaN and infinities (orjson alone would write them as
 non-string keys, integers beyond 64 bits, and any non-JSON type (tuples, sets, bytes,
 dates) — with :class:`CanonicalJSONError` naming where the value sits.
 
-The *transcript hash* is a SHA-256 over a recording's calls — each request, each event and
-how the call ended — in any order: each call has its own digest, and the hash is taken over
-the digests sorted, so two runs of a concurrent session whose calls interleaved differently
-hash alike. It leaves out the header and the non-deterministic fields
-(:mod:`openprogram.recording.call_digest`: ``timestamp`` at any depth in a provider
-call; in an HTTP call the response headers and the per-run ids a server sets anew each
-time, and each id a server made up compared by where it comes from, inside a later request's
-text too). Entries whose value is ``null`` are left out too, since replay treats an absent key
-and an explicit null as equal: two recordings have the same hash exactly when
-``openprogram recordings diff`` finds no difference between them. Two recordings of the same
-session made at different times, on different machines, hash alike; any change to a request
-or an event changes the hash. An HTTP call's request line also names its boundary. The hash
-is versioned (:data:`TRANSCRIPT_HASH_VERSION`): a hash printed by an earlier version (1
-hashed the calls in recorded order, 2 no tape entries) differs from the same recording's hash
-today.
+The *transcript hash* is a SHA-256 over a recording's calls — each request, each event and how the
+call ended — in any order: each call has its own digest, and the hash is taken over the digests
+sorted, so two runs of a concurrent session whose calls interleaved differently hash alike. It
+leaves out the header and the non-deterministic fields (:mod:`openprogram.recording.call_digest`:
+``timestamp`` at any depth in a provider call; in an HTTP call the response headers and the per-run
+ids a server sets anew each time, and each id a server made up compared by where it comes from,
+inside a later request's text too). Entries whose value is ``null`` are left out too, since replay
+treats an absent key and an explicit null as equal: two recordings have the same hash exactly when
+``openprogram recordings diff`` finds no difference between them. Two recordings of the same session
+made at different times, on different machines, hash alike; any change to a request or an event
+changes the hash. An HTTP call's request line also names its boundary. The hash is versioned
+(:data:`TRANSCRIPT_HASH_VERSION`): a hash printed by an earlier version (1 hashed the calls in
+recorded order, 2 no tape entries) differs from the same recording's hash today.
 
 The recording's tape entries (taped functions, agent tools, the clock and randomness) are
 hashed as calls are, each with a digest of its own in the same sorted list — so each tape

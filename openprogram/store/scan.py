@@ -13,15 +13,14 @@ gave) are redacted as the tapes write them — arguments as configuration, resul
 messages as content — and reported as ``file:line: tape NAME[i], field PATH: kind``.
 
 With ``fix=True`` the recording is rewritten through
-:func:`~openprogram.recording.rewriting.rewrite_recording` (atomically, refused if another
-writer appended meanwhile) with every finding replaced: each row as the recorder would write
-it now, and each streamed block's pieces holding the block's redacted text (a credential cut
-across deltas: the placeholder in the piece where it started, the rest of it gone from the
-pieces after; :func:`respread`: what did not change stays in the piece it was in, so the
-pieces still make exactly the redacted text). The header then says ``redaction_version`` of
-today and, when a user redaction was used, its ``redaction_fingerprint``. Only rules replay
-applies are used — it redacts both sides of every comparison with them — so a fixed
-recording still replays (with the same user redaction).
+:func:`~openprogram.recording.rewriting.rewrite_recording` (atomically, refused if another writer
+appended meanwhile) with every finding replaced: each row as the recorder would write it now, and
+each streamed block's pieces holding the block's redacted text (a credential cut across deltas: the
+placeholder in the piece where it started, the rest of it gone from the pieces after;
+:func:`respread`: what did not change stays in the piece it was in, so the pieces still make exactly
+the redacted text). The header then says ``redaction_version`` of today and, when a user redaction
+was used, its ``redaction_fingerprint``. Only rules replay applies are used — it redacts both sides
+of every comparison with them — so a fixed recording still replays (with the same user redaction).
 
 A finding names a field by the path of its *redacted* form, so nothing printed holds the
 secret. Kinds: the token shapes' (``github-token``, ``jwt``, … see
@@ -123,8 +122,7 @@ class RecordingScan:
 
 @dataclass
 class ScanReport:
-    """The scan of several recordings: what was found (and replaced), what could not be
-    read."""
+    """The scan of several recordings: what was found (and replaced), what could not be read."""
 
     scanned: list[Path]
     findings: list[Finding] = field(default_factory=list)
@@ -210,12 +208,11 @@ def scan_recording(
 
 
 def scan_targets(arguments: list[str], *, cwd: Path, store: Path) -> list[Path]:
-    """The recordings to scan: each argument a recording file, a folder (every ``*.jsonl``
-    under it, at any depth, hidden ones left out) or a recording name in the store; none:
-    every recording under ``tests/recordings`` of ``cwd`` when that folder exists (named
-    relative to ``cwd``), else in the store. Files and folders keep the spelling they were
-    given, so findings name them as the user (or pre-commit) did. Raises
-    ``RecordingNameError`` for an invalid name."""
+    """The recordings to scan: each argument a recording file, a folder (every ``*.jsonl`` under it,
+    at any depth, hidden ones left out) or a recording name in the store; none: every recording
+    under ``tests/recordings`` of ``cwd`` when that folder exists (named relative to ``cwd``), else
+    in the store. Files and folders keep the spelling they were given, so findings name them as the
+    user (or pre-commit) did. Raises ``RecordingNameError`` for an invalid name."""
     if not arguments:
         folder = cwd / DEFAULT_FOLDER
         if folder.is_dir():

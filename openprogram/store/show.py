@@ -2,12 +2,11 @@
 
 A :class:`CallView` holds the model, the new input message (the last message of the request's
 context), the streamed reply and thinking text, the tool calls with their arguments, the stop
-reason, usage and outcome. This module builds data only; the CLI renders it. It reads the
-recording as replay does (``read_recording(..., validate_events=True)``): an event replay
-would refuse — a ``content_index`` that is not a whole number, a delta that is not text — is
-refused here too, naming the line, instead of being shown wrongly. The views are built from
-the validated events, so every field has the type replay gives it; event fields it does not
-know are ignored.
+reason, usage and outcome. This module builds data only; the CLI renders it. It reads the recording
+as replay does (``read_recording(..., validate_events=True)``): an event replay would refuse — a
+``content_index`` that is not a whole number, a delta that is not text — is refused here too, naming
+the line, instead of being shown wrongly. The views are built from the validated events, so every
+field has the type replay gives it; event fields it does not know are ignored.
 
 An HTTP call's view (:mod:`openprogram.vendors`) adds its exchange — method,
 URL, status, the body's kind, events and size — and, for the model APIs it knows, fills the
@@ -176,8 +175,7 @@ class RecordingView:
 def view_of(
     recording: Recording, path: str | os.PathLike[str], *, call: int | None = None
 ) -> RecordingView:
-    """The recording read from ``path`` with its hash, and its calls (or only call
-    ``call``)."""
+    """The recording read from ``path`` with its hash, and its calls (or only call ``call``)."""
     return RecordingView(
         Path(path),
         transcript_hash(recording),

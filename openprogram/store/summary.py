@@ -1,30 +1,28 @@
 """What ``openprogram recordings list`` shows about each recording.
 
 :func:`summarize_recording` reads a file once. When the digests its writer stored in each
-``call_end`` vouch for every call (:mod:`~openprogram.store.summary`: each
-call's rows lie together and hash to what the writer wrote), only the header, the requests
-and the call ends are parsed; otherwise the strict reader parses it all (events left as
-plain rows). Either way a summary says exactly what replay would find: the calls (and how
-many of them are HTTP calls), events, tape entries and models (an HTTP call's is its host
-and the ``model`` its JSON body names: ``api.openai.com:gpt-4o-mini``), whether a call was
-cut short, and the transcript hash. A bad file gives ``valid=False`` and a one-line
-``problem``, never an error.
+``call_end`` vouch for every call (:mod:`~openprogram.store.summary`: each call's rows lie together
+and hash to what the writer wrote), only the header, the requests and the call ends are parsed;
+otherwise the strict reader parses it all (events left as plain rows). Either way a summary says
+exactly what replay would find: the calls (and how many of them are HTTP calls), events, tape
+entries and models (an HTTP call's is its host and the ``model`` its JSON body names:
+``api.openai.com:gpt-4o-mini``), whether a call was cut short, and the transcript hash. A bad file
+gives ``valid=False`` and a one-line ``problem``, never an error.
 
 :func:`~openprogram.store.summary_cache.summarize_store` summarizes a whole store and
 keeps the summaries in a cache, so a file is parsed again only when it changes.
 
 A recording's summary from the digests its writer stored, without parsing its events.
 
-Every ``call_end`` a writer writes holds the call's digest and the SHA-256 of the call's
-rows as written (``{"version", "call", "rows"}``: :class:`~openprogram.recording.call_digest.
-CallDigest`). When each call's rows lie together — its request line, its event lines, then
-its ``call_end`` — the bytes before the ``call_end`` can be hashed as they are, with the
-call's ending and digest, and compared with ``rows``: equal, they are exactly the rows the
-writer wrote and digested, so the transcript hash can be taken over the stored digests, and
-only the header, the request rows (small: they store what a request adds), the
-``call_end`` rows and the tape rows (whole lines between calls, hashed as the transcript hash
-hashes them) are parsed. The cost of a summary is then the cost of reading the bytes
-and hashing them.
+Every ``call_end`` a writer writes holds the call's digest and the SHA-256 of the call's rows as
+written (``{"version", "call", "rows"}``: :class:`~openprogram.recording.call_digest. CallDigest`).
+When each call's rows lie together — its request line, its event lines, then its ``call_end`` — the
+bytes before the ``call_end`` can be hashed as they are, with the call's ending and digest, and
+compared with ``rows``: equal, they are exactly the rows the writer wrote and digested, so the
+transcript hash can be taken over the stored digests, and only the header, the request rows (small:
+they store what a request adds), the ``call_end`` rows and the tape rows (whole lines between calls,
+hashed as the transcript hash hashes them) are parsed. The cost of a summary is then the cost of
+reading the bytes and hashing them.
 
 :func:`summary_from_digests` returns None, and the caller parses the file with the strict
 reader, at the first thing that is not so: a digest missing, of another hash version or not
@@ -242,8 +240,7 @@ class RecordingSummary:
     transcript_hash: str | None = None
     """The SHA-256 transcript hash (see :mod:`openprogram.store.hashing`), if valid."""
     http_calls: int = 0
-    """How many of ``calls`` were made at the HTTP boundary (the rest at the provider
-    registry)."""
+    """How many of ``calls`` were made at the HTTP boundary (the rest at the provider registry)."""
     tape_entries: int = 0
     """How many tape entries (calls of taped functions and agent tools) the recording holds,
     besides its calls."""
@@ -420,11 +417,10 @@ def model_label(model: dict[str, Any]) -> str:
 
 
 def call_label(call: RecordedCall) -> str:
-    """What a call asked for, in a few characters: ``api:model-id`` for a provider call;
-    for an HTTP call ``host:model`` when its JSON body names a ``model``
-    (``api.openai.com:gpt-4o-mini``) or its path does, as Gemini's and Bedrock's do
-    (``…/models/gemini-2.5-flash:generateContent``, ``…/model/<id>/converse``), else
-    ``METHOD host/path``."""
+    """What a call asked for, in a few characters: ``api:model-id`` for a provider call; for an HTTP
+    call ``host:model`` when its JSON body names a ``model`` (``api.openai.com:gpt-4o-mini``) or its
+    path does, as Gemini's and Bedrock's do (``…/models/gemini-2.5-flash:generateContent``,
+    ``…/model/<id>/converse``), else ``METHOD host/path``."""
     if call.boundary != "http":
         return model_label(call.request["model"])
     try:

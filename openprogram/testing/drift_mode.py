@@ -1,28 +1,26 @@
 """``--openprogram-record-mode=drift``: a test replays as in ``none``, then its calls are sent
 live and each live answer is compared with the recorded one.
 
-The code under test is served the *recorded* answers (so the test stays as deterministic as
-its replay), and a test that fails or mismatches under replay fails exactly as in ``none``.
-Once its body passed and left nothing unconsumed, :func:`check_test_drift` sends the calls it
-was served — every call of its recording, since replay fails a test that leaves one unmade —
-with :func:`openprogram.drift.check.check_drift`, and keeps the report on the session (the
-suite summary and the JSON report show it). The plugin fails the test, in its call phase,
-when a call drifted by the run's ``--openprogram-drift-fail-on`` class or worse, or got no
-answer (:func:`drift_failure`).
+The code under test is served the *recorded* answers (so the test stays as deterministic as its
+replay), and a test that fails or mismatches under replay fails exactly as in ``none``. Once its
+body passed and left nothing unconsumed, :func:`check_test_drift` sends the calls it was served —
+every call of its recording, since replay fails a test that leaves one unmade — with
+:func:`openprogram.drift.check.check_drift`, and keeps the report on the session (the suite summary
+and the JSON report show it). The plugin fails the test, in its call phase, when a call drifted by
+the run's ``--openprogram-drift-fail-on`` class or worse, or got no answer (:func:`drift_failure`).
 
-Where the calls are sent from: the test's replay is left for the check and entered again
-after it (:meth:`~openprogram.testing.session_lifecycle.RecordingSession.suspended`), so the
-connection guard of replay does not refuse the sends, and the fixtures' teardowns still
-replay; the network block (``--openprogram-block-network``) lets the check reach the hosts of
-the calls it sends, and the proxies the environment names, nothing else. The keys: the
-replay's placeholder keys are unset while the check runs, and the check reads the vendors'
-keys from the environment without them, so a placeholder is never sent — a vendor with no
-real key has its calls skipped (``no openai key: set OPENAI_API_KEY``), never sent
-unauthenticated. Where the keys go: a call is sent only to an origin trusted for its vendor
-(:mod:`openprogram.drift.origins`) — the vendor's official API, an origin
-``--openprogram-drift-base-url`` names, or a configured ``providers.<api>.base_url`` — and
-a call recorded to any other, loopback included, is skipped with the option that would
-trust it; nothing is sent to it.
+Where the calls are sent from: the test's replay is left for the check and entered again after it
+(:meth:`~openprogram.testing.session_lifecycle.RecordingSession.suspended`), so the connection guard
+of replay does not refuse the sends, and the fixtures' teardowns still replay; the network block
+(``--openprogram-block-network``) lets the check reach the hosts of the calls it sends, and the
+proxies the environment names, nothing else. The keys: the replay's placeholder keys are unset while
+the check runs, and the check reads the vendors' keys from the environment without them, so a
+placeholder is never sent — a vendor with no real key has its calls skipped
+(``no openai key: set OPENAI_API_KEY``), never sent unauthenticated. Where the keys go: a call is
+sent only to an origin trusted for its vendor (:mod:`openprogram.drift.origins`) — the vendor's
+official API, an origin ``--openprogram-drift-base-url`` names, or a configured
+``providers.<api>.base_url`` — and a call recorded to any other, loopback included, is skipped with
+the option that would trust it; nothing is sent to it.
 
 Spend is bounded by ``--openprogram-drift-max-calls``: a :class:`DriftBudget` per run (per
 pytest-xdist worker, each a run of its own) counts the calls sent; a call over it is

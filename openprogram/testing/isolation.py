@@ -12,15 +12,14 @@ are started inside and inherit it), and nothing else has a route out: a C extens
 **What is bridged in** (reachable from inside through a relay openprogram runs outside, which
 connects to nothing else): each ``--openprogram-allowed-hosts`` / ``openprogram_allowed_hosts``
 entry and each ``openprogram_http_passthrough_hosts`` entry, read as ``exec`` reads its
-``allowed_hosts`` (``host:port`` is that endpoint; a bare loopback host, every port listening
-on it when the run starts; a bare name, its ports 443 and 80); and when the run's record
-mode records or calls live (``once``, ``new_episodes``, ``all``, ``rewrite``, ``live``,
-``drift``), each vendor's API: where its base URL variable points
-(``OPENAI_BASE_URL=http://127.0.0.1:8000/v1``…), or its official API (``api.openai.com:443``,
-``api.anthropic.com:443``, ``generativelanguage.googleapis.com:443``). A bridged name
-resolves inside, to an address of the bridge's own. A marker's or ``openprogram_config``'s
-own ``allowed_hosts`` are per test, known only once the session runs inside: they are not
-bridged.
+``allowed_hosts`` (``host:port`` is that endpoint; a bare loopback host, every port listening on it
+when the run starts; a bare name, its ports 443 and 80); and when the run's record mode records or
+calls live (``once``, ``new_episodes``, ``all``, ``rewrite``, ``live``, ``drift``), each vendor's
+API: where its base URL variable points (``OPENAI_BASE_URL=http://127.0.0.1:8000/v1``…), or its
+official API (``api.openai.com:443``, ``api.anthropic.com:443``,
+``generativelanguage.googleapis.com:443``). A bridged name resolves inside, to an address of the
+bridge's own. A marker's or ``openprogram_config``'s own ``allowed_hosts`` are per test, known only
+once the session runs inside: they are not bridged.
 
 **What was stopped** — every connection the namespace refused (a TCP connection to an address
 and port nothing inside listens on, a datagram, a name lookup) — is printed when the run

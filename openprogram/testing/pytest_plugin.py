@@ -4,15 +4,14 @@ Registered under the ``pytest11`` entry point (name ``openprogram``; ``-p no:ope
 turns it off). It is inert for a test that does not request the fixture: importing it loads
 no provider, and its hooks return at once for such a test.
 
-Its options and markers — the record mode, recording on CI, the network block, the JSON
-report, the recordings folder and the settings a test records and replays with — are declared
-and read in :mod:`~openprogram.testing.plugin_options`; where a test's recording lives, and
-how the plugin names it and the test, in :mod:`~openprogram.testing.recording_paths`. This module
-holds the hooks: ``pytest_addoption``; ``pytest_configure`` and ``pytest_unconfigure``
-(placeholder API keys, the network block, the summary plugin of
-:mod:`~openprogram.testing.summary_plugin`); the ``openprogram_config`` and
-``openprogram_recording`` fixtures; and the wrappers around each test's protocol, setup,
-call and teardown.
+Its options and markers — the record mode, recording on CI, the network block, the JSON report, the
+recordings folder and the settings a test records and replays with — are declared and read in
+:mod:`~openprogram.testing.plugin_options`; where a test's recording lives, and how the plugin names
+it and the test, in :mod:`~openprogram.testing.recording_paths`. This module holds the hooks:
+``pytest_addoption``; ``pytest_configure`` and ``pytest_unconfigure`` (placeholder API keys, the
+network block, the summary plugin of :mod:`~openprogram.testing.summary_plugin`); the
+``openprogram_config`` and ``openprogram_recording`` fixtures; and the wrappers around each test's
+protocol, setup, call and teardown.
 
 The fixture covers both boundaries: the provider registry and every httpx / httpx2 client
 (so the official ``openai`` and ``anthropic`` SDKs), in every thread of the process. When
@@ -20,14 +19,13 @@ the record mode replays (``none``, ``drift``), ``OPENAI_API_KEY`` and ``ANTHROPI
 are set to a placeholder at start-up when unset, so SDK clients built when a test module is
 imported build without a key (drift's own sends never read the placeholders).
 
-A test fails when replay mismatches (the :class:`ReplayMismatch` is an ``AssertionError``;
-at the HTTP boundary it leaves the SDK inside a ``RecordReplayEscape``, which the test's
-failure shows as the mismatch it carries), and also — right after its body returns — when
-the code under test caught a mismatch and carried on (even with ``except BaseException``),
-or left recorded calls unmade (or tape entries unread). A test that fails while recording
-keeps the previous recording. In ``drift`` mode a test that passed against its recording then
-has its calls sent live (:mod:`~openprogram.testing.drift_mode`), still in its call phase,
-and fails on their drift."""
+A test fails when replay mismatches (the :class:`ReplayMismatch` is an ``AssertionError``; at the
+HTTP boundary it leaves the SDK inside a ``RecordReplayEscape``, which the test's failure shows as
+the mismatch it carries), and also — right after its body returns — when the code under test caught
+a mismatch and carried on (even with ``except BaseException``), or left recorded calls unmade (or
+tape entries unread). A test that fails while recording keeps the previous recording. In ``drift``
+mode a test that passed against its recording then has its calls sent live
+(:mod:`~openprogram.testing.drift_mode`), still in its call phase, and fails on their drift."""
 
 from __future__ import annotations
 

@@ -3,20 +3,19 @@
 :func:`~openprogram.testing.recording_session.open_recording_session` decides which kind of
 session a test gets; this module is what the session then does while the test runs and after.
 
-:meth:`RecordingSession.installed` installs record, replay or both on both boundaries — the
-provider registry (a process-wide registry scope of its own, so it overrides whatever mode
-the user's configuration set, and the registry is exactly as before once the test ends) and
-every httpx / httpx2 client (the official SDKs stand on them) — for every thread and task
-of the process while the test runs: its body, the fixtures it uses, the asyncio tasks they
-start, and threads and executor workers too. Record wraps every registered api in a
-``RecordingProvider`` and records every HTTP exchange, all into the test's one file; replay
-answers every api, registered or not, with one ``ReplayProvider`` and every HTTP request
-from the same replay session, each request paired with a recorded call by the session's
-matching (by content unless the test asks for ``order``). Under replay ``OPENAI_API_KEY`` and
-``ANTHROPIC_API_KEY`` are set to a placeholder while the test runs, when unset; a test that
-calls live never sends the placeholder (it is unset while the test runs). Taped functions and
-agent tools (``openprogram.tape_boundary``) record into the same file and replay from the same
-session; under ``new_episodes`` they run live and their entries are recorded afresh.
+:meth:`RecordingSession.installed` installs record, replay or both on both boundaries — the provider
+registry (a process-wide registry scope of its own, so it overrides whatever mode the user's
+configuration set, and the registry is exactly as before once the test ends) and every httpx /
+httpx2 client (the official SDKs stand on them) — for every thread and task of the process while the
+test runs: its body, the fixtures it uses, the asyncio tasks they start, and threads and executor
+workers too. Record wraps every registered api in a ``RecordingProvider`` and records every HTTP
+exchange, all into the test's one file; replay answers every api, registered or not, with one
+``ReplayProvider`` and every HTTP request from the same replay session, each request paired with a
+recorded call by the session's matching (by content unless the test asks for ``order``). Under
+replay ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` are set to a placeholder while the test runs,
+when unset; a test that calls live never sends the placeholder (it is unset while the test runs).
+Taped functions and agent tools (``openprogram.tape_boundary``) record into the same file and replay
+from the same session; under ``new_episodes`` they run live and their entries are recorded afresh.
 
 In ``drift`` mode, :meth:`RecordingSession.suspended` leaves the replay for the check of the
 live answers once the body has passed, and enters it again on the same replay session, so the

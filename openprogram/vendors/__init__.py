@@ -1,13 +1,12 @@
 """What the store knows of each model API, one object per API, registered in one tuple.
 
-A :class:`VendorApi` knows one API: its name, whether a call was made to it (from the
-request, else from the shape of the response), the reply it put back together, the pieces
-of text it streamed, the names of its usage counts, and its vendor's
-:class:`~openprogram.vendors.wire.Wire` (hosts, key, headers, route). :data:`VENDOR_APIS`
-lists them (:data:`VENDOR_WIRES` their vendors); a new API is one module here and one entry
-there. openprogram's own provider events are read the same way
-(:data:`~openprogram.vendors.openprogram_events.OPENPROGRAM_EVENTS`), so a recorded call of
-either boundary is read through one :class:`EventReader`.
+A :class:`VendorApi` knows one API: its name, whether a call was made to it (from the request, else
+from the shape of the response), the reply it put back together, the pieces of text it streamed, the
+names of its usage counts, and its vendor's :class:`~openprogram.vendors.wire.Wire` (hosts, key,
+headers, route). :data:`VENDOR_APIS` lists them (:data:`VENDOR_WIRES` their vendors); a new API is
+one module here and one entry there. openprogram's own provider events are read the same way
+(:data:`~openprogram.vendors.openprogram_events.OPENPROGRAM_EVENTS`), so a recorded call of either
+boundary is read through one :class:`EventReader`.
 
     reply               the reply put back together, its tool calls, a streamed piece; the
                         readers of any JSON value
@@ -104,9 +103,8 @@ class EventReader(Protocol):
     """The usage field counting the tokens out."""
 
     def reply(self, body: object, datas: list[object], whole: object) -> HttpReply:
-        """The reply of a call: ``body`` its request body, ``datas`` its events' data (each
-        SSE event's, or each provider event row), ``whole`` its whole JSON body (None for a
-        stream)."""
+        """The reply of a call: ``body`` its request body, ``datas`` its events' data (each SSE
+        event's, or each provider event row), ``whole`` its whole JSON body (None for a stream)."""
         ...
 
     def streamed_pieces(

@@ -1,23 +1,20 @@
 """Anthropic's Messages API (``…/messages``), read from a recorded HTTP call.
 
-A call is one of it when its path ends in ``/messages`` and it sends an
-``anthropic-version`` header or goes to an Anthropic host, or, on a path no vendor claims,
-when its first SSE event's data is ``message_start`` or its whole body an assistant
-``message``.
+A call is one of it when its path ends in ``/messages`` and it sends an ``anthropic-version`` header
+or goes to an Anthropic host, or, on a path no vendor claims, when its first SSE event's data is
+``message_start`` or its whole body an assistant ``message``.
 
-The new input is the last of the request's ``messages`` — its text, ``[image]`` or
-``[document]`` for other blocks, a ``tool_result`` block shown with the name of the
-``tool_use`` it answers (found by its id among the earlier messages) — or the ``system``
-prompt when there is no message. A stream is read by :class:`MessagesStream`, the one
-reader of it (the built-in ``anthropic-messages`` provider streams its events from the same
-pieces), from its events: ``message_start`` (the usage so far), ``content_block_start`` and
-``content_block_delta`` by block ``index`` (``text_delta`` text, ``thinking_delta`` thinking,
-``signature_delta`` its signature, ``input_json_delta`` pieces of a tool call's input; a
-``tool_use`` block that gets no piece keeps the ``input`` it started with),
-``message_delta`` (the stop reason, and usage counts that replace the earlier ones) and
-``error`` (the server's own error in the stream). A whole message is read from its
-``content`` blocks, ``stop_reason`` and ``usage`` (``input_tokens`` / ``output_tokens``)
-(:func:`message_pieces`).
+The new input is the last of the request's ``messages`` — its text, ``[image]`` or ``[document]``
+for other blocks, a ``tool_result`` block shown with the name of the ``tool_use`` it answers (found
+by its id among the earlier messages) — or the ``system`` prompt when there is no message. A stream
+is read by :class:`MessagesStream`, the one reader of it (the built-in ``anthropic-messages``
+provider streams its events from the same pieces), from its events: ``message_start`` (the usage so
+far), ``content_block_start`` and ``content_block_delta`` by block ``index`` (``text_delta`` text,
+``thinking_delta`` thinking, ``signature_delta`` its signature, ``input_json_delta`` pieces of a
+tool call's input; a ``tool_use`` block that gets no piece keeps the ``input`` it started with),
+``message_delta`` (the stop reason, and usage counts that replace the earlier ones) and ``error``
+(the server's own error in the stream). A whole message is read from its ``content`` blocks,
+``stop_reason`` and ``usage`` (``input_tokens`` / ``output_tokens``) (:func:`message_pieces`).
 
 The streamed pieces of text are the ``content_block_delta`` events' ``text``, ``thinking``
 and ``partial_json``, by block ``index``."""
@@ -222,13 +219,12 @@ def message_tokens(usage: dict[str, Any]) -> Tokens:
 class MessagesStream:
     """One Messages stream, read event by event into pieces.
 
-    An event's kind is its data's ``type``, else the event's name; ``ping`` and kinds not
-    known are passed over, as the API's versioning policy asks. ``content_block_start`` starts
-    a text, thinking or tool block by its ``index`` (other kinds are started and read no
-    further); a delta or stop of a block never started is refused; ``message_delta`` gives the
-    stop reason and usage counts that replace the earlier ones (a count that is not a whole
-    number is passed over); ``message_stop`` ends the stream, and a stream that ends before
-    it is cut."""
+    An event's kind is its data's ``type``, else the event's name; ``ping`` and kinds not known are
+    passed over, as the API's versioning policy asks. ``content_block_start`` starts a text,
+    thinking or tool block by its ``index`` (other kinds are started and read no further); a delta
+    or stop of a block never started is refused; ``message_delta`` gives the stop reason and usage
+    counts that replace the earlier ones (a count that is not a whole number is passed over);
+    ``message_stop`` ends the stream, and a stream that ends before it is cut."""
 
     server_error = "the server sent an error"
 

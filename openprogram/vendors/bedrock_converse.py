@@ -7,16 +7,15 @@ an ``output.message``. The runtime's other model operations (``/model/<id>/invok
 ``…/invoke-with-response-stream``, ``…/count-tokens``) go to a model too, though the store
 does not read them.
 
-The new input is the last of the request's ``messages`` — its ``text`` blocks, a
-``toolResult`` shown with the name of the ``toolUse`` it answers, ``[image]`` or
-``[document]`` for other blocks — or the ``system`` prompt when there is none. A stream is read
-from its event-stream messages, each given here as ``{event type: payload}`` (as boto3 yields
-them): ``contentBlockStart`` (a ``toolUse``'s name), ``contentBlockDelta`` by
-``contentBlockIndex`` (``text``, ``reasoningContent.text``, or a piece of a ``toolUse``'s
-``input``), ``messageStop`` (the stop reason), ``metadata`` (the usage) and an exception
-message (its ``message``). A whole reply is read from ``output.message.content`` (``text``,
-``toolUse``, ``reasoningContent``), ``stopReason`` and ``usage`` (``inputTokens`` /
-``outputTokens``).
+The new input is the last of the request's ``messages`` — its ``text`` blocks, a ``toolResult``
+shown with the name of the ``toolUse`` it answers, ``[image]`` or ``[document]`` for other blocks —
+or the ``system`` prompt when there is none. A stream is read from its event-stream messages, each
+given here as ``{event type: payload}`` (as boto3 yields them): ``contentBlockStart`` (a
+``toolUse``'s name), ``contentBlockDelta`` by ``contentBlockIndex`` (``text``,
+``reasoningContent.text``, or a piece of a ``toolUse``'s ``input``), ``messageStop`` (the stop
+reason), ``metadata`` (the usage) and an exception message (its ``message``). A whole reply is read
+from ``output.message.content`` (``text``, ``toolUse``, ``reasoningContent``), ``stopReason`` and
+``usage`` (``inputTokens`` / ``outputTokens``).
 
 The streamed pieces of text are the ``contentBlockDelta`` events' ``text``, reasoning text and
 tool ``input``, by ``contentBlockIndex``; each lies at ``data.delta…`` in its row."""

@@ -1,24 +1,22 @@
 """Google's Gemini API (``…/models/{model}:generateContent`` and ``:streamGenerateContent``),
 read from a recorded HTTP call.
 
-A call is one of it when its path ends in ``:generateContent`` or ``:streamGenerateContent``
-(the Gemini Developer API's ``/v1beta/models/…`` and Vertex AI's
-``…/publishers/google/models/…`` alike), or, on a path no vendor claims, when its first SSE
-event's data or its whole body is a ``GenerateContentResponse``: ``candidates`` with a
-``modelVersion``, ``responseId`` or ``usageMetadata`` beside them. A model's
-``:embedContent``, ``:batchEmbedContents`` and ``:countTokens`` go to a model too, though
-the store does not read them.
+A call is one of it when its path ends in ``:generateContent`` or ``:streamGenerateContent`` (the
+Gemini Developer API's ``/v1beta/models/…`` and Vertex AI's ``…/publishers/google/models/…`` alike),
+or, on a path no vendor claims, when its first SSE event's data or its whole body is a
+``GenerateContentResponse``: ``candidates`` with a ``modelVersion``, ``responseId`` or
+``usageMetadata`` beside them. A model's ``:embedContent``, ``:batchEmbedContents`` and
+``:countTokens`` go to a model too, though the store does not read them.
 
-The new input is the last of the request's ``contents`` — its parts' text, a
-``functionCall`` as ``name(args)``, a ``functionResponse`` as ``name → response``,
-``[image]``, ``[audio]``, ``[video]`` or ``[file]`` for inline and file data — or the
-``systemInstruction`` when there is no content. Every ``GenerateContentResponse`` (each
-event of a stream, or the whole body) is read for candidate 0: a part's ``text`` is the
-reply, or the thinking when the part is a ``thought``; a ``functionCall`` part is a tool
-call, whole (``name`` and ``args``); ``finishReason`` is the stop reason — or the prompt
-feedback's ``blockReason`` when the prompt was refused — and ``usageMetadata`` the usage
-(``promptTokenCount`` / ``candidatesTokenCount``; each event's counts replace the earlier
-ones). An error body's ``error`` is shown as ``STATUS: message``.
+The new input is the last of the request's ``contents`` — its parts' text, a ``functionCall`` as
+``name(args)``, a ``functionResponse`` as ``name → response``, ``[image]``, ``[audio]``, ``[video]``
+or ``[file]`` for inline and file data — or the ``systemInstruction`` when there is no content.
+Every ``GenerateContentResponse`` (each event of a stream, or the whole body) is read for candidate
+0: a part's ``text`` is the reply, or the thinking when the part is a ``thought``; a
+``functionCall`` part is a tool call, whole (``name`` and ``args``); ``finishReason`` is the stop
+reason — or the prompt feedback's ``blockReason`` when the prompt was refused — and
+``usageMetadata`` the usage (``promptTokenCount`` / ``candidatesTokenCount``; each event's counts
+replace the earlier ones). An error body's ``error`` is shown as ``STATUS: message``.
 
 The streamed pieces of text are, for every candidate, each part's ``text``: the reply's
 pieces one block, the thought's another."""
@@ -80,8 +78,7 @@ _MEDIA = ("image", "audio", "video")
 
 
 class Gemini:
-    """Gemini's ``generateContent``, as :class:`~openprogram.vendors.VendorApi` reads
-    it."""
+    """Gemini's ``generateContent``, as :class:`~openprogram.vendors.VendorApi` reads it."""
 
     name = "gemini-generate-content"
     wire = GEMINI_WIRE
@@ -196,8 +193,7 @@ def _response(response: dict[str, Any], reply: HttpReply) -> None:
 
 
 def _error(body: dict[str, Any]) -> str | None:
-    """``STATUS: message`` of Google's error body (``{"error": {"code", "message",
-    "status"}}``)."""
+    """``STATUS: message`` of Google's error body (``{"error": {"code", "message", "status"}}``)."""
     error = as_dict(body.get("error"))
     message, status = as_str(error.get("message")), as_str(error.get("status"))
     if message is not None and status:

@@ -1,19 +1,17 @@
 """OpenAI's Responses API (``…/responses``), read from a recorded HTTP call.
 
-A call is one of it when its path ends in ``/responses``, or, on a path no vendor claims,
-when its first SSE event's data or its whole body is a ``response`` object or a
-``response.…`` event.
+A call is one of it when its path ends in ``/responses``, or, on a path no vendor claims, when its
+first SSE event's data or its whole body is a ``response`` object or a ``response.…`` event.
 
-The new input is the request's ``input`` (a string, or the last item of the list: a
-message, or a ``function_call_output`` shown with the name of its call). A stream is read
-from its events: ``response.output_text.delta`` and ``response.refusal.delta`` (text),
+The new input is the request's ``input`` (a string, or the last item of the list: a message, or a
+``function_call_output`` shown with the name of its call). A stream is read from its events:
+``response.output_text.delta`` and ``response.refusal.delta`` (text),
 ``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta`` (thinking),
 ``response.output_item.added`` (a function call's name) and
-``response.function_call_arguments.delta``/``.done`` (its arguments), and the response object
-of ``response.completed`` / ``.incomplete`` / ``.failed`` (usage — ``input_tokens`` /
-``output_tokens`` —, the stop reason: ``completed``, or why it is incomplete, and the
-error). A stream that carried no deltas, and a whole response, are read from the response's
-``output`` items.
+``response.function_call_arguments.delta``/``.done`` (its arguments), and the response object of
+``response.completed`` / ``.incomplete`` / ``.failed`` (usage — ``input_tokens`` / ``output_tokens``
+—, the stop reason: ``completed``, or why it is incomplete, and the error). A stream that carried no
+deltas, and a whole response, are read from the response's ``output`` items.
 
 The streamed pieces of text are the ``delta`` of the ``response.*.delta`` events, by output
 and content index (text, refusal, reasoning summary, reasoning), and of

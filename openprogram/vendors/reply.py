@@ -10,13 +10,12 @@ as an error. A :class:`Piece` is one streamed piece of text where it stands in t
 events, so that a block's pieces can be joined, redacted and put back. Each vendor's format is
 read in its own module of :mod:`openprogram.vendors`.
 
-A vendor whose stream openprogram's own providers read too (Chat Completions, Messages) has
-one :class:`StreamReader`: it turns each server-sent event's data, one at a time, into
-:data:`StreamPiece` values — a block started (text, thinking, or a tool call with its id and
-name), a piece of it, its end, the stop reason, the usage, the server's own error, the
-stream's end, what a strict reader refuses — from which both the store's :class:`HttpReply`
-(:func:`read_stream`) and the providers' events are built: the two never read one reply two
-ways."""
+A vendor whose stream openprogram's own providers read too (Chat Completions, Messages) has one
+:class:`StreamReader`: it turns each server-sent event's data, one at a time, into
+:data:`StreamPiece` values — a block started (text, thinking, or a tool call with its id and name),
+a piece of it, its end, the stop reason, the usage, the server's own error, the stream's end, what a
+strict reader refuses — from which both the store's :class:`HttpReply` (:func:`read_stream`) and the
+providers' events are built: the two never read one reply two ways."""
 
 from __future__ import annotations
 

@@ -3,14 +3,13 @@
 
 ``request`` puts one request on the wire and ``getresponse`` reads its one response, so one
 ``request`` is one captured exchange (``urlopen`` makes one per redirect hop). The patched
-``request`` drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow` up to
-the sending — recording sends the request for real, so a refused connection is raised by
-``request``, as it is live — and the patched ``getresponse`` drives it to its end, reading
-the live response or returning the replayed one
-(:mod:`~openprogram.http_boundary.clients.raw_http`). A recorded error with no response is
-raised by ``request``, or by ``getresponse`` when it is one of ``http.client``'s own
-(``RemoteDisconnected``), as live; the recording does not say which of the two raised any
-other, so a timeout waiting for the response's head is replayed by ``request``.
+``request`` drives the one :func:`~openprogram.http_boundary.exchange.exchange_flow` up to the
+sending — recording sends the request for real, so a refused connection is raised by ``request``, as
+it is live — and the patched ``getresponse`` drives it to its end, reading the live response or
+returning the replayed one (:mod:`~openprogram.http_boundary.clients.raw_http`). A recorded error
+with no response is raised by ``request``, or by ``getresponse`` when it is one of ``http.client``'s
+own (``RemoteDisconnected``), as live; the recording does not say which of the two raised any other,
+so a timeout waiting for the response's head is replayed by ``request``.
 
 A body cut short that ``http.client`` lets pass in silence (iteration simply ends; a chunked
 body without its last chunk) is recorded as ``IncompleteRead``, and replays as the same cut.

@@ -45,9 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["HttpxLibrary"]
 
 _EXCEPTION_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2"})
-"""Modules whose exception names are looked up in the client's library on replay: an error
-recorded with an httpx client replays with an httpx2 client as the httpx2 class of that
-name."""
+"""Modules whose exception names are looked up in the client's library on replay: an error recorded
+with an httpx client replays with an httpx2 client as the httpx2 class of that name."""
 _PATCH_MARK = "_openprogram_http_capture"
 _CLIENT_CLASSES = ("Client", "AsyncClient")
 

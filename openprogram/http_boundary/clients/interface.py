@@ -1,14 +1,13 @@
 """What the HTTP boundary needs of a client library, the shapes of the library objects it
 touches, and what every library's adapter reads the same way.
 
-:class:`ClientLibrary` is one library the boundary captures: the modules it hooks and how,
-how a captured request reads (as a :class:`CapturedRequest`), where it connects (a
-:class:`Destination`), how a response's head reads, how a response and a recorded error are
-built back in that library, and how a recorded response's body is teed. The other protocols
-describe the objects of an httpx-shaped library the boundary reads or calls, so none of them
-is ``Any`` on the seam. An adapter of another shape reads its library's request as a
-:class:`RequestView` (its headers a :class:`HeaderList`), and rebuilds a recorded error with
-:func:`rebuilt_error`."""
+:class:`ClientLibrary` is one library the boundary captures: the modules it hooks and how, how a
+captured request reads (as a :class:`CapturedRequest`), where it connects (a :class:`Destination`),
+how a response's head reads, how a response and a recorded error are built back in that library, and
+how a recorded response's body is teed. The other protocols describe the objects of an httpx-shaped
+library the boundary reads or calls, so none of them is ``Any`` on the seam. An adapter of another
+shape reads its library's request as a :class:`RequestView` (its headers a :class:`HeaderList`), and
+rebuilds a recorded error with :func:`rebuilt_error`."""
 
 from __future__ import annotations
 
@@ -156,8 +155,7 @@ class AsyncTransport(Protocol):
 
 
 HttpTransport: TypeAlias = SyncTransport | AsyncTransport
-"""The transport a client sends through: sync for a ``Client``, async for an
-``AsyncClient``."""
+"""The transport a client sends through: sync for a ``Client``, async for an ``AsyncClient``."""
 
 
 class ContentDecoder(Protocol):
@@ -169,11 +167,10 @@ class ContentDecoder(Protocol):
 
 
 class BodyRecorder(Protocol):
-    """What a teed response body reports to the recording: each chunk as it came off the
-    wire (``feed``), what ended the source (``ended_by``: True for the end of the body),
-    the client's close of the body (``closed``: the end of the body when all of it had
-    arrived, else an abandoned one), or a body read before it was teed, whole and decoded
-    (``complete``)."""
+    """What a teed response body reports to the recording: each chunk as it came off the wire
+    (``feed``), what ended the source (``ended_by``: True for the end of the body), the client's
+    close of the body (``closed``: the end of the body when all of it had arrived, else an abandoned
+    one), or a body read before it was teed, whole and decoded (``complete``)."""
 
     def feed(self, chunk: bytes) -> None: ...
     def ended_by(self, error: BaseException) -> bool: ...
@@ -300,9 +297,8 @@ def _text(value: object) -> str:
 
 
 class RequestView:
-    """A request of a library that is not httpx-shaped, as the exchange reads it: its
-    ``method``, ``url`` and ``headers``, and its whole body once :meth:`read` (or
-    :meth:`aread`) has read it."""
+    """A request of a library that is not httpx-shaped, as the exchange reads it: its ``method``,
+    ``url`` and ``headers``, and its whole body once :meth:`read` (or :meth:`aread`) has read it."""
 
     def __init__(
         self, method: str, url: HttpURL, headers: Iterable[tuple[str | bytes, str | bytes]]

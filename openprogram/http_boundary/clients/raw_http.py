@@ -2,11 +2,10 @@
 request goes (:class:`TargetURL`), its whole body (:func:`whole_body`), a replayed response
 (:func:`replayed_response`) and the tee of a live one (:class:`BodyTee`).
 
-urllib3 sends and reads with ``http.client``, so a replayed response of either library is
-an ``http.client.HTTPResponse`` parsed from the recorded status, headers and body, no
-connection made: framed by its ``content-length`` when it is served with one (a call that
-completed), else read as a chunked body, so that every recorded chunk reaches the client
-before a recorded error."""
+urllib3 sends and reads with ``http.client``, so a replayed response of either library is an
+``http.client.HTTPResponse`` parsed from the recorded status, headers and body, no connection made:
+framed by its ``content-length`` when it is served with one (a call that completed), else read as a
+chunked body, so that every recorded chunk reaches the client before a recorded error."""
 
 from __future__ import annotations
 

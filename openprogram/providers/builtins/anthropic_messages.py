@@ -1,17 +1,15 @@
 """``anthropic-messages``: the Anthropic Messages API, streaming.
 
-``POST {base_url}/v1/messages`` with ``stream: true`` and the headers ``x-api-key`` (when
-there is a key) and ``anthropic-version: 2023-06-01``. The request body is built in
-``anthropic_request``.
+``POST {base_url}/v1/messages`` with ``stream: true`` and the headers ``x-api-key`` (when there is a
+key) and ``anthropic-version: 2023-06-01``. The request body is built in ``anthropic_request``.
 
-The events are read by :class:`~openprogram.vendors.anthropic_messages.MessagesStream`, the
-reader ``show`` reads a recorded call with: text, thinking (its signature kept with it) and
-tool-use blocks by index (input that is not a JSON object is an ``error`` event naming the
-tool; blocks of other kinds, a server's own tools among them, are skipped), the stop reason
-(``max_tokens`` → length, ``tool_use`` → toolUse, a refusal → error, any other → stop), the
-usage (input, output, cache read and written), ``done`` at the message's stop, and the
-server's own error as an ``error`` event. Event types not known are ignored, as the API's
-versioning policy asks.
+The events are read by :class:`~openprogram.vendors.anthropic_messages.MessagesStream`, the reader
+``show`` reads a recorded call with: text, thinking (its signature kept with it) and tool-use blocks
+by index (input that is not a JSON object is an ``error`` event naming the tool; blocks of other
+kinds, a server's own tools among them, are skipped), the stop reason (``max_tokens`` → length,
+``tool_use`` → toolUse, a refusal → error, any other → stop), the usage (input, output, cache read
+and written), ``done`` at the message's stop, and the server's own error as an ``error`` event.
+Event types not known are ignored, as the API's versioning policy asks.
 
 The Anthropic Messages request body, built from our context and options.
 
@@ -26,12 +24,11 @@ Built in a fixed key order, so the same input always gives the same bytes. Conve
   ``is_error``; a text-only result is sent as a string, one with images as blocks;
 * tools are ``{name, description, input_schema}``, in order.
 
-Options: ``max_tokens`` (required by the API: ``options.max_tokens``, else
-``model.max_tokens``); ``temperature``; ``tool_choice`` (``auto``, ``none``, ``required`` →
-``any``, or a tool name); ``metadata["user_id"]`` → ``metadata.user_id`` (other metadata is
-not sent). For a ``model.reasoning`` model the ``reasoning`` level turns on extended
-thinking with a token budget (:data:`THINKING_BUDGETS`), which comes on top of
-``max_tokens`` so the answer keeps its room."""
+Options: ``max_tokens`` (required by the API: ``options.max_tokens``, else ``model.max_tokens``);
+``temperature``; ``tool_choice`` (``auto``, ``none``, ``required`` → ``any``, or a tool name);
+``metadata["user_id"]`` → ``metadata.user_id`` (other metadata is not sent). For a
+``model.reasoning`` model the ``reasoning`` level turns on extended thinking with a token budget
+(:data:`THINKING_BUDGETS`), which comes on top of ``max_tokens`` so the answer keeps its room."""
 
 from __future__ import annotations
 
@@ -174,8 +171,7 @@ def tool_choice(choice: str) -> dict[str, Any]:
 
 class AnthropicMessagesProvider(HttpVendorProvider):
     """The ``anthropic-messages`` api over httpx. Settings: ``base_url`` (default
-    ``https://api.anthropic.com``), ``api_key_env`` (default ``ANTHROPIC_API_KEY``),
-    ``timeout``."""
+    ``https://api.anthropic.com``), ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``timeout``."""
 
     api = "anthropic-messages"
     default_base_url = f"https://{ANTHROPIC_WIRE.hosts[0]}"

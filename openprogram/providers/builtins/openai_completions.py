@@ -1,19 +1,17 @@
 """``openai-completions``: OpenAI Chat Completions streaming, and every server that speaks it.
 
 ``POST {base_url}/chat/completions`` with ``stream: true`` and
-``stream_options: {include_usage: true}``; the reply is a stream of ``data:`` chunks ending
-with ``data: [DONE]``. Ollama (``http://localhost:11434/v1``), vLLM, llama.cpp and LM Studio
-serve the same format: point ``base_url`` at them. The request body is built in
-``openai_request``.
+``stream_options: {include_usage: true}``; the reply is a stream of ``data:`` chunks ending with
+``data: [DONE]``. Ollama (``http://localhost:11434/v1``), vLLM, llama.cpp and LM Studio serve the
+same format: point ``base_url`` at them. The request body is built in ``openai_request``.
 
-The chunks are read by :class:`~openprogram.vendors.openai_chat.ChatCompletionsStream`, the
-reader ``show`` reads a recorded call with (choice 0 only; openprogram asks for one): text and
-thinking blocks, tool calls whose id, name and arguments arrive in pieces (arguments that are
-not a JSON object end the stream with an ``error`` event naming the tool), the stop reason
-(``length`` → length, a tool call → toolUse, the content filter → error, any other → stop)
-and the usage (the prompt's cached tokens → cache_read, the rest → input). ``done`` comes at
-the stream's end after a stop reason; an end before one is an error, and so is the server's
-own error in a chunk.
+The chunks are read by :class:`~openprogram.vendors.openai_chat.ChatCompletionsStream`, the reader
+``show`` reads a recorded call with (choice 0 only; openprogram asks for one): text and thinking
+blocks, tool calls whose id, name and arguments arrive in pieces (arguments that are not a JSON
+object end the stream with an ``error`` event naming the tool), the stop reason (``length`` →
+length, a tool call → toolUse, the content filter → error, any other → stop) and the usage (the
+prompt's cached tokens → cache_read, the rest → input). ``done`` comes at the stream's end after a
+stop reason; an end before one is an error, and so is the server's own error in a chunk.
 
 The OpenAI Chat Completions request body, built from our context and options.
 

@@ -1,12 +1,11 @@
 """From a vendor's stream to our events: content blocks, their indexes, usage, the final reply.
 
-The vendor's own reader (:class:`~openprogram.vendors.reply.StreamReader`, the one the
-store's views read recorded calls with) turns each server-sent event into pieces, and a
-:class:`ReplyAssembler` turns the pieces into our events: it numbers blocks contiguously
-from 0 in the order they open — the index each has in the final message's ``content`` —
-emits the matching ``*_start`` / ``*_delta`` / ``*_end`` events, and builds the final (or,
-on failure, the partial) ``AssistantMessage``. A tool the server runs itself, or a block of
-a kind not known, is not a block of ours.
+The vendor's own reader (:class:`~openprogram.vendors.reply.StreamReader`, the one the store's views
+read recorded calls with) turns each server-sent event into pieces, and a :class:`ReplyAssembler`
+turns the pieces into our events: it numbers blocks contiguously from 0 in the order they open — the
+index each has in the final message's ``content`` — emits the matching ``*_start`` / ``*_delta`` /
+``*_end`` events, and builds the final (or, on failure, the partial) ``AssistantMessage``. A tool
+the server runs itself, or a block of a kind not known, is not a block of ours.
 
 Anything that ends a stream early is a :class:`VendorStreamError`; the HTTP layer turns it
 into an ``error`` event that keeps what was streamed so far."""
