@@ -177,10 +177,10 @@ def _add_groups() -> None:
     from openprogram.cli import demo, exec, run, serve
     from openprogram.cli.recordings import recordings_app
 
-    app.command("run")(run.run)
-    app.command("exec", context_settings=exec.CONTEXT)(exec.exec_command)
-    app.command("serve")(serve.serve_command)
-    app.command("demo")(demo.demo)
+    run.register(app)
+    exec.register(app)
+    serve.register(app)
+    demo.register(app)
     app.add_typer(recordings_app, name="recordings")
 
 

@@ -77,3 +77,7 @@ def _demo_folder(keep: str | None) -> Path:
     if not empty:
         abort(f"--keep {keep}: the folder is not empty; choose an empty or new folder", EXIT_USAGE)
     return folder
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)

@@ -213,3 +213,7 @@ def _report(outcome: object) -> None:
             line(unwatched_message(outcome.unwatched), "yellow")
     elif plan.mode == "replay" and not outcome.problems:
         line(f"{plural(outcome.calls, 'call')} replayed from {plan.path} and matched")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("exec", context_settings=CONTEXT)(exec_command)

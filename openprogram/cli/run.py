@@ -233,3 +233,7 @@ def result_note(result: ToolResultMessage) -> str:
 
 def _cut(line: str) -> str:
     return line if len(line) <= NOTE_WIDTH else line[: NOTE_WIDTH - 1] + "…"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

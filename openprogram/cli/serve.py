@@ -237,3 +237,7 @@ def _log_to_stderr(quiet: bool) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.CRITICAL if quiet else logging.INFO)
     logger.propagate = False
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_command)
