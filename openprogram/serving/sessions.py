@@ -41,6 +41,7 @@ from openprogram.private_files import make_private_dirs
 from openprogram.provider_boundary.codec import read_for_replay
 from openprogram.recording.writer import forget_writer
 from openprogram.serving.replay_passes import ReplayPasses, RequestSections
+from openprogram.serving.trust import RECORDING_HEADER
 from openprogram.store.names import RECORDING_SUFFIX, refuse_links_below, validate_name
 
 if TYPE_CHECKING:
@@ -59,7 +60,6 @@ __all__ = [
     "SessionTable",
 ]
 
-RECORDING_HEADER = "x-openprogram-recording"
 MODE_HEADER = "x-openprogram-mode"
 SESSION_MODES = ("replay", "record", "once")
 SessionMode = Literal["replay", "record", "once"]

@@ -47,6 +47,7 @@ from openprogram.serving.routes import CONTROL_PREFIX
 
 __all__ = [
     "HEALTH_PATH",
+    "RECORDING_HEADER",
     "TOKEN_HEADER",
     "TOKEN_VARIABLE",
     "Refusal",
@@ -64,7 +65,8 @@ TOKEN_VARIABLE = "OPENPROGRAM_SERVE_TOKEN"
 """Where ``exec`` hands the token to its command, and the setup files read it."""
 HEALTH_PATH = f"{CONTROL_PREFIX}/health"
 """The one control path that names nothing: whether the server is up, and its version."""
-_RECORDING_HEADER = "x-openprogram-recording"
+RECORDING_HEADER = "x-openprogram-recording"
+"""The request header naming the recording a request goes to (its session's)."""
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _CORS_METHODS = "GET, POST, PUT, PATCH, DELETE"
 _CORS_MAX_AGE = "600"
@@ -152,7 +154,7 @@ class TrustRules:
         if self.preflight_headers(method, headers) is not None:
             return None  # a preflight carries no token: it asks what may be sent
         control = any(_under_control(path) for path in paths)
-        names_one = control or _RECORDING_HEADER in headers
+        names_one = control or RECORDING_HEADER in headers
         if names_one and not self.holds_token(headers):
             return Refusal(
                 401,
