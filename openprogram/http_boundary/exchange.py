@@ -68,6 +68,7 @@ from openprogram.http_boundary.boundary import (
     handled_above,
     sending_beneath,
 )
+from openprogram.http_boundary.clients.interface import CapturedRequest, Destination
 from openprogram.http_boundary.codec import (
     body_event,
     encode_http_row,
@@ -119,7 +120,9 @@ __all__ = [
     "Step",
     "call_redactor",
     "capture_transport",
+    "captured_request",
     "captures",
+    "destination",
     "drive",
     "drive_async",
     "driven",
@@ -157,6 +160,19 @@ def capture_transport(
     return CapturingTransport(transport, boundary, library)
 
 
+def captured_request(request: HttpRequest) -> CapturedRequest:
+    """``request`` (its body read) as the boundary stores it: every library's, once its
+    adapter shows it as an :class:`HttpRequest`."""
+    return CapturedRequest(
+        request.method, str(request.url), tuple(request.headers.multi_items()), request.content
+    )
+
+
+def destination(url: HttpURL) -> Destination:
+    """Where a request for ``url`` connects."""
+    return Destination(url.host.lower(), url.port, url.scheme)
+
+
 def captures(
     client: object, url: HttpURL, boundary: HttpBoundary, library: ClientLibrary[Any]
 ) -> bool:
@@ -166,7 +182,7 @@ def captures(
     vendor providers, a passthrough host, nor, under record, while a taped function runs
     (its tape covers it). Every request asked about is noted as one the boundary saw (so its
     connection is not reported as missed)."""
-    boundary.saw(*library.destination(url))
+    boundary.saw(*destination(url))
     if handled_above():
         return False
     if getattr(client, PROVIDER_CLIENT_MARK, False) or (
@@ -174,7 +190,7 @@ def captures(
     ):
         return False
     if boundary.passthrough_hosts:
-        host, port, _ = library.destination(url)
+        host, port, _ = destination(url)
         if boundary.passes_through(host, port):
             return False
     return True
@@ -190,7 +206,7 @@ def exchange_flow(
     layer = boundary.model_layer
     if layer is not None:
         yield Step.READ
-        if not layer.covers(library.captured_request(request)):
+        if not layer.covers(captured_request(request)):
             return _sent((yield Step.SEND))  # not model traffic: live, not recorded
         boundary = layer.boundary()
     if boundary.mode == "blocked":
@@ -202,7 +218,7 @@ def exchange_flow(
         return _sent((yield Step.SEND))
     if layer is None:
         yield Step.READ
-    captured = library.captured_request(request)
+    captured = captured_request(request)
     sections = request_sections(
         captured.method, captured.url, captured.headers, captured.body, boundary.extra_headers
     )

@@ -51,7 +51,12 @@ from openprogram.body_limit import MAX_BODY_SIZE
 from openprogram.errors import RecordingFileError, ReplayMismatch
 from openprogram.http_boundary.clients.httpx_clients import HttpxLibrary
 from openprogram.http_boundary.codec import request_sections
-from openprogram.http_boundary.exchange import CapturingTransport, call_redactor, captures
+from openprogram.http_boundary.exchange import (
+    CapturingTransport,
+    call_redactor,
+    captured_request,
+    captures,
+)
 from openprogram.recording.mismatch import RecordReplayEscape
 from openprogram.serving.control import TRUSTED, ControlApi, control_error
 from openprogram.serving.forwarding import Upstreams, client_headers, upstream_headers
@@ -283,7 +288,7 @@ class ProxyServer:
 def _sections_of(outgoing: httpx.Request, session: ProxySession) -> RequestSections:
     """``outgoing`` as the session's boundary compares it: its sections and its redactor, as
     the exchange makes them."""
-    captured = _LIBRARY.captured_request(outgoing)
+    captured = captured_request(outgoing)
     boundary = session.boundary
     sections = request_sections(captured.method, captured.url, captured.headers, captured.body,
                                 boundary.extra_headers)  # fmt: skip

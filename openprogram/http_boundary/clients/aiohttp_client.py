@@ -31,7 +31,6 @@ from openprogram.http_boundary.clients.interface import (
     HeaderList,
     HttpHeaders,
     HttpRequest,
-    ReadsThroughProtocols,
     RequestView,
     URLView,
     reason_phrase,
@@ -111,7 +110,7 @@ _Middleware = Callable[[_ClientRequest, _Handler], Awaitable[_ClientResponse]]
 _RequestMethod = Callable[..., Awaitable[_ClientResponse]]
 
 
-class AiohttpLibrary(ReadsThroughProtocols):
+class AiohttpLibrary:
     """aiohttp, as the HTTP boundary captures it; bound to ``aiohttp.client`` when that is
     hooked."""
 

@@ -36,7 +36,6 @@ from openprogram.http_boundary.clients.interface import (
     HeaderList,
     HttpHeaders,
     HttpRequest,
-    ReadsThroughProtocols,
     RequestView,
     rebuilt_error,
 )
@@ -66,7 +65,7 @@ Exchange = Generator[None, GetResponse, Response]
 ``getresponse`` with the connection's own, it returns the response the caller gets."""
 
 
-class HttpClientLibrary(ReadsThroughProtocols):
+class HttpClientLibrary:
     """``http.client``, as the HTTP boundary captures it."""
 
     name = "http.client"

@@ -34,7 +34,6 @@ from openprogram.http_boundary.clients.interface import (
     HttpResponse,
     HttpTransport,
     HttpURL,
-    ReadsThroughProtocols,
     SyncByteStream,
     rebuilt_error,
 )
@@ -51,7 +50,7 @@ _PATCH_MARK = "_openprogram_http_capture"
 _CLIENT_CLASSES = ("Client", "AsyncClient")
 
 
-class HttpxLibrary(ReadsThroughProtocols):
+class HttpxLibrary:
     """httpx or httpx2 (``name``), as the HTTP boundary captures it; bound to the module
     when that is hooked (a module imported afresh gets an instance of its own)."""
 

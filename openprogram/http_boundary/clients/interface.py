@@ -39,7 +39,6 @@ __all__ = [
     "HttpResponse",
     "HttpTransport",
     "HttpURL",
-    "ReadsThroughProtocols",
     "RequestView",
     "SyncByteStream",
     "SyncTransport",
@@ -178,22 +177,6 @@ class BodyRecorder(Protocol):
     def complete(self, content: bytes) -> None: ...
 
 
-class ReadsThroughProtocols:
-    """The part of a :class:`ClientLibrary` that is the same for every library once its
-    request and URL are seen as :class:`HttpRequest` and :class:`HttpURL` (an adapter wraps
-    them in views that are): how a captured request reads, and where it connects."""
-
-    def captured_request(self, request: HttpRequest) -> CapturedRequest:
-        """``request`` (its body read) as the boundary stores it."""
-        return CapturedRequest(
-            request.method, str(request.url), tuple(request.headers.multi_items()), request.content
-        )
-
-    def destination(self, url: HttpURL) -> Destination:
-        """Where a request for ``url`` connects."""
-        return Destination(url.host.lower(), url.port, url.scheme)
-
-
 class ClientLibrary(Protocol[R]):
     """One HTTP client library the boundary captures; ``R`` is its response, as the
     exchange hands it from the sending to the client."""
@@ -211,14 +194,6 @@ class ClientLibrary(Protocol[R]):
     def hook(self, module: ModuleType) -> None:
         """Patch ``module`` (one of ``module_names``, just imported) so its requests are
         captured while a boundary is active (idempotent)."""
-        ...
-
-    def captured_request(self, request: HttpRequest) -> CapturedRequest:
-        """``request`` (its body read) as the boundary stores it."""
-        ...
-
-    def destination(self, url: HttpURL) -> Destination:
-        """Where a request for ``url`` connects."""
         ...
 
     def head(self, response: R) -> tuple[int, HttpHeaders]:

@@ -34,7 +34,6 @@ from openprogram.http_boundary.clients.interface import (
     HeaderList,
     HttpHeaders,
     HttpRequest,
-    ReadsThroughProtocols,
     RequestView,
     rebuilt_error,
 )
@@ -77,7 +76,7 @@ class Urllib3Response(Protocol):
     def isclosed(self) -> bool: ...
 
 
-class Urllib3Library(ReadsThroughProtocols):
+class Urllib3Library:
     """urllib3, as the HTTP boundary captures it; bound to ``urllib3.connectionpool`` when
     that is hooked (a module imported afresh gets an instance of its own)."""
 
