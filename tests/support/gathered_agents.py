@@ -2,7 +2,10 @@
 one is slower than another, so their calls interleave differently from run to run.
 
 A sub-agent named ``A`` starts from the user message ``"A start"``; after each reply it does
-its own work (a tool, say) for ``delay`` seconds, then asks again with ``"A turn <n>"``.
+its own work (a tool, say) for ``delay`` seconds, then asks again with ``"A turn <n>"``. A
+slower sub-agent (a positive delay) also starts only once every one without a delay is done,
+so the order its calls reach the boundary in is the same however busy the machine is (a
+delay alone would race the other's round trips).
 :func:`provider_agents` asks through openprogram's provider registry (the echo model);
 :func:`http_agents` asks an OpenAI-style Chat Completions server with an ``httpx2``
 ``AsyncClient`` (the loopback :class:`~tests.support.sdk_server.SdkServer` answers
@@ -13,7 +16,7 @@ the names were given.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from openprogram.providers import (
@@ -40,10 +43,33 @@ async def _provider_agent(name: str, delay: float, turns: int) -> str:
     return reply.text
 
 
+async def _gathered(
+    delays: Mapping[str, float], agent: Callable[[str, float], Awaitable[str]]
+) -> list[str]:
+    """``agent`` run for each of ``delays``' sub-agents at once; the slower ones (a positive
+    delay) start once the others are done."""
+    faster = [name for name, delay in delays.items() if delay <= 0]
+    done = asyncio.Event()
+    if not faster:
+        done.set()
+
+    async def run(name: str, delay: float) -> str:
+        if delay > 0:
+            await done.wait()
+        try:
+            return await agent(name, delay)
+        finally:
+            if delay <= 0:
+                faster.remove(name)
+                if not faster:
+                    done.set()
+
+    return list(await asyncio.gather(*(run(name, delay) for name, delay in delays.items())))
+
+
 async def provider_agents(delays: Mapping[str, float], *, turns: int = TURNS) -> list[str]:
     """The sub-agents ``delays`` names, gathered, asking the echo model ``turns`` times."""
-    agents = [_provider_agent(name, delay, turns) for name, delay in delays.items()]
-    return list(await asyncio.gather(*agents))
+    return await _gathered(delays, lambda name, delay: _provider_agent(name, delay, turns))
 
 
 async def _http_agent(client: Any, url: str, name: str, delay: float, turns: int) -> str:
@@ -69,8 +95,9 @@ async def http_agents(url: str, delays: Mapping[str, float], *, turns: int = TUR
     import httpx2
 
     async with httpx2.AsyncClient() as client:
-        agents = [_http_agent(client, url, name, delay, turns) for name, delay in delays.items()]
-        return list(await asyncio.gather(*agents))
+        return await _gathered(
+            delays, lambda name, delay: _http_agent(client, url, name, delay, turns)
+        )
 
 
 PROVIDER_AGENTS_SOURCE = """\
@@ -89,7 +116,23 @@ async def sub_agent(name, delay, turns=3):
 
 
 async def sub_agents(delays):
-    return await asyncio.gather(*(sub_agent(name, delay) for name, delay in delays.items()))
+    faster = [name for name, delay in delays.items() if delay <= 0]
+    done = asyncio.Event()
+    if not faster:
+        done.set()
+
+    async def run(name, delay):
+        if delay > 0:
+            await done.wait()
+        try:
+            return await sub_agent(name, delay)
+        finally:
+            if delay <= 0:
+                faster.remove(name)
+                if not faster:
+                    done.set()
+
+    return await asyncio.gather(*(run(name, delay) for name, delay in delays.items()))
 """
 """:func:`provider_agents` as source, for a program or an inner test module: it defines
 ``sub_agents(delays)``, which makes the very same requests."""
